@@ -1,0 +1,147 @@
+# dra-guard - one non-recursive Makefile.
+#
+#   make deps    install missing Debian packages (every build target runs it)
+#   make         build ./dra-guard
+#   make test    unit tests (plain and ASan+UBSan), end-to-end tests, fuzz smoke
+#   make run     the webhook on localhost with dev certificates and the example policy
+#   make bench   benchmarks (engine, end to end, scaling, against the Go peers)
+#   make fuzz    libFuzzer targets, FUZZ_SECONDS each
+#   make soak    the server under load for SOAK_SECONDS, sampling RSS and fds
+#   make clean
+#
+# Objects go to $(BUILD)/<flavour>/: "rel" (-O2) and "asan" (ASan + UBSan).
+# Every policy/ and webhook/ source is in libdraguard.a; webhook/main.c is the
+# program; tests/test_<module>.c is one cmocka binary per module.
+
+.SUFFIXES:
+.DEFAULT_GOAL := all
+SHELL := /bin/sh
+
+BUILD ?= build
+CC ?= cc
+CLANG ?= clang
+PKG_CONFIG ?= pkg-config
+PYTHON ?= python3
+PKGS := libmicrohttpd gnutls jansson yaml-0.1 libcrypto
+
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+WARN := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror
+BASE_CPPFLAGS := -D_GNU_SOURCE -Ipolicy -Iwebhook -DDRA_GUARD_VERSION='"$(VERSION)"'
+# Deferred (=): evaluated when a recipe runs, after `deps` installed pkg-config data.
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lpthread
+CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
+
+rel_CFLAGS := -O2 -g -fno-strict-aliasing
+asan_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FLAVOURS := rel asan
+
+POLICY_SRC := $(sort $(wildcard policy/*.c))
+WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
+LIB_SRC := $(POLICY_SRC) $(WEBHOOK_SRC)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRC))
+TEST_SUPPORT_SRC := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
+
+.PHONY: all deps deps-test deps-bench deps-fuzz test unit-test e2e-test fuzz-smoke \
+	run bench fuzz soak clean
+
+all: dra-guard
+
+deps:
+	@tools/deps.sh build
+deps-test:
+	@tools/deps.sh build test
+deps-bench:
+	@tools/deps.sh build bench
+deps-fuzz:
+	@tools/deps.sh build fuzz
+
+dra-guard: $(BUILD)/rel/dra-guard
+	cp $< $@
+
+# --- per-flavour rules ------------------------------------------------------
+define flavour_rules
+$(1)_LIB_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(LIB_SRC))
+$(1)_SUPPORT_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(TEST_SUPPORT_SRC))
+
+$(BUILD)/$(1)/%.o: %.c | deps
+	@mkdir -p $$(@D)
+	$$(CC) $$(BASE_CPPFLAGS) $$(PKG_CFLAGS) $$(WARN) $$($(1)_CFLAGS) -MMD -MP -c -o $$@ $$<
+
+$(BUILD)/$(1)/libdraguard.a: $$($(1)_LIB_OBJ)
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+$(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/main.o $(BUILD)/$(1)/libdraguard.a
+	$$(CC) $$($(1)_CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+
+$(BUILD)/$(1)/tests/test_%: $(BUILD)/$(1)/tests/test_%.o $$($(1)_SUPPORT_OBJ) $(BUILD)/$(1)/libdraguard.a | deps-test
+	$$(CC) $$($(1)_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(PKG_LIBS)
+endef
+$(foreach f,$(FLAVOURS),$(eval $(call flavour_rules,$(f))))
+
+$(BUILD)/rel/bench/%: $(BUILD)/rel/bench/%.o $(BUILD)/rel/libdraguard.a
+	$(CC) $(rel_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# --- tests ------------------------------------------------------------------
+UNIT_BINS := $(foreach f,$(FLAVOURS),$(addprefix $(BUILD)/$(f)/tests/,$(TEST_NAMES)))
+export ASAN_OPTIONS := detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
+# Tests find fixtures relative to the repository root.
+export DRA_GUARD_ROOT := $(CURDIR)
+export DRA_GUARD_SHARED := $(abspath $(CURDIR)/../shared)
+
+test: unit-test e2e-test fuzz-smoke
+
+unit-test: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+E2E_TESTS := $(sort $(wildcard tests/e2e/test_*.py))
+e2e-test: $(BUILD)/rel/dra-guard $(BUILD)/asan/dra-guard | deps-test
+	@set -e; for t in $(E2E_TESTS); do echo "== $$t"; \
+		DRA_GUARD_BIN=$(abspath $(BUILD)/rel/dra-guard) \
+		DRA_GUARD_ASAN_BIN=$(abspath $(BUILD)/asan/dra-guard) \
+		$(PYTHON) $$t; done
+
+# --- fuzzing ----------------------------------------------------------------
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 6
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_LIB_SRC := $(POLICY_SRC)
+FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) | deps-fuzz
+	@mkdir -p $(@D)
+	$(CLANG) $(BASE_CPPFLAGS) $(PKG_CFLAGS) $(WARN) -Wno-unused-command-line-argument \
+		$(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_SRC) $(PKG_LIBS)
+
+fuzz-smoke: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_NAMES); do tools/fuzz.sh $(BUILD)/fuzz/$$f $(FUZZ_SMOKE_SECONDS) smoke; done
+
+fuzz: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_NAMES); do tools/fuzz.sh $(BUILD)/fuzz/$$f $(FUZZ_SECONDS) full; done
+
+# --- running ----------------------------------------------------------------
+RUN_DIR := $(BUILD)/run
+run: $(BUILD)/rel/dra-guard
+	@certs/make-certs.sh dev $(RUN_DIR)/certs
+	$(BUILD)/rel/dra-guard serve --listen 127.0.0.1:8443 \
+		--tls-cert $(RUN_DIR)/certs/tls.crt --tls-key $(RUN_DIR)/certs/tls.key \
+		--policy examples/policy-configmap.yaml --metrics-listen 127.0.0.1:9090
+
+bench: $(BUILD)/rel/dra-guard | deps-bench
+	@tools/bench.sh
+
+SOAK_SECONDS ?= 600
+soak: $(BUILD)/rel/dra-guard | deps-bench
+	@SOAK_SECONDS=$(SOAK_SECONDS) tools/soak.sh
+
+clean:
+	rm -rf $(BUILD) dra-guard

@@ -1,0 +1,55 @@
+/* buf.h - a growable byte buffer with a hard cap.
+ *
+ * Every append checks the cap set at buf_init(); going over fails with -E2BIG
+ * and leaves the contents as they were before the call (never a truncated
+ * append). The buffer keeps a NUL after the contents, so buf_cstr() is always
+ * a C string. Also the JSON string escaper every encoder here shares. */
+#ifndef DRA_GUARD_BUF_H
+#define DRA_GUARD_BUF_H
+
+#include <stddef.h>
+
+#include "str.h"
+
+struct buf {                 /* fields are private; use the functions below */
+	char *data;
+	size_t len;
+	size_t alloc;
+	size_t cap;
+};
+
+/* An empty buffer that will hold at most cap bytes (plus the NUL). No allocation. */
+void buf_init(struct buf *b, size_t cap);
+
+/* Free the memory; the buffer is empty and usable again. */
+void buf_free(struct buf *b);
+
+/* Empty the buffer but keep its memory. */
+void buf_reset(struct buf *b);
+
+/* Append bytes. 0, -E2BIG over the cap, -ENOMEM. */
+int buf_add(struct buf *b, const void *p, size_t n);
+int buf_add_str(struct buf *b, struct str s);
+int buf_add_cstr(struct buf *b, const char *s);
+int buf_add_char(struct buf *b, char c);
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Append s as a JSON string literal, quotes included. Control characters and
+ * invalid UTF-8 are escaped (\u00XX, and U+FFFD for bytes that are not UTF-8)
+ * so the output is always valid JSON. Also escapes <, > and & as \u003c etc.,
+ * as Go's encoder does. */
+int buf_add_json_str(struct buf *b, const char *s, size_t n);
+
+/* Steal the contents: *out gets a malloc'd NUL-terminated string (free with
+ * free()), *len its length; the buffer is left empty. -ENOMEM if empty and
+ * allocation fails. */
+int buf_take(struct buf *b, char **out, size_t *len);
+
+/* Borrow the contents. */
+const char *buf_cstr(const struct buf *b);
+size_t buf_len(const struct buf *b);
+
+/* Drop everything after the first n bytes (n <= len). */
+void buf_truncate(struct buf *b, size_t n);
+
+#endif

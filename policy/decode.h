@@ -1,0 +1,69 @@
+/* decode.h - AdmissionReview and object JSON into the typed model.
+ *
+ * One pass over the text with jscan: members a rule reads are decoded into
+ * struct admission_request / struct k8s_object, everything else is validated
+ * and skipped. The object's kind comes from request.kind (group, version,
+ * kind); kinds no rule reads are skipped whole (OBJECT_OTHER).
+ *
+ * Strict where it reads: a member of the wrong type, a duplicate member, a
+ * duplicate map key (capacity, mappings, labels, data, extra), an unsupported
+ * version of a guarded kind, or more entries than the limits allow is an
+ * error that names the JSON path ("request.object.spec.devices[3].capacity:
+ * expected an object, got a string"). Everything in the model borrows from
+ * the text and the arena. Thread-safe as long as each call has its own arena. */
+#ifndef DRA_GUARD_DECODE_H
+#define DRA_GUARD_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "model.h"
+
+/* The API server's own limit on devices in one ResourceSlice. */
+#define DECODE_API_MAX_DEVICES 128
+
+struct decode_limits {
+	unsigned max_depth;          /* JSON nesting */
+	uint32_t max_devices;        /* spec.devices per slice */
+	uint32_t max_map_entries;    /* capacity names, mappings, extra keys per map */
+	uint32_t max_list;           /* groups, extra values, results, reservedFor, devices status, claim statuses, requests */
+};
+
+#define DECODE_ERROR_MAX 512
+
+struct decode_error {
+	char msg[DECODE_ERROR_MAX];  /* names the JSON path and what was wrong */
+	size_t offset;               /* byte offset in the text */
+};
+
+/* max_depth 64, max_devices DECODE_API_MAX_DEVICES, max_map_entries 256,
+ * max_list 4096. */
+void decode_limits_default(struct decode_limits *lim);
+
+/* Decode an admission.k8s.io/v1 AdmissionReview request body.
+ *
+ * Returns 0 with *out filled; -EBADMSG when the text is not JSON or not an
+ * AdmissionReview v1 with a request (out->uid may still be set if it was
+ * read); -EPROTO when the review itself is fine (uid, kind, operation read)
+ * but object or oldObject does not decode as the kind it claims to be: the
+ * caller answers with a denial naming err->msg; -E2BIG or -ENOMEM when the
+ * arena is exhausted. err is filled on every failure. */
+int decode_review(const char *body, size_t len, const struct decode_limits *lim,
+		  struct arena *a, struct admission_request *out,
+		  struct decode_error *err);
+
+/* Decode one bare object (dry-run input): its kind comes from its own
+ * apiVersion and kind members. Kinds no rule reads give OBJECT_OTHER.
+ * Returns 0, -EPROTO for an object that does not decode (err says why),
+ * -E2BIG or -ENOMEM. */
+int decode_object(const char *json, size_t len, const struct decode_limits *lim,
+		  struct arena *a, struct k8s_object *out, struct decode_error *err);
+
+/* The object kind and version that group/version/kind name, as the decoder
+ * sees them: OBJECT_OTHER for kinds no rule reads; API_VERSION_UNKNOWN for a
+ * guarded kind in a version the guard does not decode. */
+enum object_kind decode_classify(struct str group, struct str version, struct str kind,
+				 enum api_version *version_out);
+
+#endif

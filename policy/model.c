@@ -1,0 +1,65 @@
+/* model.c - small helpers over the typed objects. */
+#include "model.h"
+
+const struct str *model_user_extra(const struct user_info *u, const char *key, uint32_t *n)
+{
+	uint32_t i;
+
+	for (i = 0; i < u->nextra; i++) {
+		if (str_eq_cstr(u->extra[i].key, key)) {
+			*n = u->extra[i].nvalues;
+			return u->extra[i].values;
+		}
+	}
+	*n = 0;
+	return NULL;
+}
+
+bool model_user_in_group(const struct user_info *u, struct str g)
+{
+	uint32_t i;
+
+	for (i = 0; i < u->ngroups; i++)
+		if (str_eq(u->groups[i], g))
+			return true;
+	return false;
+}
+
+const char *model_op_name(enum admission_op op)
+{
+	switch (op) {
+	case ADMISSION_OP_CREATE: return "CREATE";
+	case ADMISSION_OP_UPDATE: return "UPDATE";
+	case ADMISSION_OP_DELETE: return "DELETE";
+	case ADMISSION_OP_CONNECT: return "CONNECT";
+	case ADMISSION_OP_UNKNOWN: break;
+	}
+	return "";
+}
+
+enum admission_op model_op_parse(struct str s)
+{
+	if (str_eq_cstr(s, "CREATE"))
+		return ADMISSION_OP_CREATE;
+	if (str_eq_cstr(s, "UPDATE"))
+		return ADMISSION_OP_UPDATE;
+	if (str_eq_cstr(s, "DELETE"))
+		return ADMISSION_OP_DELETE;
+	if (str_eq_cstr(s, "CONNECT"))
+		return ADMISSION_OP_CONNECT;
+	return ADMISSION_OP_UNKNOWN;
+}
+
+const char *model_kind_name(enum object_kind k)
+{
+	switch (k) {
+	case OBJECT_RESOURCE_SLICE: return "ResourceSlice";
+	case OBJECT_RESOURCE_CLAIM: return "ResourceClaim";
+	case OBJECT_POD: return "Pod";
+	case OBJECT_CONFIG_MAP: return "ConfigMap";
+	case OBJECT_NONE:
+	case OBJECT_OTHER:
+		break;
+	}
+	return "";
+}

@@ -1,0 +1,267 @@
+/* model.h - the typed Kubernetes objects the rules read.
+ *
+ * The decoder fills these from an AdmissionReview (or a bare object in
+ * dry-run) in one pass; rules read only these structs and never JSON. Only the
+ * fields some rule reads are here. Every struct str points into the request
+ * body or into the request's arena, and every array lives in that arena: the
+ * whole model is borrowed and dies with them. */
+#ifndef DRA_GUARD_MODEL_H
+#define DRA_GUARD_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "quantity.h"
+#include "str.h"
+
+enum admission_op {
+	ADMISSION_OP_UNKNOWN = 0,
+	ADMISSION_OP_CREATE,
+	ADMISSION_OP_UPDATE,
+	ADMISSION_OP_DELETE,
+	ADMISSION_OP_CONNECT,
+};
+
+enum object_kind {
+	OBJECT_NONE = 0,            /* absent or null */
+	OBJECT_RESOURCE_SLICE,
+	OBJECT_RESOURCE_CLAIM,
+	OBJECT_POD,
+	OBJECT_CONFIG_MAP,
+	OBJECT_OTHER,               /* a kind no rule reads: not decoded */
+};
+
+/* resource.k8s.io versions the guard decodes (v1beta1 nests device fields
+ * under "basic"); core objects are always API_V1. */
+enum api_version {
+	API_VERSION_UNKNOWN = 0,
+	API_V1,
+	API_V1BETA2,
+	API_V1BETA1,
+};
+
+/* A quantity as it appeared: a JSON string or a bare number. */
+struct quantity_field {
+	bool present;
+	struct str text;            /* the string's content or the number literal */
+	int err;                    /* 0, or quantity_parse()'s error for text */
+	struct quantity value;      /* valid when err == 0 */
+};
+
+struct named_quantity {
+	struct str name;
+	struct quantity_field value;
+};
+
+enum mapping_shape {
+	MAPPING_V136 = 0,           /* nodeAllocatableResourceMappings */
+	MAPPING_V137,               /* nodeAllocatableResources (Kubernetes 1.37) */
+};
+
+/* One node resource a device maps. In the 1.36 shape "multiplier" is
+ * allocationMultiplier; in the 1.37 shape it is mapping.deviceMultiplier and
+ * capacity_multiplier is mapping.capacityMultiplier. */
+struct mapping {
+	struct str resource;        /* the map key, e.g. "memory", "hugepages-2Mi" */
+	enum mapping_shape shape;
+	bool is_null;               /* the entry's value was null */
+	struct quantity_field multiplier;
+	struct quantity_field capacity_multiplier;        /* 1.37 only */
+	bool has_capacity_key;
+	struct str capacity_key;
+	struct quantity_field overhead_per_pod;           /* 1.37 only */
+	struct quantity_field overhead_per_container;     /* 1.37 only */
+	struct str unknown_field;   /* first member not in the schema, len 0 if none */
+};
+
+struct device {
+	uint32_t index;             /* position in spec.devices */
+	struct str name;
+	bool allow_multiple_allocations;
+	struct str *capacity;       /* names of the device's capacity entries */
+	uint32_t ncapacity;
+	struct mapping *mappings;   /* both shapes, in document order */
+	uint32_t nmappings;
+	bool has_v136;              /* nodeAllocatableResourceMappings present */
+	bool has_v137;              /* nodeAllocatableResources present */
+	struct str node_name;       /* per-device node (perDeviceNodeSelection) */
+	bool all_nodes;
+	bool has_node_selector;
+	struct str raw;             /* the device's JSON text, for cheap comparison */
+};
+
+struct resource_slice {
+	struct str driver;
+	struct str node_name;       /* len 0 when absent */
+	bool all_nodes;
+	bool has_node_selector;
+	bool per_device_node_selection;
+	struct str pool_name;
+	bool has_pool_generation;
+	int64_t pool_generation;
+	int64_t resource_slice_count;
+	struct device *devices;
+	uint32_t ndevices;
+};
+
+struct claim_request {
+	struct str name;
+	struct str *device_classes; /* exactly.deviceClassName, or every firstAvailable[] one */
+	uint32_t ndevice_classes;
+};
+
+struct allocation_result {
+	struct str request;
+	struct str driver;
+	struct str pool;
+	struct str device;
+	struct str share_id;
+	struct named_quantity *consumed_capacity;
+	uint32_t nconsumed_capacity;
+};
+
+struct device_status {
+	struct str driver;
+	struct str pool;
+	struct str device;
+	struct str share_id;
+	struct str raw;             /* the entry's JSON text: "changed" means different text */
+};
+
+struct consumer_ref {
+	struct str api_group;
+	struct str resource;
+	struct str name;
+	struct str uid;
+};
+
+struct resource_claim {
+	struct claim_request *requests;
+	uint32_t nrequests;
+	bool allocated;             /* status.allocation present and not null */
+	struct allocation_result *results;
+	uint32_t nresults;
+	bool node_local;            /* nodeSelector is one term: metadata.name In [one node] */
+	struct str allocated_node;
+	struct str allocation_raw;  /* status.allocation's JSON text */
+	struct consumer_ref *reserved_for;
+	uint32_t nreserved_for;
+	struct device_status *devices;
+	uint32_t ndevices;
+};
+
+/* One status.nodeAllocatableResourceClaimStatuses entry. */
+struct claim_resource_status {
+	struct str claim_name;
+	struct str *containers;
+	uint32_t ncontainers;
+	struct named_quantity *resources;
+	uint32_t nresources;
+	struct str raw;
+};
+
+struct pod {
+	struct str node_name;
+	uint32_t nresource_claims;  /* entries in spec.resourceClaims */
+	bool has_claim_statuses;    /* the field is present (even if empty) */
+	struct claim_resource_status *claim_statuses;
+	uint32_t nclaim_statuses;
+	struct str claim_statuses_raw;
+};
+
+/* The keys of the guard's own policy ConfigMap, unescaped. */
+struct config_map {
+	bool has_policy;
+	struct str policy;          /* data["policy.yaml"] */
+	bool has_freeze;
+	struct str freeze;
+	bool has_freeze_reason;
+	struct str freeze_reason;
+};
+
+struct object_meta {
+	struct str name;
+	struct str generate_name;
+	struct str namespace;
+	struct str uid;
+	bool has_labels;
+	bool has_mapping_label;     /* labels["dra-guard.io/mappings"] */
+	struct str mapping_label;
+	bool deleting;              /* deletionTimestamp set */
+};
+
+struct k8s_object {
+	enum object_kind kind;
+	enum api_version version;
+	struct str api_version;     /* as written, e.g. "resource.k8s.io/v1" */
+	struct str kind_name;       /* as written, e.g. "ResourceSlice" */
+	struct object_meta meta;
+	union {
+		struct resource_slice slice;
+		struct resource_claim claim;
+		struct pod pod;
+		struct config_map config_map;
+	} u;
+};
+
+struct user_extra {
+	struct str key;
+	struct str *values;
+	uint32_t nvalues;
+};
+
+struct user_info {
+	struct str username;
+	struct str uid;
+	struct str *groups;
+	uint32_t ngroups;
+	struct user_extra *extra;
+	uint32_t nextra;
+};
+
+struct group_version_kind {
+	struct str group;
+	struct str version;
+	struct str kind;
+};
+
+struct group_version_resource {
+	struct str group;
+	struct str version;
+	struct str resource;
+};
+
+struct admission_request {
+	struct str uid;
+	struct group_version_kind kind;
+	struct group_version_resource resource;
+	struct str sub_resource;
+	struct str name;
+	struct str namespace;
+	enum admission_op operation;
+	struct str operation_text;
+	struct user_info user;
+	bool dry_run;
+	struct k8s_object object;
+	struct k8s_object old_object;
+};
+
+/* The extra key ServiceAccount tokens bound to a Pod carry. */
+#define MODEL_EXTRA_NODE_NAME "authentication.kubernetes.io/node-name"
+
+/* The values of extra[key], or NULL (with *n = 0) when absent. Borrowed. */
+const struct str *model_user_extra(const struct user_info *u, const char *key, uint32_t *n);
+
+/* True when u is in group g. */
+bool model_user_in_group(const struct user_info *u, struct str g);
+
+/* "CREATE" etc.; "" for unknown. Static storage. */
+const char *model_op_name(enum admission_op op);
+
+/* Parse "CREATE", "UPDATE", "DELETE", "CONNECT"; ADMISSION_OP_UNKNOWN otherwise. */
+enum admission_op model_op_parse(struct str s);
+
+/* "ResourceSlice" etc.; "" for none/other. Static storage. */
+const char *model_kind_name(enum object_kind k);
+
+#endif

@@ -1,0 +1,140 @@
+/* policy.h - the policy document: model, loader, lookups.
+ *
+ * A policy is an immutable snapshot: built whole by a loader, never changed
+ * after, freed whole. The webhook swaps snapshots under one pointer; rules
+ * read the fields below directly (and must not write them).
+ *
+ * The document (apiVersion dra-guard.io/v1alpha1, kind Policy) is read from
+ * YAML or JSON, or from a ConfigMap manifest whose data["policy.yaml"] holds
+ * it next to the operator keys data["freeze"] and data["freeze-reason"].
+ * Unknown keys, wrong types and bad values are errors naming the line and the
+ * path. Loading is pure: text in, snapshot out. */
+#ifndef DRA_GUARD_POLICY_H
+#define DRA_GUARD_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "quantity.h"
+#include "rules.h"
+#include "str.h"
+
+#define POLICY_API_VERSION "dra-guard.io/v1alpha1"
+#define POLICY_KIND "Policy"
+#define POLICY_DEFAULT_SCHEDULER "system:kube-scheduler"
+/* ConfigMap keys (also the file names of a mounted ConfigMap directory). */
+#define POLICY_KEY_DOCUMENT "policy.yaml"
+#define POLICY_KEY_FREEZE "freeze"
+#define POLICY_KEY_FREEZE_REASON "freeze-reason"
+/* Longest freeze-reason kept (it is shown to users in every freeze denial). */
+#define POLICY_FREEZE_REASON_MAX 1024
+
+struct string_list {
+	const struct str *items;
+	size_t n;
+};
+
+struct resource_limit {
+	struct str name;              /* "memory", "hugepages-2Mi" */
+	bool has_max;
+	struct quantity max;          /* most one allocation may map */
+};
+
+enum driver_scope {
+	DRIVER_SCOPE_NODE = 0,        /* a kubelet plugin: writes its own node's objects */
+	DRIVER_SCOPE_CLUSTER,         /* a controller: may write any node's objects */
+};
+
+struct driver_policy {
+	struct str name;
+	bool has_resources;           /* resources listed: only these may be mapped */
+	const struct resource_limit *resources;
+	size_t nresources;
+	struct string_list service_accounts;
+	enum driver_scope scope;
+};
+
+struct policy {
+	enum action default_action;
+	bool rule_set[RULE_COUNT];    /* enforcement.rules names the rule */
+	enum action rule_action[RULE_COUNT];
+
+	struct string_list schedulers;        /* default: system:kube-scheduler */
+	struct string_list allocators;        /* writers.allocators: other allocation writers */
+	struct string_list admin_groups;      /* writers.admins: break-glass slice writers */
+
+	bool has_drivers;                     /* drivers listed: others may not map */
+	const struct driver_policy *drivers;
+	size_t ndrivers;
+
+	bool has_canary;
+	struct string_list canary_nodes;      /* globs */
+
+	bool frozen;                          /* data.freeze == "true" */
+	struct str freeze_reason;
+	bool freeze_scoped;                   /* freeze.scope given */
+	struct string_list freeze_drivers;
+	struct string_list freeze_device_classes;
+	struct string_list freeze_namespaces;
+	struct string_list break_glass_groups;
+	struct string_list break_glass_users;
+
+	struct string_list numa_attributes;
+
+	char hash[65];                        /* SHA-256 (hex) of the inputs */
+	struct arena *storage;                /* owns everything above */
+};
+
+#define POLICY_ERROR_MAX 512
+
+struct policy_error {
+	char msg[POLICY_ERROR_MAX];   /* what is wrong and what would be accepted */
+	char path[256];               /* "drivers[\"gpu.example.com\"].scope"; "" at top */
+	char source[64];              /* "policy.yaml", "freeze", "" for the whole input */
+	uint32_t line, col;           /* 1-based within source; 0 when unknown */
+};
+
+/* Load a Policy document (YAML or JSON) or a ConfigMap manifest holding one.
+ * Returns 0 with *out owned by the caller (policy_free()), or -EINVAL with err
+ * filled, or -ENOMEM. */
+int policy_load(const char *text, size_t len, struct policy **out, struct policy_error *err);
+
+/* Load from the keys of a mounted ConfigMap: the document, and freeze /
+ * freeze-reason when present (has_* false: the key does not exist). The
+ * freeze key must be "true" or "false" (surrounding whitespace ignored). */
+int policy_load_parts(const char *doc, size_t doc_len,
+		      bool has_freeze, const char *freeze, size_t freeze_len,
+		      bool has_reason, const char *reason, size_t reason_len,
+		      struct policy **out, struct policy_error *err);
+
+/* The built-in policy used when none is given: every rule at its built-in
+ * action (deny, warn for the advisory ones), no driver or canary
+ * restriction, system:kube-scheduler as the scheduler, no freeze. */
+int policy_builtin(struct policy **out);
+
+/* policy_free(NULL) is a no-op. */
+void policy_free(struct policy *p);
+
+/* The action for rule id: enforcement.rules[id] when set, otherwise the
+ * less strict of enforcement.default and the rule's built-in action (so an
+ * advisory rule never denies unless named). */
+enum action policy_action(const struct policy *p, enum rule_id id);
+
+/* The driver entry named name, or NULL. */
+const struct driver_policy *policy_driver(const struct policy *p, struct str name);
+
+/* The resource entry of a driver, or NULL. */
+const struct resource_limit *policy_driver_resource(const struct driver_policy *d, struct str name);
+
+/* True when s is in the list. */
+bool policy_list_has(const struct string_list *l, struct str s);
+
+/* True when s matches one of the list's globs (fnmatch: * ? [..]). */
+bool policy_list_glob(const struct string_list *l, struct str s);
+
+/* "file:line:col: path: msg" style one-liner of err into buf (n bytes). */
+void policy_error_format(const struct policy_error *err, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,73 @@
+/* verdict.h - what the engine decides about one request.
+ *
+ * Violations are accumulated up to a cap set at verdict_init(); the cap being
+ * reached is an error the engine turns into a denial (never a truncated list
+ * that allows). Everything lives in the request's arena. */
+#ifndef DRA_GUARD_VERDICT_H
+#define DRA_GUARD_VERDICT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "rules.h"
+#include "str.h"
+
+/* Kubernetes shows warnings of up to 120 characters; we keep under that. */
+#define VERDICT_WARNING_MAX 119
+#define VERDICT_AUDIT_PREFIX "dra-guard.io/"
+
+struct violation {
+	enum rule_id rule;
+	enum action action;
+	struct str path;              /* JSON path in the object, "" for the whole request */
+	struct str message;           /* the full sentence */
+};
+
+struct audit_annotation {
+	struct str key;               /* without the dra-guard.io/ prefix */
+	struct str value;
+};
+
+struct verdict {
+	bool allowed;
+	int32_t code;                 /* Status.code when denied: 403, 400 undecidable, 500 */
+	struct str message;           /* Status.message when denied */
+	struct violation *violations;
+	uint32_t nviolations;
+	uint32_t max_violations;
+	struct str *warnings;         /* one line each, under 120 characters */
+	uint32_t nwarnings;
+	struct audit_annotation *audit;
+	uint32_t naudit;
+	struct str patch;             /* JSONPatch array text; len 0 when none */
+	bool break_glass;             /* a bypass was used (logged and counted) */
+	struct str break_glass_detail;
+};
+
+/* An empty, allowing verdict that can hold max_violations violations. */
+void verdict_init(struct verdict *v, uint32_t max_violations);
+
+/* Append a violation (path and message already in the arena). 0, -E2BIG when
+ * the cap is reached, or the arena's error. */
+int verdict_add(struct verdict *v, struct arena *a, enum rule_id rule, enum action action,
+		struct str path, struct str message);
+
+/* Fill allowed, code, message, warnings and audit annotations from the
+ * violations (deny: not allowed, 403, messages joined; warn: warnings;
+ * dryrun: audit only). policy_hash goes into the audit annotations of a
+ * denial. 0 or the arena's error. */
+int verdict_finish(struct verdict *v, struct arena *a, const char *object_desc,
+		   const char *policy_hash);
+
+/* Turn v into a denial that says the request cannot be decided (code 400 or
+ * 500), dropping whatever it held. 0 or the arena's error. */
+int verdict_fail(struct verdict *v, struct arena *a, int32_t code, const char *message);
+
+/* Add an audit annotation. 0 or the arena's error; -E2BIG past 64. */
+int verdict_audit(struct verdict *v, struct arena *a, struct str key, struct str value);
+
+/* True when the verdict has a violation of rule. */
+bool verdict_has(const struct verdict *v, enum rule_id rule);
+
+#endif

@@ -1,0 +1,18 @@
+/* testutil.h - shared helpers for the cmocka tests. */
+#ifndef DRA_GUARD_TESTUTIL_H
+#define DRA_GUARD_TESTUTIL_H
+
+#include <stddef.h>
+
+/* Read a whole file; the result is NUL-terminated and malloc'd (free()), or
+ * NULL. *len gets the length when len is not NULL. */
+char *testutil_read_file(const char *path, size_t *len);
+
+/* Path of a file under the repository root ($DRA_GUARD_ROOT, else "."), in a
+ * static buffer overwritten by the next call. */
+const char *testutil_repo_path(const char *rel);
+
+/* Path of a file under ../shared ($DRA_GUARD_SHARED), same buffer rules. */
+const char *testutil_shared_path(const char *rel);
+
+#endif

@@ -1,0 +1,41 @@
+#!/bin/sh
+# deps.sh - install the Debian packages a make target needs, only when missing.
+#
+#   tools/deps.sh GROUP...     groups: build test bench fuzz
+#
+# A no-op (one dpkg query) when everything is there; otherwise one apt-get
+# update and one apt-get install of exactly what is missing.
+set -eu
+
+pkgs=""
+for group in "$@"; do
+	case "$group" in
+	build) pkgs="$pkgs gcc make pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev openssl" ;;
+	test) pkgs="$pkgs libcmocka-dev curl python3 valgrind clang libclang-rt-14-dev" ;;
+	bench) pkgs="$pkgs wrk golang-go python3 curl iproute2 gawk procps valgrind" ;;
+	fuzz) pkgs="$pkgs clang libclang-rt-14-dev" ;;
+	*) echo "deps.sh: unknown group '$group' (build test bench fuzz)" >&2; exit 2 ;;
+	esac
+done
+
+missing=""
+for p in $pkgs; do
+	case " $missing " in *" $p "*) continue ;; esac
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$status" in
+	*"install ok installed"*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+[ -z "$missing" ] && exit 0
+
+echo "deps.sh: installing:$missing" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null 2>&1 || { echo "deps.sh: need root (or sudo) to install:$missing" >&2; exit 1; }
+	SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
