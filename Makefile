@@ -10,8 +10,9 @@
 #   make clean
 #
 # Objects go to $(BUILD)/<flavour>/: "rel" (-O2) and "asan" (ASan + UBSan).
-# Every policy/ and webhook/ source is in libdraguard.a; webhook/main.c is the
-# program; tests/test_<module>.c is one cmocka binary per module.
+# policy/*.c make libpolicy.a, webhook/*.c (but main.c) libwebhook.a;
+# webhook/main.c is the program; tests/test_<module>.c is one cmocka binary per
+# module.
 
 .SUFFIXES:
 .DEFAULT_GOAL := all
@@ -65,27 +66,37 @@ dra-guard: $(BUILD)/rel/dra-guard
 	cp $< $@
 
 # --- per-flavour rules ------------------------------------------------------
+# libpolicy.a is the pure half, libwebhook.a the I/O half; a test of a policy/
+# module links only the former, so the arrow webhook -> policy is checked by
+# the linker too.
+.SECONDEXPANSION:
 define flavour_rules
-$(1)_LIB_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(LIB_SRC))
+$(1)_POLICY_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(POLICY_SRC))
+$(1)_WEBHOOK_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(WEBHOOK_SRC))
 $(1)_SUPPORT_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(TEST_SUPPORT_SRC))
 
 $(BUILD)/$(1)/%.o: %.c | deps
 	@mkdir -p $$(@D)
 	$$(CC) $$(BASE_CPPFLAGS) $$(PKG_CFLAGS) $$(WARN) $$($(1)_CFLAGS) -MMD -MP -c -o $$@ $$<
 
-$(BUILD)/$(1)/libdraguard.a: $$($(1)_LIB_OBJ)
+$(BUILD)/$(1)/libpolicy.a: $$($(1)_POLICY_OBJ)
 	@rm -f $$@
 	ar rcs $$@ $$^
 
-$(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/main.o $(BUILD)/$(1)/libdraguard.a
+$(BUILD)/$(1)/libwebhook.a: $$($(1)_WEBHOOK_OBJ)
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+$(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/main.o $(BUILD)/$(1)/libwebhook.a $(BUILD)/$(1)/libpolicy.a
 	$$(CC) $$($(1)_CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
 
-$(BUILD)/$(1)/tests/test_%: $(BUILD)/$(1)/tests/test_%.o $$($(1)_SUPPORT_OBJ) $(BUILD)/$(1)/libdraguard.a | deps-test
+$(BUILD)/$(1)/tests/test_%: $(BUILD)/$(1)/tests/test_%.o $$($(1)_SUPPORT_OBJ) \
+		$$$$(if $$$$(wildcard webhook/$$$$*.c),$(BUILD)/$(1)/libwebhook.a) $(BUILD)/$(1)/libpolicy.a | deps-test
 	$$(CC) $$($(1)_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(PKG_LIBS)
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour_rules,$(f))))
 
-$(BUILD)/rel/bench/%: $(BUILD)/rel/bench/%.o $(BUILD)/rel/libdraguard.a
+$(BUILD)/rel/bench/%: $(BUILD)/rel/bench/%.o $(BUILD)/rel/libpolicy.a
 	$(CC) $(rel_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -20,6 +20,9 @@
 struct engine_options {
 	bool mutate;                  /* the mutating endpoint: compute the patch */
 	bool force_freeze;            /* dry-run --freeze: act as if frozen */
+	bool skip_identity_rules;     /* dry-run without --user: the request names no
+				       * real identity, so slice.writer* and status.*
+				       * have nothing to check */
 	struct str self_name;         /* the guard's policy ConfigMap (policy.invalid) */
 	struct str self_namespace;
 };

@@ -25,6 +25,16 @@ bool model_user_in_group(const struct user_info *u, struct str g)
 	return false;
 }
 
+bool model_slice_has_mappings(const struct resource_slice *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->ndevices; i++)
+		if (s->devices[i].nmappings)
+			return true;
+	return false;
+}
+
 const char *model_op_name(enum admission_op op)
 {
 	switch (op) {

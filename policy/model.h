@@ -78,7 +78,8 @@ struct device {
 	uint32_t index;             /* position in spec.devices */
 	struct str name;
 	bool allow_multiple_allocations;
-	struct str *capacity;       /* names of the device's capacity entries */
+	struct named_quantity *capacity;  /* capacity entries: name and value
+					   * (the "value" member of each entry) */
 	uint32_t ncapacity;
 	struct mapping *mappings;   /* both shapes, in document order */
 	uint32_t nmappings;
@@ -146,6 +147,7 @@ struct resource_claim {
 	struct str allocation_raw;  /* status.allocation's JSON text */
 	struct consumer_ref *reserved_for;
 	uint32_t nreserved_for;
+	struct str reserved_for_raw;  /* status.reservedFor's JSON text, len 0 when absent */
 	struct device_status *devices;
 	uint32_t ndevices;
 };
@@ -260,6 +262,9 @@ const char *model_op_name(enum admission_op op);
 
 /* Parse "CREATE", "UPDATE", "DELETE", "CONNECT"; ADMISSION_OP_UNKNOWN otherwise. */
 enum admission_op model_op_parse(struct str s);
+
+/* True when any device of s maps a node resource (either shape). */
+bool model_slice_has_mappings(const struct resource_slice *s);
 
 /* "ResourceSlice" etc.; "" for none/other. Static storage. */
 const char *model_kind_name(enum object_kind k);

@@ -24,6 +24,11 @@
 #define POLICY_API_VERSION "dra-guard.io/v1alpha1"
 #define POLICY_KIND "Policy"
 #define POLICY_DEFAULT_SCHEDULER "system:kube-scheduler"
+/* The resourceclaim controller clears reservedFor and deallocates; it runs in
+ * kube-controller-manager under its own ServiceAccount, or under the
+ * manager's identity without --use-service-account-credentials. */
+#define POLICY_DEFAULT_ALLOCATOR_SA "system:serviceaccount:kube-system:resource-claim-controller"
+#define POLICY_DEFAULT_ALLOCATOR_KCM "system:kube-controller-manager"
 /* ConfigMap keys (also the file names of a mounted ConfigMap directory). */
 #define POLICY_KEY_DOCUMENT "policy.yaml"
 #define POLICY_KEY_FREEZE "freeze"
@@ -53,6 +58,7 @@ struct driver_policy {
 	const struct resource_limit *resources;
 	size_t nresources;
 	struct string_list service_accounts;
+	struct string_list device_classes;   /* classes this driver serves (freeze scope) */
 	enum driver_scope scope;
 };
 
@@ -62,7 +68,9 @@ struct policy {
 	enum action rule_action[RULE_COUNT];
 
 	struct string_list schedulers;        /* default: system:kube-scheduler */
-	struct string_list allocators;        /* writers.allocators: other allocation writers */
+	struct string_list allocators;        /* writers.allocators: other allocation writers
+					       * (default: the resourceclaim controller) */
+	bool has_allocators;
 	struct string_list admin_groups;      /* writers.admins: break-glass slice writers */
 
 	bool has_drivers;                     /* drivers listed: others may not map */

@@ -1,0 +1,35 @@
+/* admission.h - one AdmissionReview in, one answer out.
+ *
+ * decode -> engine -> encode, the whole request path in one call, shared by
+ * the server, dry-run (for inputs that are whole AdmissionReviews) and the
+ * benchmarks, so they cannot drift apart. Pure; thread-safe with one arena
+ * and one output buffer per caller. */
+#ifndef DRA_GUARD_ADMISSION_H
+#define DRA_GUARD_ADMISSION_H
+
+#include <stdbool.h>
+
+#include "arena.h"
+#include "buf.h"
+#include "decode.h"
+#include "engine.h"
+
+struct admission_result {
+	int http_status;                /* 200, or 400 when the body is not an AdmissionReview */
+	bool decoded;                   /* req is filled (at least uid, kind, operation) */
+	struct admission_request req;   /* borrowed from the body and the arena */
+	struct verdict verdict;         /* valid when http_status is 200 */
+	char error[DECODE_ERROR_MAX];   /* why decoding failed, "" otherwise */
+};
+
+/* Answer the AdmissionReview in body[0..len) under pol. out receives the
+ * response body: an AdmissionReview (http_status 200; a request that cannot
+ * be decided is a denial with status 400 or 500 inside it) or, for a body
+ * that is not an AdmissionReview at all, a JSON Status object (http_status
+ * 400). Returns 0, or -ENOMEM/-E2BIG when even the answer could not be
+ * written (out is then empty: the caller answers 500). */
+int admission_handle(const struct policy *pol, const struct engine_options *opt,
+		     const struct decode_limits *lim, const char *body, size_t len,
+		     struct arena *a, struct buf *out, struct admission_result *res);
+
+#endif

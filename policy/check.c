@@ -1,0 +1,120 @@
+/* check.c - what a rule is given, and how it reports. */
+#include "check.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#define CHECK_TEXT_MAX 2048
+
+static void record(struct check *c, enum rule_id id, struct str path, const char *msg)
+{
+	struct str message;
+	int rc;
+
+	if (c->error)
+		return;
+	if (path.len)
+		rc = arena_printf(c->arena, &message, "%.*s: %s", STR_FMT(path), msg);
+	else
+		rc = arena_strdup(c->arena, msg, strlen(msg), &message);
+	if (rc == 0)
+		rc = verdict_add(c->verdict, c->arena, id, policy_action(c->policy, id), path, message);
+	if (rc)
+		c->error = rc;
+}
+
+void check_violation(struct check *c, enum rule_id id, const char *path, const char *msg_fmt, ...)
+{
+	char msg[CHECK_TEXT_MAX];
+	va_list ap;
+
+	if (c->error)
+		return;
+	va_start(ap, msg_fmt);
+	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
+	va_end(ap);
+	record(c, id, str_from_cstr(path), msg);
+}
+
+void check_violation_at(struct check *c, enum rule_id id, struct str path, const char *msg_fmt, ...)
+{
+	char msg[CHECK_TEXT_MAX];
+	va_list ap;
+
+	if (c->error)
+		return;
+	va_start(ap, msg_fmt);
+	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
+	va_end(ap);
+	record(c, id, path, msg);
+}
+
+struct str check_printf(struct check *c, const char *fmt, ...)
+{
+	char text[1024];
+	struct str out = { "", 0 };
+	va_list ap;
+	int n;
+
+	if (c->error)
+		return out;
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return out;
+	if (arena_strdup(c->arena, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1, &out))
+		c->error = arena_error(c->arena);
+	return out;
+}
+
+struct str check_who(struct check *c)
+{
+	const struct user_info *u = &c->req->user;
+	const struct str *node;
+	uint32_t n;
+
+	node = model_user_extra(u, MODEL_EXTRA_NODE_NAME, &n);
+	if (n == 1)
+		return check_printf(c, "user \"%.*s\" (node-name \"%.*s\")", STR_FMT(u->username),
+				    STR_FMT(node[0]));
+	return check_printf(c, "user \"%.*s\"", STR_FMT(u->username));
+}
+
+void check_break_glass(struct check *c, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+	int n;
+
+	if (c->error)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (c->verdict->break_glass)
+		return;         /* the first bypass is the one reported */
+	if (arena_strdup(c->arena, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1,
+			 &c->verdict->break_glass_detail)) {
+		c->error = arena_error(c->arena);
+		return;
+	}
+	c->verdict->break_glass = true;
+}
+
+bool check_user_is(const struct check *c, const struct string_list *users)
+{
+	return policy_list_has(users, c->req->user.username);
+}
+
+bool check_user_in(const struct check *c, const struct string_list *groups)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->req->user.ngroups; i++)
+		if (policy_list_has(groups, c->req->user.groups[i]))
+			return true;
+	return false;
+}

@@ -1,0 +1,54 @@
+/* check.h - what a rule is given, and how it reports.
+ *
+ * A rule is a function over a struct check: it reads the typed request and
+ * the policy and calls check_violation() for what it finds. It never
+ * decides the verdict: the engine resolves each rule's action from the
+ * policy, and verdict_finish() turns the violations into the answer.
+ * Messages and paths are only formatted when a violation is reported, so a
+ * clean request costs no formatting. */
+#ifndef DRA_GUARD_CHECK_H
+#define DRA_GUARD_CHECK_H
+
+#include "arena.h"
+#include "engine.h"
+#include "model.h"
+#include "policy.h"
+#include "verdict.h"
+
+struct check {
+	const struct policy *policy;
+	const struct engine_options *opt;
+	const struct admission_request *req;
+	struct arena *arena;
+	struct verdict *verdict;
+	int error;                   /* first failure (arena, cap): the engine fails closed */
+};
+
+/* Record a violation of rule id at path (a fixed string, may be "") with a
+ * message (printf format) that names the value and what would be accepted.
+ * The stored message is "<path>: <message>". Failures are kept in c->error. */
+void check_violation(struct check *c, enum rule_id id, const char *path, const char *msg_fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Like check_violation() but the path is given as an already formatted view. */
+void check_violation_at(struct check *c, enum rule_id id, struct str path, const char *msg_fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Format into the arena; on failure records c->error and returns "". */
+struct str check_printf(struct check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "user \"alice\"" plus ", node-name \"worker-1\"" when the token carries
+ * one; for messages that must say who tried. */
+struct str check_who(struct check *c);
+
+/* Note that a bypass was used: the verdict says so (logged, counted, and an
+ * audit annotation), the rule stays quiet. */
+void check_break_glass(struct check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* True when the request's user is one of the listed user names. */
+bool check_user_is(const struct check *c, const struct string_list *users);
+
+/* True when the request's user is in one of the listed groups. */
+bool check_user_in(const struct check *c, const struct string_list *groups);
+
+#endif

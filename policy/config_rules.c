@@ -1,0 +1,47 @@
+/* config_rules.c - policy.invalid: the guard checks its own policy ConfigMap. */
+#include "config_rules.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+static bool is_self(const struct check *c)
+{
+	const struct k8s_object *obj = &c->req->object;
+	struct str name = c->req->name.len ? c->req->name : obj->meta.name;
+	struct str ns = c->req->namespace.len ? c->req->namespace : obj->meta.namespace;
+
+	return c->opt->self_name.len && str_eq(name, c->opt->self_name) &&
+	       str_eq(ns, c->opt->self_namespace);
+}
+
+void config_rules_check(struct check *c)
+{
+	const struct config_map *cm = &c->req->object.u.config_map;
+	struct policy_error err;
+	struct policy *p = NULL;
+	char where[POLICY_ERROR_MAX + 400];
+	int rc;
+
+	if (!is_self(c))
+		return;
+	if (!cm->has_policy) {
+		check_violation(c, RULE_POLICY_INVALID, "data",
+				"data[\"%s\"] is missing; dra-guard would keep its last good policy, but a "
+				"new replica would not start ready", POLICY_KEY_DOCUMENT);
+		return;
+	}
+	rc = policy_load_parts(cm->policy.ptr, cm->policy.len,
+			       cm->has_freeze, cm->freeze.ptr, cm->freeze.len,
+			       cm->has_freeze_reason, cm->freeze_reason.ptr, cm->freeze_reason.len, &p, &err);
+	policy_free(p);
+	if (rc == -ENOMEM) {
+		c->error = rc;
+		return;
+	}
+	if (rc == 0)
+		return;
+	policy_error_format(&err, where, sizeof(where));
+	check_violation_at(c, RULE_POLICY_INVALID,
+			   check_printf(c, "data[\"%s\"]", err.source[0] ? err.source : POLICY_KEY_DOCUMENT),
+			   "the policy would not load: %s", where);
+}

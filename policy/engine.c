@@ -1,0 +1,172 @@
+/* engine.c - the single entry point: policy + request -> verdict.
+ *
+ * Dispatches on the kind the request names (not on what the object claims
+ * to be), runs the rules for that kind and operation, and turns what they
+ * report into the verdict. Kinds no rule reads are allowed untouched; a
+ * guarded kind whose object is missing where the operation needs one cannot
+ * be decided and is denied with 400. */
+#include "engine.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "check.h"
+#include "config_rules.h"
+#include "decode.h"
+#include "freeze_rules.h"
+#include "mutation.h"
+#include "slice_rules.h"
+#include "writer_rules.h"
+
+static bool is_status(const struct admission_request *req)
+{
+	return str_eq_cstr(req->sub_resource, "status");
+}
+
+/* The object the request is about: the new one, or the old one on DELETE. */
+static const struct k8s_object *subject(const struct admission_request *req)
+{
+	return req->operation == ADMISSION_OP_DELETE ? &req->old_object : &req->object;
+}
+
+/* Which objects an operation needs, and a message when one is missing. */
+static const char *missing_object(const struct admission_request *req, enum object_kind kind)
+{
+	switch (req->operation) {
+	case ADMISSION_OP_CREATE:
+		return req->object.kind == kind ? NULL : "request.object is missing or null";
+	case ADMISSION_OP_UPDATE:
+		if (req->object.kind != kind)
+			return "request.object is missing or null";
+		return req->old_object.kind == kind ? NULL : "request.oldObject is missing or null on an UPDATE";
+	case ADMISSION_OP_DELETE:
+		/* DELETE reviews carry object: null; the old object is what goes. */
+		return req->old_object.kind == kind ? NULL : "request.oldObject is missing or null on a DELETE";
+	case ADMISSION_OP_CONNECT:
+	case ADMISSION_OP_UNKNOWN:
+		break;
+	}
+	return NULL;
+}
+
+static void decide_slice(struct check *c)
+{
+	const struct admission_request *req = c->req;
+
+	if (req->operation == ADMISSION_OP_CREATE || req->operation == ADMISSION_OP_UPDATE)
+		slice_rules_check(c);
+	if (!c->opt->skip_identity_rules)
+		writer_rules_slice(c);
+}
+
+static void decide_claim(struct check *c)
+{
+	const struct admission_request *req = c->req;
+
+	if (req->operation == ADMISSION_OP_CREATE && req->sub_resource.len == 0)
+		freeze_rules_create(c);
+	if (req->operation == ADMISSION_OP_UPDATE && is_status(req)) {
+		freeze_rules_allocate(c);
+		if (!c->opt->skip_identity_rules)
+			writer_rules_claim_status(c);
+	}
+}
+
+static void decide_pod(struct check *c)
+{
+	const struct admission_request *req = c->req;
+
+	if (req->operation == ADMISSION_OP_UPDATE && is_status(req) && !c->opt->skip_identity_rules)
+		writer_rules_pod_status(c);
+}
+
+static void decide_config_map(struct check *c)
+{
+	const struct admission_request *req = c->req;
+
+	if (req->operation == ADMISSION_OP_CREATE || req->operation == ADMISSION_OP_UPDATE)
+		config_rules_check(c);
+}
+
+/* 'ResourceSlice "name"' or 'ResourceClaim "ns/name"' for messages. */
+static void describe(const struct admission_request *req, enum object_kind kind, char *buf, size_t n)
+{
+	const struct object_meta *m = &subject(req)->meta;
+	struct str name = req->name.len ? req->name : m->name;
+	struct str ns = req->namespace.len ? req->namespace : m->namespace;
+	const char *kname = model_kind_name(kind);
+	const char *suffix = "";
+
+	if (name.len == 0 && m->generate_name.len) {
+		name = m->generate_name;
+		suffix = " (generateName)";
+	}
+	if (ns.len)
+		snprintf(buf, n, "%s \"%.*s/%.*s\"%s", kname, STR_FMT(ns), STR_FMT(name), suffix);
+	else
+		snprintf(buf, n, "%s \"%.*s\"%s", kname, STR_FMT(name), suffix);
+}
+
+static int fail_closed(struct verdict *out, struct arena *a, int err, const char *desc)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "dra-guard could not decide on %s: %s", desc,
+		 err == -E2BIG ? "it exceeds the per-request limits (too many violations or too much to hold)"
+			       : "out of memory");
+	verdict_fail(out, a, 500, msg);
+	return err;
+}
+
+int engine_decide(const struct policy *pol, const struct engine_options *opt,
+		  const struct admission_request *req, struct arena *a, struct verdict *out)
+{
+	struct check c = { pol, opt, req, a, out, 0 };
+	enum api_version ver;
+	enum object_kind kind;
+	const char *missing;
+	char desc[600];
+	int rc;
+
+	verdict_init(out, ENGINE_MAX_VIOLATIONS);
+	kind = decode_classify(req->kind.group, req->kind.version, req->kind.kind, &ver);
+	if (kind == OBJECT_OTHER || kind == OBJECT_NONE)
+		return 0;
+	describe(req, kind, desc, sizeof(desc));
+	missing = missing_object(req, kind);
+	if (missing) {
+		char msg[700];
+
+		snprintf(msg, sizeof(msg), "dra-guard cannot decide on %s: %s", desc, missing);
+		verdict_fail(out, a, 400, msg);
+		return 0;
+	}
+	switch (kind) {
+	case OBJECT_RESOURCE_SLICE:
+		decide_slice(&c);
+		break;
+	case OBJECT_RESOURCE_CLAIM:
+		decide_claim(&c);
+		break;
+	case OBJECT_POD:
+		decide_pod(&c);
+		break;
+	case OBJECT_CONFIG_MAP:
+		decide_config_map(&c);
+		break;
+	case OBJECT_NONE:
+	case OBJECT_OTHER:
+		break;
+	}
+	if (c.error)
+		return fail_closed(out, a, c.error, desc);
+	rc = verdict_finish(out, a, desc, pol->hash);
+	if (rc == 0 && out->break_glass)
+		rc = verdict_audit(out, a, STR_LIT("break-glass"), out->break_glass_detail);
+	if (rc == 0 && opt->mutate && out->allowed && kind == OBJECT_RESOURCE_SLICE &&
+	    (req->operation == ADMISSION_OP_CREATE || req->operation == ADMISSION_OP_UPDATE))
+		rc = mutation_slice_patch(&req->object, a, &out->patch);
+	if (rc)
+		return fail_closed(out, a, rc, desc);
+	return 0;
+}

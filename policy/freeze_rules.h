@@ -1,0 +1,18 @@
+/* freeze_rules.h - claim.freeze.*: the operators' rollback brake.
+ *
+ * While the policy says frozen, new ResourceClaims and new allocations are
+ * refused, so no Pod starts to depend on mappings being repaired; existing
+ * bindings keep working (deallocation, reservedFor removals, consumers added
+ * to claims already allocated, driver status, deletions, slice writes). */
+#ifndef DRA_GUARD_FREEZE_RULES_H
+#define DRA_GUARD_FREEZE_RULES_H
+
+#include "check.h"
+
+/* claim.freeze.create on a ResourceClaim CREATE. */
+void freeze_rules_create(struct check *c);
+
+/* claim.freeze.allocate on a resourceclaims/status UPDATE. */
+void freeze_rules_allocate(struct check *c);
+
+#endif

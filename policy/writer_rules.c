@@ -1,0 +1,279 @@
+/* writer_rules.c - least-privilege writes: slice.writer*, status.*. */
+#include "writer_rules.h"
+
+#include "names.h"
+
+#define SHOW_MAX 64
+
+static int shown(struct str s)
+{
+	return (int)(s.len > SHOW_MAX ? SHOW_MAX : s.len);
+}
+
+/* The node a Pod-bound ServiceAccount token says its Pod runs on. Returns
+ * the number of values (the rules want exactly one). */
+static uint32_t token_node(const struct check *c, struct str *node)
+{
+	uint32_t n;
+	const struct str *v = model_user_extra(&c->req->user, MODEL_EXTRA_NODE_NAME, &n);
+
+	if (n == 1)
+		*node = v[0];
+	return n;
+}
+
+static bool is_scheduler(const struct check *c)
+{
+	return check_user_is(c, &c->policy->schedulers);
+}
+
+static bool is_allocator(const struct check *c)
+{
+	return is_scheduler(c) || check_user_is(c, &c->policy->allocators);
+}
+
+/* The driver listed for a ServiceAccount user, other than except, or NULL. */
+static const struct driver_policy *driver_of_user(const struct check *c, const struct driver_policy *except)
+{
+	size_t i;
+
+	for (i = 0; i < c->policy->ndrivers; i++) {
+		const struct driver_policy *d = &c->policy->drivers[i];
+
+		if (d != except && policy_list_has(&d->service_accounts, c->req->user.username))
+			return d;
+	}
+	return NULL;
+}
+
+/* --- slice.writer, slice.writer.node --------------------------------------------- */
+
+/* Check that a node-scoped driver's token is bound to node (a slice's
+ * nodeName; empty for allNodes/nodeSelector pools). */
+static void check_slice_node(struct check *c, const struct driver_policy *d,
+			     const struct k8s_object *obj, const char *path)
+{
+	const struct resource_slice *s = &obj->u.slice;
+	struct str node = { "", 0 };
+	uint32_t n;
+
+	if (s->node_name.len == 0) {
+		check_violation(c, RULE_SLICE_WRITER_NODE, path,
+				"%.*s writes a ResourceSlice of node-scoped driver %.*s without nodeName "
+				"(an allNodes, nodeSelector or per-device pool); only scope: cluster drivers may",
+				STR_FMT(check_who(c)), shown(d->name), d->name.ptr);
+		return;
+	}
+	n = token_node(c, &node);
+	if (n == 0)
+		check_violation(c, RULE_SLICE_WRITER_NODE, path,
+				"%.*s carries no %s extra (a token not bound to a Pod), so it cannot write "
+				"node \"%.*s\"'s slices of node-scoped driver %.*s",
+				STR_FMT(check_who(c)), MODEL_EXTRA_NODE_NAME, shown(s->node_name),
+				s->node_name.ptr, shown(d->name), d->name.ptr);
+	else if (n > 1)
+		check_violation(c, RULE_SLICE_WRITER_NODE, path,
+				"%.*s carries %u %s values; exactly one is expected", STR_FMT(check_who(c)),
+				n, MODEL_EXTRA_NODE_NAME);
+	else if (!str_eq(node, s->node_name))
+		check_violation(c, RULE_SLICE_WRITER_NODE, path,
+				"%.*s runs on node \"%.*s\" and may write only that node's slices of driver %.*s, "
+				"not node \"%.*s\"'s", STR_FMT(check_who(c)), shown(node), node.ptr,
+				shown(d->name), d->name.ptr, shown(s->node_name), s->node_name.ptr);
+}
+
+void writer_rules_slice(struct check *c)
+{
+	const struct admission_request *req = c->req;
+	const struct k8s_object *obj = req->operation == ADMISSION_OP_DELETE ? &req->old_object : &req->object;
+	const struct resource_slice *s = &obj->u.slice;
+	const struct driver_policy *d;
+	struct str kubelet_node;
+
+	if (!c->policy->has_drivers)
+		return;
+	d = policy_driver(c->policy, s->driver);
+	if (!d && req->operation == ADMISSION_OP_UPDATE)
+		d = policy_driver(c->policy, req->old_object.u.slice.driver);
+	if (!d)
+		return;
+	if (policy_list_has(&d->service_accounts, req->user.username)) {
+		if (d->scope != DRIVER_SCOPE_NODE)
+			return;
+		check_slice_node(c, d, obj, "spec.nodeName");
+		/* An UPDATE must not take over another node's slice either. */
+		if (req->operation == ADMISSION_OP_UPDATE &&
+		    !str_eq(req->old_object.u.slice.node_name, s->node_name))
+			check_slice_node(c, d, &req->old_object, "spec.nodeName");
+		return;
+	}
+	/* Kubelets delete their node's slices when they start; Kubernetes has
+	 * them do nothing else with a driver's slices. */
+	if (req->operation == ADMISSION_OP_DELETE && names_kubelet_node(req->user.username, &kubelet_node) &&
+	    s->node_name.len && str_eq(kubelet_node, s->node_name))
+		return;
+	if (check_user_in(c, &c->policy->admin_groups)) {
+		check_break_glass(c, "%.*s wrote a ResourceSlice of driver %.*s as a member of writers.admins",
+				  STR_FMT(req->user.username), shown(d->name), d->name.ptr);
+		return;
+	}
+	check_violation(c, RULE_SLICE_WRITER, "spec.driver",
+			"%.*s may not %s ResourceSlices of driver %.*s; only its ServiceAccounts (%zu listed), "
+			"the kubelet of the slice's node (delete only) and writers.admins groups may",
+			STR_FMT(check_who(c)), req->operation == ADMISSION_OP_DELETE ? "delete" :
+			req->operation == ADMISSION_OP_CREATE ? "create" : "update",
+			shown(d->name), d->name.ptr, d->service_accounts.n);
+}
+
+/* --- status.allocation.writer -------------------------------------------------------- */
+
+static void rule_allocation_writer(struct check *c)
+{
+	const struct resource_claim *old = &c->req->old_object.u.claim;
+	const struct resource_claim *cur = &c->req->object.u.claim;
+	bool alloc_changed = old->allocated != cur->allocated || !str_eq(old->allocation_raw, cur->allocation_raw);
+	bool reserved_changed = !str_eq(old->reserved_for_raw, cur->reserved_for_raw);
+
+	if ((!alloc_changed && !reserved_changed) || is_allocator(c))
+		return;
+	check_violation(c, RULE_STATUS_ALLOCATION_WRITER, alloc_changed ? "status.allocation" : "status.reservedFor",
+			"%.*s changed %s; only the scheduler (schedulers: %zu listed) or an allocation "
+			"controller (writers.allocators) may", STR_FMT(check_who(c)),
+			alloc_changed && reserved_changed ? "status.allocation and status.reservedFor" :
+			alloc_changed ? "status.allocation" : "status.reservedFor",
+			c->policy->schedulers.n);
+}
+
+/* --- status.devices.writer ---------------------------------------------------------------- */
+
+static bool same_device_key(const struct device_status *a, const struct device_status *b)
+{
+	return str_eq(a->driver, b->driver) && str_eq(a->pool, b->pool) && str_eq(a->device, b->device) &&
+	       str_eq(a->share_id, b->share_id);
+}
+
+static const struct device_status *find_status(const struct resource_claim *cl, const struct device_status *e,
+					       uint32_t hint)
+{
+	uint32_t i;
+
+	if (hint < cl->ndevices && same_device_key(&cl->devices[hint], e))
+		return &cl->devices[hint];
+	for (i = 0; i < cl->ndevices; i++)
+		if (same_device_key(&cl->devices[i], e))
+			return &cl->devices[i];
+	return NULL;
+}
+
+/* The claim's node: from the new allocation, else the old one. */
+static struct str claim_node(const struct check *c)
+{
+	const struct resource_claim *cur = &c->req->object.u.claim;
+	const struct resource_claim *old = &c->req->old_object.u.claim;
+
+	if (cur->allocated && cur->node_local)
+		return cur->allocated_node;
+	if (old->allocated && old->node_local)
+		return old->allocated_node;
+	return (struct str){ "", 0 };
+}
+
+/* May the requester write entry e (added, changed or removed)? */
+static void check_device_entry(struct check *c, const struct device_status *e, uint32_t index,
+			       const char *how, bool deallocating)
+{
+	const struct driver_policy *d = policy_driver(c->policy, e->driver);
+	struct str node = { "", 0 }, claim_at;
+	uint32_t n;
+	struct str path = check_printf(c, "status.devices[%u]", index);
+
+	/* Whoever releases the allocation clears the entries with it. */
+	if (deallocating && is_allocator(c))
+		return;
+	if (!d) {
+		const struct driver_policy *mine = driver_of_user(c, NULL);
+
+		if (mine)
+			check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
+					   "%.*s is driver %.*s's ServiceAccount and %s an entry of driver %.*s; "
+					   "a driver may never touch another driver's entries",
+					   STR_FMT(check_who(c)), shown(mine->name), mine->name.ptr, how,
+					   shown(e->driver), e->driver.ptr);
+		return;
+	}
+	if (!policy_list_has(&d->service_accounts, c->req->user.username)) {
+		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
+				   "%.*s %s an entry of driver %.*s (device \"%.*s\"); only that driver's "
+				   "ServiceAccounts (%zu listed) may", STR_FMT(check_who(c)), how,
+				   shown(d->name), d->name.ptr, shown(e->device), e->device.ptr,
+				   d->service_accounts.n);
+		return;
+	}
+	if (d->scope != DRIVER_SCOPE_NODE)
+		return;
+	claim_at = claim_node(c);
+	n = token_node(c, &node);
+	if (claim_at.len == 0)
+		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
+				   "%.*s %s an entry of node-scoped driver %.*s, but the claim has no node-local "
+				   "allocation to tie it to", STR_FMT(check_who(c)), how, shown(d->name), d->name.ptr);
+	else if (n != 1)
+		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
+				   "%.*s %s an entry of node-scoped driver %.*s but its token carries %u %s values "
+				   "(exactly one, the claim's node \"%.*s\", is needed)", STR_FMT(check_who(c)), how,
+				   shown(d->name), d->name.ptr, n, MODEL_EXTRA_NODE_NAME,
+				   shown(claim_at), claim_at.ptr);
+	else if (!str_eq(node, claim_at))
+		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
+				   "%.*s %s an entry of driver %.*s for a claim allocated on node \"%.*s\"; a "
+				   "node-scoped driver writes only claims on its own node", STR_FMT(check_who(c)),
+				   how, shown(d->name), d->name.ptr, shown(claim_at), claim_at.ptr);
+}
+
+static void rule_devices_writer(struct check *c)
+{
+	const struct resource_claim *old = &c->req->old_object.u.claim;
+	const struct resource_claim *cur = &c->req->object.u.claim;
+	bool deallocating = old->allocated && !cur->allocated;
+	uint32_t i;
+
+	for (i = 0; i < cur->ndevices && !c->error; i++) {
+		const struct device_status *e = &cur->devices[i];
+		const struct device_status *o = find_status(old, e, i);
+
+		if (!o)
+			check_device_entry(c, e, i, "added", deallocating);
+		else if (!str_eq(o->raw, e->raw))
+			check_device_entry(c, e, i, "changed", deallocating);
+	}
+	for (i = 0; i < old->ndevices && !c->error; i++)
+		if (!find_status(cur, &old->devices[i], i))
+			check_device_entry(c, &old->devices[i], i, "removed", deallocating);
+}
+
+void writer_rules_claim_status(struct check *c)
+{
+	rule_allocation_writer(c);
+	rule_devices_writer(c);
+}
+
+/* --- status.pod.writer ---------------------------------------------------------------------------- */
+
+void writer_rules_pod_status(struct check *c)
+{
+	const struct pod *old = &c->req->old_object.u.pod;
+	const struct pod *cur = &c->req->object.u.pod;
+
+	/* Absent and empty mean the same to the scheduler. */
+	if ((old->nclaim_statuses == 0 && cur->nclaim_statuses == 0) ||
+	    (old->has_claim_statuses == cur->has_claim_statuses &&
+	     str_eq(old->claim_statuses_raw, cur->claim_statuses_raw)))
+		return;
+	if (is_scheduler(c))
+		return;
+	check_violation(c, RULE_STATUS_POD_WRITER, "status.nodeAllocatableResourceClaimStatuses",
+			"%.*s changed the node-allocatable amounts the scheduler accounts for this Pod "
+			"(%u entries before, %u after); only the scheduler (schedulers: %zu listed) writes them, "
+			"in PreBind, and clears them on Unreserve", STR_FMT(check_who(c)), old->nclaim_statuses,
+			cur->nclaim_statuses, c->policy->schedulers.n);
+}

@@ -1,0 +1,593 @@
+#!/usr/bin/env python3
+"""Generate the golden AdmissionReview cases under tests/golden/cases/.
+
+Each case is one JSON file:
+  {"name": ..., "about": ..., "policy": "tests/golden/policies/x.yaml" or null,
+   "endpoint": "validate" | "mutate",
+   "review": {AdmissionReview},
+   "expect": {"allowed": bool, "rules": [rule ids that must be reported],
+              "absent": [rule ids that must not be], "warnings": bool (optional),
+              "audit": [audit annotation keys that must be set] (optional),
+              "patch": [JSONPatch] (optional)}}
+
+The engine unit test (tests/test_engine.c) and the end-to-end tests run every
+case, so the engine and the server are held to the same answers. The objects
+start from the fixtures in ../shared/fixtures and are varied one field at a
+time. Output is a pure function of this script: run it after changing it and
+commit the result.
+"""
+
+import copy
+import json
+import os
+import sys
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SHARED = os.environ.get("DRA_GUARD_SHARED", os.path.join(ROOT, "..", "shared"))
+OUT = os.path.join(HERE, "cases")
+
+STRICT = "tests/golden/policies/strict.yaml"
+FROZEN = "tests/golden/policies/frozen.yaml"
+FROZEN_SCOPED = "tests/golden/policies/frozen-scoped.yaml"
+WARN = "tests/golden/policies/warn.yaml"
+DRYRUN_NAME = "tests/golden/policies/dryrun-name.yaml"
+
+DRIVER_SA = "system:serviceaccount:dra-system:dra-example-driver"
+GPU_SA = "system:serviceaccount:gpu-driver:kubelet-plugin"
+CTRL_SA = "system:serviceaccount:ctrl-system:controller"
+SCHEDULER = "system:kube-scheduler"
+NODE_EXTRA = "authentication.kubernetes.io/node-name"
+
+
+def fixture(name):
+    with open(os.path.join(SHARED, "fixtures", name)) as f:
+        return json.load(f)
+
+
+SLICE = fixture("resourceslice-v1-node-allocatable.json")
+CLAIM = fixture("resourceclaim-v1-allocated.json")
+POD = fixture("pod-status-node-allocatable.json")
+
+KINDS = {
+    "ResourceSlice": ("resource.k8s.io", "resourceslices"),
+    "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
+    "Pod": ("", "pods"),
+    "ConfigMap": ("", "configmaps"),
+}
+
+cases = []
+
+
+def user(name, groups=None, node=None):
+    u = {"username": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, name)),
+         "groups": (groups or []) + ["system:authenticated"]}
+    if node is not None:
+        u["extra"] = {NODE_EXTRA: [node]}
+    return u
+
+
+def driver_sa(node="worker-1"):
+    return user(DRIVER_SA, ["system:serviceaccounts", "system:serviceaccounts:dra-system"], node)
+
+
+def review(name, op, obj, old=None, who=None, sub="", version=None):
+    src = obj if obj is not None else old
+    kind = src["kind"]
+    group, plural = KINDS[kind]
+    ver = version or src["apiVersion"].split("/")[-1]
+    req = {
+        "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name + ".golden.dra-guard.io")),
+        "kind": {"group": group, "version": ver, "kind": kind},
+        "resource": {"group": group, "version": ver, "resource": plural},
+        "requestKind": {"group": group, "version": ver, "kind": kind},
+        "requestResource": {"group": group, "version": ver, "resource": plural},
+        "name": src["metadata"]["name"],
+        "operation": op,
+        "userInfo": who or driver_sa(),
+        "object": obj,
+        "oldObject": old,
+        "dryRun": False,
+    }
+    ns = src["metadata"].get("namespace")
+    if ns:
+        req["namespace"] = ns
+    if sub:
+        req["subResource"] = sub
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+
+
+def case(name, about, rv, allowed, rules=(), policy=None, endpoint="validate", absent=(),
+         warnings=None, audit=(), patch=None):
+    expect = {"allowed": allowed, "rules": list(rules)}
+    if absent:
+        expect["absent"] = list(absent)
+    if warnings is not None:
+        expect["warnings"] = warnings
+    if audit:
+        expect["audit"] = list(audit)
+    if patch is not None:
+        expect["patch"] = patch
+    cases.append({"name": name, "about": about, "policy": policy, "endpoint": endpoint,
+                  "review": rv, "expect": expect})
+
+
+def sl(**kw):
+    s = copy.deepcopy(SLICE)
+    for k, v in kw.items():
+        s["spec"][k] = v
+    return s
+
+
+def dev(s, i):
+    return s["spec"]["devices"][i]
+
+
+def maps(s, i):
+    return dev(s, i)["nodeAllocatableResourceMappings"]
+
+
+# --- slice well-formedness (built-in policy) ------------------------------------------
+
+case("slice-fixture-create", "the shared fixture is a valid slice",
+     review("slice-fixture-create", "CREATE", sl()), True, absent=["slice.mapping.name"])
+
+s = sl(); maps(s, 0)["pods"] = {"allocationMultiplier": "1"}
+case("slice-mapping-name-pods", "pods is not a node resource",
+     review("slice-mapping-name-pods", "CREATE", s), False, ["slice.mapping.name"])
+
+s = sl(); maps(s, 0)["hugepages-0"] = {"allocationMultiplier": "2Mi"}
+case("slice-mapping-name-hugepages-zero", "a hugepage size must be positive",
+     review("slice-mapping-name-hugepages-zero", "CREATE", s), False, ["slice.mapping.name"])
+
+s = sl(); maps(s, 0)["hugepages-1Gi"] = {"allocationMultiplier": "2Gi"}
+case("slice-mapping-name-hugepages-ok", "hugepages-1Gi in whole pages is fine",
+     review("slice-mapping-name-hugepages-ok", "CREATE", s), True,
+     absent=["slice.mapping.name", "slice.mapping.units"])
+
+s = sl(); maps(s, 0)["foo"] = {"allocationMultiplier": "1"}; maps(s, 0)[""] = {"allocationMultiplier": "1"}
+case("slice-mapping-name-foo-and-empty", "foo and the empty name are both reported",
+     review("slice-mapping-name-foo-and-empty", "CREATE", s), False, ["slice.mapping.name"])
+
+for tag, value in (("zero", "0"), ("negative", "-1"), ("garbage", "lots")):
+    s = sl(); maps(s, 0)["cpu"] = {"allocationMultiplier": value}
+    case("slice-mapping-multiplier-" + tag, "allocationMultiplier %r is refused" % value,
+         review("slice-mapping-multiplier-" + tag, "CREATE", s), False, ["slice.mapping.multiplier"])
+
+s = sl(); maps(s, 0)["cpu"] = {"allocationMultiplier": 2}
+case("slice-mapping-multiplier-bare-number", "a bare JSON number is a quantity",
+     review("slice-mapping-multiplier-bare-number", "CREATE", s), True)
+
+s = sl(); maps(s, 0)["cpu"] = {"allocationMultiplier": " 2 "}
+case("slice-mapping-multiplier-spaces", "spaces around a quantity string are ignored",
+     review("slice-mapping-multiplier-spaces", "CREATE", s), True)
+
+s = sl(); maps(s, 1)["cpu"] = {"capacityKey": "dra.example.com/cores"}
+case("slice-mapping-capacity-key-unknown", "capacityKey must name a capacity of the device",
+     review("slice-mapping-capacity-key-unknown", "CREATE", s), False, ["slice.mapping.capacity-key"])
+
+s = sl(); maps(s, 1)["cpu"] = {"capacityKey": ""}
+case("slice-mapping-capacity-key-empty", "capacityKey must not be empty",
+     review("slice-mapping-capacity-key-empty", "CREATE", s), False, ["slice.mapping.capacity-key"])
+
+s = sl(); maps(s, 0)["memory"] = {"capacityKey": "dra.example.com/memory"}
+case("slice-mapping-shareable", "capacityKey on a device without allowMultipleAllocations",
+     review("slice-mapping-shareable", "CREATE", s), False, ["slice.mapping.shareable"],
+     absent=["slice.mapping.capacity-key"])
+
+s = sl(); dev(s, 1)["allowMultipleAllocations"] = False
+case("slice-mapping-shareable-false", "allowMultipleAllocations: false is not shareable",
+     review("slice-mapping-shareable-false", "CREATE", s), False, ["slice.mapping.shareable"])
+
+s = sl(); maps(s, 0)["memory"] = {}
+case("slice-mapping-empty", "an entry with neither field warns (defaulted to 1)",
+     review("slice-mapping-empty", "CREATE", s), True, ["slice.mapping.empty"], warnings=True)
+
+for tag, res, value in (("memory-fraction", "memory", "0.5"), ("cpu-micro", "cpu", "500u"),
+                        ("hugepages-partial-page", "hugepages-2Mi", "3Mi"),
+                        ("ephemeral-fraction", "ephemeral-storage", "1.5")):
+    s = sl(); maps(s, 0)[res] = {"allocationMultiplier": value}
+    case("slice-mapping-units-" + tag, "%s %s cannot be a real amount" % (res, value),
+         review("slice-mapping-units-" + tag, "CREATE", s), False, ["slice.mapping.units"])
+
+s = sl(); maps(s, 0)["cpu"] = {"allocationMultiplier": "1500m"}; maps(s, 0)["hugepages-2Mi"] = {"allocationMultiplier": "4Mi"}
+case("slice-mapping-units-ok", "1500m of cpu and two whole pages are real",
+     review("slice-mapping-units-ok", "CREATE", s), True, absent=["slice.mapping.units"])
+
+s = sl(); maps(s, 0)["memory"] = {"allocationMultiplier": "1E"}
+case("slice-mapping-huge-quantity", "1E parses; the built-in policy has no bounds",
+     review("slice-mapping-huge-quantity", "CREATE", s), True, absent=["slice.mapping.multiplier"])
+
+s = sl(); maps(s, 0)["ephemeral-storage"] = {"allocationMultiplier": "10Gi"}
+case("slice-shape-future-ephemeral", "ephemeral-storage warns: 1.37 drops it",
+     review("slice-shape-future-ephemeral", "CREATE", s), True, ["slice.shape.future"], warnings=True)
+
+s = sl(); maps(s, 0)["cpu"] = {"allocationMultiplier": "2", "quantityFrom": {"capacity": "x"}}
+case("slice-mapping-schema-unknown-field", "a field the API does not define (KEP draft quantityFrom)",
+     review("slice-mapping-schema-unknown-field", "CREATE", s), False, ["slice.mapping.schema"])
+
+s = sl(); maps(s, 0)["cpu"] = None
+case("slice-mapping-schema-null", "a null mapping entry",
+     review("slice-mapping-schema-null", "CREATE", s), False, ["slice.mapping.schema"])
+
+# --- API versions and the 1.37 shape -------------------------------------------------------
+
+s = sl(); s["apiVersion"] = "resource.k8s.io/v1beta2"; maps(s, 0)["pods"] = {"allocationMultiplier": "1"}
+case("slice-v1beta2-mapping-name", "v1beta2 devices are flat like v1",
+     review("slice-v1beta2-mapping-name", "CREATE", s), False, ["slice.mapping.name"])
+
+s = sl(); s["apiVersion"] = "resource.k8s.io/v1beta1"
+s["spec"]["devices"] = [{"name": d["name"], "basic": {k: v for k, v in d.items() if k != "name"}}
+                        for d in SLICE["spec"]["devices"]]
+case("slice-v1beta1-basic-ok", "v1beta1 nests device fields under basic",
+     review("slice-v1beta1-basic-ok", "CREATE", s), True)
+s = copy.deepcopy(s); s["spec"]["devices"][0]["basic"]["nodeAllocatableResourceMappings"]["pods"] = {"allocationMultiplier": "1"}
+case("slice-v1beta1-basic-mapping-name", "the rules see v1beta1 mappings under basic",
+     review("slice-v1beta1-basic-mapping-name", "CREATE", s), False, ["slice.mapping.name"])
+
+
+def v137(d, entries):
+    d.pop("nodeAllocatableResourceMappings", None)
+    d["nodeAllocatableResources"] = entries
+
+
+s = sl()
+v137(dev(s, 0), {"memory": {"mapping": {"deviceMultiplier": "8Gi"}, "overhead": {"perPod": "64Mi"}},
+                 "cpu": {"mapping": {"deviceMultiplier": "2"}}})
+v137(dev(s, 1), {"cpu": {"mapping": {"capacityKey": "dra.example.com/cpu", "capacityMultiplier": "1"}}})
+case("slice-v137-shape-ok", "the 1.37 nodeAllocatableResources shape is understood",
+     review("slice-v137-shape-ok", "CREATE", s), True)
+s = copy.deepcopy(s); dev(s, 0)["nodeAllocatableResources"]["cpu"]["mapping"]["deviceMultiplier"] = "0"
+case("slice-v137-multiplier-zero", "the 1.37 shape's multipliers follow the same rule",
+     review("slice-v137-multiplier-zero", "CREATE", s), False, ["slice.mapping.multiplier"])
+s = sl(); v137(dev(s, 0), {"cpu": {"mapping": {"deviceMultiplier": "2", "capacityKey": "dra.example.com/memory"}}})
+case("slice-v137-schema-exclusive", "deviceMultiplier and capacityKey are exclusive",
+     review("slice-v137-schema-exclusive", "CREATE", s), False, ["slice.mapping.schema"])
+
+# --- UPDATE rules ----------------------------------------------------------------------------------
+
+old = sl(); new = sl(); new["spec"]["pool"]["generation"] = 2
+case("slice-generation-regress", "pool generation 3 -> 2",
+     review("slice-generation-regress", "UPDATE", new, old), False, ["slice.generation.regress"])
+
+old = sl(); new = sl(); maps(new, 0)["memory"] = {"allocationMultiplier": "16Gi"}
+case("slice-mapping-unversioned", "memory 8Gi -> 16Gi without a generation bump",
+     review("slice-mapping-unversioned", "UPDATE", new, old), False, ["slice.mapping.unversioned"])
+
+old = sl(); new = sl(); maps(new, 0)["memory"] = {"allocationMultiplier": "8192Mi"}
+case("slice-mapping-respelled", "8Gi -> 8192Mi is the same amount: no change",
+     review("slice-mapping-respelled", "UPDATE", new, old), True, absent=["slice.mapping.unversioned"])
+
+old = sl(); new = sl(); maps(new, 0)["memory"] = {"allocationMultiplier": "16Gi"}; new["spec"]["pool"]["generation"] = 4
+case("slice-mapping-versioned-change", "a mapping change with a generation bump",
+     review("slice-mapping-versioned-change", "UPDATE", new, old), True)
+
+old = sl(); new = sl(); dev(new, 0)["attributes"]["dra.example.com/model"] = {"string": "acc-x2"}
+case("slice-update-attributes-only", "a republish that changes no mapping",
+     review("slice-update-attributes-only", "UPDATE", new, old), True)
+
+old = sl(); new = sl(); del maps(new, 1)["cpu"]
+case("slice-mapping-removed-unversioned", "removing a mapping is a change too",
+     review("slice-mapping-removed-unversioned", "UPDATE", new, old), False, ["slice.mapping.unversioned"])
+
+s = sl()
+case("slice-delete-builtin", "DELETE carries object: null and is allowed",
+     review("slice-delete-builtin", "DELETE", None, s), True)
+
+# --- enforcement modes -------------------------------------------------------------------------------
+
+s = sl(); maps(s, 0)["pods"] = {"allocationMultiplier": "1"}
+case("slice-warn-policy", "under default: warn a violation only warns",
+     review("slice-warn-policy", "CREATE", s), True, ["slice.mapping.name"], policy=WARN, warnings=True)
+case("slice-dryrun-rule", "a dryrun rule leaves only an audit annotation",
+     review("slice-dryrun-rule", "CREATE", s), True, ["slice.mapping.name"], policy=DRYRUN_NAME,
+     warnings=False, audit=["dra-guard.io/slice.mapping.name"])
+case("slice-deny-audit", "a denial sets the rule ids and the policy hash as audit annotations",
+     review("slice-deny-audit", "CREATE", s), False, ["slice.mapping.name"],
+     audit=["dra-guard.io/denied-rules", "dra-guard.io/policy-hash"])
+
+# --- mutation ----------------------------------------------------------------------------------------
+
+case("slice-mutate-adds-label", "the mutating endpoint labels a slice with its mapping fingerprint",
+     review("slice-mutate-adds-label", "CREATE", sl()), True, endpoint="mutate",
+     patch=[{"op": "add", "path": "/metadata/labels", "value": {"dra-guard.io/mappings": "*"}}])
+s = sl(); s["metadata"]["labels"] = {"team": "a"}
+case("slice-mutate-adds-label-key", "an existing labels map gets one key added",
+     review("slice-mutate-adds-label-key", "CREATE", s), True, endpoint="mutate",
+     patch=[{"op": "add", "path": "/metadata/labels/dra-guard.io~1mappings", "value": "*"}])
+s = sl(); s["metadata"]["labels"] = {"dra-guard.io/mappings": "stale"}
+case("slice-mutate-replaces-stale-label", "a stale fingerprint is replaced",
+     review("slice-mutate-replaces-stale-label", "CREATE", s), True, endpoint="mutate",
+     patch=[{"op": "replace", "path": "/metadata/labels/dra-guard.io~1mappings", "value": "*"}])
+s = sl()
+for d in s["spec"]["devices"]:
+    del d["nodeAllocatableResourceMappings"]
+s["metadata"]["labels"] = {"dra-guard.io/mappings": "stale"}
+case("slice-mutate-removes-label", "a slice without mappings loses the label",
+     review("slice-mutate-removes-label", "CREATE", s), True, endpoint="mutate",
+     patch=[{"op": "remove", "path": "/metadata/labels/dra-guard.io~1mappings"}])
+
+# --- strict policy: drivers, bounds, canary ---------------------------------------------------------
+
+case("strict-fixture-allowed", "the fixture's driver, node and amounts are all allowed",
+     review("strict-fixture-allowed", "CREATE", sl()), True, policy=STRICT)
+
+s = sl(); maps(s, 0)["memory"] = {"allocationMultiplier": "128Gi"}
+case("strict-bounds-device-count", "128Gi per device is over the driver's 64Gi max",
+     review("strict-bounds-device-count", "CREATE", s), False, ["slice.mapping.bounds"], policy=STRICT)
+
+s = sl(); dev(s, 1)["capacity"]["dra.example.com/cpu"]["value"] = "128"
+case("strict-bounds-capacity", "a whole 128-core capacity x 1 is over the cpu max of 64",
+     review("strict-bounds-capacity", "CREATE", s), False, ["slice.mapping.bounds"], policy=STRICT)
+
+s = sl(driver="other.example.com")
+case("strict-driver-unlisted", "a driver the policy does not list may not map",
+     review("strict-driver-unlisted", "CREATE", s, who=user("system:serviceaccount:other:driver")),
+     False, ["slice.driver"], policy=STRICT)
+
+s = sl(driver="gpu.example.com")
+case("strict-driver-resource-not-allowed", "gpu.example.com may map memory but not cpu",
+     review("strict-driver-resource-not-allowed", "CREATE", s,
+            who=user(GPU_SA, node="worker-1")), False, ["slice.driver"], policy=STRICT)
+
+s = sl(nodeName="worker-9", pool={"name": "worker-9", "generation": 3, "resourceSliceCount": 1})
+case("strict-canary-other-node", "worker-9 is not a canary node",
+     review("strict-canary-other-node", "CREATE", s, who=driver_sa("worker-9")), False, ["slice.canary"],
+     policy=STRICT)
+
+s = sl(nodeName="gpu-canary-3", pool={"name": "gpu-canary-3", "generation": 3, "resourceSliceCount": 1})
+case("strict-canary-glob", "gpu-canary-3 matches gpu-canary-*",
+     review("strict-canary-glob", "CREATE", s, who=driver_sa("gpu-canary-3")), True, policy=STRICT)
+
+s = sl(); del s["spec"]["nodeName"]; s["spec"]["allNodes"] = True
+case("strict-canary-all-nodes", "an allNodes pool with mappings is not on a canary node",
+     review("strict-canary-all-nodes", "CREATE", s, who=user(CTRL_SA)), False, ["slice.canary"],
+     policy=STRICT)
+
+s = sl(nodeName="worker-9", pool={"name": "worker-9", "generation": 3, "resourceSliceCount": 1})
+for d in s["spec"]["devices"]:
+    del d["nodeAllocatableResourceMappings"]
+case("strict-canary-no-mappings", "a slice without mappings may live on any node",
+     review("strict-canary-no-mappings", "CREATE", s, who=driver_sa("worker-9")), True, policy=STRICT)
+
+# --- least privilege: slice writers ------------------------------------------------------------------
+
+case("writer-own-sa-own-node", "the driver's ServiceAccount on the slice's node",
+     review("writer-own-sa-own-node", "CREATE", sl(), who=driver_sa("worker-1")), True, policy=STRICT)
+case("writer-own-sa-other-node", "the driver's ServiceAccount on another node",
+     review("writer-own-sa-other-node", "CREATE", sl(), who=driver_sa("worker-2")), False,
+     ["slice.writer.node"], policy=STRICT)
+case("writer-own-sa-no-node-extra", "a token without node-name (not bound to a Pod)",
+     review("writer-own-sa-no-node-extra", "CREATE", sl(), who=driver_sa(None)), False,
+     ["slice.writer.node"], policy=STRICT)
+case("writer-other-driver-sa", "another driver's ServiceAccount",
+     review("writer-other-driver-sa", "UPDATE", sl(), sl(), who=user(GPU_SA, node="worker-1")), False,
+     ["slice.writer"], policy=STRICT)
+case("writer-kubelet-delete-own-node", "the node's kubelet deletes its slices",
+     review("writer-kubelet-delete-own-node", "DELETE", None, sl(),
+            who=user("system:node:worker-1", ["system:nodes"])), True, policy=STRICT)
+case("writer-kubelet-delete-other-node", "another node's kubelet may not",
+     review("writer-kubelet-delete-other-node", "DELETE", None, sl(),
+            who=user("system:node:worker-2", ["system:nodes"])), False, ["slice.writer"], policy=STRICT)
+case("writer-kubelet-create", "a kubelet does not create a driver's slices",
+     review("writer-kubelet-create", "CREATE", sl(),
+            who=user("system:node:worker-1", ["system:nodes"])), False, ["slice.writer"], policy=STRICT)
+case("writer-random-user", "a user with RBAC but no business writing slices",
+     review("writer-random-user", "CREATE", sl(), who=user("alice@example.com")), False,
+     ["slice.writer"], policy=STRICT)
+case("writer-admin-break-glass", "writers.admins may write, and the bypass is recorded",
+     review("writer-admin-break-glass", "UPDATE", sl(), sl(),
+            who=user("bob@example.com", ["dra-guard:slice-admins"])), True, policy=STRICT,
+     audit=["dra-guard.io/break-glass"])
+s = sl(driver="ctrl.example.com", nodeName="worker-9", pool={"name": "worker-9", "generation": 1, "resourceSliceCount": 1})
+for d in s["spec"]["devices"]:
+    del d["nodeAllocatableResourceMappings"]
+case("writer-cluster-scope-any-node", "a scope: cluster controller writes any node's slices",
+     review("writer-cluster-scope-any-node", "CREATE", s, who=user(CTRL_SA)), True, policy=STRICT)
+s = sl(); del s["spec"]["nodeName"]; s["spec"]["allNodes"] = True
+for d in s["spec"]["devices"]:
+    del d["nodeAllocatableResourceMappings"]
+case("writer-node-scope-all-nodes", "a node-scoped driver may not write an allNodes pool",
+     review("writer-node-scope-all-nodes", "CREATE", s, who=driver_sa("worker-1")), False,
+     ["slice.writer.node"], policy=STRICT)
+case("writer-delete-other-node", "the driver's ServiceAccount may not delete another node's slice",
+     review("writer-delete-other-node", "DELETE", None, sl(), who=driver_sa("worker-2")), False,
+     ["slice.writer.node"], policy=STRICT)
+
+# --- least privilege: claim status --------------------------------------------------------------------
+
+
+def claim(**status):
+    c = copy.deepcopy(CLAIM)
+    for k, v in status.items():
+        if v is None:
+            c["status"].pop(k, None)
+        else:
+            c["status"][k] = v
+    return c
+
+
+unallocated = claim(allocation=None, reservedFor=None, devices=None)
+case("claim-status-scheduler-allocates", "the scheduler writes an allocation",
+     review("claim-status-scheduler-allocates", "UPDATE", claim(devices=None), unallocated,
+            who=user(SCHEDULER), sub="status"), True, policy=STRICT)
+case("claim-status-user-allocates", "anyone else may not",
+     review("claim-status-user-allocates", "UPDATE", claim(devices=None), unallocated,
+            who=user("alice@example.com"), sub="status"), False, ["status.allocation.writer"], policy=STRICT)
+case("claim-status-kubelet-reserves", "a kubelet may not add itself to reservedFor",
+     review("claim-status-kubelet-reserves", "UPDATE",
+            claim(reservedFor=CLAIM["status"]["reservedFor"] + [{"resource": "pods", "name": "x", "uid": "1"}]),
+            claim(), who=user("system:node:worker-1", ["system:nodes"]), sub="status"),
+     False, ["status.allocation.writer"], policy=STRICT)
+case("claim-status-controller-releases", "the resourceclaim controller clears reservedFor (default allocators)",
+     review("claim-status-controller-releases", "UPDATE", claim(reservedFor=[]), claim(),
+            who=user("system:serviceaccount:kube-system:resource-claim-controller"), sub="status"),
+     True, policy=STRICT)
+
+claim_d = copy.deepcopy(CLAIM)
+for part in ("results",):
+    for r in claim_d["status"]["allocation"]["devices"][part]:
+        r["driver"] = "dra.example.com"
+dev_old = copy.deepcopy(claim_d); dev_old["status"].pop("devices")
+case("claim-status-driver-own-node", "the driver writes its device status on the claim's node",
+     review("claim-status-driver-own-node", "UPDATE", claim_d, dev_old, who=driver_sa("worker-1"),
+            sub="status"), True, policy=STRICT)
+case("claim-status-driver-other-node", "not from another node",
+     review("claim-status-driver-other-node", "UPDATE", claim_d, dev_old, who=driver_sa("worker-2"),
+            sub="status"), False, ["status.devices.writer"], policy=STRICT)
+case("claim-status-other-driver", "another driver may not touch this driver's entries",
+     review("claim-status-other-driver", "UPDATE", claim_d, dev_old, who=user(GPU_SA, node="worker-1"),
+            sub="status"), False, ["status.devices.writer"], policy=STRICT)
+case("claim-status-driver-no-node-extra", "a token without node-name, for a node-scoped driver",
+     review("claim-status-driver-no-node-extra", "UPDATE", claim_d, dev_old, who=driver_sa(None),
+            sub="status"), False, ["status.devices.writer"], policy=STRICT)
+
+# --- least privilege: Pod node-allocatable status -----------------------------------------------------
+
+
+def pod(statuses="keep", phase="Pending"):
+    p = copy.deepcopy(POD)
+    p["status"]["phase"] = phase
+    if statuses is None:
+        p["status"].pop("nodeAllocatableResourceClaimStatuses")
+    elif statuses != "keep":
+        p["status"]["nodeAllocatableResourceClaimStatuses"] = statuses
+    return p
+
+
+KUBELET = user("system:node:worker-1", ["system:nodes"])
+case("pod-status-scheduler-writes", "kube-scheduler writes the amounts in PreBind",
+     review("pod-status-scheduler-writes", "UPDATE", pod(), pod(None), who=user(SCHEDULER), sub="status"),
+     True, policy=STRICT)
+case("pod-status-scheduler-clears", "and clears them on Unreserve",
+     review("pod-status-scheduler-clears", "UPDATE", pod(None), pod(), who=user(SCHEDULER), sub="status"),
+     True, policy=STRICT)
+case("pod-status-kubelet-changes", "a kubelet may not rewrite the amounts",
+     review("pod-status-kubelet-changes", "UPDATE",
+            pod([{"resourceClaimName": "cpu-claim", "containers": ["app"], "resources": {"cpu": "1"}}]),
+            pod(), who=KUBELET, sub="status"), False, ["status.pod.writer"], policy=STRICT)
+case("pod-status-kubelet-clears", "nor clear them",
+     review("pod-status-kubelet-clears", "UPDATE", pod(None), pod(), who=KUBELET, sub="status"),
+     False, ["status.pod.writer"], policy=STRICT)
+case("pod-status-kubelet-other-fields", "a kubelet updating the phase passes untouched",
+     review("pod-status-kubelet-other-fields", "UPDATE", pod(phase="Running"), pod(), who=KUBELET,
+            sub="status"), True, policy=STRICT)
+case("pod-status-user-adds", "a random user may not add amounts",
+     review("pod-status-user-adds", "UPDATE", pod(), pod(None), who=user("alice@example.com"), sub="status"),
+     False, ["status.pod.writer"])
+two = [POD["status"]["nodeAllocatableResourceClaimStatuses"][0],
+       {"resourceClaimName": "mem-claim", "containers": ["app"], "resources": {"memory": "1Gi"}}]
+case("pod-status-reorder", "reordering the entries is a change too",
+     review("pod-status-reorder", "UPDATE", pod(list(reversed(two))), pod(two), who=KUBELET, sub="status"),
+     False, ["status.pod.writer"])
+
+# --- the rollback freeze -------------------------------------------------------------------------------
+
+new_claim = copy.deepcopy(CLAIM); new_claim.pop("status")
+new_claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "accel.example.com"
+case("freeze-off-create", "no freeze: a new claim passes",
+     review("freeze-off-create", "CREATE", new_claim, who=user("system:serviceaccount:team-a:app")), True,
+     policy=STRICT)
+case("freeze-create", "frozen: a new claim is refused, with the reason",
+     review("freeze-create", "CREATE", new_claim, who=user("system:serviceaccount:team-a:app")), False,
+     ["claim.freeze.create"], policy=FROZEN)
+case("freeze-create-from-template", "also when the resourceclaim controller makes it from a template",
+     review("freeze-create-from-template", "CREATE", new_claim,
+            who=user("system:serviceaccount:kube-system:resource-claim-controller")), False,
+     ["claim.freeze.create"], policy=FROZEN)
+case("freeze-allocate", "frozen: a new allocation is refused",
+     review("freeze-allocate", "UPDATE", claim(devices=None), unallocated, who=user(SCHEDULER), sub="status"),
+     False, ["claim.freeze.allocate"], policy=FROZEN)
+case("freeze-deallocate", "frozen: deallocation passes",
+     review("freeze-deallocate", "UPDATE", unallocated, claim(devices=None), who=user(SCHEDULER), sub="status"),
+     True, policy=FROZEN)
+case("freeze-release-reservation", "frozen: removal from reservedFor passes",
+     review("freeze-release-reservation", "UPDATE", claim(reservedFor=[]), claim(),
+            who=user("system:serviceaccount:kube-system:resource-claim-controller"), sub="status"),
+     True, policy=FROZEN)
+case("freeze-add-consumer", "frozen: a consumer added to an allocated shared claim passes",
+     review("freeze-add-consumer", "UPDATE",
+            claim(reservedFor=CLAIM["status"]["reservedFor"] + [{"resource": "pods", "name": "pod-b", "uid": "2"}]),
+            claim(), who=user(SCHEDULER), sub="status"), True, policy=FROZEN)
+case("freeze-device-status", "frozen: a driver's device status update passes",
+     review("freeze-device-status", "UPDATE", claim_d, dev_old, who=driver_sa("worker-1"), sub="status"),
+     True, policy=FROZEN)
+case("freeze-delete-claim", "frozen: deleting a claim passes",
+     review("freeze-delete-claim", "DELETE", None, claim(), who=user("alice@example.com")), True, policy=FROZEN)
+case("freeze-slice-write", "frozen: slice writes stay allowed (operators repair mappings)",
+     review("freeze-slice-write", "UPDATE", sl(), sl()), True, policy=FROZEN)
+case("freeze-break-glass-group", "a freeze.breakGlass group creates claims, and the bypass is recorded",
+     review("freeze-break-glass-group", "CREATE", new_claim, who=user("carol@example.com", ["dra-guard:freeze-breakers"])),
+     True, policy=FROZEN, audit=["dra-guard.io/break-glass"])
+case("freeze-break-glass-user", "a freeze.breakGlass user too",
+     review("freeze-break-glass-user", "UPDATE", claim(devices=None), unallocated,
+            who=user("oncall@example.com"), sub="status"), True, policy=FROZEN, audit=["dra-guard.io/break-glass"])
+
+scoped = copy.deepcopy(new_claim); scoped["metadata"]["namespace"] = "team-frozen"
+case("freeze-scope-namespace-in", "scope: a claim in a frozen namespace is refused",
+     review("freeze-scope-namespace-in", "CREATE", scoped, who=user("system:serviceaccount:team-frozen:app")),
+     False, ["claim.freeze.create"], policy=FROZEN_SCOPED)
+case("freeze-scope-namespace-out", "scope: a claim elsewhere passes",
+     review("freeze-scope-namespace-out", "CREATE", new_claim, who=user("system:serviceaccount:team-a:app")),
+     True, policy=FROZEN_SCOPED)
+fpga = copy.deepcopy(new_claim); fpga["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "fpga.example.com"
+case("freeze-scope-device-class", "scope: a request for a frozen device class is refused",
+     review("freeze-scope-device-class", "CREATE", fpga, who=user("system:serviceaccount:team-a:app")),
+     False, ["claim.freeze.create"], policy=FROZEN_SCOPED)
+mig = copy.deepcopy(new_claim); mig["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "mig.gpu.example.com"
+case("freeze-scope-driver-class", "scope: a class the frozen driver serves is refused",
+     review("freeze-scope-driver-class", "CREATE", mig, who=user("system:serviceaccount:team-a:app")),
+     False, ["claim.freeze.create"], policy=FROZEN_SCOPED)
+gpu_alloc = claim(devices=None)
+gpu_alloc["status"]["allocation"]["devices"]["results"][0]["driver"] = "gpu.example.com"
+case("freeze-scope-driver-allocation", "scope: an allocation from the frozen driver is refused",
+     review("freeze-scope-driver-allocation", "UPDATE", gpu_alloc, unallocated, who=user(SCHEDULER),
+            sub="status"), False, ["claim.freeze.allocate"], policy=FROZEN_SCOPED)
+case("freeze-scope-driver-other-allocation", "scope: another driver's allocation passes",
+     review("freeze-scope-driver-other-allocation", "UPDATE", claim(devices=None), unallocated,
+            who=user(SCHEDULER), sub="status"), True, policy=FROZEN_SCOPED)
+
+# --- policy.invalid --------------------------------------------------------------------------------------
+
+
+def configmap(name, policy_text, freeze="false"):
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "dra-guard"},
+            "data": {"policy.yaml": policy_text, "freeze": freeze}}
+
+
+GOOD = "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\nenforcement:\n  default: deny\n"
+BAD = "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\nenforcement:\n  default: deny\ncanary:\n  nodez: [a]\n"
+ADMIN = user("kubernetes-admin", ["system:masters"])
+case("policy-configmap-valid", "the guard's own ConfigMap with a valid policy",
+     review("policy-configmap-valid", "UPDATE", configmap("dra-guard-policy", GOOD),
+            configmap("dra-guard-policy", GOOD), who=ADMIN), True)
+case("policy-configmap-invalid", "a typo in the guard's own policy is refused with line and path",
+     review("policy-configmap-invalid", "UPDATE", configmap("dra-guard-policy", BAD),
+            configmap("dra-guard-policy", GOOD), who=ADMIN), False, ["policy.invalid"])
+case("policy-configmap-bad-freeze", "freeze must be true or false",
+     review("policy-configmap-bad-freeze", "UPDATE", configmap("dra-guard-policy", GOOD, "yes"),
+            configmap("dra-guard-policy", GOOD), who=ADMIN), False, ["policy.invalid"])
+case("policy-configmap-other", "other ConfigMaps are not the guard's business",
+     review("policy-configmap-other", "CREATE", configmap("something-else", BAD), who=ADMIN), True)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    names = set()
+    for c in cases:
+        assert c["name"] not in names, c["name"]
+        names.add(c["name"])
+    for old in os.listdir(OUT):
+        if old.endswith(".json") and old[:-5] not in names:
+            os.remove(os.path.join(OUT, old))
+    for c in cases:
+        with open(os.path.join(OUT, c["name"] + ".json"), "w") as f:
+            json.dump(c, f, indent=1, sort_keys=False)
+            f.write("\n")
+    print("%d cases in %s" % (len(cases), os.path.relpath(OUT, ROOT)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,347 @@
+/* test_policy.c - the policy loader: what loads, what does not, and where it says. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "policy.h"
+#include "testutil.h"
+
+#define HEAD "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
+
+static struct policy *load_ok(const char *text)
+{
+	struct policy *p = NULL;
+	struct policy_error err;
+	int rc = policy_load(text, strlen(text), &p, &err);
+
+	if (rc) {
+		char line[1024];
+
+		policy_error_format(&err, line, sizeof(line));
+		fail_msg("policy did not load: %s\n%s", line, text);
+	}
+	return p;
+}
+
+/* --- invalid documents: one row each, with where the error must point ----- */
+
+struct bad_case {
+	const char *name;
+	const char *text;
+	uint32_t line;             /* 0: do not check */
+	const char *path;          /* expected err.path, NULL: do not check */
+	const char *msg_part;      /* substring of err.msg */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "unknown top-level key", HEAD "enforcment:\n  default: deny\n", 3, "", "unknown key \"enforcment\"" },
+	{ "wrong apiVersion", "apiVersion: dra-guard.io/v1\nkind: Policy\n", 1, "apiVersion", "not supported" },
+	{ "missing kind", "apiVersion: dra-guard.io/v1alpha1\n", 1, "kind", "missing" },
+	{ "wrong kind", "apiVersion: dra-guard.io/v1alpha1\nkind: Deployment\n", 2, "kind", "Deployment" },
+	{ "bad default action", HEAD "enforcement:\n  default: block\n", 4, "enforcement.default", "unknown action" },
+	{ "unknown rule id", HEAD "enforcement:\n  rules:\n    slice.mapping.nam: warn\n", 5,
+	  "enforcement.rules[\"slice.mapping.nam\"]", "unknown rule id" },
+	{ "bad rule action", HEAD "enforcement:\n  rules:\n    slice.canary: maybe\n", 5,
+	  "enforcement.rules[\"slice.canary\"]", "unknown action" },
+	{ "schedulers not a list", HEAD "schedulers: system:kube-scheduler\n", 3, "schedulers", "expected a sequence" },
+	{ "empty scheduler", HEAD "schedulers: [\"\"]\n", 3, "schedulers[0]", "must not be empty" },
+	{ "duplicate scheduler", HEAD "schedulers: [a, b, a]\n", 3, "schedulers[2]", "duplicate entry" },
+	{ "driver name not DNS", HEAD "drivers:\n  GPU_Driver:\n    scope: node\n", 0, "drivers.GPU_Driver", "not a valid DRA driver name" },
+	{ "unknown driver key", HEAD "drivers:\n  gpu.example.com:\n    serviceAccount: [x]\n", 5,
+	  "drivers[\"gpu.example.com\"]", "unknown key \"serviceAccount\"" },
+	{ "bad scope", HEAD "drivers:\n  gpu.example.com:\n    scope: global\n", 5,
+	  "drivers[\"gpu.example.com\"].scope", "unknown scope" },
+	{ "serviceAccount format", HEAD "drivers:\n  gpu.example.com:\n    serviceAccounts: [gpu-driver]\n", 5,
+	  "drivers[\"gpu.example.com\"].serviceAccounts[0]", "not a ServiceAccount user name" },
+	{ "resource not a node resource", HEAD "drivers:\n  gpu.example.com:\n    resources:\n      pods: {max: 2}\n", 6,
+	  "drivers[\"gpu.example.com\"].resources.pods", "not a node resource" },
+	{ "max not a quantity", HEAD "drivers:\n  gpu.example.com:\n    resources:\n      memory: {max: lots}\n", 6,
+	  "drivers[\"gpu.example.com\"].resources.memory.max", "not a quantity" },
+	{ "max zero", HEAD "drivers:\n  gpu.example.com:\n    resources:\n      memory: {max: 0}\n", 6,
+	  "drivers[\"gpu.example.com\"].resources.memory.max", "greater than zero" },
+	{ "unknown resource key", HEAD "drivers:\n  gpu.example.com:\n    resources:\n      memory: {min: 1Gi}\n", 6,
+	  "drivers[\"gpu.example.com\"].resources.memory", "unknown key \"min\"" },
+	{ "canary typo", HEAD "canary:\n  node: [a]\n", 4, "canary", "unknown key \"node\"" },
+	{ "canary glob unclosed", HEAD "canary:\n  nodes: [\"worker-[12\"]\n", 4, "canary.nodes[0]", "unclosed" },
+	{ "freeze scope empty", HEAD "freeze:\n  scope: {}\n", 4, "freeze.scope", "freeze nothing" },
+	{ "freeze scope typo", HEAD "freeze:\n  scope:\n    namespace: [a]\n", 5, "freeze.scope", "unknown key \"namespace\"" },
+	{ "breakGlass typo", HEAD "freeze:\n  breakGlass:\n    group: [a]\n", 5, "freeze.breakGlass", "unknown key \"group\"" },
+	{ "yaml syntax", HEAD "drivers: [\n", 0, NULL, "" },
+	{ "duplicate key", HEAD "schedulers: [a]\nschedulers: [b]\n", 4, NULL, "duplicate" },
+	{ "two documents", HEAD "---\n" HEAD, 0, NULL, "exactly one" },
+	{ "empty document", "", 0, NULL, "exactly one" },
+	{ "json unknown key", "{\"apiVersion\":\"dra-guard.io/v1alpha1\",\"kind\":\"Policy\",\"x\":1}", 1, "", "unknown key \"x\"" },
+	{ "configmap missing policy key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p}\ndata:\n  freeze: \"true\"\n",
+	  4, "data", "is missing" },
+	{ "configmap unknown data key", "apiVersion: v1\nkind: ConfigMap\ndata:\n  policy.yaml: x\n  freze: \"true\"\n",
+	  5, "data", "unknown key \"freze\"" },
+	{ "configmap bad freeze", "apiVersion: v1\nkind: ConfigMap\ndata:\n  freeze: \"yes\"\n  policy.yaml: |\n    " HEAD,
+	  1, NULL, "freeze must be \"true\" or \"false\"" },
+	{ "configmap freeze not a string", "apiVersion: v1\nkind: ConfigMap\ndata:\n  freeze: true\n  policy.yaml: x\n",
+	  4, NULL, "expected a string" },
+	{ "configmap inner error", "apiVersion: v1\nkind: ConfigMap\ndata:\n  policy.yaml: |\n"
+	  "    apiVersion: dra-guard.io/v1alpha1\n    kind: Policy\n    canary: {nodez: [a]}\n", 3, "canary",
+	  "starts at line 4 of the manifest" },
+};
+
+static void test_invalid_policies_say_where(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *c = &bad_cases[i];
+		struct policy *p = NULL;
+		struct policy_error err;
+		int rc = policy_load(c->text, strlen(c->text), &p, &err);
+
+		if (rc != -EINVAL)
+			fail_msg("%s: expected -EINVAL, got %d", c->name, rc);
+		assert_null(p);
+		if (c->line && err.line != c->line)
+			fail_msg("%s: line %u, expected %u (%s)", c->name, err.line, c->line, err.msg);
+		if (c->path && strcmp(err.path, c->path) != 0)
+			fail_msg("%s: path \"%s\", expected \"%s\" (%s)", c->name, err.path, c->path, err.msg);
+		if (!strstr(err.msg, c->msg_part))
+			fail_msg("%s: message \"%s\" lacks \"%s\"", c->name, err.msg, c->msg_part);
+	}
+}
+
+static void test_full_document_loads(void **state)
+{
+	struct policy *p;
+	const struct driver_policy *d;
+	const struct resource_limit *r;
+	struct quantity q;
+
+	(void)state;
+	p = load_ok(HEAD
+		    "enforcement:\n  default: warn\n  rules: {slice.canary: deny, slice.shape.future: dryrun}\n"
+		    "schedulers: [system:kube-scheduler, my-scheduler]\n"
+		    "writers: {admins: [dra-admins], allocators: [system:serviceaccount:x:alloc]}\n"
+		    "drivers:\n"
+		    "  gpu.example.com:\n"
+		    "    resources:\n      memory: {max: 64Gi}\n      hugepages-2Mi: {max: 4Gi}\n      cpu:\n"
+		    "    serviceAccounts: [system:serviceaccount:gpu-driver:kubelet-plugin]\n"
+		    "    deviceClasses: [gpu.example.com]\n"
+		    "    scope: cluster\n"
+		    "  cpu.example.com: {}\n"
+		    "canary:\n  nodes: [\"gpu-canary-*\", worker-7]\n"
+		    "freeze:\n  scope: {namespaces: [team-a]}\n  breakGlass: {groups: [sre], users: [alice]}\n"
+		    "numa:\n  attributes: [dra.example.com/numaNode]\n");
+	assert_int_equal(p->default_action, ACTION_WARN);
+	assert_int_equal(policy_action(p, RULE_SLICE_CANARY), ACTION_DENY);
+	assert_int_equal(policy_action(p, RULE_SLICE_SHAPE_FUTURE), ACTION_DRYRUN);
+	assert_int_equal(policy_action(p, RULE_SLICE_MAPPING_NAME), ACTION_WARN);
+	assert_int_equal(p->schedulers.n, 2);
+	assert_true(policy_list_has(&p->allocators, STR_LIT("system:serviceaccount:x:alloc")));
+	assert_true(policy_list_has(&p->admin_groups, STR_LIT("dra-admins")));
+	assert_true(p->has_drivers);
+	assert_int_equal(p->ndrivers, 2);
+	d = policy_driver(p, STR_LIT("gpu.example.com"));
+	assert_non_null(d);
+	assert_int_equal(d->scope, DRIVER_SCOPE_CLUSTER);
+	assert_true(d->has_resources);
+	r = policy_driver_resource(d, STR_LIT("memory"));
+	assert_non_null(r);
+	assert_true(r->has_max);
+	assert_int_equal(quantity_parse("65536Mi", 7, &q), 0);
+	assert_int_equal(quantity_cmp(&r->max, &q), 0);
+	r = policy_driver_resource(d, STR_LIT("cpu"));
+	assert_non_null(r);
+	assert_false(r->has_max);
+	assert_null(policy_driver_resource(d, STR_LIT("ephemeral-storage")));
+	d = policy_driver(p, STR_LIT("cpu.example.com"));
+	assert_non_null(d);
+	assert_int_equal(d->scope, DRIVER_SCOPE_NODE);
+	assert_false(d->has_resources);
+	assert_null(policy_driver(p, STR_LIT("other.example.com")));
+	assert_true(p->has_canary);
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("gpu-canary-12")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("worker-7")));
+	assert_false(policy_list_glob(&p->canary_nodes, STR_LIT("worker-77")));
+	assert_true(p->freeze_scoped);
+	assert_true(policy_list_has(&p->freeze_namespaces, STR_LIT("team-a")));
+	assert_true(policy_list_has(&p->break_glass_users, STR_LIT("alice")));
+	assert_true(policy_list_has(&p->numa_attributes, STR_LIT("dra.example.com/numaNode")));
+	assert_false(p->frozen);
+	assert_int_equal(strlen(p->hash), 64);
+	policy_free(p);
+}
+
+static void test_builtin_denies_everything_with_advisory_warnings(void **state)
+{
+	struct policy *p = NULL;
+	int i;
+
+	(void)state;
+	assert_int_equal(policy_builtin(&p), 0);
+	for (i = 0; i < RULE_COUNT; i++)
+		assert_int_equal(policy_action(p, (enum rule_id)i), rule_builtin_action((enum rule_id)i));
+	assert_int_equal(policy_action(p, RULE_SLICE_MAPPING_EMPTY), ACTION_WARN);
+	assert_int_equal(policy_action(p, RULE_SLICE_MAPPING_NAME), ACTION_DENY);
+	assert_false(p->has_drivers);
+	assert_false(p->has_canary);
+	assert_true(policy_list_has(&p->schedulers, STR_LIT("system:kube-scheduler")));
+	assert_true(policy_list_has(&p->allocators, STR_LIT(POLICY_DEFAULT_ALLOCATOR_SA)));
+	policy_free(p);
+	policy_free(NULL);
+}
+
+static void test_advisory_rules_never_escalate_by_default(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = load_ok(HEAD "enforcement: {default: deny}\n");
+	assert_int_equal(policy_action(p, RULE_SLICE_MAPPING_EMPTY), ACTION_WARN);
+	policy_free(p);
+	p = load_ok(HEAD "enforcement: {default: dryrun}\n");
+	assert_int_equal(policy_action(p, RULE_SLICE_MAPPING_EMPTY), ACTION_DRYRUN);
+	assert_int_equal(policy_action(p, RULE_SLICE_CANARY), ACTION_DRYRUN);
+	policy_free(p);
+	p = load_ok(HEAD "enforcement: {rules: {slice.mapping.empty: deny}}\n");
+	assert_int_equal(policy_action(p, RULE_SLICE_MAPPING_EMPTY), ACTION_DENY);
+	policy_free(p);
+}
+
+static void test_empty_allocators_means_none(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = load_ok(HEAD "writers: {allocators: []}\n");
+	assert_int_equal(p->allocators.n, 0);
+	policy_free(p);
+}
+
+static void test_configmap_keys_and_freeze(void **state)
+{
+	static const char cm[] =
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dra-guard-policy\n  namespace: dra-guard\n"
+		"data:\n  freeze: \"true\"\n  freeze-reason: \"INC-1: hugepages\"\n  policy.yaml: |\n"
+		"    apiVersion: dra-guard.io/v1alpha1\n    kind: Policy\n    canary: {nodes: [a]}\n";
+	struct policy *p = load_ok(cm), *q;
+
+	(void)state;
+	assert_true(p->frozen);
+	assert_true(str_eq_cstr(p->freeze_reason, "INC-1: hugepages"));
+	assert_true(p->has_canary);
+	q = load_ok(cm);
+	assert_string_equal(p->hash, q->hash);
+	policy_free(q);
+	policy_free(p);
+}
+
+struct freeze_case {
+	const char *value;
+	int rc;
+	bool frozen;
+};
+
+static void test_freeze_key_values(void **state)
+{
+	static const struct freeze_case cases[] = {
+		{ "true", 0, true }, { "false", 0, false }, { "true\n", 0, true }, { "  false ", 0, false },
+		{ "True", -EINVAL, false }, { "yes", -EINVAL, false }, { "1", -EINVAL, false }, { "", -EINVAL, false },
+	};
+	static const char doc[] = HEAD;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct policy *p = NULL;
+		struct policy_error err;
+		int rc = policy_load_parts(doc, strlen(doc), true, cases[i].value, strlen(cases[i].value),
+					   false, NULL, 0, &p, &err);
+
+		if (rc != cases[i].rc)
+			fail_msg("freeze \"%s\": rc %d, expected %d", cases[i].value, rc, cases[i].rc);
+		if (rc == 0)
+			assert_int_equal(p->frozen, cases[i].frozen);
+		else
+			assert_string_equal(err.source, POLICY_KEY_FREEZE);
+		policy_free(p);
+	}
+}
+
+static void test_freeze_reason_is_capped(void **state)
+{
+	char reason[POLICY_FREEZE_REASON_MAX + 2];
+	struct policy *p = NULL;
+	struct policy_error err;
+
+	(void)state;
+	memset(reason, 'x', sizeof(reason) - 1);
+	reason[sizeof(reason) - 1] = '\0';
+	assert_int_equal(policy_load_parts(HEAD, strlen(HEAD), false, NULL, 0, true, reason, strlen(reason),
+					   &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "at most"));
+}
+
+static void test_hash_changes_with_every_input(void **state)
+{
+	struct policy *a = NULL, *b = NULL, *c = NULL;
+
+	(void)state;
+	assert_int_equal(policy_load_parts(HEAD, strlen(HEAD), true, "false", 5, false, NULL, 0, &a, NULL), 0);
+	assert_int_equal(policy_load_parts(HEAD, strlen(HEAD), true, "true", 4, false, NULL, 0, &b, NULL), 0);
+	assert_int_equal(policy_load_parts(HEAD, strlen(HEAD), true, "true", 4, true, "r", 1, &c, NULL), 0);
+	assert_string_not_equal(a->hash, b->hash);
+	assert_string_not_equal(b->hash, c->hash);
+	policy_free(a);
+	policy_free(b);
+	policy_free(c);
+}
+
+static void test_example_policy_in_repository_loads(void **state)
+{
+	size_t len = 0;
+	char *text = testutil_read_file(testutil_repo_path("examples/policy-configmap.yaml"), &len);
+	struct policy *p;
+
+	(void)state;
+	assert_non_null(text);
+	p = load_ok(text);
+	assert_true(p->has_drivers);
+	assert_false(p->frozen);
+	policy_free(p);
+	free(text);
+}
+
+static void test_json_policy_loads(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = load_ok("{\"apiVersion\":\"dra-guard.io/v1alpha1\",\"kind\":\"Policy\","
+		    "\"drivers\":{\"gpu.example.com\":{\"resources\":{\"memory\":{\"max\":\"1Gi\"}}}}}");
+	assert_non_null(policy_driver(p, STR_LIT("gpu.example.com")));
+	policy_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_invalid_policies_say_where),
+		cmocka_unit_test(test_full_document_loads),
+		cmocka_unit_test(test_builtin_denies_everything_with_advisory_warnings),
+		cmocka_unit_test(test_advisory_rules_never_escalate_by_default),
+		cmocka_unit_test(test_empty_allocators_means_none),
+		cmocka_unit_test(test_configmap_keys_and_freeze),
+		cmocka_unit_test(test_freeze_key_values),
+		cmocka_unit_test(test_freeze_reason_is_capped),
+		cmocka_unit_test(test_hash_changes_with_every_input),
+		cmocka_unit_test(test_example_policy_in_repository_loads),
+		cmocka_unit_test(test_json_policy_loads),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,20 @@
+/* cli.h - the dra-guard subcommands.
+ *
+ * Each takes the arguments after its name (argv[0] is the subcommand) and
+ * returns the process exit code. */
+#ifndef DRA_GUARD_CLI_H
+#define DRA_GUARD_CLI_H
+
+/* dra-guard serve: the TLS webhook (webhook/serve.c). */
+int serve_main(int argc, char **argv);
+
+/* dra-guard dry-run: the engine offline, for CI (webhook/dryrun.c). */
+int dryrun_main(int argc, char **argv);
+
+/* dra-guard policy lint FILE (webhook/dryrun.c). */
+int lint_main(int argc, char **argv);
+
+/* dra-guard rules: the rule catalogue (webhook/dryrun.c). */
+int rules_main(int argc, char **argv);
+
+#endif
