@@ -15,6 +15,7 @@
 # module.
 
 .SUFFIXES:
+.SECONDARY:
 .DEFAULT_GOAL := all
 SHELL := /bin/sh
 

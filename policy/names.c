@@ -16,10 +16,8 @@ enum node_resource names_node_resource(struct str name, struct quantity *page_si
 		return NODE_RESOURCE_EPHEMERAL_STORAGE;
 	if (!str_has_prefix(name, HUGEPAGES_PREFIX) || name.len == plen)
 		return NODE_RESOURCE_INVALID;
-	/* quantity_parse() trims spaces; a resource name may not contain any. */
-	if (name.ptr[plen] == ' ' || name.ptr[name.len - 1] == ' ')
-		return NODE_RESOURCE_INVALID;
-	if (quantity_parse(name.ptr + plen, name.len - plen, &q) != 0)
+	/* Kubernetes parses the size without trimming anything. */
+	if (quantity_parse_strict(name.ptr + plen, name.len - plen, &q) != 0)
 		return NODE_RESOURCE_INVALID;
 	if (quantity_sign(&q) <= 0 || !quantity_is_integer(&q))
 		return NODE_RESOURCE_INVALID;

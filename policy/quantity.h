@@ -1,13 +1,14 @@
 /* quantity.h - Kubernetes resource.Quantity: parse, compare, multiply, print.
  *
  * A quantity is an exact decimal: value = mant * 10^scale, with a signed
- * 128-bit mantissa and a 32-bit scale, and the suffix family it was written in
- * (which only matters for printing). Parsing accepts exactly what the API
- * server's resource.ParseQuantity accepts, including its rounding of anything
- * finer than 1n up to the next nano unit (away from zero) and its cap of
- * binary-SI values above 2^63-1; printing gives the canonical string the API
- * server would print. Values that cannot be held exactly (a mantissa past 128
- * bits, a scale past +-1e6) are -ERANGE, never rounded or wrapped.
+ * 128-bit mantissa of at most QUANTITY_DIGITS_MAX digits and a scale within
+ * +-QUANTITY_SCALE_MAX, and the suffix family it was written in (which only
+ * matters for printing). Parsing accepts exactly what the API server's
+ * resource.ParseQuantity accepts, including its rounding of anything finer
+ * than 1n up to the next nano unit (away from zero) and its silent cap of
+ * binary-SI values above 2^63-1 ("8Ei" is 9223372036854775807); printing
+ * gives the canonical string the API server would print. Values that cannot
+ * be held exactly are -ERANGE, never rounded or wrapped.
  * No allocation; no global state; safe from any thread. */
 #ifndef DRA_GUARD_QUANTITY_H
 #define DRA_GUARD_QUANTITY_H
@@ -16,10 +17,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Longest canonical string quantity_format() writes, NUL included. */
-#define QUANTITY_STR_MAX 64
-/* Longest text quantity_parse() looks at; longer input is -EINVAL. */
-#define QUANTITY_TEXT_MAX 128
+/* Bounds of what a struct quantity holds: 38 significant digits and a
+ * decimal exponent within +-1e6 (the API server has neither limit, but no
+ * real quantity comes near them). */
+#define QUANTITY_DIGITS_MAX 38
+#define QUANTITY_SCALE_MAX 1000000
+
+/* Longest string quantity_format() or quantity_normal() writes, NUL
+ * included. The longest is a binary-SI value grown by arithmetic past 2^63
+ * yet still printed with a binary suffix: up to 89 digits, a sign and "Ei". */
+#define QUANTITY_STR_MAX 96
 
 enum quantity_format {
 	QUANTITY_DECIMAL_SI = 0,      /* n u m "" k M G T P E, and plain numbers */
@@ -33,12 +40,27 @@ struct quantity {            /* read through the functions below */
 	enum quantity_format format;
 };
 
-/* Parse s[0..len): an optional sign, digits with an optional fraction, and an
- * optional suffix, as resource.ParseQuantity does. Leading and trailing ASCII
- * spaces are ignored (the API server's JSON decoding trims them). Returns 0,
- * -EINVAL for text that is not a quantity, -ERANGE for a valid quantity too
- * large to hold exactly. */
+/* Parse s[0..len) as the API server decodes a quantity field: white space at
+ * both ends is dropped first (Quantity.UnmarshalJSON calls strings.TrimSpace:
+ * ASCII space, \t \n \v \f \r, and the Unicode spaces such as U+00A0), then
+ * the rest must be an optional sign, digits with an optional fraction (".5"
+ * and "5." included) and an optional suffix, as resource.ParseQuantity reads
+ * them. Any length is accepted; time is linear in len and nothing is copied.
+ * Returns 0, -EINVAL for text that is not a quantity, -ERANGE for a valid
+ * quantity this type cannot hold exactly. out is untouched on error. */
 int quantity_parse(const char *s, size_t len, struct quantity *out);
+
+/* As quantity_parse() without dropping white space: resource.ParseQuantity
+ * itself, for places where the API server calls it on raw text (the size in
+ * a "hugepages-<size>" resource name). */
+int quantity_parse_strict(const char *s, size_t len, struct quantity *out);
+
+/* True when s parses (as quantity_parse() reads it) and the API server then
+ * serializes the quantity as the trimmed text itself instead of the
+ * canonical string of quantity_format(): ParseQuantity keeps its input when it
+ * looks canonical, so "+1k", "01Ki", "1.500" and "1E3" come back verbatim
+ * while "1000" becomes "1k" and "1024Mi" becomes "1Gi". */
+bool quantity_spelling_kept(const char *s, size_t len);
 
 /* The quantity n (decimal SI). */
 void quantity_from_int(int64_t n, struct quantity *out);
@@ -53,27 +75,32 @@ int quantity_sign(const struct quantity *q);
 /* True when the value is a whole number. */
 bool quantity_is_integer(const struct quantity *q);
 
-/* True when a is a whole multiple of b (b > 0); e.g. 4Gi of 2Mi. */
+/* True when a is a whole multiple of b: b > 0 and a / b is an integer (so 4Gi
+ * of 2Mi, 0 of anything, -4Gi of 2Mi); false whenever b <= 0. */
 bool quantity_is_multiple_of(const struct quantity *a, const struct quantity *b);
 
-/* out = a * n, or out = a * b. The result keeps a's format. Returns 0 or
- * -ERANGE on overflow (out untouched). */
+/* out = a * n, or out = a * b, exactly. The result keeps a's format. Returns
+ * 0 or -ERANGE when the product cannot be held (out untouched). out may be a
+ * or b. */
 int quantity_mul_int(const struct quantity *a, int64_t n, struct quantity *out);
 int quantity_mul(const struct quantity *a, const struct quantity *b, struct quantity *out);
 
-/* out = a + b, keeping a's format. 0 or -ERANGE. */
+/* out = a + b, exactly, with a's format, or b's when a is zero (as
+ * Quantity.Add). 0 or -ERANGE (out untouched). out may be a or b. */
 int quantity_add(const struct quantity *a, const struct quantity *b, struct quantity *out);
 
 /* The value as an int64 when it is a whole number in range: 0, or -ERANGE. */
 int quantity_to_int64(const struct quantity *q, int64_t *out);
 
-/* The canonical string, as Quantity.String() prints it: "8Gi", "1500m", "2k",
- * "1e3", "9223372036854775807". */
+/* The canonical string, as Quantity.String() prints a value it computed:
+ * "8Gi", "1500m", "2k", "1e3", "9223372036854775807"; "0" for zero. Exponents
+ * with no suffix of their family fall back to exponent notation instead of
+ * losing magnitude ("1000E" prints "1e21"). */
 void quantity_format(const struct quantity *q, char buf[static QUANTITY_STR_MAX]);
 
-/* A spelling-independent string of the value alone: the shortest
- * "<digits>e<exp>" with no trailing zeros in digits ("0" for zero, "-" sign
- * first). Equal values give equal strings whatever their format; used for
+/* A spelling-independent string of the value alone: "<digits>e<exp>" with no
+ * trailing zeros in digits ("0" for zero, "-" sign first), itself a valid
+ * quantity. Equal values give equal strings whatever their format; used for
  * fingerprints. */
 void quantity_normal(const struct quantity *q, char buf[static QUANTITY_STR_MAX]);
 
