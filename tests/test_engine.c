@@ -1,6 +1,6 @@
 /* test_engine.c - every golden AdmissionReview case through the engine.
  *
- * tests/golden/cases/*.json (made by tests/golden/gen.py) each hold a review,
+ * Every file in tests/golden/cases (made by tests/golden/gen.py) holds a review,
  * the policy to judge it under and what must come out. Each case runs twice:
  * through decode_review + engine_decide (checking the verdict's rules,
  * warnings, audit annotations and patch) and through admission_handle

@@ -79,10 +79,11 @@ static const struct bad_case bad_cases[] = {
 	{ "empty document", "", 0, NULL, "exactly one" },
 	{ "json unknown key", "{\"apiVersion\":\"dra-guard.io/v1alpha1\",\"kind\":\"Policy\",\"x\":1}", 1, "", "unknown key \"x\"" },
 	{ "configmap missing policy key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p}\ndata:\n  freeze: \"true\"\n",
-	  4, "data", "is missing" },
+	  5, "data", "is missing" },
 	{ "configmap unknown data key", "apiVersion: v1\nkind: ConfigMap\ndata:\n  policy.yaml: x\n  freze: \"true\"\n",
 	  5, "data", "unknown key \"freze\"" },
-	{ "configmap bad freeze", "apiVersion: v1\nkind: ConfigMap\ndata:\n  freeze: \"yes\"\n  policy.yaml: |\n    " HEAD,
+	{ "configmap bad freeze", "apiVersion: v1\nkind: ConfigMap\ndata:\n  freeze: \"yes\"\n  policy.yaml: |\n"
+	  "    apiVersion: dra-guard.io/v1alpha1\n    kind: Policy\n",
 	  1, NULL, "freeze must be \"true\" or \"false\"" },
 	{ "configmap freeze not a string", "apiVersion: v1\nkind: ConfigMap\ndata:\n  freeze: true\n  policy.yaml: x\n",
 	  4, NULL, "expected a string" },

@@ -521,8 +521,8 @@ case("freeze-break-glass-group", "a freeze.breakGlass group creates claims, and 
      review("freeze-break-glass-group", "CREATE", new_claim, who=user("carol@example.com", ["dra-guard:freeze-breakers"])),
      True, policy=FROZEN, audit=["dra-guard.io/break-glass"])
 case("freeze-break-glass-user", "a freeze.breakGlass user too",
-     review("freeze-break-glass-user", "UPDATE", claim(devices=None), unallocated,
-            who=user("oncall@example.com"), sub="status"), True, policy=FROZEN, audit=["dra-guard.io/break-glass"])
+     review("freeze-break-glass-user", "CREATE", new_claim, who=user("oncall@example.com")),
+     True, policy=FROZEN, audit=["dra-guard.io/break-glass"])
 
 scoped = copy.deepcopy(new_claim); scoped["metadata"]["namespace"] = "team-frozen"
 case("freeze-scope-namespace-in", "scope: a claim in a frozen namespace is refused",
