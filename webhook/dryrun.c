@@ -244,6 +244,19 @@ static const struct doc_node *find_old(struct dryrun *d, const struct k8s_object
 	return rc ? NULL : match;
 }
 
+/* Kind and name as the document spells them, for results that could not be
+ * decoded: the user still needs to know which object it was. */
+static void doc_identity(const struct doc_node *n, char *kind, size_t kn, struct str *name)
+{
+	const struct doc_node *k = doc_map_get(n, "kind");
+	const struct doc_node *meta = doc_map_get(n, "metadata");
+	const struct doc_node *nm = meta ? doc_map_get(meta, "name") : NULL;
+
+	snprintf(kind, kn, "%.*s", k && k->type == DOC_STRING ? (int)k->text.len : 0,
+		 k && k->type == DOC_STRING ? k->text.ptr : "");
+	*name = nm && nm->type == DOC_STRING ? nm->text : (struct str){ "", 0 };
+}
+
 static void decide_object(struct dryrun *d, const char *source, const struct doc_node *n, struct arena *a)
 {
 	struct admission_request req;
@@ -270,8 +283,11 @@ static void decide_object(struct dryrun *d, const char *source, const struct doc
 	}
 	rc = decode_object(text.ptr, text.len, &d->lim, a, &obj, &derr);
 	if (rc) {
+		struct str name;
+
+		doc_identity(n, kind, sizeof(kind), &name);
 		snprintf(err, sizeof(err), "line %u: %s", n->line, rc == -EPROTO ? derr.msg : strerror(-rc));
-		add_result(d, source, "", (struct str){ "", 0 }, "", NULL, err);
+		add_result(d, source, kind, name, "", NULL, err);
 		return;
 	}
 	if (op == ADMISSION_OP_UNKNOWN)
@@ -310,6 +326,15 @@ static void decide_object(struct dryrun *d, const char *source, const struct doc
 	add_result(d, source, kind, obj.meta.name, model_op_name(op), &v, NULL);
 }
 
+/* A bare AdmissionRequest (the request member alone, as webhook test suites
+ * keep them): a uid, an operation and a kind that is a group/version/kind map. */
+static bool is_bare_request(const struct doc_node *n)
+{
+	const struct doc_node *k = doc_map_get(n, "kind");
+
+	return k && k->type == DOC_MAP && doc_map_get(n, "uid") && doc_map_get(n, "operation");
+}
+
 static void decide_review(struct dryrun *d, const char *source, const struct doc_node *n, struct arena *a)
 {
 	struct admission_result res;
@@ -321,7 +346,15 @@ static void decide_review(struct dryrun *d, const char *source, const struct doc
 
 	buf_init(&json, DRYRUN_MAX_INPUT);
 	buf_init(&out, DRYRUN_MAX_INPUT);
-	rc = doc_to_json(n, &json);
+	if (is_bare_request(n)) {
+		rc = buf_add_cstr(&json, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":");
+		if (rc == 0)
+			rc = doc_to_json(n, &json);
+		if (rc == 0)
+			rc = buf_add_char(&json, '}');
+	} else {
+		rc = doc_to_json(n, &json);
+	}
 	if (rc == 0)
 		rc = arena_strdup(a, buf_cstr(&json), buf_len(&json), &text);
 	if (rc == 0)
@@ -346,6 +379,7 @@ static bool is_review(const struct doc_node *n)
 
 	return k && k->type == DOC_STRING && str_eq_cstr(k->text, "AdmissionReview");
 }
+
 
 static bool is_list(const struct doc_node *n)
 {
@@ -373,7 +407,7 @@ static void decide_node(struct dryrun *d, const char *source, const struct doc_n
 		add_result(d, source, "", (struct str){ "", 0 }, "", NULL, err);
 		return;
 	}
-	if (is_review(n))
+	if (is_review(n) || is_bare_request(n))
 		decide_review(d, source, n, a);
 	else
 		decide_object(d, source, n, a);
@@ -474,7 +508,9 @@ static void run_dir(struct dryrun *d, const char *dir, struct arena *a)
 	closedir(dp);
 	qsort(names, n, sizeof(names[0]), cmp_names);
 	for (i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		size_t dlen = strlen(dir);
+
+		snprintf(path, sizeof(path), "%s%s%s", dir, dlen && dir[dlen - 1] == '/' ? "" : "/", names[i]);
 		run_file(d, path, a);
 		free(names[i]);
 	}
