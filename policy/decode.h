@@ -41,22 +41,26 @@ struct decode_error {
  * max_list 4096. */
 void decode_limits_default(struct decode_limits *lim);
 
-/* Decode an admission.k8s.io/v1 AdmissionReview request body.
+/* Decode an admission.k8s.io/v1 AdmissionReview request body. lim NULL
+ * means decode_limits_default().
  *
- * Returns 0 with *out filled; -EBADMSG when the text is not JSON or not an
- * AdmissionReview v1 with a request (out->uid may still be set if it was
- * read); -EPROTO when the review itself is fine (uid, kind, operation read)
- * but object or oldObject does not decode as the kind it claims to be: the
- * caller answers with a denial naming err->msg; -E2BIG or -ENOMEM when the
- * arena is exhausted. err is filled on every failure. */
+ * Returns 0 with *out filled; -EBADMSG when the text is not JSON (anywhere,
+ * object and oldObject included; also invalid UTF-8 in a string that is
+ * read) or not an AdmissionReview v1 with a request (out->uid may still be
+ * set if it was read); -EPROTO when the review itself is fine (uid, kind,
+ * operation read, and the whole text is JSON) but object or oldObject does
+ * not decode as the kind it claims to be: the caller answers with a denial
+ * naming err->msg; -E2BIG or -ENOMEM when the arena is exhausted. err is
+ * filled on every failure. */
 int decode_review(const char *body, size_t len, const struct decode_limits *lim,
 		  struct arena *a, struct admission_request *out,
 		  struct decode_error *err);
 
 /* Decode one bare object (dry-run input): its kind comes from its own
- * apiVersion and kind members. Kinds no rule reads give OBJECT_OTHER.
- * Returns 0, -EPROTO for an object that does not decode (err says why),
- * -E2BIG or -ENOMEM. */
+ * apiVersion and kind members, which may come anywhere in it. Kinds no rule
+ * reads give OBJECT_OTHER. lim NULL means decode_limits_default().
+ * Returns 0, -EPROTO for an object that does not decode, text that is not
+ * JSON included (err says why), -E2BIG or -ENOMEM. */
 int decode_object(const char *json, size_t len, const struct decode_limits *lim,
 		  struct arena *a, struct k8s_object *out, struct decode_error *err);
 

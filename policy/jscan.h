@@ -25,6 +25,9 @@
 
 /* Default nesting limit (encoding/json's is 10000; objects here are shallow). */
 #define JSCAN_DEFAULT_MAX_DEPTH 512
+/* The largest max_depth honoured; larger values are clamped to it. The skip
+ * keeps one bit per open container on the C stack, so this bounds that. */
+#define JSCAN_DEPTH_LIMIT 10000
 
 enum jscan_type {
 	JSCAN_EOF = 0,          /* no more input (only whitespace left) */
@@ -56,7 +59,9 @@ struct jscan {               /* fields are private; use the functions below */
 	const char *err_msg;    /* static text saying what was expected */
 };
 
-/* Start scanning text[0..len). max_depth 0 means JSCAN_DEFAULT_MAX_DEPTH. */
+/* Start scanning text[0..len). max_depth 0 means JSCAN_DEFAULT_MAX_DEPTH;
+ * a value may nest at most max_depth containers (max_depth 2 accepts [[1]]
+ * and rejects [[[1]]] with -E2BIG). */
 void jscan_init(struct jscan *s, const char *text, size_t len, unsigned max_depth);
 
 /* Skip whitespace and tell what the next value is, without consuming it. */
@@ -99,6 +104,15 @@ int jscan_null(struct jscan *s);
  * gets the value's text (leading whitespace excluded). 0 or a negative errno. */
 int jscan_skip(struct jscan *s, struct str *raw);
 
+/* Consume the next value when its text is byte-identical to known: one
+ * memcmp instead of a scan. known must be a whole object, array or string
+ * that was validated (by this scanner or another with the same limits) at
+ * the same nesting depth as the value here; a JSON container or string ends
+ * where its text says, so equal bytes are the same value. Returns 1 when
+ * consumed, 0 when the text differs or known is not a container or string
+ * (nothing consumed), or the sticky error. */
+int jscan_skip_same(struct jscan *s, struct str known);
+
 /* 0 when only whitespace remains, else -EINVAL. */
 int jscan_finish(struct jscan *s);
 
@@ -109,8 +123,10 @@ int jscan_fail(struct jscan *s, int err, const char *msg);
 /* The sticky error, 0 if none. */
 int jscan_error(const struct jscan *s);
 
-/* Describe the sticky error: "expected ':' at line 3, column 14 (offset 52)".
- * Writes a NUL-terminated string of at most n bytes. */
+/* Describe the sticky error, with the byte found there: "expected ':' after
+ * an object key, found '1' at line 3, column 14 (offset 52)" (lines and
+ * columns count from 1, columns in bytes). Writes a NUL-terminated string of
+ * at most n bytes. */
 void jscan_describe(const struct jscan *s, char *buf, size_t n);
 
 /* Byte offset of the current position, or of the error when there is one. */

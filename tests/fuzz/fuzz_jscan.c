@@ -1,0 +1,126 @@
+/* fuzz_jscan.c - libFuzzer target: the scanner's verdict against jansson's.
+ *
+ * Every input is scanned twice: skipped whole (grammar only) and walked
+ * through the pull API with every string decoded (grammar plus UTF-8 and
+ * surrogates). The two must agree on grammar, and the walk must agree with
+ * jansson except where jansson rejects valid JSON (integers past int64, reals
+ * past double, NUL in keys), accepts what it should not (a raw NUL byte after
+ * a number or literal) or checks what the scanner leaves to its callers
+ * (duplicate keys) or counts depth its own way. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jscan.h"
+
+#define FUZZ_MAX_DEPTH 1000
+#define BAD_STRING (-EILSEQ)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int walk_value(struct jscan *s, struct arena *a)
+{
+	struct jscan_str js;
+	struct str text, dec;
+	bool b;
+	int rc;
+
+	switch (jscan_peek(s)) {
+	case JSCAN_OBJECT:
+		if ((rc = jscan_object_enter(s)) != 0)
+			return rc;
+		while ((rc = jscan_object_next(s, &js)) == 1) {
+			if (jscan_str_decode(&js, a, &dec) != 0)
+				return BAD_STRING;
+			if ((rc = walk_value(s, a)) != 0)
+				return rc;
+		}
+		return rc;
+	case JSCAN_ARRAY:
+		if ((rc = jscan_array_enter(s)) != 0)
+			return rc;
+		while ((rc = jscan_array_next(s)) == 1)
+			if ((rc = walk_value(s, a)) != 0)
+				return rc;
+		return rc;
+	case JSCAN_STRING:
+		if ((rc = jscan_string(s, &js)) != 0)
+			return rc;
+		return jscan_str_decode(&js, a, &dec) == 0 ? 0 : BAD_STRING;
+	case JSCAN_NUMBER:
+		return jscan_number(s, &text);
+	case JSCAN_TRUE:
+	case JSCAN_FALSE:
+		return jscan_bool(s, &b);
+	case JSCAN_NULL:
+		rc = jscan_null(s);
+		return rc == 1 ? 0 : rc < 0 ? rc : -EINVAL;
+	case JSCAN_EOF:
+	case JSCAN_INVALID:
+		break;
+	}
+	return jscan_skip(s, NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *text = (const char *)data;
+	struct arena *a = NULL;
+	struct jscan s;
+	struct str raw;
+	json_error_t jerr;
+	json_t *j;
+	int skip_rc, walk_rc;
+	char msg[256];
+
+	if (arena_new(4 * size + 64, &a) != 0)
+		abort();
+	jscan_init(&s, text, size, FUZZ_MAX_DEPTH);
+	skip_rc = jscan_skip(&s, &raw);
+	if (skip_rc == 0)
+		skip_rc = jscan_finish(&s);
+	jscan_describe(&s, msg, sizeof(msg));
+	if (jscan_offset(&s) > size)
+		abort();
+
+	jscan_init(&s, text, size, FUZZ_MAX_DEPTH);
+	walk_rc = walk_value(&s, a);
+	if (walk_rc == 0)
+		walk_rc = jscan_finish(&s);
+	arena_free(a);
+	if (walk_rc != BAD_STRING && walk_rc != skip_rc) {
+		fprintf(stderr, "skip %d, walk %d\n", skip_rc, walk_rc);
+		abort();
+	}
+
+	j = json_loadb(text, size, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &jerr);
+	if (j) {
+		json_decref(j);
+		/* jansson takes a raw NUL byte right after a number or a
+		 * literal as a delimiter ("[1\0]" loads); RFC 8259 does not. */
+		if (memchr(text, '\0', size))
+			return 0;
+		if (walk_rc != 0) {
+			fprintf(stderr, "jansson accepts, jscan %d\n", walk_rc);
+			abort();
+		}
+		return 0;
+	}
+	switch (json_error_code(&jerr)) {
+	case json_error_numeric_overflow:
+	case json_error_duplicate_key:
+	case json_error_null_byte_in_key:
+	case json_error_stack_overflow:
+		return 0;
+	default:
+		break;
+	}
+	if (walk_rc == 0) {
+		fprintf(stderr, "jansson rejects (%s at %d), jscan accepts\n", jerr.text, jerr.position);
+		abort();
+	}
+	return 0;
+}
