@@ -357,8 +357,13 @@ static void decide_review(struct dryrun *d, const char *source, const struct doc
 	}
 	if (rc == 0)
 		rc = arena_strdup(a, buf_cstr(&json), buf_len(&json), &text);
-	if (rc == 0)
-		rc = admission_handle(d->policy, &d->opt, &d->lim, text.ptr, text.len, a, &out, &res);
+	if (rc == 0) {
+		/* A review names its own writer: the identity rules always apply. */
+		struct engine_options opt = d->opt;
+
+		opt.skip_identity_rules = false;
+		rc = admission_handle(d->policy, &opt, &d->lim, text.ptr, text.len, a, &out, &res);
+	}
 	if (rc) {
 		snprintf(err, sizeof(err), "line %u: %s", n->line, strerror(-rc));
 		add_result(d, source, "AdmissionReview", (struct str){ "", 0 }, "", NULL, err);
