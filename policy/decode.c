@@ -1021,6 +1021,7 @@ static int decode_devices(struct dctx *d, void *obj)
 			if (r == 1) {
 				*dev = ref->devices[n];
 				dev->raw.ptr = d->text + at;
+				dev->same_as_object = true;
 				sl->ndevices = ++n;
 				continue;
 			}

@@ -89,6 +89,8 @@ struct device {
 	bool all_nodes;
 	bool has_node_selector;
 	struct str raw;             /* the device's JSON text, for cheap comparison */
+	bool same_as_object;        /* an oldObject device whose text the decoder found
+				     * byte-identical to object's device at this index */
 };
 
 struct resource_slice {

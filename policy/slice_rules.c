@@ -17,6 +17,15 @@ struct slice_ctx {
 	const struct k8s_object *obj;
 	const struct resource_slice *s;
 	const struct driver_policy *driver;     /* the policy's entry for s->driver, or NULL */
+	struct quantity milli;                  /* 1m, the cpu accounting unit */
+};
+
+/* What the rules need to know about one mapping, worked out once. */
+struct mapping_facts {
+	enum node_resource resource;            /* NODE_RESOURCE_INVALID for a bad name */
+	struct quantity page;                   /* hugepage size */
+	bool has_unit;                          /* unit is usable */
+	struct quantity unit;                   /* the amount one device / capacity unit maps */
 };
 
 /* --- paths ----------------------------------------------------------------- */
@@ -92,8 +101,10 @@ static bool unit_amount(const struct mapping *m, struct quantity *out)
 
 /* --- slice.mapping.schema --------------------------------------------------------- */
 
-static void rule_mapping_schema(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_mapping_schema(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
+	(void)f;
 	if (m->is_null) {
 		check_violation_at(x->c, RULE_SLICE_MAPPING_SCHEMA, mapping_path(x, d, m, ""),
 				   "the entry is null; give allocationMultiplier or capacityKey, or leave the resource out");
@@ -129,8 +140,10 @@ static void rule_device_schema(struct slice_ctx *x, const struct device *d)
 
 /* --- slice.mapping.empty --------------------------------------------------------------- */
 
-static void rule_mapping_empty(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_mapping_empty(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
+	(void)f;
 	if (m->is_null || m->multiplier.present || m->has_capacity_key)
 		return;
 	check_violation_at(x->c, RULE_SLICE_MAPPING_EMPTY, mapping_path(x, d, m, ""),
@@ -160,8 +173,10 @@ static void check_multiplier(struct slice_ctx *x, const struct device *d, const 
 				   "\"%.*s\" must be greater than zero", shown(f->text), f->text.ptr);
 }
 
-static void rule_mapping_multiplier(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_mapping_multiplier(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
+	(void)f;
 	check_multiplier(x, d, m, &m->multiplier, multiplier_suffix(m));
 	if (m->shape == MAPPING_V137)
 		check_multiplier(x, d, m, &m->capacity_multiplier, ".mapping.capacityMultiplier");
@@ -169,12 +184,14 @@ static void rule_mapping_multiplier(struct slice_ctx *x, const struct device *d,
 
 /* --- slice.mapping.capacity-key --------------------------------------------------------------- */
 
-static void rule_mapping_capacity_key(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_mapping_capacity_key(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
 	char names[256];
 	size_t len = 0;
 	uint32_t i;
 
+	(void)f;
 	if (!m->has_capacity_key)
 		return;
 	if (m->capacity_key.len == 0) {
@@ -203,8 +220,10 @@ static void rule_mapping_capacity_key(struct slice_ctx *x, const struct device *
 
 /* --- slice.mapping.shareable ----------------------------------------------------------------- */
 
-static void rule_mapping_shareable(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_mapping_shareable(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
+	(void)f;
 	if (!m->has_capacity_key || d->allow_multiple_allocations)
 		return;
 	check_violation_at(x->c, RULE_SLICE_MAPPING_SHAREABLE, mapping_path(x, d, m, capacity_key_suffix(m)),
@@ -215,9 +234,10 @@ static void rule_mapping_shareable(struct slice_ctx *x, const struct device *d, 
 
 /* --- slice.mapping.name --------------------------------------------------------------------------- */
 
-static void rule_mapping_name(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_mapping_name(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
-	if (names_node_resource(m->resource, NULL) != NODE_RESOURCE_INVALID)
+	if (f->resource != NODE_RESOURCE_INVALID)
 		return;
 	check_violation_at(x->c, RULE_SLICE_MAPPING_NAME, mapping_path(x, d, m, ""),
 			   "\"%.*s\" is not a node resource the scheduler accounts (accepted: %s)",
@@ -227,14 +247,12 @@ static void rule_mapping_name(struct slice_ctx *x, const struct device *d, const
 /* --- slice.mapping.units ----------------------------------------------------------------------------- */
 
 /* Why amount is not a real amount of resource r, or NULL when it is. */
-static const char *units_problem(enum node_resource r, const struct quantity *amount,
-				 const struct quantity *page)
+static const char *units_problem(const struct slice_ctx *x, enum node_resource r,
+				 const struct quantity *amount, const struct quantity *page)
 {
-	struct quantity milli;
-
 	switch (r) {
 	case NODE_RESOURCE_CPU:
-		if (quantity_parse("1m", 2, &milli) == 0 && !quantity_is_multiple_of(amount, &milli))
+		if (!quantity_is_multiple_of(amount, &x->milli))
 			return "cpu is accounted in whole millicores (1m); this is finer";
 		return NULL;
 	case NODE_RESOURCE_MEMORY:
@@ -256,7 +274,7 @@ static void check_amount_units(struct slice_ctx *x, const struct device *d, cons
 			       const struct quantity *amount, const char *suffix, struct str text,
 			       const char *what)
 {
-	const char *why = units_problem(r, amount, page);
+	const char *why = units_problem(x, r, amount, page);
 
 	if (!why)
 		return;
@@ -285,23 +303,20 @@ static void check_overhead(struct slice_ctx *x, const struct device *d, const st
 	check_amount_units(x, d, m, r, page, &f->value, suffix, f->text, "overhead");
 }
 
-static void rule_mapping_units(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_mapping_units(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
-	struct quantity page, amount;
-	enum node_resource r = names_node_resource(m->resource, &page);
-
-	if (r == NODE_RESOURCE_INVALID || m->is_null)
+	if (f->resource == NODE_RESOURCE_INVALID || m->is_null)
 		return;
-	if (m->multiplier.present || (m->has_capacity_key && capacity_scale(m)->present)) {
-		const struct quantity_field *f = m->has_capacity_key ? capacity_scale(m) : &m->multiplier;
-		const char *suffix = f == &m->multiplier ? multiplier_suffix(m) : ".mapping.capacityMultiplier";
+	if (f->has_unit && (m->multiplier.present || (m->has_capacity_key && capacity_scale(m)->present))) {
+		const struct quantity_field *q = m->has_capacity_key ? capacity_scale(m) : &m->multiplier;
+		const char *suffix = q == &m->multiplier ? multiplier_suffix(m) : ".mapping.capacityMultiplier";
 
-		if (unit_amount(m, &amount))
-			check_amount_units(x, d, m, r, &page, &amount, suffix, f->text,
-					   m->has_capacity_key ? "the amount per unit of capacity" : "the amount per device");
+		check_amount_units(x, d, m, f->resource, &f->page, &f->unit, suffix, q->text,
+				   m->has_capacity_key ? "the amount per unit of capacity" : "the amount per device");
 	}
-	check_overhead(x, d, m, r, &page, &m->overhead_per_pod, ".overhead.perPod");
-	check_overhead(x, d, m, r, &page, &m->overhead_per_container, ".overhead.perContainer");
+	check_overhead(x, d, m, f->resource, &f->page, &m->overhead_per_pod, ".overhead.perPod");
+	check_overhead(x, d, m, f->resource, &f->page, &m->overhead_per_container, ".overhead.perContainer");
 }
 
 /* --- slice.mapping.bounds -------------------------------------------------------------------------- */
@@ -321,26 +336,25 @@ static void check_bound(struct slice_ctx *x, const struct device *d, const struc
 			   shown(m->resource), m->resource.ptr, shown(x->s->driver), x->s->driver.ptr, max);
 }
 
-static void rule_mapping_bounds(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_mapping_bounds(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
 	const struct resource_limit *lim;
-	struct quantity unit, most;
+	struct quantity most;
 
 	if (!x->driver || m->is_null)
 		return;
 	lim = policy_driver_resource(x->driver, m->resource);
-	if (!lim || !lim->has_max)
-		return;
-	if (!unit_amount(m, &unit))
+	if (!lim || !lim->has_max || !f->has_unit)
 		return;
 	if (!m->has_capacity_key) {
-		check_bound(x, d, m, lim, &unit, multiplier_suffix(m), "one allocation maps");
+		check_bound(x, d, m, lim, &f->unit, multiplier_suffix(m), "one allocation maps");
 	} else {
 		/* One allocation can consume the whole capacity. */
 		const struct named_quantity *cap = device_capacity(d, m->capacity_key);
 
 		if (cap && cap->value.present && cap->value.err == 0) {
-			if (quantity_mul(&cap->value.value, &unit, &most) == 0)
+			if (quantity_mul(&cap->value.value, &f->unit, &most) == 0)
 				check_bound(x, d, m, lim, &most, capacity_key_suffix(m),
 					    "one allocation of the whole capacity maps");
 			else
@@ -372,8 +386,10 @@ static void rule_driver_listed(struct slice_ctx *x)
 			x->s->driver.ptr, p->ndrivers);
 }
 
-static void rule_driver_resource(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_driver_resource(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
+	(void)f;
 	if (!x->driver || !x->driver->has_resources || policy_driver_resource(x->driver, m->resource))
 		return;
 	check_violation_at(x->c, RULE_SLICE_DRIVER, mapping_path(x, d, m, ""),
@@ -525,8 +541,10 @@ static void rule_mapping_unversioned(struct slice_ctx *x, const struct resource_
 		const struct device *d = &s->devices[i];
 		const struct device *o;
 
-		/* Byte-identical device text cannot differ in mappings. */
-		if (i < old->ndevices && d->raw.len && str_eq(d->raw, old->devices[i].raw))
+		/* Byte-identical device text cannot differ in mappings; the
+		 * decoder has usually found that out already. */
+		if (i < old->ndevices && (old->devices[i].same_as_object ||
+					  (d->raw.len && str_eq(d->raw, old->devices[i].raw))))
 			continue;
 		o = find_device(old, d, i);
 		if (!o) {
@@ -553,9 +571,10 @@ static void rule_mapping_unversioned(struct slice_ctx *x, const struct resource_
 
 /* --- slice.shape.future ---------------------------------------------------------------------------------- */
 
-static void rule_shape_future(struct slice_ctx *x, const struct device *d, const struct mapping *m)
+static void rule_shape_future(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f)
 {
-	if (!str_eq_cstr(m->resource, "ephemeral-storage"))
+	if (f->resource != NODE_RESOURCE_EPHEMERAL_STORAGE)
 		return;
 	check_violation_at(x->c, RULE_SLICE_SHAPE_FUTURE, mapping_path(x, d, m, ""),
 			   "Kubernetes 1.37 drops ephemeral-storage from node-allocatable mappings");
@@ -563,7 +582,8 @@ static void rule_shape_future(struct slice_ctx *x, const struct device *d, const
 
 /* --- driver ------------------------------------------------------------------------------------------------------ */
 
-typedef void (*mapping_rule_fn)(struct slice_ctx *x, const struct device *d, const struct mapping *m);
+typedef void (*mapping_rule_fn)(struct slice_ctx *x, const struct device *d, const struct mapping *m,
+				const struct mapping_facts *f);
 
 static const mapping_rule_fn mapping_rules[] = {
 	rule_mapping_schema,
@@ -581,10 +601,12 @@ static const mapping_rule_fn mapping_rules[] = {
 void slice_rules_check(struct check *c)
 {
 	const struct admission_request *req = c->req;
-	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL };
+	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL, { 0, 0, 0 } };
+	struct mapping_facts f;
 	uint32_t i, j, k;
 	bool mapped;
 
+	quantity_parse("1m", 2, &x.milli);
 	if (c->policy->has_drivers)
 		x.driver = policy_driver(c->policy, x.s->driver);
 	mapped = model_slice_has_mappings(x.s);
@@ -592,9 +614,14 @@ void slice_rules_check(struct check *c)
 		const struct device *d = &x.s->devices[i];
 
 		rule_device_schema(&x, d);
-		for (j = 0; j < d->nmappings; j++)
+		for (j = 0; j < d->nmappings; j++) {
+			const struct mapping *m = &d->mappings[j];
+
+			f.resource = names_node_resource(m->resource, &f.page);
+			f.has_unit = !m->is_null && unit_amount(m, &f.unit);
 			for (k = 0; k < sizeof(mapping_rules) / sizeof(mapping_rules[0]); k++)
-				mapping_rules[k](&x, d, &d->mappings[j]);
+				mapping_rules[k](&x, d, m, &f);
+		}
 	}
 	if (mapped) {
 		rule_driver_listed(&x);

@@ -12,16 +12,6 @@ struct str str_from_cstr(const char *s)
 	return r;
 }
 
-bool str_eq(struct str a, struct str b)
-{
-	return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
-}
-
-bool str_eq_cstr(struct str a, const char *c)
-{
-	return str_eq(a, str_from_cstr(c));
-}
-
 bool str_has_prefix(struct str s, const char *prefix)
 {
 	size_t n = strlen(prefix);

@@ -23,11 +23,20 @@ struct str {
 /* A view of a NUL-terminated string; NULL gives the empty string. */
 struct str str_from_cstr(const char *s);
 
-/* True when both views hold the same bytes. */
-bool str_eq(struct str a, struct str b);
+/* True when both views hold the same bytes. Inline: rules compare names in
+ * every mapping of every device, and a literal's length folds away here. */
+static inline bool str_eq(struct str a, struct str b)
+{
+	return a.len == b.len && (a.len == 0 || a.ptr == b.ptr || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
 
 /* True when a holds exactly the bytes of the NUL-terminated c. */
-bool str_eq_cstr(struct str a, const char *c);
+static inline bool str_eq_cstr(struct str a, const char *c)
+{
+	size_t n = strlen(c);
+
+	return a.len == n && (n == 0 || memcmp(a.ptr, c, n) == 0);
+}
 
 /* True when s begins with prefix. */
 bool str_has_prefix(struct str s, const char *prefix);

@@ -1,0 +1,233 @@
+/* bench_engine.c - where the time of one decision goes: scan, decode, decide, encode.
+ *
+ *   bench_engine [-d DIR] [-r ROUNDS] [-m MIN_MS] [-o results.json] [BODY...]
+ *
+ * For each AdmissionReview body (default: the slice-N.json UPDATE reviews for
+ * N = 1 8 32 128, claim-status.json and pod-status.json from
+ * bench/gen_bodies.py in DIR) it times, separately:
+ *   skip    a validating jscan_skip of the whole body (the floor for any decoder)
+ *   decode  decode_review() into the typed model
+ *   decide  engine_decide() on the decoded request (built-in policy)
+ *   encode  review_encode() of the verdict
+ *   total   admission_handle(): all of it, as the server runs it
+ * and prints ns per operation, decisions per second and MB/s, best of ROUNDS
+ * rounds each lasting at least MIN_MS (the minimum is the figure least
+ * disturbed by whatever else the machine runs). With -o it also writes the
+ * figures as JSON. A benchmark, not a test: nothing here passes or fails,
+ * except that every body must decode and be decided. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admission.h"
+#include "decode.h"
+#include "engine.h"
+#include "fileio.h"
+#include "jscan.h"
+#include "review.h"
+
+#define MAX_BODIES 32
+
+enum phase { PHASE_SKIP, PHASE_DECODE, PHASE_DECIDE, PHASE_ENCODE, PHASE_TOTAL, PHASE_COUNT };
+
+static const char *const phase_names[PHASE_COUNT] = { "skip", "decode", "decide", "encode", "total" };
+
+struct body {
+	char name[64];
+	char *text;
+	size_t len;
+	double best_ns[PHASE_COUNT];
+	bool allowed;
+	uint32_t violations;
+};
+
+struct bench {
+	const struct policy *pol;
+	struct engine_options opt;
+	struct decode_limits lim;
+	struct arena *decode_arena;     /* holds the decoded request across decide runs */
+	struct arena *work_arena;       /* reset by every timed operation */
+	struct buf out;
+	struct admission_request req;
+	struct verdict verdict;
+};
+
+static double now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int run_phase(struct bench *b, const struct body *body, enum phase p)
+{
+	struct admission_result res;
+	struct decode_error err;
+	struct verdict v;
+	struct jscan s;
+
+	switch (p) {
+	case PHASE_SKIP:
+		jscan_init(&s, body->text, body->len, 0);
+		return jscan_skip(&s, NULL) || jscan_finish(&s) ? -EINVAL : 0;
+	case PHASE_DECODE:
+		arena_reset(b->work_arena);
+		return decode_review(body->text, body->len, &b->lim, b->work_arena, &res.req, &err);
+	case PHASE_DECIDE:
+		arena_reset(b->work_arena);
+		return engine_decide(b->pol, &b->opt, &b->req, b->work_arena, &v);
+	case PHASE_ENCODE:
+		buf_reset(&b->out);
+		return review_encode(b->req.uid, &b->verdict, false, &b->out);
+	case PHASE_TOTAL:
+		arena_reset(b->work_arena);
+		return admission_handle(b->pol, &b->opt, &b->lim, body->text, body->len, b->work_arena,
+					&b->out, &res);
+	case PHASE_COUNT:
+		break;
+	}
+	return -EINVAL;
+}
+
+/* One round: repeat the phase until min_ms have passed; ns per operation. */
+static double time_round(struct bench *b, const struct body *body, enum phase p, double min_ms)
+{
+	double start = now_ns(), elapsed;
+	unsigned long n = 0, batch = 16, i;
+
+	do {
+		for (i = 0; i < batch; i++)
+			if (run_phase(b, body, p)) {
+				fprintf(stderr, "bench_engine: %s failed on %s\n", phase_names[p], body->name);
+				exit(1);
+			}
+		n += batch;
+		elapsed = now_ns() - start;
+	} while (elapsed < min_ms * 1e6);
+	return elapsed / (double)n;
+}
+
+static int prepare(struct bench *b, struct body *body)
+{
+	struct decode_error err;
+	int rc;
+
+	arena_reset(b->decode_arena);
+	rc = decode_review(body->text, body->len, &b->lim, b->decode_arena, &b->req, &err);
+	if (rc) {
+		fprintf(stderr, "bench_engine: %s does not decode: %s\n", body->name, err.msg);
+		return rc;
+	}
+	rc = engine_decide(b->pol, &b->opt, &b->req, b->decode_arena, &b->verdict);
+	body->allowed = b->verdict.allowed;
+	body->violations = b->verdict.nviolations;
+	return rc;
+}
+
+static void write_json(FILE *f, struct body *bodies, size_t n, int rounds, double min_ms)
+{
+	size_t i;
+	int p;
+
+	fprintf(f, "{\"benchmark\":\"engine\",\"rounds\":%d,\"min_ms\":%.0f,\"policy\":\"built-in\",\"bodies\":[",
+		rounds, min_ms);
+	for (i = 0; i < n; i++) {
+		fprintf(f, "%s{\"name\":\"%s\",\"bytes\":%zu,\"allowed\":%s,\"violations\":%u", i ? "," : "",
+			bodies[i].name, bodies[i].len, bodies[i].allowed ? "true" : "false", bodies[i].violations);
+		for (p = 0; p < PHASE_COUNT; p++)
+			fprintf(f, ",\"%s_ns\":%.0f", phase_names[p], bodies[i].best_ns[p]);
+		fprintf(f, ",\"decisions_per_second\":%.0f,\"decode_mb_per_s\":%.1f}",
+			1e9 / bodies[i].best_ns[PHASE_TOTAL],
+			(double)bodies[i].len / bodies[i].best_ns[PHASE_DECODE] * 1e3);
+	}
+	fprintf(f, "]}\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const defaults[] = { "slice-1.json", "slice-8.json", "slice-32.json",
+						"slice-128.json", "claim-status.json", "pod-status.json" };
+	static struct body bodies[MAX_BODIES];
+	struct policy *pol = NULL;
+	struct bench b;
+	const char *dir = "build/bench/bodies", *json_out = NULL;
+	double min_ms = 200;
+	int rounds = 5, c, r, p;
+	size_t n = 0, i;
+
+	while ((c = getopt(argc, argv, "d:r:m:o:")) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'r': rounds = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
+		case 'm': min_ms = atof(optarg) > 0 ? atof(optarg) : 1; break;
+		case 'o': json_out = optarg; break;
+		default:
+			fprintf(stderr, "usage: bench_engine [-d DIR] [-r ROUNDS] [-m MIN_MS] [-o FILE] [BODY...]\n");
+			return 2;
+		}
+	}
+	for (i = 0; optind + (int)i < argc || (optind == argc && i < sizeof(defaults) / sizeof(defaults[0])); i++) {
+		const char *name = optind < argc ? argv[optind + (int)i] : defaults[i];
+		char path[4096];
+		int rc;
+
+		if (n == MAX_BODIES)
+			break;
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		rc = fileio_read(path, 64 * 1024 * 1024, &bodies[n].text, &bodies[n].len);
+		if (rc) {
+			fprintf(stderr, "bench_engine: %s: %s (run bench/gen_bodies.py --out %s)\n", path,
+				strerror(-rc), dir);
+			return 1;
+		}
+		snprintf(bodies[n].name, sizeof(bodies[n].name), "%.*s", (int)(strcspn(name, ".")), name);
+		n++;
+	}
+	memset(&b, 0, sizeof(b));
+	if (policy_builtin(&pol) || arena_new(256 << 20, &b.decode_arena) || arena_new(256 << 20, &b.work_arena))
+		return 1;
+	b.pol = pol;
+	decode_limits_default(&b.lim);
+	buf_init(&b.out, 64 << 20);
+	printf("%-14s %8s %10s %10s %10s %10s %10s %12s %9s\n", "body", "bytes", "skip ns", "decode ns",
+	       "decide ns", "encode ns", "total ns", "decisions/s", "decode MB/s");
+	for (i = 0; i < n; i++) {
+		if (prepare(&b, &bodies[i]))
+			return 1;
+		for (p = 0; p < PHASE_COUNT; p++)
+			bodies[i].best_ns[p] = 1e300;
+		for (r = 0; r < rounds; r++)
+			for (p = 0; p < PHASE_COUNT; p++) {
+				double ns = time_round(&b, &bodies[i], (enum phase)p, min_ms / PHASE_COUNT);
+
+				if (ns < bodies[i].best_ns[p])
+					bodies[i].best_ns[p] = ns;
+			}
+		printf("%-14s %8zu %10.0f %10.0f %10.0f %10.0f %10.0f %12.0f %9.0f\n", bodies[i].name, bodies[i].len,
+		       bodies[i].best_ns[PHASE_SKIP], bodies[i].best_ns[PHASE_DECODE], bodies[i].best_ns[PHASE_DECIDE],
+		       bodies[i].best_ns[PHASE_ENCODE], bodies[i].best_ns[PHASE_TOTAL],
+		       1e9 / bodies[i].best_ns[PHASE_TOTAL],
+		       (double)bodies[i].len / bodies[i].best_ns[PHASE_DECODE] * 1e3);
+	}
+	if (json_out) {
+		FILE *f = fopen(json_out, "w");
+
+		if (!f) {
+			perror(json_out);
+			return 1;
+		}
+		write_json(f, bodies, n, rounds, min_ms);
+		fclose(f);
+	}
+	for (i = 0; i < n; i++)
+		free(bodies[i].text);
+	buf_free(&b.out);
+	arena_free(b.decode_arena);
+	arena_free(b.work_arena);
+	policy_free(pol);
+	return 0;
+}
