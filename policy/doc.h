@@ -6,16 +6,29 @@
  * keys are errors; YAML anchors, aliases, merge keys (<<) and tags other than
  * the standard !!str !!int !!float !!bool !!null !!map !!seq are errors.
  *
- * Scalars keep their text: numbers are the literal (normalised to valid JSON
- * number syntax for YAML spellings such as 0x1f or +1), so a quantity written
- * as a bare number loses no precision. Plain YAML scalars resolve as
- * Kubernetes' YAML decoding (go-yaml v2, YAML 1.1) resolves them: null, ~ and
- * the empty scalar are null; true/false/yes/no/on/off (and y/n) in their
- * case variants are booleans; integers and floats as YAML 1.1 defines them;
- * everything else is a string. Quoted scalars are always strings.
+ * Scalars keep their text: numbers are the literal, exact (no float
+ * round trip), so a quantity written as a bare number loses no precision.
+ * JSON numbers are kept verbatim. Plain YAML scalars resolve as Kubernetes'
+ * YAML decoding (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1) resolves them:
+ * null, Null, NULL, ~ and the empty scalar are null; y/yes/true/on and
+ * n/no/false/off (lower, Capitalised or UPPER case) are booleans; integers
+ * as Go's ParseInt(s, 0, 64) reads them after removing '_' (0x1f, 0o17, 017
+ * octal, 0b101); floats as resolve.go's regexp. YAML numbers are written as
+ * encoding/json writes the value (0x1f -> 31, +1 -> 1, 1_000 -> 1000,
+ * 1.0 -> 1, .5 -> 0.5, 1e3 -> 1000, 1e21 -> 1e+21) but with every digit
+ * kept. .inf and .nan are errors (JSON cannot hold them); a float beyond
+ * float64's range (1e400) is a string, as Go reads it. Timestamps stay
+ * strings. Quoted and block scalars are strings; the core tags (!!str,
+ * !!int, ...) apply to any scalar style. Map keys become
+ * strings as sigs.k8s.io/yaml makes them: `1:` is "1", `yes:` is "true";
+ * null and float keys are errors. Duplicates are found after that
+ * conversion (`1:` and `"1":` collide).
+ *
+ * Positions are 1-based; columns count characters, not bytes.
  *
  * A doc_set owns every node of every document it holds; nodes are immutable
- * once parsed and may be read from any thread. */
+ * once parsed and may be read from any thread. The functions keep no state:
+ * any number of parses may run at once. */
 #ifndef DRA_GUARD_DOC_H
 #define DRA_GUARD_DOC_H
 
@@ -53,9 +66,13 @@ struct doc_node {
 	size_t n;                    /* items or members */
 };
 
+/* No tree is ever deeper than this, whatever the limits ask for, so code
+ * that walks a tree recursively (doc_to_json()) has a bounded stack. */
+#define DOC_DEPTH_MAX 1000
+
 struct doc_limits {
 	size_t max_bytes;            /* input size */
-	unsigned max_depth;          /* nesting of maps and sequences */
+	unsigned max_depth;          /* nesting of maps and sequences (<= DOC_DEPTH_MAX) */
 	size_t max_nodes;            /* nodes over all documents */
 	size_t max_docs;             /* documents in one YAML stream */
 };
@@ -74,8 +91,13 @@ struct doc_set;
 void doc_limits_default(struct doc_limits *lim);
 
 /* Parse a YAML stream (one or more documents; JSON is YAML too, but use
- * doc_parse_json() for it). An empty stream gives zero documents.
- * Returns 0, -EINVAL (err filled), -E2BIG over a limit (err filled), -ENOMEM. */
+ * doc_parse_json() for it). An empty stream gives zero documents. text need
+ * not be NUL-terminated. lim NULL means doc_limits_default(); max_depth
+ * above DOC_DEPTH_MAX counts as DOC_DEPTH_MAX. err may be NULL.
+ * Returns 0 with *out owned by the caller (doc_set_free()), or -EINVAL
+ * (malformed or refused input), -E2BIG (over a limit) or -ENOMEM, with *out
+ * NULL and err filled: message, position (0 when it has none, as for the
+ * byte limit) and the document's index. */
 int doc_parse_yaml(const char *text, size_t len, const struct doc_limits *lim,
 		   struct doc_set **out, struct doc_error *err);
 
@@ -103,8 +125,9 @@ const struct doc_node *doc_map_get(const struct doc_node *n, const char *key);
 /* "map", "sequence", "string", ... for messages. */
 const char *doc_type_name(enum doc_type t);
 
-/* Write n as compact JSON: numbers verbatim, strings escaped. 0, -E2BIG
- * (the buffer's cap), -ENOMEM. */
+/* Append n as compact JSON: members in document order, numbers verbatim,
+ * strings escaped with buf_add_json_str(). 0, -E2BIG (the buffer's cap) or
+ * -ENOMEM; on failure the buffer holds what it held before. */
 int doc_to_json(const struct doc_node *n, struct buf *out);
 
 #endif

@@ -1,0 +1,91 @@
+/* doc_impl.h - the tree builder doc.c and doc_yaml.c share. Private to the
+ * doc module: nothing outside policy/doc*.c includes it.
+ *
+ * Both readers feed the builder the same calls (open a container, add a key,
+ * add a scalar, close), so limits, node accounting, duplicate-key detection
+ * and the error report are written once. Every call returns 0 or a negative
+ * errno; after the first failure the error in *err is final (later failures
+ * do not overwrite it). */
+#ifndef DRA_GUARD_DOC_IMPL_H
+#define DRA_GUARD_DOC_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "doc.h"
+
+struct doc_set {
+	struct arena *arena;         /* every node, array and string */
+	const struct doc_node **roots;   /* malloc'd */
+	size_t count;
+	size_t roots_alloc;
+};
+
+struct doc_frame {
+	struct doc_node *node;       /* the open container */
+	size_t base;                 /* its first entry in builder.pending */
+	bool want_value;             /* map: a key was added, its value is next */
+};
+
+struct doc_builder {
+	struct doc_limits lim;
+	struct doc_error *err;
+	struct doc_set *set;
+	struct doc_member *pending;  /* children of the open containers */
+	size_t npending;
+	size_t pending_alloc;
+	struct doc_frame *frames;
+	size_t frames_alloc;
+	unsigned depth;              /* open containers */
+	const struct doc_node *root; /* of the current document, once complete */
+	bool in_doc;
+	size_t nodes;
+	const struct doc_member **scratch;   /* for duplicate-key sorting */
+	size_t scratch_alloc;
+	bool failed;
+};
+
+/* lim NULL means doc_limits_default(); err may be NULL. 0 or -ENOMEM. */
+int doc_build_init(struct doc_builder *b, const struct doc_limits *lim,
+		   struct doc_error *err);
+
+/* Free everything the builder still owns (the set too unless taken). */
+void doc_build_release(struct doc_builder *b);
+
+/* Hand the finished set to the caller. */
+void doc_build_take(struct doc_builder *b, struct doc_set **out);
+
+/* Start and end one document of a stream. */
+int doc_build_begin_doc(struct doc_builder *b, uint32_t line, uint32_t col);
+int doc_build_end_doc(struct doc_builder *b);
+
+/* True when the next node of the open map is a key. */
+bool doc_build_want_key(const struct doc_builder *b);
+
+/* A scalar value. text[0..len) is copied (NUL-terminated) for DOC_NUMBER and
+ * DOC_STRING and ignored otherwise. */
+int doc_build_scalar(struct doc_builder *b, enum doc_type type, const char *text,
+		     size_t len, bool boolean, uint32_t line, uint32_t col);
+
+/* The key of the next member of the open map (copied). */
+int doc_build_key(struct doc_builder *b, const char *key, size_t len,
+		  uint32_t line, uint32_t col);
+
+/* Open a DOC_SEQ or DOC_MAP; close the innermost open one. */
+int doc_build_open(struct doc_builder *b, enum doc_type type, uint32_t line, uint32_t col);
+int doc_build_close(struct doc_builder *b);
+
+/* Record an error (unless one is recorded already) and return rc. */
+int doc_build_fail(struct doc_builder *b, int rc, uint32_t line, uint32_t col,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Append text[0..n) to a message, quoted, shortened and with control and
+ * non-ASCII bytes escaped, so hostile input cannot garble an error. */
+void doc_quote(char *dst, size_t dstsz, const char *text, size_t n);
+
+/* 1-based line and column (in characters) of text[off]. */
+void doc_position(const char *text, size_t len, size_t off, uint32_t *line, uint32_t *col);
+
+#endif
