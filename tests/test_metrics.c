@@ -1,0 +1,282 @@
+/* test_metrics.c - the Prometheus registry and its text format. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+/* The value of the sample line that starts with prefix (name and labels,
+ * up to the space), or -1 when there is none. */
+static double sample(const char *text, const char *series)
+{
+	size_t n = strlen(series);
+	const char *p = text;
+
+	while ((p = strstr(p, series)) != NULL) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+		p += n;
+	}
+	return -1;
+}
+
+static char *render(struct metrics *m)
+{
+	struct buf b;
+	char *text = NULL;
+	size_t len;
+
+	buf_init(&b, 4 << 20);
+	assert_int_equal(metrics_render(m, &b), 0);
+	assert_int_equal(buf_take(&b, &text, &len), 0);
+	return text;
+}
+
+/* Every line is a comment (# HELP / # TYPE name ...), or a sample
+ * name{labels} value whose family was declared by a TYPE line before it. */
+static void check_exposition(const char *text)
+{
+	char declared[64][96];
+	size_t ndeclared = 0, i;
+	const char *line = text;
+
+	assert_true(strlen(text) > 0);
+	assert_int_equal(text[strlen(text) - 1], '\n');
+	while (*line) {
+		const char *end = strchr(line, '\n');
+		char buf[2048];
+		size_t len;
+
+		assert_non_null(end);
+		len = (size_t)(end - line);
+		assert_true(len > 0 && len < sizeof(buf));
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		if (strncmp(buf, "# TYPE ", 7) == 0) {
+			char name[96], type[32];
+
+			assert_int_equal(sscanf(buf + 7, "%95s %31s", name, type), 2);
+			assert_true(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
+				    strcmp(type, "histogram") == 0);
+			assert_true(ndeclared < 64);
+			snprintf(declared[ndeclared++], sizeof(declared[0]), "%s", name);
+		} else if (strncmp(buf, "# HELP ", 7) == 0) {
+			assert_non_null(strchr(buf + 7, ' '));
+		} else {
+			char name[128];
+			size_t k = strcspn(buf, "{ ");
+			bool found = false;
+
+			assert_true(k > 0 && k < sizeof(name));
+			memcpy(name, buf, k);
+			name[k] = '\0';
+			for (i = 0; i < ndeclared && !found; i++) {
+				size_t dl = strlen(declared[i]);
+
+				found = strcmp(name, declared[i]) == 0 ||
+					(strncmp(name, declared[i], dl) == 0 &&
+					 (strcmp(name + dl, "_bucket") == 0 || strcmp(name + dl, "_sum") == 0 ||
+					  strcmp(name + dl, "_count") == 0));
+			}
+			assert_true(found);
+			assert_non_null(strrchr(buf, ' '));
+		}
+		line = end + 1;
+	}
+}
+
+static void test_fresh_registry_renders_every_family_at_zero(void **state)
+{
+	struct metrics *m;
+	char *text;
+
+	(void)state;
+	assert_int_equal(metrics_new("v1.2.3", &m), 0);
+	text = render(m);
+	check_exposition(text);
+	assert_true(sample(text, "dra_guard_requests_total{endpoint=\"validate\",resource=\"resourceslices\","
+				 "operation=\"CREATE\",result=\"denied\"}") == 0);
+	assert_true(sample(text, "dra_guard_violations_total{rule=\"slice.mapping.name\",action=\"deny\"}") == 0);
+	assert_true(sample(text, "dra_guard_build_info{version=\"v1.2.3\"}") == 1);
+	assert_true(sample(text, "dra_guard_freeze_active") == 0);
+	assert_true(sample(text, "dra_guard_ready") == 0);
+	/* Absent until there is something to say. */
+	assert_null(strstr(text, "dra_guard_policy_info{"));
+	assert_null(strstr(text, "dra_guard_freeze_info{"));
+	free(text);
+	metrics_free(m);
+}
+
+static void test_counters_move_with_events(void **state)
+{
+	struct metrics *m;
+	char *text;
+
+	(void)state;
+	assert_int_equal(metrics_new("dev", &m), 0);
+	metrics_request(m, METRICS_EP_VALIDATE, METRICS_RES_RESOURCESLICES, ADMISSION_OP_UPDATE,
+			METRICS_RESULT_DENIED, 1000);
+	metrics_request(m, METRICS_EP_VALIDATE, METRICS_RES_RESOURCESLICES, ADMISSION_OP_UPDATE,
+			METRICS_RESULT_DENIED, 1000);
+	metrics_request(m, METRICS_EP_MUTATE, METRICS_RES_PODS, ADMISSION_OP_CREATE,
+			METRICS_RESULT_ALLOWED, 1000);
+	metrics_violation(m, RULE_SLICE_MAPPING_SHAREABLE, ACTION_WARN);
+	metrics_break_glass(m, METRICS_RES_RESOURCECLAIMS);
+	metrics_http_error(m, METRICS_HTTP_413);
+	metrics_policy_reload(m, METRICS_RELOAD_ERROR);
+	metrics_tls_reload(m, METRICS_RELOAD_SUCCESS);
+	metrics_tls_not_after(m, 1800000000);
+	metrics_in_flight(m, 1);
+	metrics_in_flight(m, 1);
+	metrics_in_flight(m, -1);
+	text = render(m);
+	check_exposition(text);
+	assert_true(sample(text, "dra_guard_requests_total{endpoint=\"validate\",resource=\"resourceslices\","
+				 "operation=\"UPDATE\",result=\"denied\"}") == 2);
+	assert_true(sample(text, "dra_guard_requests_total{endpoint=\"mutate\",resource=\"pods\","
+				 "operation=\"CREATE\",result=\"allowed\"}") == 1);
+	assert_true(sample(text, "dra_guard_violations_total{rule=\"slice.mapping.shareable\",action=\"warn\"}") == 1);
+	assert_true(sample(text, "dra_guard_break_glass_total{resource=\"resourceclaims\"}") == 1);
+	assert_true(sample(text, "dra_guard_http_errors_total{code=\"413\"}") == 1);
+	assert_true(sample(text, "dra_guard_policy_reload_total{result=\"error\"}") == 1);
+	assert_true(sample(text, "dra_guard_tls_reload_total{result=\"success\"}") == 1);
+	assert_true(sample(text, "dra_guard_tls_cert_not_after_timestamp_seconds") == 1800000000);
+	assert_true(sample(text, "dra_guard_requests_in_flight") == 1);
+	free(text);
+	metrics_free(m);
+}
+
+static void test_histogram_buckets_are_cumulative(void **state)
+{
+	static const uint64_t durations_ns[] = { 10000, 60000, 700000, 3000000000ULL, 20000000000ULL };
+	struct metrics *m;
+	char *text;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(metrics_new("dev", &m), 0);
+	for (i = 0; i < sizeof(durations_ns) / sizeof(durations_ns[0]); i++)
+		metrics_request(m, METRICS_EP_VALIDATE, METRICS_RES_OTHER, ADMISSION_OP_CREATE,
+				METRICS_RESULT_ALLOWED, durations_ns[i]);
+	text = render(m);
+	check_exposition(text);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"5e-05\"}") == 1);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"0.0001\"}") == 2);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"0.001\"}") == 3);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"5\"}") == 4);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"10\"}") == 4);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"+Inf\"}") == 5);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"validate\"}") == 5);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_sum{endpoint=\"validate\"}") > 23.0);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"mutate\"}") == 0);
+	free(text);
+	metrics_free(m);
+}
+
+static void test_label_values_are_escaped(void **state)
+{
+	static const struct {
+		const char *in;
+		const char *out;
+	} cases[] = {
+		{ "plain", "plain" },
+		{ "a\"quote", "a\\\"quote" },
+		{ "back\\slash", "back\\\\slash" },
+		{ "two\nlines", "two\\nlines" },
+		{ "\"\\\n", "\\\"\\\\\\n" },
+		{ "", "" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b;
+
+		buf_init(&b, 256);
+		assert_int_equal(metrics_escape_label(&b, cases[i].in, strlen(cases[i].in)), 0);
+		assert_string_equal(buf_cstr(&b) ? buf_cstr(&b) : "", cases[i].out);
+		buf_free(&b);
+	}
+}
+
+static void test_freeze_and_policy_gauges_carry_escaped_strings(void **state)
+{
+	struct metrics *m;
+	char *text;
+
+	(void)state;
+	assert_int_equal(metrics_new("dev", &m), 0);
+	metrics_policy_loaded(m, "abc123", 1700000000123000000LL);
+	metrics_freeze(m, true, "INC-1: \"hugepages\"\nrollback", 1700000001000000000LL);
+	text = render(m);
+	check_exposition(text);
+	assert_true(sample(text, "dra_guard_policy_info{hash=\"abc123\"}") == 1);
+	assert_true(sample(text, "dra_guard_policy_last_reload_success_timestamp_seconds") > 1700000000.1);
+	assert_true(sample(text, "dra_guard_freeze_active") == 1);
+	assert_true(sample(text, "dra_guard_freeze_info{reason=\"INC-1: \\\"hugepages\\\"\\nrollback\"}") == 1);
+	assert_true(sample(text, "dra_guard_freeze_since_timestamp_seconds") == 1700000001);
+	free(text);
+
+	/* Lifted: the info series goes, since returns to 0. */
+	metrics_freeze(m, false, "ignored", 5);
+	text = render(m);
+	assert_true(sample(text, "dra_guard_freeze_active") == 0);
+	assert_null(strstr(text, "dra_guard_freeze_info{"));
+	assert_true(sample(text, "dra_guard_freeze_since_timestamp_seconds") == 0);
+	free(text);
+	metrics_free(m);
+}
+
+static void test_render_fails_whole_when_the_buffer_is_too_small(void **state)
+{
+	struct metrics *m;
+	struct buf b;
+
+	(void)state;
+	assert_int_equal(metrics_new("dev", &m), 0);
+	buf_init(&b, 1024);
+	assert_int_equal(buf_add_cstr(&b, "keep"), 0);
+	assert_int_equal(metrics_render(m, &b), -E2BIG);
+	assert_string_equal(buf_cstr(&b), "keep");
+	buf_free(&b);
+	metrics_free(m);
+}
+
+static void test_resource_and_code_lookups(void **state)
+{
+	(void)state;
+	assert_int_equal(metrics_resource_of("resourceslices", 14), METRICS_RES_RESOURCESLICES);
+	assert_int_equal(metrics_resource_of("resourceclaims", 14), METRICS_RES_RESOURCECLAIMS);
+	assert_int_equal(metrics_resource_of("pods", 4), METRICS_RES_PODS);
+	assert_int_equal(metrics_resource_of("configmaps", 10), METRICS_RES_CONFIGMAPS);
+	assert_int_equal(metrics_resource_of("deployments", 11), METRICS_RES_OTHER);
+	assert_int_equal(metrics_resource_of("pod", 3), METRICS_RES_OTHER);
+	assert_int_equal(metrics_resource_of("", 0), METRICS_RES_UNKNOWN);
+	assert_int_equal(metrics_http_error_of(413), METRICS_HTTP_413);
+	assert_int_equal(metrics_http_error_of(503), METRICS_HTTP_503);
+	assert_int_equal(metrics_http_error_of(200), -1);
+	assert_int_equal(metrics_http_error_of(418), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fresh_registry_renders_every_family_at_zero),
+		cmocka_unit_test(test_counters_move_with_events),
+		cmocka_unit_test(test_histogram_buckets_are_cumulative),
+		cmocka_unit_test(test_label_values_are_escaped),
+		cmocka_unit_test(test_freeze_and_policy_gauges_carry_escaped_strings),
+		cmocka_unit_test(test_render_fails_whole_when_the_buffer_is_too_small),
+		cmocka_unit_test(test_resource_and_code_lookups),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,321 @@
+/* test_policy_source.c - policy loads, reloads, last good, readiness,
+ * freeze tracking, from a directory laid out the kubelet's way. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "policy.h"
+#include "policy_source.h"
+#include "testutil.h"
+
+#define GOOD_POLICY "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
+#define OTHER_POLICY "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\nenforcement:\n  default: warn\n"
+#define BROKEN_POLICY "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\nenforcement:\n  defualt: deny\n"
+
+static char root[256];
+static FILE *logf_;
+
+static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0)
+		fail_msg("command failed: %s", cmd);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/dra-guard-test-policy-source-XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	logf_ = tmpfile();
+	if (!logf_)
+		return -1;
+	log_set_fd(fileno(logf_));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	log_set_fd(-1);
+	fclose(logf_);
+	run("rm -rf %s", root);
+	return 0;
+}
+
+/* The log written since the last call. */
+static char *take_log(void)
+{
+	static long done;
+	long end = lseek(fileno(logf_), 0, SEEK_END);
+	char *text = calloc(1, (size_t)(end - done) + 1);
+
+	assert_non_null(text);
+	assert_int_equal(pread(fileno(logf_), text, (size_t)(end - done), done), end - done);
+	done = end;
+	return text;
+}
+
+/* Publish a new version of the ConfigMap directory dir, the kubelet's way:
+ * keys with value NULL are absent from that version. */
+static void publish(const char *dir, const char *doc, const char *freeze, const char *reason)
+{
+	static int version;
+	char v[64];
+
+	snprintf(v, sizeof(v), "..2026_11_29_10_00_%02d.%d", version % 60, version);
+	version++;
+	run("mkdir -p %s/%s/%s", root, dir, v);
+	if (doc)
+		run("printf '%%s' '%s' > %s/%s/%s/policy.yaml", doc, root, dir, v);
+	if (freeze)
+		run("printf '%%s' '%s' > %s/%s/%s/freeze", freeze, root, dir, v);
+	if (reason)
+		run("printf '%%s' '%s' > %s/%s/%s/freeze-reason", reason, root, dir, v);
+	run("cd %s/%s && ln -sfn %s ..data_tmp && mv -T ..data_tmp ..data && "
+	    "for k in policy.yaml freeze freeze-reason; do ln -sfn ..data/$k $k; done", root, dir, v);
+}
+
+static double metric(struct metrics *m, const char *series)
+{
+	struct buf b;
+	const char *p;
+	double v = -1;
+
+	buf_init(&b, 1 << 20);
+	assert_int_equal(metrics_render(m, &b), 0);
+	/* A sample line, not the HELP line that names the family. */
+	for (p = strstr(buf_cstr(&b), series); p; p = strstr(p + 1, series)) {
+		if (p[-1] == '\n' && p[strlen(series)] == ' ') {
+			v = strtod(p + strlen(series) + 1, NULL);
+			break;
+		}
+	}
+	buf_free(&b);
+	return v;
+}
+
+static const struct policy *serving(struct policy_source *ps, struct snapshot **s)
+{
+	*s = policy_source_acquire(ps);
+	return *s ? snapshot_get(*s) : NULL;
+}
+
+static void test_builtin_policy_is_ready_at_once(void **state)
+{
+	struct metrics *m;
+	struct policy_source *ps;
+	struct snapshot *s;
+	char why[256];
+
+	(void)state;
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_BUILTIN, NULL, m, &ps), 0);
+	assert_false(policy_source_ready(ps, why, sizeof(why)));
+	assert_null(policy_source_acquire(ps));
+	assert_int_equal(policy_source_reload(ps, "start"), 1);
+	assert_true(policy_source_ready(ps, why, sizeof(why)));
+	assert_non_null(serving(ps, &s));
+	snapshot_release(s);
+	/* Same input again: nothing to swap. */
+	assert_int_equal(policy_source_reload(ps, "SIGHUP"), 0);
+	assert_false(policy_source_changed(ps));
+	assert_null(policy_source_dir(ps));
+	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"success\"}") == 1);
+	policy_source_free(ps);
+	metrics_free(m);
+	free(take_log());
+}
+
+static void test_directory_reload_freeze_and_last_good(void **state)
+{
+	struct metrics *m;
+	struct policy_source *ps;
+	struct snapshot *s, *held;
+	const struct policy *p;
+	char dir[512], why[256], hash[65], *log;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/cm", root);
+	publish("cm", GOOD_POLICY, "false", "");
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_DIR, dir, m, &ps), 0);
+	assert_string_equal(policy_source_dir(ps), dir);
+	assert_int_equal(policy_source_reload(ps, "start"), 1);
+	assert_true(policy_source_ready(ps, why, sizeof(why)));
+	held = policy_source_acquire(ps);
+	p = snapshot_get(held);
+	assert_false(p->frozen);
+	snprintf(hash, sizeof(hash), "%s", p->hash);
+	assert_true(metric(m, "dra_guard_freeze_active") == 0);
+	free(take_log());
+
+	/* Freeze on: a new snapshot; the held one is untouched. */
+	publish("cm", GOOD_POLICY, "true", "INC-4211: hugepages");
+	assert_true(policy_source_changed(ps));
+	assert_int_equal(policy_source_reload(ps, "change"), 1);
+	assert_false(policy_source_changed(ps));
+	p = serving(ps, &s);
+	assert_true(p->frozen);
+	assert_string_not_equal(p->hash, hash);
+	snapshot_release(s);
+	assert_false(((const struct policy *)snapshot_get(held))->frozen);
+	snapshot_release(held);
+	assert_true(metric(m, "dra_guard_freeze_active") == 1);
+	assert_true(metric(m, "dra_guard_freeze_info{reason=\"INC-4211: hugepages\"}") == 1);
+	assert_true(metric(m, "dra_guard_freeze_since_timestamp_seconds") > 1.0e9);
+	log = take_log();
+	assert_non_null(strstr(log, "\"freeze active\""));
+	assert_non_null(strstr(log, "INC-4211: hugepages"));
+	free(log);
+
+	/* A broken document: refused, logged with file, line and path; the
+	 * frozen policy keeps serving and the source stays ready. */
+	publish("cm", BROKEN_POLICY, "false", "");
+	assert_true(policy_source_reload(ps, "change") < 0);
+	assert_true(policy_source_ready(ps, why, sizeof(why)));
+	p = serving(ps, &s);
+	assert_true(p->frozen);
+	snapshot_release(s);
+	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"error\"}") == 1);
+	assert_true(metric(m, "dra_guard_freeze_active") == 1);
+	log = take_log();
+	assert_non_null(strstr(log, "the last good policy stays"));
+	assert_non_null(strstr(log, "cm/policy.yaml\""));
+	assert_non_null(strstr(log, "\"line\":4"));
+	assert_non_null(strstr(log, "\"path\":"));
+	assert_non_null(strstr(log, "defualt"));
+	free(log);
+
+	/* A freeze key that is neither true nor false: also refused. */
+	publish("cm", GOOD_POLICY, "yes", "");
+	assert_true(policy_source_reload(ps, "change") < 0);
+	log = take_log();
+	assert_non_null(strstr(log, "cm/freeze\""));
+	free(log);
+	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"error\"}") == 2);
+
+	/* Lifted. */
+	publish("cm", OTHER_POLICY, "false", "");
+	assert_int_equal(policy_source_reload(ps, "change"), 1);
+	p = serving(ps, &s);
+	assert_false(p->frozen);
+	snapshot_release(s);
+	assert_true(metric(m, "dra_guard_freeze_active") == 0);
+	assert_true(metric(m, "dra_guard_freeze_since_timestamp_seconds") == 0);
+	log = take_log();
+	assert_non_null(strstr(log, "\"freeze lifted\""));
+	free(log);
+	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"success\"}") == 3);
+	policy_source_free(ps);
+	metrics_free(m);
+}
+
+static void test_broken_at_start_is_not_ready_and_says_why(void **state)
+{
+	struct metrics *m;
+	struct policy_source *ps;
+	char dir[512], why[512];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/bad", root);
+	publish("bad", BROKEN_POLICY, NULL, NULL);
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_DIR, dir, m, &ps), 0);
+	assert_true(policy_source_reload(ps, "start") < 0);
+	assert_false(policy_source_ready(ps, why, sizeof(why)));
+	assert_non_null(strstr(why, "no valid policy"));
+	assert_non_null(strstr(why, "defualt"));
+	assert_null(policy_source_acquire(ps));
+	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"error\"}") == 1);
+	free(take_log());
+
+	/* Fixed later: ready. */
+	publish("bad", GOOD_POLICY, NULL, NULL);
+	assert_int_equal(policy_source_reload(ps, "change"), 1);
+	assert_true(policy_source_ready(ps, why, sizeof(why)));
+	policy_source_free(ps);
+	metrics_free(m);
+	free(take_log());
+}
+
+static void test_missing_document_key_is_not_ready(void **state)
+{
+	struct metrics *m;
+	struct policy_source *ps;
+	char dir[512], why[512];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/empty", root);
+	publish("empty", NULL, "true", NULL);
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_DIR, dir, m, &ps), 0);
+	assert_true(policy_source_reload(ps, "start") < 0);
+	assert_false(policy_source_ready(ps, why, sizeof(why)));
+	assert_non_null(strstr(why, "policy.yaml"));
+	policy_source_free(ps);
+	metrics_free(m);
+	free(take_log());
+}
+
+static void test_file_source_loads_the_example_configmap(void **state)
+{
+	struct metrics *m;
+	struct policy_source *ps;
+	struct snapshot *s;
+	char file[512], why[256];
+	const struct policy *p;
+
+	(void)state;
+	snprintf(file, sizeof(file), "%s/policy-configmap.yaml", root);
+	run("cp %s %s", testutil_repo_path("examples/policy-configmap.yaml"), file);
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_FILE, file, m, &ps), 0);
+	assert_string_equal(policy_source_dir(ps), root);
+	assert_int_equal(policy_source_reload(ps, "start"), 1);
+	assert_true(policy_source_ready(ps, why, sizeof(why)));
+	p = serving(ps, &s);
+	assert_true(p->has_drivers);
+	snapshot_release(s);
+	assert_false(policy_source_changed(ps));
+	run("sed -i 's/freeze: \"false\"/freeze: \"true\"/' %s", file);
+	assert_true(policy_source_changed(ps));
+	assert_int_equal(policy_source_reload(ps, "poll"), 1);
+	p = serving(ps, &s);
+	assert_true(p->frozen);
+	snapshot_release(s);
+	policy_source_free(ps);
+	metrics_free(m);
+	free(take_log());
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_builtin_policy_is_ready_at_once),
+		cmocka_unit_test(test_directory_reload_freeze_and_last_good),
+		cmocka_unit_test(test_broken_at_start_is_not_ready_and_says_why),
+		cmocka_unit_test(test_missing_document_key_is_not_ready),
+		cmocka_unit_test(test_file_source_loads_the_example_configmap),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,249 @@
+/* admit.c - one admission request on the server, from body to answer. */
+#include "admit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admission.h"
+#include "arena.h"
+#include "log.h"
+#include "policy.h"
+#include "snapshot.h"
+
+/* A thread's arena keeps its blocks between requests; one that grew past
+ * this for an unusually large review is given back instead. */
+#define ARENA_KEEP ((size_t)8 * 1024 * 1024)
+
+struct worker {
+	struct arena *arena;
+};
+
+uint64_t admit_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void worker_destroy(void *p)
+{
+	struct worker *w = p;
+
+	arena_free(w->arena);
+	free(w);
+}
+
+int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *m,
+	       struct policy_source *policy)
+{
+	memset(a, 0, sizeof(*a));
+	a->m = m;
+	a->policy = policy;
+	decode_limits_default(&a->lim);
+	a->lim.max_depth = cfg->max_json_depth;
+	a->opt_validate.self_name = str_from_cstr(cfg->configmap_name);
+	a->opt_validate.self_namespace = str_from_cstr(cfg->configmap_namespace);
+	a->opt_mutate = a->opt_validate;
+	a->opt_mutate.mutate = true;
+	/* Decoding borrows strings from the body, so the arena holds what the
+	 * decoder and rules build: a few times the body at most. */
+	a->arena_cap = 4 * cfg->max_body + ((size_t)16 << 20);
+	return pthread_key_create(&a->worker_key, worker_destroy) == 0 ? 0 : -ENOMEM;
+}
+
+void admit_fini(struct admit *a)
+{
+	struct worker *w = pthread_getspecific(a->worker_key);
+
+	/* Other threads freed theirs as they exited; the key's destructor never
+	 * runs for this one. */
+	if (w)
+		worker_destroy(w);
+	pthread_key_delete(a->worker_key);
+}
+
+/* This thread's arena, made on its first request. */
+static struct arena *worker_arena(struct admit *a)
+{
+	struct worker *w = pthread_getspecific(a->worker_key);
+
+	if (!w) {
+		w = calloc(1, sizeof(*w));
+		if (!w)
+			return NULL;
+		if (pthread_setspecific(a->worker_key, w) != 0) {
+			free(w);
+			return NULL;
+		}
+	}
+	if (!w->arena && arena_new(a->arena_cap, &w->arena) != 0)
+		return NULL;
+	return w->arena;
+}
+
+static void worker_trim(struct admit *a)
+{
+	struct worker *w = pthread_getspecific(a->worker_key);
+
+	if (w && w->arena && arena_used(w->arena) > ARENA_KEEP) {
+		arena_free(w->arena);
+		w->arena = NULL;
+	}
+}
+
+static enum metrics_result result_of(const struct admission_result *res, int rc)
+{
+	if (rc != 0 || res->http_status != 200)
+		return METRICS_RESULT_ERROR;
+	if (res->verdict.allowed)
+		return METRICS_RESULT_ALLOWED;
+	return res->verdict.code == 403 ? METRICS_RESULT_DENIED : METRICS_RESULT_ERROR;
+}
+
+static void log_admission(bool mutate, const struct admission_result *res, enum metrics_result result,
+			  unsigned status, const struct policy *pol, uint64_t dur_ns)
+{
+	const struct admission_request *rq = &res->req;
+	const struct verdict *v = &res->verdict;
+	const char *rules[RULE_COUNT];
+	bool seen[RULE_COUNT] = { false };
+	enum log_level level;
+	struct log_line l;
+	size_t nrules = 0;
+	uint32_t i;
+
+	/* Allowed and clean is the common case: debug only, so the request
+	 * path writes no log line. */
+	if (result == METRICS_RESULT_ERROR)
+		level = LOG_WARN;
+	else if (result == METRICS_RESULT_DENIED || v->nviolations > 0)
+		level = LOG_INFO;
+	else
+		level = LOG_DEBUG;
+	if (!log_begin(&l, level, result == METRICS_RESULT_ALLOWED ? "admission allowed"
+				 : result == METRICS_RESULT_DENIED ? "admission denied"
+								   : "admission error"))
+		return;
+	for (i = 0; i < v->nviolations; i++) {
+		enum rule_id id = v->violations[i].rule;
+
+		if ((unsigned)id < RULE_COUNT && !seen[id]) {
+			seen[id] = true;
+			rules[nrules++] = rule_name(id);
+		}
+	}
+	log_str(&l, "endpoint", mutate ? "mutate" : "validate");
+	if (res->decoded) {
+		log_strn(&l, "uid", rq->uid.ptr, rq->uid.len);
+		log_strn(&l, "kind", rq->kind.kind.ptr, rq->kind.kind.len);
+		log_strn(&l, "resource", rq->resource.resource.ptr, rq->resource.resource.len);
+		if (rq->sub_resource.len)
+			log_strn(&l, "subresource", rq->sub_resource.ptr, rq->sub_resource.len);
+		log_strn(&l, "name", rq->name.ptr, rq->name.len);
+		log_strn(&l, "namespace", rq->namespace.ptr, rq->namespace.len);
+		log_strn(&l, "operation", rq->operation_text.ptr, rq->operation_text.len);
+		log_strn(&l, "user", rq->user.username.ptr, rq->user.username.len);
+	}
+	log_bool(&l, "allowed", result == METRICS_RESULT_ALLOWED);
+	log_uint(&l, "status", status);
+	if (res->decoded && status == 200 && !v->allowed)
+		log_int(&l, "code", v->code);
+	log_str_array(&l, "rules", rules, nrules);
+	if (res->decoded && status == 200 && !v->allowed)
+		log_strn(&l, "message", v->message.ptr, v->message.len);
+	if (res->error[0])
+		log_str(&l, "error", res->error);
+	if (pol)
+		log_str(&l, "policy_hash", pol->hash);
+	log_ms(&l, "duration_ms", (double)dur_ns / 1e6);
+	log_end(&l);
+}
+
+static void log_break_glass(const struct admission_result *res)
+{
+	const struct admission_request *rq = &res->req;
+	struct log_line l;
+
+	if (!log_begin(&l, LOG_WARN, "break-glass bypass used"))
+		return;
+	log_strn(&l, "uid", rq->uid.ptr, rq->uid.len);
+	log_strn(&l, "kind", rq->kind.kind.ptr, rq->kind.kind.len);
+	log_strn(&l, "name", rq->name.ptr, rq->name.len);
+	log_strn(&l, "namespace", rq->namespace.ptr, rq->namespace.len);
+	log_strn(&l, "operation", rq->operation_text.ptr, rq->operation_text.len);
+	log_strn(&l, "user", rq->user.username.ptr, rq->user.username.len);
+	log_strn(&l, "detail", res->verdict.break_glass_detail.ptr, res->verdict.break_glass_detail.len);
+	log_end(&l);
+}
+
+/* Count what the answer says. */
+static void record(struct admit *a, enum metrics_endpoint ep, const struct admission_result *res,
+		   enum metrics_result result, unsigned status, uint64_t dur)
+{
+	enum metrics_resource resource = METRICS_RES_UNKNOWN;
+	int idx = metrics_http_error_of(status);
+	uint32_t i;
+
+	if (res->decoded)
+		resource = metrics_resource_of(res->req.resource.resource.ptr, res->req.resource.resource.len);
+	metrics_request(a->m, ep, resource, res->decoded ? res->req.operation : ADMISSION_OP_UNKNOWN,
+			result, dur);
+	if (idx >= 0)
+		metrics_http_error(a->m, (enum metrics_http_error)idx);
+	if (status != 200)
+		return;
+	for (i = 0; i < res->verdict.nviolations; i++)
+		metrics_violation(a->m, res->verdict.violations[i].rule, res->verdict.violations[i].action);
+	if (res->verdict.break_glass) {
+		metrics_break_glass(a->m, resource);
+		log_break_glass(res);
+	}
+}
+
+unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len, struct buf *out,
+		      uint64_t start_ns)
+{
+	enum metrics_endpoint ep = mutate ? METRICS_EP_MUTATE : METRICS_EP_VALIDATE;
+	struct admission_result res;
+	struct snapshot *snap;
+	const struct policy *pol;
+	struct arena *arena;
+	enum metrics_result result;
+	unsigned status = 500;
+	uint64_t dur;
+	int rc = -ENOMEM;
+
+	memset(&res, 0, sizeof(res));
+	buf_reset(out);
+	/* Held to the end: a reload during this request does not change it. */
+	snap = policy_source_acquire(a->policy);
+	if (!snap) {
+		record(a, ep, &res, METRICS_RESULT_ERROR, 503, admit_now_ns() - start_ns);
+		log_msg_str(LOG_WARN, "admission refused: no valid policy loaded", "endpoint",
+			    mutate ? "mutate" : "validate");
+		return 503;
+	}
+	pol = snapshot_get(snap);
+	arena = worker_arena(a);
+	if (arena) {
+		arena_reset(arena);
+		rc = admission_handle(pol, mutate ? &a->opt_mutate : &a->opt_validate, &a->lim, body, len,
+				      arena, out, &res);
+	}
+	if (rc == 0)
+		status = (unsigned)res.http_status;
+	result = result_of(&res, rc);
+	dur = admit_now_ns() - start_ns;
+	record(a, ep, &res, result, status, dur);
+	log_admission(mutate, &res, result, status, pol, dur);
+	if (rc != 0) {
+		log_msg_str(LOG_ERROR, "admission answer could not be built", "error", strerror(-rc));
+		buf_reset(out);
+	}
+	snapshot_release(snap);
+	worker_trim(a);
+	return status;
+}

@@ -1,0 +1,58 @@
+/* admit.h - one admission request on the server, from body to answer.
+ *
+ * Takes a reference to the serving policy for the length of the request (so
+ * a reload never changes the policy under it), runs admission_handle() in
+ * the calling thread's arena, and records what happened: the request and
+ * violation counters, the latency histogram, the break-glass counter, and a
+ * log line for every denial, warning and error (allowed requests only at
+ * debug). Nothing here knows HTTP framing; httpd feeds it a complete body.
+ *
+ * Each thread that calls admit_review() gets its own arena on its first
+ * call, kept across requests (no allocation in the steady state) and freed
+ * when the thread exits. Any number of threads may call at once. */
+#ifndef DRA_GUARD_ADMIT_H
+#define DRA_GUARD_ADMIT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "decode.h"
+#include "engine.h"
+#include "metrics.h"
+#include "policy_source.h"
+#include "serve_config.h"
+
+struct admit {                    /* fields are private */
+	struct metrics *m;
+	struct policy_source *policy;
+	struct engine_options opt_validate;
+	struct engine_options opt_mutate;
+	struct decode_limits lim;
+	size_t arena_cap;
+	pthread_key_t worker_key;
+};
+
+/* Limits and options from cfg (the ConfigMap name is copied by reference:
+ * cfg must outlive a). m and policy are borrowed. 0 or -ENOMEM. */
+int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *m,
+	       struct policy_source *policy);
+
+/* Release what admit_init() made. Every thread that called admit_review()
+ * must have exited (its arena is freed as it exits), except the caller. */
+void admit_fini(struct admit *a);
+
+/* Answer body[0..len) on the validating or mutating endpoint. start_ns is
+ * when the request arrived (CLOCK_MONOTONIC), for the latency metric.
+ * Returns the HTTP status: 200 or 400 with the answer in out; 503 when no
+ * policy is loaded and 500 when the answer could not be built, with out
+ * empty (the caller sends its fixed answer for those). */
+unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len, struct buf *out,
+		      uint64_t start_ns);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t admit_now_ns(void);
+
+#endif

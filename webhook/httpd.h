@@ -1,0 +1,76 @@
+/* httpd.h - the two HTTP listeners of dra-guard serve (libmicrohttpd).
+ *
+ * The webhook port speaks HTTPS only (GnuTLS, TLS 1.2 and 1.3, an explicit
+ * priority string), on a pool of worker threads each running its own epoll
+ * loop, so a slow or silent client occupies a connection slot, never a
+ * thread. Routes: POST /validate, POST /mutate (the path alone: the API
+ * server appends ?timeout=...), GET /healthz, GET /readyz. Everything else
+ * is answered, counted and logged: 404, 405 with Allow, 415, 413 (declared
+ * or counted as a chunked body arrives), 503 while no policy is loaded.
+ *
+ * The certificate comes from the cert source at each handshake: the
+ * connection keeps a reference to the credential it was handed until it
+ * closes, so a rotation never frees what a handshake still reads and never
+ * refuses a connection.
+ *
+ * The request path allocates nothing of its own in the steady state: each
+ * connection reuses its body and answer buffers across keep-alive requests
+ * (the answer is sent from there without a copy), and each worker thread its
+ * arena (admit.h).
+ *
+ * The metrics port is plain HTTP on one thread: GET /metrics, /healthz,
+ * /readyz. */
+#ifndef DRA_GUARD_HTTPD_H
+#define DRA_GUARD_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cert_source.h"
+#include "metrics.h"
+#include "policy_source.h"
+#include "serve_config.h"
+
+/* TLS 1.2 and 1.3 only, AEAD ciphers only, our preference first. */
+#define HTTPD_TLS_PRIORITIES \
+	"SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:" \
+	"+CHACHA20-POLY1305:%SERVER_PRECEDENCE"
+
+/* Per-connection memory libmicrohttpd may use for headers and read buffers. */
+#define HTTPD_CONNECTION_MEMORY (32 * 1024)
+
+struct httpd_env {
+	const struct serve_config *cfg;
+	struct metrics *m;
+	struct cert_source *certs;
+	struct policy_source *policy;
+};
+
+struct httpd;
+
+/* Bind both ports and start serving. The env and everything it points to
+ * are borrowed and must outlive httpd_stop(). 0, or a negative errno with
+ * err saying what failed (a port in use, TLS setup). */
+int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size_t errn);
+
+/* The bound addresses ("127.0.0.1:8443"), for the log: ports given as 0 are
+ * resolved. metrics: the metrics port ("" when disabled). Borrowed. */
+const char *httpd_address(const struct httpd *h, bool metrics);
+
+/* True when certificate and policy are loaded and no drain has begun;
+ * otherwise why (n bytes) says what is missing. Any thread. */
+bool httpd_ready(struct httpd *h, char *why, size_t n);
+
+/* Stop accepting connections on the webhook port; connections already open
+ * are served, with Connection: close on every answer. /readyz turns 503. */
+void httpd_drain(struct httpd *h);
+
+/* Requests in progress on the webhook port (headers read, answer not yet
+ * sent). Any thread. */
+unsigned httpd_in_flight(struct httpd *h);
+
+/* Stop both listeners (closing whatever is still open) and free. NULL is a
+ * no-op. */
+void httpd_stop(struct httpd *h);
+
+#endif

@@ -1,0 +1,447 @@
+/* metrics.c - the server's Prometheus metrics. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest string kept for a string-labelled gauge (the freeze reason is
+ * capped at POLICY_FREEZE_REASON_MAX already; this is a second fence). */
+#define METRICS_LABEL_MAX 1024
+
+static const char *const endpoint_names[METRICS_EP_COUNT] = { "validate", "mutate" };
+
+static const char *const resource_names[METRICS_RES_COUNT] = {
+	"resourceslices", "resourceclaims", "pods", "configmaps", "other", "unknown",
+};
+
+static const char *const result_names[METRICS_RESULT_COUNT] = { "allowed", "denied", "error" };
+
+static const char *const op_names[METRICS_OP_COUNT] = {
+	[ADMISSION_OP_UNKNOWN] = "unknown",
+	[ADMISSION_OP_CREATE] = "CREATE",
+	[ADMISSION_OP_UPDATE] = "UPDATE",
+	[ADMISSION_OP_DELETE] = "DELETE",
+	[ADMISSION_OP_CONNECT] = "CONNECT",
+};
+
+static const unsigned http_codes[METRICS_HTTP_COUNT] = { 400, 404, 405, 413, 415, 500, 503 };
+
+static const char *const reload_names[METRICS_RELOAD_COUNT] = { "success", "error" };
+
+/* Bucket bounds in nanoseconds and as written in the le label. */
+static const uint64_t bucket_ns[METRICS_BUCKETS] = {
+	50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 25000000,
+	50000000, 100000000, 250000000, 500000000, 1000000000, 2500000000ULL, 5000000000ULL,
+	10000000000ULL,
+};
+static const char *const bucket_le[METRICS_BUCKETS] = {
+	"5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+	"0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10",
+};
+
+struct histogram {
+	atomic_uint_fast64_t bucket[METRICS_BUCKETS];   /* not cumulative: summed on render */
+	atomic_uint_fast64_t count;
+	atomic_uint_fast64_t sum_ns;
+};
+
+struct metrics {
+	atomic_uint_fast64_t requests[METRICS_EP_COUNT][METRICS_RES_COUNT][METRICS_OP_COUNT]
+				     [METRICS_RESULT_COUNT];
+	struct histogram duration[METRICS_EP_COUNT];
+	atomic_uint_fast64_t violations[RULE_COUNT][ACTION_DRYRUN + 1];
+	atomic_uint_fast64_t break_glass[METRICS_RES_COUNT];
+	atomic_uint_fast64_t http_errors[METRICS_HTTP_COUNT];
+	atomic_int_fast64_t in_flight;
+	atomic_uint_fast64_t policy_reload[METRICS_RELOAD_COUNT];
+	atomic_uint_fast64_t tls_reload[METRICS_RELOAD_COUNT];
+	atomic_int_fast64_t tls_not_after_s;
+	atomic_int ready;
+
+	pthread_mutex_t mu;           /* guards the fields below */
+	char version[128];
+	char policy_hash[80];
+	int64_t policy_loaded_ns;
+	bool freeze_active;
+	char freeze_reason[METRICS_LABEL_MAX + 1];
+	int64_t freeze_since_ns;
+};
+
+static void copy_label(char *dst, size_t n, const char *src)
+{
+	size_t len = src ? strlen(src) : 0;
+
+	if (len >= n)
+		len = n - 1;
+	memcpy(dst, src ? src : "", len);
+	dst[len] = '\0';
+}
+
+int metrics_new(const char *version, struct metrics **out)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	if (pthread_mutex_init(&m->mu, NULL) != 0) {
+		free(m);
+		return -ENOMEM;
+	}
+	copy_label(m->version, sizeof(m->version), version);
+	*out = m;
+	return 0;
+}
+
+void metrics_free(struct metrics *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+enum metrics_resource metrics_resource_of(const char *resource, size_t len)
+{
+	int i;
+
+	if (len == 0)
+		return METRICS_RES_UNKNOWN;
+	for (i = 0; i < METRICS_RES_OTHER; i++)
+		if (strlen(resource_names[i]) == len && memcmp(resource_names[i], resource, len) == 0)
+			return (enum metrics_resource)i;
+	return METRICS_RES_OTHER;
+}
+
+int metrics_http_error_of(unsigned code)
+{
+	int i;
+
+	for (i = 0; i < METRICS_HTTP_COUNT; i++)
+		if (http_codes[i] == code)
+			return i;
+	return -1;
+}
+
+static void inc(atomic_uint_fast64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+static uint64_t get(atomic_uint_fast64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum metrics_resource res,
+		     enum admission_op op, enum metrics_result result, uint64_t duration_ns)
+{
+	struct histogram *h;
+	int i;
+
+	if ((unsigned)ep >= METRICS_EP_COUNT || (unsigned)res >= METRICS_RES_COUNT ||
+	    (unsigned)result >= METRICS_RESULT_COUNT)
+		return;
+	if ((unsigned)op >= METRICS_OP_COUNT)
+		op = ADMISSION_OP_UNKNOWN;
+	inc(&m->requests[ep][res][op][result], 1);
+	h = &m->duration[ep];
+	for (i = 0; i < METRICS_BUCKETS; i++) {
+		if (duration_ns <= bucket_ns[i]) {
+			inc(&h->bucket[i], 1);
+			break;
+		}
+	}
+	inc(&h->sum_ns, duration_ns);
+	inc(&h->count, 1);
+}
+
+void metrics_violation(struct metrics *m, enum rule_id rule, enum action action)
+{
+	if ((unsigned)rule < RULE_COUNT && (unsigned)action <= ACTION_DRYRUN)
+		inc(&m->violations[rule][action], 1);
+}
+
+void metrics_break_glass(struct metrics *m, enum metrics_resource res)
+{
+	if ((unsigned)res < METRICS_RES_COUNT)
+		inc(&m->break_glass[res], 1);
+}
+
+void metrics_http_error(struct metrics *m, enum metrics_http_error code)
+{
+	if ((unsigned)code < METRICS_HTTP_COUNT)
+		inc(&m->http_errors[code], 1);
+}
+
+void metrics_in_flight(struct metrics *m, int delta)
+{
+	atomic_fetch_add_explicit(&m->in_flight, delta, memory_order_relaxed);
+}
+
+void metrics_policy_reload(struct metrics *m, enum metrics_reload result)
+{
+	if ((unsigned)result < METRICS_RELOAD_COUNT)
+		inc(&m->policy_reload[result], 1);
+}
+
+void metrics_policy_loaded(struct metrics *m, const char *hash, int64_t when_ns)
+{
+	pthread_mutex_lock(&m->mu);
+	copy_label(m->policy_hash, sizeof(m->policy_hash), hash);
+	m->policy_loaded_ns = when_ns;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_freeze(struct metrics *m, bool active, const char *reason, int64_t since_ns)
+{
+	pthread_mutex_lock(&m->mu);
+	m->freeze_active = active;
+	copy_label(m->freeze_reason, sizeof(m->freeze_reason), active ? reason : "");
+	m->freeze_since_ns = active ? since_ns : 0;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_tls_reload(struct metrics *m, enum metrics_reload result)
+{
+	if ((unsigned)result < METRICS_RELOAD_COUNT)
+		inc(&m->tls_reload[result], 1);
+}
+
+void metrics_tls_not_after(struct metrics *m, int64_t not_after_s)
+{
+	atomic_store(&m->tls_not_after_s, not_after_s);
+}
+
+void metrics_ready(struct metrics *m, bool ready)
+{
+	atomic_store(&m->ready, ready ? 1 : 0);
+}
+
+int metrics_escape_label(struct buf *out, const char *v, size_t n)
+{
+	size_t i, run = 0;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		const char *esc = NULL;
+
+		switch (v[i]) {
+		case '\\':
+			esc = "\\\\";
+			break;
+		case '"':
+			esc = "\\\"";
+			break;
+		case '\n':
+			esc = "\\n";
+			break;
+		default:
+			run++;
+			continue;
+		}
+		rc = buf_add(out, v + i - run, run);
+		run = 0;
+		if (rc == 0)
+			rc = buf_add_cstr(out, esc);
+	}
+	if (rc == 0)
+		rc = buf_add(out, v + n - run, run);
+	return rc;
+}
+
+static int family(struct buf *out, const char *name, const char *type, const char *help)
+{
+	return buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{label="value"} v, value escaped. */
+static int labelled_gauge(struct buf *out, const char *name, const char *label, const char *value,
+			  const char *v)
+{
+	int rc = buf_printf(out, "%s{%s=\"", name, label);
+
+	if (rc == 0)
+		rc = metrics_escape_label(out, value, strlen(value));
+	if (rc == 0)
+		rc = buf_printf(out, "\"} %s\n", v);
+	return rc;
+}
+
+/* Nanoseconds as seconds with millisecond precision ("12.345"). */
+static int seconds(struct buf *out, int64_t ns)
+{
+	if (ns == 0)
+		return buf_add_char(out, '0');
+	return buf_printf(out, "%" PRId64 ".%03" PRId64, ns / 1000000000,
+			  (ns % 1000000000) / 1000000);
+}
+
+static int render_requests(struct metrics *m, struct buf *out)
+{
+	int rc, e, r, o, s;
+
+	rc = family(out, "dra_guard_requests_total", "counter",
+		    "Admission requests answered, by endpoint, resource, operation and result.");
+	for (e = 0; rc == 0 && e < METRICS_EP_COUNT; e++)
+		for (r = 0; rc == 0 && r < METRICS_RES_COUNT; r++)
+			for (o = 0; rc == 0 && o < METRICS_OP_COUNT; o++)
+				for (s = 0; rc == 0 && s < METRICS_RESULT_COUNT; s++)
+					rc = buf_printf(out, "dra_guard_requests_total{endpoint=\"%s\","
+							"resource=\"%s\",operation=\"%s\",result=\"%s\"} %" PRIu64 "\n",
+							endpoint_names[e], resource_names[r], op_names[o],
+							result_names[s], get(&m->requests[e][r][o][s]));
+	return rc;
+}
+
+static int render_duration(struct metrics *m, struct buf *out)
+{
+	int rc, e, i;
+
+	rc = family(out, "dra_guard_request_duration_seconds", "histogram",
+		    "Time from the end of the request body to the answer, by endpoint.");
+	for (e = 0; rc == 0 && e < METRICS_EP_COUNT; e++) {
+		struct histogram *h = &m->duration[e];
+		uint64_t cum = 0, count = get(&h->count), sum = get(&h->sum_ns);
+
+		for (i = 0; rc == 0 && i < METRICS_BUCKETS; i++) {
+			cum += get(&h->bucket[i]);
+			rc = buf_printf(out, "dra_guard_request_duration_seconds_bucket{endpoint=\"%s\","
+					"le=\"%s\"} %" PRIu64 "\n", endpoint_names[e], bucket_le[i], cum);
+		}
+		/* Read apart from the buckets: keep the series monotone and +Inf >= every bucket. */
+		if (count < cum)
+			count = cum;
+		if (rc == 0)
+			rc = buf_printf(out, "dra_guard_request_duration_seconds_bucket{endpoint=\"%s\","
+					"le=\"+Inf\"} %" PRIu64 "\n", endpoint_names[e], count);
+		if (rc == 0)
+			rc = buf_printf(out, "dra_guard_request_duration_seconds_sum{endpoint=\"%s\"} %.9f\n",
+					endpoint_names[e], (double)sum / 1e9);
+		if (rc == 0)
+			rc = buf_printf(out, "dra_guard_request_duration_seconds_count{endpoint=\"%s\"} %" PRIu64 "\n",
+					endpoint_names[e], count);
+	}
+	return rc;
+}
+
+static int render_counters(struct metrics *m, struct buf *out)
+{
+	int rc, i, a;
+
+	rc = family(out, "dra_guard_violations_total", "counter",
+		    "Rule violations found, by rule id and the action the policy gave it.");
+	for (i = 0; rc == 0 && i < RULE_COUNT; i++)
+		for (a = 0; rc == 0 && a <= ACTION_DRYRUN; a++)
+			rc = buf_printf(out, "dra_guard_violations_total{rule=\"%s\",action=\"%s\"} %" PRIu64 "\n",
+					rule_name((enum rule_id)i), action_name((enum action)a),
+					get(&m->violations[i][a]));
+	if (rc == 0)
+		rc = family(out, "dra_guard_break_glass_total", "counter",
+			    "Requests let through by a break-glass identity, by resource.");
+	for (i = 0; rc == 0 && i < METRICS_RES_COUNT; i++)
+		rc = buf_printf(out, "dra_guard_break_glass_total{resource=\"%s\"} %" PRIu64 "\n",
+				resource_names[i], get(&m->break_glass[i]));
+	if (rc == 0)
+		rc = family(out, "dra_guard_http_errors_total", "counter",
+			    "HTTP error answers on the webhook port, by status code.");
+	for (i = 0; rc == 0 && i < METRICS_HTTP_COUNT; i++)
+		rc = buf_printf(out, "dra_guard_http_errors_total{code=\"%u\"} %" PRIu64 "\n",
+				http_codes[i], get(&m->http_errors[i]));
+	if (rc == 0)
+		rc = family(out, "dra_guard_requests_in_flight", "gauge",
+			    "Admission requests being answered right now.");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_requests_in_flight %" PRId64 "\n",
+				(int64_t)atomic_load(&m->in_flight));
+	if (rc == 0)
+		rc = family(out, "dra_guard_policy_reload_total", "counter",
+			    "Policy loads and reloads, by result; a failed one keeps the last good policy.");
+	for (i = 0; rc == 0 && i < METRICS_RELOAD_COUNT; i++)
+		rc = buf_printf(out, "dra_guard_policy_reload_total{result=\"%s\"} %" PRIu64 "\n",
+				reload_names[i], get(&m->policy_reload[i]));
+	if (rc == 0)
+		rc = family(out, "dra_guard_tls_reload_total", "counter",
+			    "Certificate loads and reloads, by result; a failed one keeps the serving pair.");
+	for (i = 0; rc == 0 && i < METRICS_RELOAD_COUNT; i++)
+		rc = buf_printf(out, "dra_guard_tls_reload_total{result=\"%s\"} %" PRIu64 "\n",
+				reload_names[i], get(&m->tls_reload[i]));
+	if (rc == 0)
+		rc = family(out, "dra_guard_tls_cert_not_after_timestamp_seconds", "gauge",
+			    "Expiry of the serving certificate, Unix time.");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_tls_cert_not_after_timestamp_seconds %" PRId64 "\n",
+				(int64_t)atomic_load(&m->tls_not_after_s));
+	if (rc == 0)
+		rc = family(out, "dra_guard_ready", "gauge",
+			    "1 when a certificate and a valid policy are loaded (what /readyz answers).");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_ready %d\n", atomic_load(&m->ready));
+	return rc;
+}
+
+/* The string-labelled gauges, under the mutex. */
+static int render_state(struct metrics *m, struct buf *out)
+{
+	int rc;
+
+	pthread_mutex_lock(&m->mu);
+	rc = family(out, "dra_guard_build_info", "gauge", "The running build; the value is always 1.");
+	if (rc == 0)
+		rc = labelled_gauge(out, "dra_guard_build_info", "version", m->version, "1");
+	if (rc == 0)
+		rc = family(out, "dra_guard_policy_info", "gauge",
+			    "The serving policy, by its SHA-256 hash; absent while no policy is loaded.");
+	if (rc == 0 && m->policy_hash[0])
+		rc = labelled_gauge(out, "dra_guard_policy_info", "hash", m->policy_hash, "1");
+	if (rc == 0)
+		rc = family(out, "dra_guard_policy_last_reload_success_timestamp_seconds", "gauge",
+			    "When the serving policy was loaded, Unix time; 0 while none is.");
+	if (rc == 0)
+		rc = buf_add_cstr(out, "dra_guard_policy_last_reload_success_timestamp_seconds ");
+	if (rc == 0)
+		rc = seconds(out, m->policy_loaded_ns);
+	if (rc == 0)
+		rc = buf_add_char(out, '\n');
+	if (rc == 0)
+		rc = family(out, "dra_guard_freeze_active", "gauge",
+			    "1 while the serving policy holds a rollback freeze.");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_freeze_active %d\n", m->freeze_active ? 1 : 0);
+	if (rc == 0)
+		rc = family(out, "dra_guard_freeze_info", "gauge",
+			    "The active freeze's reason; absent while no freeze is active.");
+	if (rc == 0 && m->freeze_active)
+		rc = labelled_gauge(out, "dra_guard_freeze_info", "reason", m->freeze_reason, "1");
+	if (rc == 0)
+		rc = family(out, "dra_guard_freeze_since_timestamp_seconds", "gauge",
+			    "When the active freeze began, Unix time; 0 while none is active.");
+	if (rc == 0)
+		rc = buf_add_cstr(out, "dra_guard_freeze_since_timestamp_seconds ");
+	if (rc == 0)
+		rc = seconds(out, m->freeze_since_ns);
+	if (rc == 0)
+		rc = buf_add_char(out, '\n');
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+int metrics_render(struct metrics *m, struct buf *out)
+{
+	size_t start = buf_len(out);
+	int rc = render_requests(m, out);
+
+	if (rc == 0)
+		rc = render_duration(m, out);
+	if (rc == 0)
+		rc = render_counters(m, out);
+	if (rc == 0)
+		rc = render_state(m, out);
+	if (rc != 0)
+		buf_truncate(out, start);
+	return rc;
+}

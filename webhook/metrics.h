@@ -1,0 +1,117 @@
+/* metrics.h - the server's Prometheus metrics.
+ *
+ * A fixed registry: every family and every label value is known at compile
+ * time (label values that come from outside - the policy hash, the freeze
+ * reason - are single gauges set whole). Counters and histogram buckets are
+ * relaxed atomics, so the request path updates them from any thread with no
+ * lock and no allocation; the few string-labelled gauges sit behind a mutex
+ * that only setters and the renderer take. Every series of a family is
+ * written from the start (zeros included) so rate() and increase() see the
+ * first event.
+ *
+ * metrics_render() writes text exposition format 0.0.4: # HELP and # TYPE
+ * for every family, label values escaped (\\, \", \n). */
+#ifndef DRA_GUARD_METRICS_H
+#define DRA_GUARD_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "model.h"
+#include "rules.h"
+
+enum metrics_endpoint {
+	METRICS_EP_VALIDATE = 0,
+	METRICS_EP_MUTATE,
+	METRICS_EP_COUNT
+};
+
+/* request.resource.resource, folded to the kinds the guard knows. */
+enum metrics_resource {
+	METRICS_RES_RESOURCESLICES = 0,
+	METRICS_RES_RESOURCECLAIMS,
+	METRICS_RES_PODS,
+	METRICS_RES_CONFIGMAPS,
+	METRICS_RES_OTHER,            /* a resource no rule reads */
+	METRICS_RES_UNKNOWN,          /* the review did not decode */
+	METRICS_RES_COUNT
+};
+
+enum metrics_result {
+	METRICS_RESULT_ALLOWED = 0,
+	METRICS_RESULT_DENIED,        /* a policy denial (403) */
+	METRICS_RESULT_ERROR,         /* not decided: bad review or object, internal error */
+	METRICS_RESULT_COUNT
+};
+
+/* HTTP error answers counted by dra_guard_http_errors_total. */
+enum metrics_http_error {
+	METRICS_HTTP_400 = 0,
+	METRICS_HTTP_404,
+	METRICS_HTTP_405,
+	METRICS_HTTP_413,
+	METRICS_HTTP_415,
+	METRICS_HTTP_500,
+	METRICS_HTTP_503,
+	METRICS_HTTP_COUNT
+};
+
+enum metrics_reload {
+	METRICS_RELOAD_SUCCESS = 0,
+	METRICS_RELOAD_ERROR,
+	METRICS_RELOAD_COUNT
+};
+
+/* Operations as the decoder numbers them (ADMISSION_OP_*). */
+#define METRICS_OP_COUNT (ADMISSION_OP_CONNECT + 1)
+
+/* Histogram buckets (upper bounds, seconds), +Inf implied. */
+#define METRICS_BUCKETS 17
+
+struct metrics;
+
+/* A registry with every series at zero and build_info{version} 1.
+ * 0 or -ENOMEM. */
+int metrics_new(const char *version, struct metrics **out);
+
+/* metrics_free(NULL) is a no-op. No other call may be running. */
+void metrics_free(struct metrics *m);
+
+/* The resource label for request.resource.resource ("" when unknown). */
+enum metrics_resource metrics_resource_of(const char *resource, size_t len);
+
+/* The code's entry, or -1 for a code not counted. */
+int metrics_http_error_of(unsigned code);
+
+/* --- the request path: lock-free, allocation-free ------------------------- */
+
+/* One admission request answered: counts it and observes its duration. */
+void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum metrics_resource res,
+		     enum admission_op op, enum metrics_result result, uint64_t duration_ns);
+void metrics_violation(struct metrics *m, enum rule_id rule, enum action action);
+void metrics_break_glass(struct metrics *m, enum metrics_resource res);
+void metrics_http_error(struct metrics *m, enum metrics_http_error code);
+/* delta +1 when a request starts, -1 when it ends. */
+void metrics_in_flight(struct metrics *m, int delta);
+
+/* --- state changes (reloads): take the registry's mutex ------------------- */
+
+void metrics_policy_reload(struct metrics *m, enum metrics_reload result);
+/* A policy was swapped in: its hash, and when (wall clock, ns since epoch). */
+void metrics_policy_loaded(struct metrics *m, const char *hash, int64_t when_ns);
+/* Freeze state of the serving policy. since_ns is when it became active
+ * (ignored when inactive). reason may be NULL. */
+void metrics_freeze(struct metrics *m, bool active, const char *reason, int64_t since_ns);
+void metrics_tls_reload(struct metrics *m, enum metrics_reload result);
+void metrics_tls_not_after(struct metrics *m, int64_t not_after_s);
+void metrics_ready(struct metrics *m, bool ready);
+
+/* The whole exposition into out (appended). 0, -E2BIG when out's cap is too
+ * small, -ENOMEM. Safe while other threads update. */
+int metrics_render(struct metrics *m, struct buf *out);
+
+/* Append v as an escaped label value (without the quotes). */
+int metrics_escape_label(struct buf *out, const char *v, size_t n);
+
+#endif

@@ -1,0 +1,309 @@
+/* policy_source.c - where the serving policy comes from, and its reloads. */
+#include "policy_source.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "mountdir.h"
+#include "policy.h"
+
+struct policy_source {
+	enum policy_source_kind kind;
+	char path[PATH_MAX];
+	char dir[PATH_MAX];           /* the directory to watch */
+	char base[NAME_MAX + 1];      /* the file's name in it (file source) */
+	struct metrics *m;
+	struct snapshot_slot slot;
+	uint64_t signature;
+
+	/* What serves: only the reloading thread touches these. */
+	char hash[65];
+	bool frozen;
+	char freeze_reason[POLICY_FREEZE_REASON_MAX + 1];
+	int64_t freeze_since_ns;
+
+	pthread_mutex_t mu;           /* guards why_not */
+	char why_not[1024];           /* "" once a policy serves */
+};
+
+static const char *const dir_keys[] = {
+	POLICY_KEY_DOCUMENT, POLICY_KEY_FREEZE, POLICY_KEY_FREEZE_REASON,
+};
+
+static void policy_obj_free(void *obj)
+{
+	policy_free(obj);
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int policy_source_new(enum policy_source_kind kind, const char *path, struct metrics *m,
+		      struct policy_source **out)
+{
+	struct policy_source *ps = calloc(1, sizeof(*ps));
+	int rc = -ENAMETOOLONG;
+
+	*out = NULL;
+	if (!ps)
+		return -ENOMEM;
+	ps->kind = kind;
+	ps->m = m;
+	if (kind == POLICY_SOURCE_FILE) {
+		if (snprintf(ps->path, sizeof(ps->path), "%s", path) >= (int)sizeof(ps->path) ||
+		    mountdir_split(path, ps->dir, sizeof(ps->dir), ps->base, sizeof(ps->base)) != 0)
+			goto fail;
+	} else if (kind == POLICY_SOURCE_DIR) {
+		if (snprintf(ps->path, sizeof(ps->path), "%s", path) >= (int)sizeof(ps->path))
+			goto fail;
+		snprintf(ps->dir, sizeof(ps->dir), "%s", path);
+	}
+	snprintf(ps->why_not, sizeof(ps->why_not), "no policy loaded yet");
+	rc = -ENOMEM;
+	if (pthread_mutex_init(&ps->mu, NULL) != 0)
+		goto fail;
+	if (snapshot_slot_init(&ps->slot) != 0) {
+		pthread_mutex_destroy(&ps->mu);
+		goto fail;
+	}
+	*out = ps;
+	return 0;
+fail:
+	free(ps);
+	return rc;
+}
+
+void policy_source_free(struct policy_source *ps)
+{
+	if (!ps)
+		return;
+	snapshot_slot_destroy(&ps->slot);
+	pthread_mutex_destroy(&ps->mu);
+	free(ps);
+}
+
+static uint64_t signature(const struct policy_source *ps)
+{
+	const char *names[1];
+
+	switch (ps->kind) {
+	case POLICY_SOURCE_FILE:
+		names[0] = ps->base;
+		return mountdir_signature(ps->dir, names, 1);
+	case POLICY_SOURCE_DIR:
+		return mountdir_signature(ps->dir, dir_keys, 3);
+	default:
+		return 0;
+	}
+}
+
+bool policy_source_changed(struct policy_source *ps)
+{
+	return ps->kind != POLICY_SOURCE_BUILTIN && signature(ps) != ps->signature;
+}
+
+const char *policy_source_dir(const struct policy_source *ps)
+{
+	return ps->kind == POLICY_SOURCE_BUILTIN ? NULL : ps->dir;
+}
+
+struct snapshot *policy_source_acquire(struct policy_source *ps)
+{
+	return snapshot_slot_acquire(&ps->slot);
+}
+
+bool policy_source_ready(struct policy_source *ps, char *why, size_t n)
+{
+	bool ready;
+
+	pthread_mutex_lock(&ps->mu);
+	ready = ps->why_not[0] == '\0';
+	if (!ready && n)
+		snprintf(why, n, "%s", ps->why_not);
+	pthread_mutex_unlock(&ps->mu);
+	return ready;
+}
+
+static void set_why_not(struct policy_source *ps, const char *why)
+{
+	pthread_mutex_lock(&ps->mu);
+	snprintf(ps->why_not, sizeof(ps->why_not), "%.1000s", why);
+	pthread_mutex_unlock(&ps->mu);
+}
+
+/* Read and parse the input. 0 with *out, or an errno with a one-line
+ * reason in msg and the error's parts in perr (file named in file). */
+static int load(struct policy_source *ps, struct policy **out, struct policy_error *perr,
+		char *file, size_t filen, char *msg, size_t msgn)
+{
+	struct mountdir_file f[3] = {
+		{ .name = POLICY_KEY_DOCUMENT, .max = POLICY_SOURCE_FILE_MAX },
+		{ .name = POLICY_KEY_FREEZE, .max = POLICY_SOURCE_KEY_MAX, .optional = true },
+		{ .name = POLICY_KEY_FREEZE_REASON, .max = POLICY_SOURCE_KEY_MAX, .optional = true },
+	};
+	char why[512];
+	int rc;
+
+	*out = NULL;
+	memset(perr, 0, sizeof(*perr));
+	snprintf(file, filen, "%s", ps->path);
+	switch (ps->kind) {
+	case POLICY_SOURCE_BUILTIN:
+		rc = policy_builtin(out);
+		if (rc)
+			snprintf(msg, msgn, "built-in policy: %s", strerror(-rc));
+		return rc;
+	case POLICY_SOURCE_FILE:
+		f[0].name = ps->path;
+		rc = mountdir_read_path(&f[0], why, sizeof(why));
+		if (rc) {
+			snprintf(msg, msgn, "%s", why);
+			return rc;
+		}
+		rc = policy_load(f[0].data, f[0].len, out, perr);
+		mountdir_release(f, 1);
+		break;
+	default:
+		rc = mountdir_read(ps->dir, f, 3, why, sizeof(why));
+		if (rc) {
+			snprintf(msg, msgn, "%.400s: %.500s", ps->dir, why);
+			return rc;
+		}
+		rc = policy_load_parts(f[0].data, f[0].len, f[1].present, f[1].data, f[1].len,
+				       f[2].present, f[2].data, f[2].len, out, perr);
+		mountdir_release(f, 3);
+		/* The error names the key; the file is that key in the directory. */
+		if (rc && perr->source[0])
+			snprintf(file, filen, "%s/%s", ps->dir, perr->source);
+		break;
+	}
+	if (rc == -EINVAL) {
+		policy_error_format(perr, why, sizeof(why));
+		snprintf(msg, msgn, "%.400s: %.500s", ps->path, why);
+	} else if (rc) {
+		snprintf(msg, msgn, "%.400s: %.200s", ps->path, strerror(-rc));
+	}
+	return rc;
+}
+
+static void log_failure(const struct policy_source *ps, const char *why, bool serving,
+			const struct policy_error *perr, const char *file, const char *msg)
+{
+	struct log_line l;
+
+	if (log_begin(&l, LOG_ERROR, serving ? "policy not loaded; the last good policy stays"
+					     : "no valid policy: not ready")) {
+		log_str(&l, "trigger", why);
+		log_str(&l, "file", file);
+		if (perr->line) {
+			log_uint(&l, "line", perr->line);
+			log_uint(&l, "col", perr->col);
+		}
+		if (perr->path[0])
+			log_str(&l, "path", perr->path);
+		log_str(&l, "error", msg);
+		if (serving)
+			log_str(&l, "serving_hash", ps->hash);
+		log_end(&l);
+	}
+}
+
+/* Log and export a freeze change between the serving policy and p. */
+static void track_freeze(struct policy_source *ps, const struct policy *p, bool first)
+{
+	char reason[POLICY_FREEZE_REASON_MAX + 1];
+	size_t n = p->freeze_reason.len < POLICY_FREEZE_REASON_MAX ? p->freeze_reason.len
+								   : POLICY_FREEZE_REASON_MAX;
+	bool changed;
+	struct log_line l;
+
+	memcpy(reason, p->freeze_reason.ptr ? p->freeze_reason.ptr : "", n);
+	reason[n] = '\0';
+	changed = p->frozen != ps->frozen || (p->frozen && strcmp(reason, ps->freeze_reason) != 0);
+	if (!changed && !first)
+		return;
+	if (p->frozen && !ps->frozen)
+		ps->freeze_since_ns = wall_ns();
+	if (p->frozen || !first) {
+		const char *msg = !p->frozen ? "freeze lifted"
+				  : ps->frozen ? "freeze reason changed" : "freeze active";
+
+		if (log_begin(&l, LOG_WARN, msg)) {
+			log_bool(&l, "frozen", p->frozen);
+			if (p->frozen)
+				log_str(&l, "reason", reason);
+			log_str(&l, "policy_hash", p->hash);
+			log_end(&l);
+		}
+	}
+	ps->frozen = p->frozen;
+	snprintf(ps->freeze_reason, sizeof(ps->freeze_reason), "%s", p->frozen ? reason : "");
+	if (!p->frozen)
+		ps->freeze_since_ns = 0;
+	metrics_freeze(ps->m, ps->frozen, ps->freeze_reason, ps->freeze_since_ns);
+}
+
+int policy_source_reload(struct policy_source *ps, const char *why)
+{
+	struct policy *p = NULL;
+	struct policy_error perr;
+	struct snapshot *snap = NULL;
+	char file[PATH_MAX + 80], msg[1024], line[1100];
+	bool first = ps->hash[0] == '\0';
+	struct log_line l;
+	int rc;
+
+	ps->signature = signature(ps);
+	rc = load(ps, &p, &perr, file, sizeof(file), msg, sizeof(msg));
+	if (rc) {
+		metrics_policy_reload(ps->m, METRICS_RELOAD_ERROR);
+		log_failure(ps, why, !first, &perr, file, msg);
+		if (first) {
+			snprintf(line, sizeof(line), "no valid policy loaded: %.950s", msg);
+			set_why_not(ps, line);
+		}
+		return rc;
+	}
+	if (!first && strcmp(p->hash, ps->hash) == 0) {
+		policy_free(p);
+		if (log_begin(&l, LOG_DEBUG, "policy unchanged")) {
+			log_str(&l, "trigger", why);
+			log_str(&l, "hash", ps->hash);
+			log_end(&l);
+		}
+		return 0;
+	}
+	rc = snapshot_new(p, policy_obj_free, &snap);
+	if (rc) {
+		/* p is freed by snapshot_new(); the serving policy stays. */
+		metrics_policy_reload(ps->m, METRICS_RELOAD_ERROR);
+		log_msg_str(LOG_ERROR, "policy not swapped in: out of memory", "trigger", why);
+		return rc;
+	}
+	/* p lives as long as the snapshot, which the slot keeps. */
+	track_freeze(ps, p, first);
+	snprintf(ps->hash, sizeof(ps->hash), "%s", p->hash);
+	snapshot_slot_swap(&ps->slot, snap);
+	metrics_policy_reload(ps->m, METRICS_RELOAD_SUCCESS);
+	metrics_policy_loaded(ps->m, ps->hash, wall_ns());
+	set_why_not(ps, "");
+	if (log_begin(&l, LOG_INFO, first ? "policy loaded" : "policy reloaded")) {
+		log_str(&l, "trigger", why);
+		log_str(&l, "source", ps->kind == POLICY_SOURCE_BUILTIN ? "built-in" : ps->path);
+		log_str(&l, "hash", ps->hash);
+		log_bool(&l, "frozen", ps->frozen);
+		log_end(&l);
+	}
+	return 1;
+}

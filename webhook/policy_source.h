@@ -1,0 +1,71 @@
+/* policy_source.h - where the serving policy comes from, and its reloads.
+ *
+ * Three sources: the built-in policy; a file (--policy: a Policy document or
+ * a ConfigMap manifest); a mounted ConfigMap directory (--policy-dir: the
+ * keys policy.yaml, freeze and freeze-reason as files, read from one
+ * version of the volume). A reload parses the whole input into a new
+ * immutable policy and swaps it in as one snapshot; requests keep the
+ * snapshot they started with. A reload that fails never replaces the
+ * serving policy: the error is logged with file, line and path, and counted
+ * in dra_guard_policy_reload_total{result="error"}. Until a first policy
+ * loads, the source is not ready and says why.
+ *
+ * Freeze changes (on, off, new reason) are logged and exported as
+ * dra_guard_freeze_active / _info / _since_timestamp_seconds.
+ *
+ * One thread (the main loop) reloads; any thread acquires and asks for
+ * readiness. */
+#ifndef DRA_GUARD_POLICY_SOURCE_H
+#define DRA_GUARD_POLICY_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "metrics.h"
+#include "snapshot.h"
+
+enum policy_source_kind {
+	POLICY_SOURCE_BUILTIN = 0,
+	POLICY_SOURCE_FILE,
+	POLICY_SOURCE_DIR,
+};
+
+/* Largest policy.yaml / policy file read; the loader applies its own,
+ * smaller limit with a clearer message. */
+#define POLICY_SOURCE_FILE_MAX (4 * 1024 * 1024)
+/* Largest freeze and freeze-reason files read. */
+#define POLICY_SOURCE_KEY_MAX (64 * 1024)
+
+struct policy_source;
+
+/* path: the file or directory (copied; unused for the built-in policy). m is
+ * borrowed and must outlive the source. 0, -ENAMETOOLONG, -ENOMEM. Nothing
+ * is loaded yet. */
+int policy_source_new(enum policy_source_kind kind, const char *path, struct metrics *m,
+		      struct policy_source **out);
+
+/* policy_source_free(NULL) is a no-op. No reader may hold a snapshot. */
+void policy_source_free(struct policy_source *ps);
+
+/* Load the input and, when it differs from the serving policy, swap it in.
+ * why ("start", "SIGHUP", "change", "poll") goes into the log. Returns 1
+ * when a new policy serves, 0 when the input is the serving policy, or a
+ * negative errno (logged and counted; the serving policy stays). */
+int policy_source_reload(struct policy_source *ps, const char *why);
+
+/* True when the input's stat signature moved since the last reload (the
+ * poll backstop). Always false for the built-in policy. */
+bool policy_source_changed(struct policy_source *ps);
+
+/* The directory to watch, or NULL for the built-in policy. Borrowed. */
+const char *policy_source_dir(const struct policy_source *ps);
+
+/* A reference to the serving policy's snapshot (snapshot_get() gives the
+ * const struct policy), or NULL while none is loaded. Any thread. */
+struct snapshot *policy_source_acquire(struct policy_source *ps);
+
+/* True once a policy serves; otherwise false, with why (n bytes) saying
+ * what the last attempt found. Any thread. */
+bool policy_source_ready(struct policy_source *ps, char *why, size_t n);
+
+#endif

@@ -1,0 +1,322 @@
+/* serve.c - dra-guard serve: wiring and the main loop.
+ *
+ * The main thread owns everything that changes: it loads the certificate
+ * and the policy, starts the listeners, and then waits on one poll() for
+ * signals (signalfd: no work in signal handlers), directory events
+ * (inotify) and the poll-backstop tick. Worker threads only read snapshots.
+ *
+ * Reloads: an event in a watched directory schedules a reload a little
+ * later (RELOAD_SETTLE_MS), so a burst - the kubelet's swap, a cp of two
+ * files - is read once, settled. Every POLL_INTERVAL_MS the stat signatures
+ * are compared too, in case inotify missed something (a directory that was
+ * replaced, an overflowing queue, a filesystem without events). SIGHUP
+ * reloads both at once.
+ *
+ * Shutdown: SIGTERM or SIGINT stops accepting, waits for the requests in
+ * progress (at most --shutdown-timeout), closes the rest and exits 0. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cert_source.h"
+#include "cli.h"
+#include "httpd.h"
+#include "log.h"
+#include "metrics.h"
+#include "policy_source.h"
+#include "serve_config.h"
+#include "watch.h"
+
+#define RELOAD_SETTLE_MS 100
+#define POLL_INTERVAL_MS 2000
+#define DRAIN_TICK_MS 50
+
+#ifndef DRA_GUARD_VERSION
+#define DRA_GUARD_VERSION "dev"
+#endif
+
+struct server {
+	struct serve_config cfg;
+	struct metrics *m;
+	struct cert_source *certs;
+	struct policy_source *policy;
+	struct watch *watch;
+	struct httpd *httpd;
+	int sigfd;
+	uint32_t cert_bits;           /* watch ids of the certificate directories */
+	uint32_t policy_bits;         /* ... and of the policy directory */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void update_ready(struct server *s)
+{
+	char why[512];
+
+	if (s->httpd)
+		metrics_ready(s->m, httpd_ready(s->httpd, why, sizeof(why)));
+}
+
+static void reload_certs(struct server *s, const char *why)
+{
+	cert_source_reload(s->certs, why);
+	update_ready(s);
+}
+
+static void reload_policy(struct server *s, const char *why)
+{
+	policy_source_reload(s->policy, why);
+	update_ready(s);
+}
+
+static int setup_watch(struct server *s)
+{
+	const char *dir;
+	unsigned id, i;
+	int rc;
+
+	rc = watch_new(&s->watch);
+	if (rc) {
+		log_msg_str(LOG_WARN, "inotify unavailable: changes are seen by polling only", "error",
+			    strerror(-rc));
+		return 0;
+	}
+	for (i = 0; i < 2 && (dir = cert_source_dir(s->certs, i)) != NULL; i++) {
+		rc = watch_add(s->watch, dir, &id);
+		if (rc)
+			goto fail;
+		s->cert_bits |= 1u << id;
+	}
+	dir = policy_source_dir(s->policy);
+	if (dir && (s->cfg.policy_kind == POLICY_SOURCE_DIR || s->cfg.policy_file_watch)) {
+		rc = watch_add(s->watch, dir, &id);
+		if (rc)
+			goto fail;
+		s->policy_bits |= 1u << id;
+	}
+	return 0;
+fail:
+	log_msg_str(LOG_WARN, "cannot watch a directory: changes are seen by polling only", "error",
+		    strerror(-rc));
+	watch_free(s->watch);
+	s->watch = NULL;
+	s->cert_bits = s->policy_bits = 0;
+	return 0;
+}
+
+/* Whether the poll backstop rereads the policy. A --policy file is left
+ * alone (SIGHUP rereads it) unless watched, or unless nothing valid has
+ * been loaded from it yet: not ready, there is nothing to keep stable. */
+static bool policy_polled(const struct server *s)
+{
+	if (s->cfg.policy_kind == POLICY_SOURCE_DIR)
+		return true;
+	if (s->cfg.policy_kind != POLICY_SOURCE_FILE)
+		return false;
+	return s->cfg.policy_file_watch || !policy_source_ready(s->policy, NULL, 0);
+}
+
+static int block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	/* Before any thread starts, so every thread inherits the mask and the
+	 * signals reach only the signalfd. */
+	if (pthread_sigmask(SIG_BLOCK, set, NULL) != 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* Serve until SIGTERM/SIGINT. */
+static void main_loop(struct server *s)
+{
+	int64_t next_poll = now_ms() + POLL_INTERVAL_MS, settle_at = -1;
+	uint32_t pending = 0;
+
+	for (;;) {
+		struct pollfd pfd[2];
+		int64_t now = now_ms(), deadline = next_poll;
+		int nfds = 1, rc;
+
+		if (settle_at >= 0 && settle_at < deadline)
+			deadline = settle_at;
+		pfd[0].fd = s->sigfd;
+		pfd[0].events = POLLIN;
+		if (s->watch) {
+			pfd[1].fd = watch_fd(s->watch);
+			pfd[1].events = POLLIN;
+			nfds = 2;
+		}
+		rc = poll(pfd, (nfds_t)nfds, deadline > now ? (int)(deadline - now) : 0);
+		if (rc < 0 && errno != EINTR) {
+			log_msg_str(LOG_ERROR, "poll failed", "error", strerror(errno));
+			return;
+		}
+		if (rc > 0 && (pfd[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					log_msg(LOG_INFO, "SIGHUP: reloading certificate and policy");
+					reload_certs(s, "SIGHUP");
+					reload_policy(s, "SIGHUP");
+				} else {
+					log_msg_str(LOG_INFO, "shutting down", "signal",
+						    si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+					return;
+				}
+			}
+		}
+		if (rc > 0 && nfds == 2 && (pfd[1].revents & POLLIN)) {
+			uint32_t changed = 0;
+
+			rc = watch_read(s->watch, &changed);
+			if (rc) {
+				/* Do not spin on a broken descriptor: poll only. */
+				log_msg_str(LOG_WARN, "inotify failed: changes are seen by polling only",
+					    "error", strerror(-rc));
+				watch_free(s->watch);
+				s->watch = NULL;
+			}
+			if (changed) {
+				pending |= changed;
+				if (settle_at < 0)
+					settle_at = now_ms() + RELOAD_SETTLE_MS;
+			}
+		}
+		now = now_ms();
+		if (settle_at >= 0 && now >= settle_at) {
+			if (pending & s->cert_bits)
+				reload_certs(s, "change");
+			if (pending & s->policy_bits)
+				reload_policy(s, "change");
+			pending = 0;
+			settle_at = -1;
+		}
+		if (now >= next_poll) {
+			uint32_t back = s->watch ? watch_rearm(s->watch) : 0;
+
+			if ((back & s->cert_bits) || cert_source_changed(s->certs))
+				reload_certs(s, "poll");
+			if (policy_polled(s) &&
+			    ((back & s->policy_bits) || policy_source_changed(s->policy)))
+				reload_policy(s, "poll");
+			next_poll = now + POLL_INTERVAL_MS;
+		}
+	}
+}
+
+/* Stop accepting, let what is in progress finish (bounded), stop. */
+static void drain(struct server *s)
+{
+	int64_t deadline = now_ms() + (int64_t)s->cfg.shutdown_timeout_s * 1000;
+	unsigned left;
+	struct log_line l;
+
+	httpd_drain(s->httpd);
+	metrics_ready(s->m, false);
+	while ((left = httpd_in_flight(s->httpd)) > 0 && now_ms() < deadline) {
+		struct timespec ts = { 0, DRAIN_TICK_MS * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	if (left && log_begin(&l, LOG_WARN, "shutdown timeout: closing requests still in progress")) {
+		log_uint(&l, "in_flight", left);
+		log_uint(&l, "timeout_s", s->cfg.shutdown_timeout_s);
+		log_end(&l);
+	}
+}
+
+static void log_start(const struct server *s)
+{
+	struct log_line l;
+
+	if (!log_begin(&l, LOG_INFO, "serving"))
+		return;
+	log_str(&l, "version", DRA_GUARD_VERSION);
+	log_str(&l, "listen", httpd_address(s->httpd, false));
+	log_str(&l, "metrics_listen", s->cfg.metrics_enabled ? httpd_address(s->httpd, true) : "off");
+	log_uint(&l, "threads", s->cfg.threads);
+	log_uint(&l, "max_body", s->cfg.max_body);
+	log_uint(&l, "max_connections", s->cfg.max_connections);
+	log_uint(&l, "idle_timeout_s", s->cfg.idle_timeout_s);
+	log_str(&l, "policy", s->cfg.policy_kind == POLICY_SOURCE_BUILTIN ? "built-in" : s->cfg.policy_path);
+	log_end(&l);
+}
+
+int serve_main(int argc, char **argv)
+{
+	struct server s;
+	struct httpd_env env;
+	char err[SERVE_CONFIG_ERROR_MAX];
+	sigset_t set;
+	int rc, code = 1;
+
+	memset(&s, 0, sizeof(s));
+	s.sigfd = -1;
+	rc = serve_config_parse(argc, argv, getenv, &s.cfg, err);
+	if (rc == 1) {
+		serve_config_usage(stdout);
+		return 0;
+	}
+	if (rc) {
+		fprintf(stderr, "dra-guard serve: %s\n", err);
+		return 2;
+	}
+	log_set_level(s.cfg.log_level);
+	if (block_signals(&set) != 0 || (s.sigfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+		log_msg_str(LOG_ERROR, "cannot set up signal handling", "error", strerror(errno));
+		goto out;
+	}
+	if (metrics_new(DRA_GUARD_VERSION, &s.m) != 0 ||
+	    cert_source_new(s.cfg.tls_cert, s.cfg.tls_key, s.cfg.service_name, s.m, &s.certs) != 0 ||
+	    policy_source_new(s.cfg.policy_kind, s.cfg.policy_path, s.m, &s.policy) != 0) {
+		log_msg(LOG_ERROR, "out of memory at start");
+		goto out;
+	}
+	/* Without a certificate nothing can be served: fail loudly now rather
+	 * than refuse every handshake. A bad policy only makes us not ready. */
+	if (cert_source_reload(s.certs, "start") < 0)
+		goto out;
+	policy_source_reload(s.policy, "start");
+	setup_watch(&s);
+	env.cfg = &s.cfg;
+	env.m = s.m;
+	env.certs = s.certs;
+	env.policy = s.policy;
+	if (httpd_start(&env, &s.httpd, err, sizeof(err)) != 0) {
+		log_msg_str(LOG_ERROR, "cannot start listening", "error", err);
+		goto out;
+	}
+	update_ready(&s);
+	log_start(&s);
+	main_loop(&s);
+	drain(&s);
+	code = 0;
+out:
+	httpd_stop(s.httpd);
+	if (code == 0)
+		log_msg(LOG_INFO, "stopped");
+	watch_free(s.watch);
+	policy_source_free(s.policy);
+	cert_source_free(s.certs);
+	metrics_free(s.m);
+	if (s.sigfd >= 0)
+		close(s.sigfd);
+	return code;
+}

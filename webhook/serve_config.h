@@ -1,0 +1,68 @@
+/* serve_config.h - the flags of dra-guard serve.
+ *
+ * One table names every flag, its environment variable, default and help
+ * line; --help prints that table, so the two cannot disagree. Precedence:
+ * flag, then environment, then default. Every value is checked here (ranges,
+ * addresses resolved, exclusive flags), so a bad one stops the program
+ * before it opens anything. */
+#ifndef DRA_GUARD_SERVE_CONFIG_H
+#define DRA_GUARD_SERVE_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "policy_source.h"
+
+#define SERVE_CONFIG_ERROR_MAX 512
+
+struct serve_addr {
+	char text[300];               /* as given */
+	struct sockaddr_storage sa;
+	socklen_t len;
+};
+
+struct serve_config {
+	struct serve_addr listen;
+	bool metrics_enabled;
+	struct serve_addr metrics_listen;
+	char tls_cert[PATH_MAX];
+	char tls_key[PATH_MAX];
+	char service_name[254];
+	enum policy_source_kind policy_kind;
+	char policy_path[PATH_MAX];
+	bool policy_file_watch;
+	char configmap_namespace[64];
+	char configmap_name[254];
+	unsigned threads;
+	size_t max_body;
+	unsigned max_connections;
+	unsigned idle_timeout_s;
+	unsigned max_json_depth;
+	unsigned shutdown_timeout_s;
+	enum log_level log_level;
+};
+
+/* Where the environment is read from: getenv, or a stand-in in tests. */
+typedef char *serve_config_env_fn(const char *name);
+
+/* Fill cfg from argv[1..argc) (argv[0] is "serve"), the environment and the
+ * defaults. Returns 0; 1 when --help was given (nothing else is checked);
+ * -EINVAL with err saying which flag or variable is wrong and why. */
+int serve_config_parse(int argc, char **argv, serve_config_env_fn *env, struct serve_config *cfg,
+		       char err[static SERVE_CONFIG_ERROR_MAX]);
+
+/* The --help text. */
+void serve_config_usage(FILE *f);
+
+/* Parse "HOST:PORT", ":PORT", "[V6]:PORT" (HOST a literal or a name that
+ * resolves). 0 or -EINVAL with err. */
+int serve_config_addr(const char *text, struct serve_addr *out, char err[static SERVE_CONFIG_ERROR_MAX]);
+
+/* "127.0.0.1:8443" / "[::1]:8443" for a bound address into buf. */
+void serve_config_addr_format(const struct sockaddr *sa, char *buf, size_t n);
+
+#endif
