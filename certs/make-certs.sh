@@ -12,6 +12,23 @@
 # Files are written to temporary names and renamed into place: a server watching
 # DIR never reads half a file.
 #
+#   certs/make-certs.sh cluster DIR [--print-ca-bundle]
+#
+# cluster: a CA and a serving certificate for the guard in a cluster, in DIR:
+#   ca.crt, ca.key     the CA (ECDSA P-256), renewed within RENEW_DAYS of expiry
+#   ca-previous.crt    the CA before the last renewal, kept while it is valid
+#   ca-bundle.crt      ca.crt and ca-previous.crt: the webhooks' caBundle. Across
+#                      a CA renewal it trusts the old and the new serving pair, so
+#                      the API server accepts whichever one a replica serves while
+#                      the kubelet updates the Secret volume
+#   tls.crt, tls.key   the serving pair (ECDSA P-256) for SERVICE.NAMESPACE.svc and
+#                      SERVICE.NAMESPACE.svc.cluster.local, renewed within
+#                      RENEW_DAYS of expiry, when its names differ from these, when
+#                      it does not verify against ca.crt or its key does not match
+# --print-ca-bundle prints ca-bundle.crt base64-encoded, on one line, on standard
+# output (the caBundle field's value); messages go to standard error. DIR is
+# made readable by its owner only: it holds the CA's key.
+#
 # Environment: SERVICE (dra-guard), NAMESPACE (dra-guard), CA_DAYS (3650),
 # CERT_DAYS (365), RENEW_DAYS (30).
 #
@@ -100,10 +117,96 @@ mode_dev() {
 	fi
 }
 
+# san_list CERT: its subjectAltName entries as "DNS:a,DNS:b"
+san_list() {
+	openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null | sed 1d | tr -d ' \n'
+}
+
+# key_matches CERT KEY: the key is the certificate's
+key_matches() {
+	[ "$(openssl x509 -in "$1" -noout -pubkey 2>/dev/null)" = "$(openssl pkey -in "$2" -pubout 2>/dev/null)" ]
+}
+
+mode_cluster() {
+	dir=""
+	print=0
+	for arg in "$@"; do
+		case "$arg" in
+		--print-ca-bundle) print=1 ;;
+		-*) die "cluster: unknown option $arg" ;;
+		*)
+			[ -z "$dir" ] || die "usage: $prog cluster DIR [--print-ca-bundle]"
+			dir=$arg
+			;;
+		esac
+	done
+	[ -n "$dir" ] || die "usage: $prog cluster DIR [--print-ca-bundle]"
+	(umask 077 && mkdir -p "$dir")
+	svc="$SERVICE.$NAMESPACE.svc"
+	sans="DNS:$svc,DNS:$svc.cluster.local"
+
+	made_ca=0
+	if ! valid "$dir/ca.crt" || [ ! -s "$dir/ca.key" ]; then
+		# The outgoing CA stays trusted (in the bundle) until it expires:
+		# Secret volumes reach the replicas a minute or more after the
+		# webhook configurations change.
+		if [ -s "$dir/ca.crt" ] && openssl x509 -in "$dir/ca.crt" -noout -checkend 0 >/dev/null 2>&1; then
+			cp "$dir/ca.crt" "$dir/.ca-previous.crt.tmp"
+			mv -f "$dir/.ca-previous.crt.tmp" "$dir/ca-previous.crt"
+		fi
+		make_ca "$dir" "dra-guard CA"
+		made_ca=1
+		echo "$prog: made a CA in $dir/ca.crt" >&2
+	fi
+	if [ -e "$dir/ca-previous.crt" ] &&
+		! openssl x509 -in "$dir/ca-previous.crt" -noout -checkend 0 >/dev/null 2>&1; then
+		rm -f "$dir/ca-previous.crt"
+		echo "$prog: dropped the expired previous CA from the bundle" >&2
+	fi
+	if [ -e "$dir/ca-previous.crt" ] && cmp -s "$dir/ca.crt" "$dir/ca-previous.crt"; then
+		rm -f "$dir/ca-previous.crt"
+	fi
+	if [ -e "$dir/ca-previous.crt" ]; then
+		cat "$dir/ca.crt" "$dir/ca-previous.crt" >"$dir/.ca-bundle.crt.tmp"
+	else
+		cat "$dir/ca.crt" >"$dir/.ca-bundle.crt.tmp"
+	fi
+	if cmp -s "$dir/.ca-bundle.crt.tmp" "$dir/ca-bundle.crt"; then
+		rm -f "$dir/.ca-bundle.crt.tmp"
+	else
+		mv -f "$dir/.ca-bundle.crt.tmp" "$dir/ca-bundle.crt"
+	fi
+
+	reason=""
+	if [ "$made_ca" = 1 ]; then
+		reason="new CA"
+	elif ! valid "$dir/tls.crt" || [ ! -s "$dir/tls.key" ]; then
+		reason="missing or within $RENEW_DAYS days of expiry"
+	elif [ "$(san_list "$dir/tls.crt")" != "$sans" ]; then
+		reason="names changed"
+	elif ! openssl verify -CAfile "$dir/ca.crt" "$dir/tls.crt" >/dev/null 2>&1; then
+		reason="not signed by ca.crt"
+	elif ! key_matches "$dir/tls.crt" "$dir/tls.key"; then
+		reason="key does not match"
+	fi
+	if [ -n "$reason" ]; then
+		make_serving "$dir" "$svc" "$sans"
+		echo "$prog: made a serving certificate in $dir/tls.crt ($sans; $reason)" >&2
+	fi
+	if [ "$print" = 1 ]; then
+		openssl base64 -A -in "$dir/ca-bundle.crt" || die "openssl base64 failed"
+		echo
+	fi
+}
+
 case "${1:-}" in
 dev)
 	shift
 	mode_dev "$@"
+	;;
+cluster)
+	shift
+	mode_cluster "$@"
 	;;
 -h | --help | help)
 	usage

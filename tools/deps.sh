@@ -11,7 +11,12 @@ pkgs=""
 for group in "$@"; do
 	case "$group" in
 	build) pkgs="$pkgs gcc make pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev openssl" ;;
-	test) pkgs="$pkgs libcmocka-dev curl python3 valgrind clang libclang-rt-14-dev" ;;
+	test)
+		pkgs="$pkgs libcmocka-dev curl python3 valgrind clang libclang-rt-14-dev"
+		# The manifest tests render with kubectl kustomize. Debian's kubectl is
+		# kubernetes-client; a kubectl from elsewhere conflicts with it.
+		command -v kubectl >/dev/null 2>&1 || pkgs="$pkgs kubernetes-client"
+		;;
 	bench) pkgs="$pkgs wrk golang-go python3 curl iproute2 gawk procps valgrind" ;;
 	fuzz) pkgs="$pkgs clang libclang-rt-14-dev" ;;
 	*) echo "deps.sh: unknown group '$group' (build test bench fuzz)" >&2; exit 2 ;;

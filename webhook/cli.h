@@ -17,4 +17,8 @@ int lint_main(int argc, char **argv);
 /* dra-guard rules: the rule catalogue (webhook/dryrun.c). */
 int rules_main(int argc, char **argv);
 
+/* dra-guard convert [FILE|-]: each YAML/JSON document as one line of JSON
+ * (webhook/convert.c). */
+int convert_main(int argc, char **argv);
+
 #endif

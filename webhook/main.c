@@ -16,6 +16,7 @@ static void usage(FILE *f)
 		"  dry-run        run the policy engine offline on manifests or AdmissionReviews\n"
 		"  policy lint    check a policy document or policy ConfigMap\n"
 		"  rules          list the rule ids, their default actions and what they check\n"
+		"  convert        print YAML/JSON documents as JSON lines, read as the guard reads them\n"
 		"  version        print the version\n");
 }
 
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
 		return dryrun_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "rules") == 0)
 		return rules_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "convert") == 0)
+		return convert_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "policy") == 0 && argc > 2 && strcmp(argv[2], "lint") == 0)
 		return lint_main(argc - 2, argv + 2);
 	fprintf(stderr, "dra-guard: unknown command '%s'\n\n", cmd);
