@@ -4,7 +4,8 @@
 #   make         build ./dra-guard
 #   make test    unit tests (plain and ASan+UBSan), end-to-end tests, fuzz smoke
 #   make run     the webhook on localhost with dev certificates and the example policy
-#   make bench   benchmarks (engine, end to end, scaling, against the Go peers)
+#   make bench   benchmarks (engine, end to end, scaling, profile); BENCH_COMPARE=1
+#                or `make bench-compare` also runs them against the Go peers
 #   make fuzz    libFuzzer targets, FUZZ_SECONDS each
 #   make soak    the server under load for SOAK_SECONDS, sampling RSS and fds
 #   make clean
@@ -35,7 +36,7 @@ PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lpthread
 CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
 
-rel_CFLAGS := -O2 -g -fno-strict-aliasing
+rel_CFLAGS := -O3 -g -fno-strict-aliasing -flto=auto
 asan_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FLAVOURS := rel asan
 
@@ -50,7 +51,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
 .PHONY: all deps deps-test deps-bench deps-fuzz test unit-test e2e-test fuzz-smoke \
-	run bench fuzz soak clean
+	run bench bench-compare fuzz soak clean
 
 all: dra-guard
 
@@ -148,12 +149,16 @@ run: $(BUILD)/rel/dra-guard
 		--tls-cert $(RUN_DIR)/certs/tls.crt --tls-key $(RUN_DIR)/certs/tls.key \
 		--policy examples/policy-configmap.yaml --metrics-listen 127.0.0.1:9090
 
-bench: $(BUILD)/rel/dra-guard | deps-bench
-	@tools/bench.sh
+# Knobs (DURATION, CONNS, SIZES, SCALE_THREADS, BENCH_COMPARE, ...): tools/bench.sh.
+bench: $(BUILD)/rel/dra-guard $(BUILD)/rel/bench/bench_engine | deps-bench
+	@BUILD=$(BUILD) tools/bench.sh
+
+bench-compare: $(BUILD)/rel/dra-guard $(BUILD)/rel/bench/bench_engine | deps-bench
+	@BUILD=$(BUILD) tools/bench.sh compare report
 
 SOAK_SECONDS ?= 600
 soak: $(BUILD)/rel/dra-guard | deps-bench
-	@SOAK_SECONDS=$(SOAK_SECONDS) tools/soak.sh
+	@BUILD=$(BUILD) SOAK_SECONDS=$(SOAK_SECONDS) tools/soak.sh
 
 clean:
 	rm -rf $(BUILD) dra-guard

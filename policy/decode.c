@@ -671,7 +671,7 @@ static int decode_fields(struct dctx *d, const struct field *f, int n, void *obj
 {
 	struct jscan_str key;
 	uint32_t seen = 0;
-	int r, rc, id;
+	int r, rc, id = 0;
 
 	if ((r = enter_object(d)) <= 0)
 		return r;

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,12 +74,7 @@ struct metrics {
 
 static void copy_label(char *dst, size_t n, const char *src)
 {
-	size_t len = src ? strlen(src) : 0;
-
-	if (len >= n)
-		len = n - 1;
-	memcpy(dst, src ? src : "", len);
-	dst[len] = '\0';
+	snprintf(dst, n, "%s", src ? src : "");
 }
 
 int metrics_new(const char *version, struct metrics **out)
