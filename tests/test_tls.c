@@ -125,11 +125,18 @@ static void test_good_pair_reports_what_openssl_reports(void **state)
 	assert_non_null(fp);
 	assert_string_equal(info.fingerprint, fp + 1);
 	openssl_field(path("a/tls.crt"), "-serial", want, sizeof(want));
-	/* openssl prints serial=0123...; BN hex drops leading zeros. */
+	/* openssl prints the serial's bytes (serial=0F64...), BN_bn2hex may or
+	 * may not keep a leading zero nibble: compare the numbers. */
 	fp = want + strlen("serial=");
 	while (*fp == '0' && fp[1])
 		fp++;
-	assert_string_equal(info.serial, fp);
+	{
+		const char *got = info.serial;
+
+		while (*got == '0' && got[1])
+			got++;
+		assert_string_equal(got, fp);
+	}
 	assert_non_null(strstr(info.subject, "dra-guard.dra-guard.svc"));
 	assert_true(info.not_after > info.not_before);
 }
