@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -155,7 +156,34 @@ bool httpd_ready(struct httpd *h, char *why, size_t n)
 	return policy_source_ready(h->env.policy, why, n);
 }
 
-/* {"ready":true} or {"ready":false,"reason":"..."}; 200 or 503. */
+/* The serving policy and freeze, so an operator can see a ConfigMap change
+ * take effect on each replica: {"hash":..,"freeze":..,"freezeReason":..,
+ * "freezeSince":"2026-11-29T10:00:00Z"} (reason and since only when frozen). */
+static int add_policy_status(struct httpd *h, struct buf *b)
+{
+	struct policy_status st;
+	char since[32];
+	struct tm tm;
+	time_t t;
+	int rc;
+
+	policy_source_status(h->env.policy, &st);
+	if (!st.serving)
+		return buf_add_cstr(b, ",\"policy\":null");
+	rc = buf_printf(b, ",\"policy\":{\"hash\":\"%s\",\"freeze\":%s", st.hash, st.frozen ? "true" : "false");
+	if (rc == 0 && st.frozen) {
+		rc = buf_add_cstr(b, ",\"freezeReason\":");
+		if (rc == 0)
+			rc = buf_add_json_str(b, st.freeze_reason, strlen(st.freeze_reason));
+		t = (time_t)(st.freeze_since_ns / 1000000000);
+		if (rc == 0 && gmtime_r(&t, &tm) && strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm))
+			rc = buf_printf(b, ",\"freezeSince\":\"%s\"", since);
+	}
+	return rc ? rc : buf_add_char(b, '}');
+}
+
+/* {"ready":true,"policy":{...}} or {"ready":false,"reason":"...","policy":...};
+ * 200 or 503. */
 static enum MHD_Result answer_readyz(struct httpd *h, struct MHD_Connection *c)
 {
 	char why[1024];
@@ -167,14 +195,16 @@ static enum MHD_Result answer_readyz(struct httpd *h, struct MHD_Connection *c)
 
 	buf_init(&b, sizeof(why) * 8);
 	if (ready) {
-		rc = buf_add_cstr(&b, "{\"ready\":true}");
+		rc = buf_add_cstr(&b, "{\"ready\":true");
 	} else {
 		rc = buf_add_cstr(&b, "{\"ready\":false,\"reason\":");
 		if (rc == 0)
 			rc = buf_add_json_str(&b, why, strlen(why));
-		if (rc == 0)
-			rc = buf_add_char(&b, '}');
 	}
+	if (rc == 0)
+		rc = add_policy_status(h, &b);
+	if (rc == 0)
+		rc = buf_add_char(&b, '}');
 	if (rc != 0) {
 		buf_free(&b);
 		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);

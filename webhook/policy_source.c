@@ -22,13 +22,14 @@ struct policy_source {
 	struct snapshot_slot slot;
 	uint64_t signature;
 
-	/* What serves: only the reloading thread touches these. */
+	/* What serves: the reloading thread writes these under mu (other
+	 * threads read them through policy_source_status()). */
 	char hash[65];
 	bool frozen;
 	char freeze_reason[POLICY_FREEZE_REASON_MAX + 1];
 	int64_t freeze_since_ns;
 
-	pthread_mutex_t mu;           /* guards why_not */
+	pthread_mutex_t mu;           /* guards why_not and the fields above */
 	char why_not[1024];           /* "" once a policy serves */
 };
 
@@ -135,6 +136,17 @@ bool policy_source_ready(struct policy_source *ps, char *why, size_t n)
 	return ready;
 }
 
+void policy_source_status(struct policy_source *ps, struct policy_status *st)
+{
+	pthread_mutex_lock(&ps->mu);
+	st->serving = ps->hash[0] != '\0';
+	memcpy(st->hash, ps->hash, sizeof(st->hash));
+	st->frozen = ps->frozen;
+	memcpy(st->freeze_reason, ps->freeze_reason, sizeof(st->freeze_reason));
+	st->freeze_since_ns = ps->freeze_since_ns;
+	pthread_mutex_unlock(&ps->mu);
+}
+
 static void set_why_not(struct policy_source *ps, const char *why)
 {
 	pthread_mutex_lock(&ps->mu);
@@ -233,8 +245,11 @@ static void track_freeze(struct policy_source *ps, const struct policy *p, bool 
 	changed = p->frozen != ps->frozen || (p->frozen && strcmp(reason, ps->freeze_reason) != 0);
 	if (!changed && !first)
 		return;
-	if (p->frozen && !ps->frozen)
+	if (p->frozen && !ps->frozen) {
+		pthread_mutex_lock(&ps->mu);
 		ps->freeze_since_ns = wall_ns();
+		pthread_mutex_unlock(&ps->mu);
+	}
 	if (p->frozen || !first) {
 		const char *msg = !p->frozen ? "freeze lifted"
 				  : ps->frozen ? "freeze reason changed" : "freeze active";
@@ -247,10 +262,12 @@ static void track_freeze(struct policy_source *ps, const struct policy *p, bool 
 			log_end(&l);
 		}
 	}
+	pthread_mutex_lock(&ps->mu);
 	ps->frozen = p->frozen;
 	snprintf(ps->freeze_reason, sizeof(ps->freeze_reason), "%s", p->frozen ? reason : "");
 	if (!p->frozen)
 		ps->freeze_since_ns = 0;
+	pthread_mutex_unlock(&ps->mu);
 	metrics_freeze(ps->m, ps->frozen, ps->freeze_reason, ps->freeze_since_ns);
 }
 
@@ -293,7 +310,9 @@ int policy_source_reload(struct policy_source *ps, const char *why)
 	}
 	/* p lives as long as the snapshot, which the slot keeps. */
 	track_freeze(ps, p, first);
+	pthread_mutex_lock(&ps->mu);
 	snprintf(ps->hash, sizeof(ps->hash), "%s", p->hash);
+	pthread_mutex_unlock(&ps->mu);
 	snapshot_slot_swap(&ps->slot, snap);
 	metrics_policy_reload(ps->m, METRICS_RELOAD_SUCCESS);
 	metrics_policy_loaded(ps->m, ps->hash, wall_ns());

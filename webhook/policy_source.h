@@ -20,8 +20,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "metrics.h"
+#include "policy.h"
 #include "snapshot.h"
 
 enum policy_source_kind {
@@ -67,5 +69,17 @@ struct snapshot *policy_source_acquire(struct policy_source *ps);
 /* True once a policy serves; otherwise false, with why (n bytes) saying
  * what the last attempt found. Any thread. */
 bool policy_source_ready(struct policy_source *ps, char *why, size_t n);
+
+/* What serves, for /readyz: a copy taken under the source's lock. */
+struct policy_status {
+	bool serving;                 /* a policy is loaded */
+	char hash[65];
+	bool frozen;
+	char freeze_reason[POLICY_FREEZE_REASON_MAX + 1];
+	int64_t freeze_since_ns;      /* wall clock, when this process saw the freeze begin */
+};
+
+/* Fill *st. Any thread. */
+void policy_source_status(struct policy_source *ps, struct policy_status *st);
 
 #endif
