@@ -733,25 +733,52 @@ static int read_str_list(struct dctx *d, struct str **out, uint32_t *n)
 	return rc;
 }
 
-/* A map whose keys are kept to find duplicates: *keys (n of them) grows in
- * the arena. Returns the decoded key in *k, or an error. */
-static int map_key(struct dctx *d, const struct jscan_str *key, struct str **keys, uint32_t *n,
-		   const char *what, struct str *k)
+/* Start element n of an arena array of size-byte elements keyed by a map
+ * key (a struct str at key_off in each element): check the cap, decode the
+ * key, refuse one already among elements [from, n), make room and zero
+ * element n with its key set. *grown gets the array (moved or not). 0 or an
+ * error (reported). */
+static int map_entry(struct dctx *d, const struct jscan_str *key, void *arr, uint32_t from, uint32_t n,
+		     size_t size, size_t key_off, const char *what, void **grown)
 {
+	struct str k = { NULL, 0 };
+	char *e;
 	uint32_t i;
 	int rc;
 
-	if (*n >= d->lim->max_map_entries)
+	if (n - from >= d->lim->max_map_entries)
 		return limit_fail(d, what, d->lim->max_map_entries);
-	if ((rc = read_key(d, key, k)) != 0)
+	if ((rc = read_key(d, key, &k)) != 0)
 		return rc;
-	for (i = 0; i < *n; i++)
-		if (str_eq((*keys)[i], *k))
+	for (i = from; i < n; i++) {
+		struct str seen;
+
+		memcpy(&seen, (const char *)arr + i * size + key_off, sizeof(seen));
+		if (str_eq(seen, k))
 			return key_fail(d, "key", key);
-	if (!(*keys = reserve(d, *keys, *n, sizeof(**keys))))
+	}
+	if (!(arr = reserve(d, arr, n, size)))
 		return d->rc;
-	(*keys)[(*n)++] = *k;
+	e = (char *)arr + (size_t)n * size;
+	memset(e, 0, size);
+	memcpy(e + key_off, &k, sizeof(k));
+	*grown = arr;
 	return 0;
+}
+
+/* A map key of an object whose values are only looked at, not kept: refuse
+ * duplicates among the keys seen so far (kept in *keys). */
+static int map_key(struct dctx *d, const struct jscan_str *key, struct str **keys, uint32_t *n,
+		   const char *what, struct str *k)
+{
+	void *grown;
+	int rc = map_entry(d, key, *keys, 0, *n, sizeof(**keys), 0, what, &grown);
+
+	if (rc == 0) {
+		*keys = grown;
+		*k = (*keys)[(*n)++];
+	}
+	return rc;
 }
 
 /* --- metadata ------------------------------------------------------------ */
@@ -813,30 +840,22 @@ static int decode_capacity(struct dctx *d, void *obj)
 {
 	struct device *dev = obj;
 	struct jscan_str key;
-	uint32_t i;
 	int r, rc;
 
 	if ((r = enter_object(d)) <= 0)
 		return r;
 	while ((r = next_key(d, &key)) == 1) {
 		struct named_quantity *c;
-		struct str name = { NULL, 0 };
+		void *grown;
 
 		path_push(d, key.ptr, key.len);
-		if (dev->ncapacity >= d->lim->max_map_entries)
-			return limit_fail(d, "capacity entries", d->lim->max_map_entries);
-		if ((rc = read_key(d, &key, &name)) != 0)
+		if ((rc = map_entry(d, &key, dev->capacity, 0, dev->ncapacity, sizeof(*c),
+				    offsetof(struct named_quantity, name), "capacity entries", &grown)) != 0)
 			return rc;
-		for (i = 0; i < dev->ncapacity; i++)
-			if (str_eq(dev->capacity[i].name, name))
-				return key_fail(d, "key", &key);
+		dev->capacity = grown;
+		c = &dev->capacity[dev->ncapacity];
 		if (jscan_peek(&d->s) != JSCAN_OBJECT && jscan_peek(&d->s) != JSCAN_NULL)
 			return type_fail(d, "an object (a DeviceCapacity such as {\"value\": \"80Gi\"})");
-		if (!(dev->capacity = reserve(d, dev->capacity, dev->ncapacity, sizeof(*c))))
-			return d->rc;
-		c = &dev->capacity[dev->ncapacity];
-		memset(c, 0, sizeof(*c));
-		c->name = name;
 		rc = decode_fields(d, capacity_fields, COUNT(capacity_fields), c, NULL);
 		if (rc)
 			return rc;
@@ -892,7 +911,7 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 {
 	const struct field *f = shape == MAPPING_V136 ? v136_fields : v137_fields;
 	int nf = shape == MAPPING_V136 ? COUNT(v136_fields) : COUNT(v137_fields);
-	uint32_t first = dev->nmappings, i;
+	uint32_t first = dev->nmappings;
 	struct jscan_str key;
 	int r, rc;
 
@@ -903,23 +922,16 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 	else
 		dev->has_v137 = true;
 	while ((r = next_key(d, &key)) == 1) {
-		struct str name = { NULL, 0 };
 		struct unknown_note u;
 		struct mapping *m;
+		void *grown;
 
 		path_push(d, key.ptr, key.len);
-		if (dev->nmappings - first >= d->lim->max_map_entries)
-			return limit_fail(d, "mappings", d->lim->max_map_entries);
-		if ((rc = read_key(d, &key, &name)) != 0)
+		if ((rc = map_entry(d, &key, dev->mappings, first, dev->nmappings, sizeof(*m),
+				    offsetof(struct mapping, resource), "mappings", &grown)) != 0)
 			return rc;
-		for (i = first; i < dev->nmappings; i++)
-			if (str_eq(dev->mappings[i].resource, name))
-				return key_fail(d, "key", &key);
-		if (!(dev->mappings = reserve(d, dev->mappings, dev->nmappings, sizeof(*m))))
-			return d->rc;
+		dev->mappings = grown;
 		m = &dev->mappings[dev->nmappings];
-		memset(m, 0, sizeof(*m));
-		m->resource = name;
 		m->shape = shape;
 		m->is_null = jscan_peek(&d->s) == JSCAN_NULL;
 		u.out = &m->unknown_field;
@@ -1153,28 +1165,20 @@ static const struct field claim_spec_fields[] = { FCALL("devices", decode_claim_
 static int decode_quantity_map(struct dctx *d, struct named_quantity **out, uint32_t *nout)
 {
 	struct jscan_str key;
-	uint32_t i;
 	int r, rc;
 
 	if ((r = enter_object(d)) <= 0)
 		return r;
 	while ((r = next_key(d, &key)) == 1) {
 		struct named_quantity *q;
-		struct str name = { NULL, 0 };
+		void *grown;
 
 		path_push(d, key.ptr, key.len);
-		if (*nout >= d->lim->max_map_entries)
-			return limit_fail(d, "entries", d->lim->max_map_entries);
-		if ((rc = read_key(d, &key, &name)) != 0)
+		if ((rc = map_entry(d, &key, *out, 0, *nout, sizeof(*q),
+				    offsetof(struct named_quantity, name), "entries", &grown)) != 0)
 			return rc;
-		for (i = 0; i < *nout; i++)
-			if (str_eq((*out)[i].name, name))
-				return key_fail(d, "key", &key);
-		if (!(*out = reserve(d, *out, *nout, sizeof(*q))))
-			return d->rc;
+		*out = grown;
 		q = &(*out)[*nout];
-		memset(q, 0, sizeof(*q));
-		q->name = name;
 		if ((rc = read_quantity(d, &q->value)) != 0)
 			return rc;
 		(*nout)++;
@@ -1800,28 +1804,20 @@ static int decode_extra(struct dctx *d, void *obj)
 {
 	struct user_info *u = obj;
 	struct jscan_str key;
-	uint32_t i;
 	int r, rc;
 
 	if ((r = enter_object(d)) <= 0)
 		return r;
 	while ((r = next_key(d, &key)) == 1) {
 		struct user_extra *e;
-		struct str k = { NULL, 0 };
+		void *grown;
 
 		path_push(d, key.ptr, key.len);
-		if (u->nextra >= d->lim->max_map_entries)
-			return limit_fail(d, "extra keys", d->lim->max_map_entries);
-		if ((rc = read_key(d, &key, &k)) != 0)
+		if ((rc = map_entry(d, &key, u->extra, 0, u->nextra, sizeof(*e),
+				    offsetof(struct user_extra, key), "extra keys", &grown)) != 0)
 			return rc;
-		for (i = 0; i < u->nextra; i++)
-			if (str_eq(u->extra[i].key, k))
-				return key_fail(d, "key", &key);
-		if (!(u->extra = reserve(d, u->extra, u->nextra, sizeof(*e))))
-			return d->rc;
+		u->extra = grown;
 		e = &u->extra[u->nextra];
-		memset(e, 0, sizeof(*e));
-		e->key = k;
 		if ((rc = read_str_list(d, &e->values, &e->nvalues)) != 0)
 			return rc;
 		u->nextra++;
