@@ -12,34 +12,20 @@
 #include <unistd.h>
 
 #include "mountdir.h"
+#include "testutil.h"
 
 static char root[256];
-
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void run(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		fail_msg("command failed: %s", cmd);
-}
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/dra-guard-test-mountdir-XXXXXX");
-	return mkdtemp(root) ? 0 : -1;
+	return testutil_tmpdir(root, sizeof(root), "mountdir");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	run("rm -rf %s", root);
+	testutil_run("rm -rf %s", root);
 	return 0;
 }
 
@@ -47,13 +33,13 @@ static int teardown(void **state)
  * and freeze=F (F NULL: no freeze key). */
 static void publish(const char *dir, const char *v, const char *p, const char *f)
 {
-	run("mkdir -p %s/%s/..%s && printf '%%s' '%s' > %s/%s/..%s/policy.yaml", root, dir, v, p, root, dir, v);
+	testutil_run("mkdir -p %s/%s/..%s && printf '%%s' '%s' > %s/%s/..%s/policy.yaml", root, dir, v, p, root, dir, v);
 	if (f)
-		run("printf '%%s' '%s' > %s/%s/..%s/freeze", f, root, dir, v);
-	run("cd %s/%s && ln -sfn ..%s ..data_tmp && mv -T ..data_tmp ..data && "
+		testutil_run("printf '%%s' '%s' > %s/%s/..%s/freeze", f, root, dir, v);
+	testutil_run("cd %s/%s && ln -sfn ..%s ..data_tmp && mv -T ..data_tmp ..data && "
 	    "ln -sfn ..data/policy.yaml policy.yaml", root, dir, v);
 	if (f)
-		run("cd %s/%s && ln -sfn ..data/freeze freeze", root, dir);
+		testutil_run("cd %s/%s && ln -sfn ..data/freeze freeze", root, dir);
 }
 
 static void test_reads_every_key_of_the_current_version(void **state)
@@ -79,7 +65,7 @@ static void test_reads_every_key_of_the_current_version(void **state)
 
 	/* The next version; the old one's directory removed, as the kubelet does. */
 	publish("cm", "v2", "doc-2", "true");
-	run("rm -rf %s/cm/..v1", root);
+	testutil_run("rm -rf %s/cm/..v1", root);
 	assert_int_equal(mountdir_read(dir, f, 3, err, sizeof(err)), 0);
 	assert_string_equal(f[0].data, "doc-2");
 	assert_string_equal(f[1].data, "true");
@@ -92,7 +78,7 @@ static void test_plain_directory_is_read_directly(void **state)
 	char err[256], dir[512];
 
 	(void)state;
-	run("mkdir -p %s/plain && printf 'x: 1' > %s/plain/policy.yaml", root, root);
+	testutil_run("mkdir -p %s/plain && printf 'x: 1' > %s/plain/policy.yaml", root, root);
 	snprintf(dir, sizeof(dir), "%s/plain", root);
 	assert_int_equal(mountdir_read(dir, f, 1, err, sizeof(err)), 0);
 	assert_string_equal(f[0].data, "x: 1");
@@ -108,7 +94,7 @@ static void test_errors_name_the_file(void **state)
 
 	(void)state;
 	publish("errs", "v1", "four", NULL);
-	run("mkdir -p %s/errs/subdir", root);
+	testutil_run("mkdir -p %s/errs/subdir", root);
 	snprintf(dir, sizeof(dir), "%s/errs", root);
 	assert_int_equal(mountdir_read(dir, req, 1, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "missing.yaml"));
@@ -136,10 +122,10 @@ static void test_signature_moves_with_every_change(void **state)
 	publish("sig", "v2", "a", "false");       /* same content, new version */
 	s2 = mountdir_signature(dir, names, 2);
 	assert_true(s2 != s1);
-	run("rm -f %s/sig/freeze", root);          /* a key goes away */
+	testutil_run("rm -f %s/sig/freeze", root);          /* a key goes away */
 	s3 = mountdir_signature(dir, names, 2);
 	assert_true(s3 != s2);
-	run("printf 'b' >> %s/sig/..v2/policy.yaml", root);   /* written in place */
+	testutil_run("printf 'b' >> %s/sig/..v2/policy.yaml", root);   /* written in place */
 	s4 = mountdir_signature(dir, names, 2);
 	assert_true(s4 != s3);
 }

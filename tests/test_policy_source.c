@@ -25,25 +25,10 @@
 static char root[256];
 static FILE *logf_;
 
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		fail_msg("command failed: %s", cmd);
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/dra-guard-test-policy-source-XXXXXX");
-	if (!mkdtemp(root))
+	if (testutil_tmpdir(root, sizeof(root), "policy-source") != 0)
 		return -1;
 	logf_ = tmpfile();
 	if (!logf_)
@@ -57,7 +42,7 @@ static int teardown(void **state)
 	(void)state;
 	log_set_fd(-1);
 	fclose(logf_);
-	run("rm -rf %s", root);
+	testutil_run("rm -rf %s", root);
 	return 0;
 }
 
@@ -83,14 +68,14 @@ static void publish(const char *dir, const char *doc, const char *freeze, const 
 
 	snprintf(v, sizeof(v), "..2026_11_29_10_00_%02d.%d", version % 60, version);
 	version++;
-	run("mkdir -p %s/%s/%s", root, dir, v);
+	testutil_run("mkdir -p %s/%s/%s", root, dir, v);
 	if (doc)
-		run("printf '%%s' '%s' > %s/%s/%s/policy.yaml", doc, root, dir, v);
+		testutil_run("printf '%%s' '%s' > %s/%s/%s/policy.yaml", doc, root, dir, v);
 	if (freeze)
-		run("printf '%%s' '%s' > %s/%s/%s/freeze", freeze, root, dir, v);
+		testutil_run("printf '%%s' '%s' > %s/%s/%s/freeze", freeze, root, dir, v);
 	if (reason)
-		run("printf '%%s' '%s' > %s/%s/%s/freeze-reason", reason, root, dir, v);
-	run("cd %s/%s && ln -sfn %s ..data_tmp && mv -T ..data_tmp ..data && "
+		testutil_run("printf '%%s' '%s' > %s/%s/%s/freeze-reason", reason, root, dir, v);
+	testutil_run("cd %s/%s && ln -sfn %s ..data_tmp && mv -T ..data_tmp ..data && "
 	    "for k in policy.yaml freeze freeze-reason; do ln -sfn ..data/$k $k; done", root, dir, v);
 }
 
@@ -286,7 +271,7 @@ static void test_file_source_loads_the_example_configmap(void **state)
 
 	(void)state;
 	snprintf(file, sizeof(file), "%s/policy-configmap.yaml", root);
-	run("cp %s %s", testutil_repo_path("examples/policy-configmap.yaml"), file);
+	testutil_run("cp %s %s", testutil_repo_path("examples/policy-configmap.yaml"), file);
 	assert_int_equal(metrics_new("dev", &m), 0);
 	assert_int_equal(policy_source_new(POLICY_SOURCE_FILE, file, m, &ps), 0);
 	assert_string_equal(policy_source_dir(ps), root);
@@ -296,7 +281,7 @@ static void test_file_source_loads_the_example_configmap(void **state)
 	assert_true(p->has_drivers);
 	snapshot_release(s);
 	assert_false(policy_source_changed(ps));
-	run("sed -i 's/freeze: \"false\"/freeze: \"true\"/' %s", file);
+	testutil_run("sed -i 's/freeze: \"false\"/freeze: \"true\"/' %s", file);
 	assert_true(policy_source_changed(ps));
 	assert_int_equal(policy_source_reload(ps, "poll"), 1);
 	p = serving(ps, &s);

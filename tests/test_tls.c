@@ -18,20 +18,6 @@
 
 static char dir[256];
 
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		fail_msg("command failed: %s", cmd);
-}
-
 static const char *path(const char *name)
 {
 	static char p[4][512];
@@ -59,28 +45,27 @@ static void openssl_field(const char *cert, const char *opt, char *out, size_t n
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/dra-guard-test-tls-XXXXXX");
-	if (!mkdtemp(dir))
+	if (testutil_tmpdir(dir, sizeof(dir), "tls") != 0)
 		return -1;
 	/* A dev CA and serving pair (the script's own output), a second pair
 	 * from another CA, an RSA pair, a chain file, an encrypted key. */
-	run("%s dev %s >/dev/null", testutil_repo_path("certs/make-certs.sh"), path("a"));
-	run("%s dev %s >/dev/null", testutil_repo_path("certs/make-certs.sh"), path("b"));
-	run("cat %s %s > %s", path("a/tls.crt"), path("a/ca.crt"), path("chain.crt"));
-	run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=rsa "
+	testutil_run("%s dev %s >/dev/null", testutil_repo_path("certs/make-certs.sh"), path("a"));
+	testutil_run("%s dev %s >/dev/null", testutil_repo_path("certs/make-certs.sh"), path("b"));
+	testutil_run("cat %s %s > %s", path("a/tls.crt"), path("a/ca.crt"), path("chain.crt"));
+	testutil_run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=rsa "
 	    "-addext subjectAltName=DNS:rsa.example -keyout %s -out %s 2>/dev/null",
 	    path("rsa.key"), path("rsa.crt"));
-	run("openssl pkey -in %s -aes256 -passout pass:secret -out %s 2>/dev/null",
+	testutil_run("openssl pkey -in %s -aes256 -passout pass:secret -out %s 2>/dev/null",
 	    path("a/tls.key"), path("enc.key"));
-	run("printf 'not a certificate\\n' > %s", path("junk.pem"));
-	run("printf '' > %s", path("empty.pem"));
+	testutil_run("printf 'not a certificate\\n' > %s", path("junk.pem"));
+	testutil_run("printf '' > %s", path("empty.pem"));
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	run("rm -rf %s", dir);
+	testutil_run("rm -rf %s", dir);
 	return 0;
 }
 
@@ -296,7 +281,7 @@ static void test_pair_is_read_through_the_data_symlink(void **state)
 	const char *fp;
 
 	(void)state;
-	run("mkdir -p %s/k8s/..2026_01_01_00_00_00.1 && cp %s %s %s/k8s/..2026_01_01_00_00_00.1/ && "
+	testutil_run("mkdir -p %s/k8s/..2026_01_01_00_00_00.1 && cp %s %s %s/k8s/..2026_01_01_00_00_00.1/ && "
 	    "ln -sfn ..2026_01_01_00_00_00.1 %s/k8s/..data && ln -sfn ..data/tls.crt %s/k8s/tls.crt && "
 	    "ln -sfn ..data/tls.key %s/k8s/tls.key",
 	    dir, path("b/tls.crt"), path("b/tls.key"), dir, dir, dir, dir);

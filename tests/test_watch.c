@@ -13,34 +13,20 @@
 #include <unistd.h>
 
 #include "watch.h"
+#include "testutil.h"
 
 static char root[256];
-
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void run(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		fail_msg("command failed: %s", cmd);
-}
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/dra-guard-test-watch-XXXXXX");
-	return mkdtemp(root) ? 0 : -1;
+	return testutil_tmpdir(root, sizeof(root), "watch");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	run("rm -rf %s", root);
+	testutil_run("rm -rf %s", root);
 	return 0;
 }
 
@@ -67,7 +53,7 @@ static void test_kubelet_swap_and_plain_writes_are_seen(void **state)
 	uint32_t bits;
 
 	(void)state;
-	run("mkdir -p %s/a/..v1 %s/b && echo 1 > %s/a/..v1/key && ln -s ..v1 %s/a/..data && "
+	testutil_run("mkdir -p %s/a/..v1 %s/b && echo 1 > %s/a/..v1/key && ln -s ..v1 %s/a/..data && "
 	    "ln -s ..data/key %s/a/key", root, root, root, root, root);
 	assert_int_equal(watch_new(&w), 0);
 	{
@@ -85,14 +71,14 @@ static void test_kubelet_swap_and_plain_writes_are_seen(void **state)
 	assert_int_equal(bits, 0);
 
 	/* The kubelet's way: a new version dir, a temp symlink renamed over ..data. */
-	run("mkdir %s/a/..v2 && echo 2 > %s/a/..v2/key && ln -s ..v2 %s/a/..data_tmp && "
+	testutil_run("mkdir %s/a/..v2 && echo 2 > %s/a/..v2/key && ln -s ..v2 %s/a/..data_tmp && "
 	    "mv -T %s/a/..data_tmp %s/a/..data && rm -rf %s/a/..v1", root, root, root, root, root, root);
 	assert_int_equal(changes(w), 1u << a);
 
 	/* A plain rewrite in the other directory. */
-	run("echo x > %s/b/file", root);
+	testutil_run("echo x > %s/b/file", root);
 	assert_int_equal(changes(w), 1u << b);
-	run("chmod 600 %s/b/file", root);
+	testutil_run("chmod 600 %s/b/file", root);
 	assert_int_equal(changes(w), 1u << b);
 
 	watch_free(w);
@@ -110,17 +96,17 @@ static void test_missing_directory_is_picked_up_by_rearm(void **state)
 	assert_int_equal(watch_new(&w), 0);
 	assert_int_equal(watch_add(w, p, &id), 0);
 	assert_int_equal(watch_rearm(w), 0);
-	run("mkdir %s", p);
+	testutil_run("mkdir %s", p);
 	assert_int_equal(watch_rearm(w), 1u << id);
-	run("touch %s/now", p);
+	testutil_run("touch %s/now", p);
 	assert_int_equal(changes(w), 1u << id);
 
 	/* Removed and made again: the watch follows the path, not the inode. */
-	run("rm -rf %s", p);
+	testutil_run("rm -rf %s", p);
 	assert_int_equal(changes(w) & (1u << id), 1u << id);
-	run("mkdir %s", p);
+	testutil_run("mkdir %s", p);
 	assert_int_equal(watch_rearm(w), 1u << id);
-	run("touch %s/again", p);
+	testutil_run("touch %s/again", p);
 	assert_int_equal(changes(w), 1u << id);
 	watch_free(w);
 }
@@ -136,7 +122,7 @@ static void test_capacity_is_bounded(void **state)
 		assert_int_equal(watch_add(w, root, &id), 0);
 	assert_int_equal(watch_add(w, root, &id), -E2BIG);
 	/* Same directory under many ids: one event marks them all. */
-	run("touch %s/shared", root);
+	testutil_run("touch %s/shared", root);
 	assert_int_equal(changes(w), (1u << WATCH_MAX_DIRS) - 1);
 	watch_free(w);
 }

@@ -1,8 +1,15 @@
 /* testutil.c - shared helpers for the cmocka tests. */
 #include "testutil.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <cmocka.h>
 
 char *testutil_read_file(const char *path, size_t *len)
 {
@@ -47,4 +54,22 @@ const char *testutil_repo_path(const char *rel)
 const char *testutil_shared_path(const char *rel)
 {
 	return join("DRA_GUARD_SHARED", "../shared", rel);
+}
+
+void testutil_run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0)
+		fail_msg("command failed: %s", cmd);
+}
+
+int testutil_tmpdir(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "/tmp/dra-guard-test-%s-XXXXXX", name);
+	return mkdtemp(buf) ? 0 : -1;
 }

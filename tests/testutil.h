@@ -15,4 +15,12 @@ const char *testutil_repo_path(const char *rel);
 /* Path of a file under ../shared ($DRA_GUARD_SHARED), same buffer rules. */
 const char *testutil_shared_path(const char *rel);
 
+/* Run a shell command (printf format); a failing command fails the test. */
+void testutil_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Make a fresh directory /tmp/dra-guard-test-<name>-XXXXXX into buf (n
+ * bytes). 0, or -1 when it could not be made. Remove it with
+ * testutil_run("rm -rf %s", buf). */
+int testutil_tmpdir(char *buf, size_t n, const char *name);
+
 #endif
