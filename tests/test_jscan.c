@@ -19,8 +19,10 @@
  * (invalid UTF-8, lone surrogate): skipping accepts those, decoding does not. */
 #define WALK_BAD_STRING (-EILSEQ)
 
+static int walk_value(struct jscan *s, struct arena *a);
+
 /* Read one value through the pull API, decoding every string and key. */
-static int walk_value(struct jscan *s, struct arena *a)
+static int read_value(struct jscan *s, struct arena *a)
 {
 	struct jscan_str js;
 	struct str text, dec;
@@ -63,6 +65,22 @@ static int walk_value(struct jscan *s, struct arena *a)
 	}
 	/* Let the scanner produce its own error for what is there. */
 	return jscan_skip(s, NULL);
+}
+
+/* Read the value, and skip it on a copy of the scanner (a mark): both must
+ * take the same bytes, or fail alike. A container is skipped a block at a
+ * time from wherever it starts, so every nesting checks another alignment
+ * of the blocks against the calls that read it. */
+static int walk_value(struct jscan *s, struct arena *a)
+{
+	struct jscan mark = *s;
+	int rc = read_value(s, a), skip_rc = jscan_skip(&mark, NULL);
+
+	if (rc == WALK_BAD_STRING)
+		return rc;
+	if (rc != skip_rc || (rc == 0 && mark.p != s->p))
+		fail_msg("read %d, skip %d at offset %zu", rc, skip_rc, jscan_offset(&mark));
+	return rc;
 }
 
 static int walk(const char *text, size_t len, unsigned max_depth, struct arena *a)
@@ -242,6 +260,35 @@ static const struct doc_case doc_cases[] = {
 	BIN("NUL byte after a number (fuzz)", "-0.5\0", -EINVAL),
 	BIN("NUL byte after a number in an array", "[1\0]", -EINVAL),
 	BIN("NUL byte after a literal", "[true\0]", -EINVAL),
+	/* a container skipped a 64-byte block at a time */
+	OK("escaped quote across a block boundary",
+	   "[\"0123456789012345678901234567890123456789012345678901234567890\\\"x\"]"),
+	OK("even backslash run across a block boundary",
+	   "[\"012345678901234567890123456789012345678901234567890123456789012\\\\\",1]"),
+	BAD("odd backslash run hides the closing quote",
+	    "[\"012345678901234567890123456789012345678901234567890123456789012\\\\\\\",1]"),
+	BAD("bad escape in a key after a block boundary",
+	    "{\"01234567890123456789012345678901234567890123456789012345678\":1,\"al\\ocation\":2}"),
+	BAD("control byte in a string after a block boundary",
+	    "[\"0123456789012345678901234567890123456789012345678901234567890123456789\x01\"]"),
+	BAD("control byte between values in a long array",
+	    "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,\x01 26]"),
+	OK("whitespace of every kind in a long array",
+	   "[1,\t2,\n3,\r4, 5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,\r\n\t 24 ]"),
+	BAD("garbage after a string in a long array",
+	    "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\",\"k\",\"l\",\"m\"x]"),
+	BAD("garbage after a number in a long array",
+	    "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26x]"),
+	BAD("colon in a long array",
+	    "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\",\"k\":\"l\"]"),
+	BAD("member without a colon in a long object",
+	    "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\" 9}"),
+	BAD("value without a key in a long object",
+	    "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\"}"),
+	BAD("unterminated string in a long array",
+	    "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\",\"k\",\"l\",\"m]"),
+	BAD("mismatched close deep in a long array",
+	    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"),
 	/* depth */
 	DEEP("depth at the limit", "[[[1]]]", 3, 0),
 	DEEP("depth past the limit", "[[[[1]]]]", 3, -E2BIG),
@@ -424,6 +471,23 @@ static void test_errors_say_what_and_where(void **state)
 		{ "[nul]", 1, "invalid literal" },
 		{ "{} 1", 3, "expected end of input after the value, found '1'" },
 		{ "{'a':1}", 1, "expected '\"' to begin an object key, found byte 0x27" },
+		/* long enough to be skipped a block at a time */
+		{ "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\",\"k\",\"l\",\"m\"x]", 52,
+		  "expected ',' or ']' after an array element, found 'x'" },
+		{ "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\n\"i\" 9}", 54,
+		  "expected ':' after an object key, found '9' at line 2, column 5 (offset 54)" },
+		{ "[\"0123456789012345678901234567890123456789012345678901234567890123\\x\"]", 67,
+		  "invalid escape in string, found 'x'" },
+		{ "[\"0123456789012345678901234567890123456789012345678901234567890123\\u12g4\"]", 70,
+		  "expected four hex digits after \\u, found 'g'" },
+		{ "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, -x]", 73,
+		  "invalid number: expected a digit after '-'" },
+		{ "[\"0123456789012345678901234567890123456789012345678901234567890123\x1f\"]", 66,
+		  "control character in string (must be escaped), found byte 0x1f" },
+		{ "[true, false, null, true, false, null, true, false, null, true, false, nul]", 71,
+		  "invalid literal" },
+		{ "{\"a\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]", 73,
+		  "unexpected end of input at line 1, column 74 (offset 73)" },
 	};
 	size_t i;
 
@@ -800,6 +864,403 @@ static void test_str_is_compares_decoded_text(void **state)
 	}
 }
 
+/* A string of every length from 0 to 80 with each kind of special byte at
+ * each position, ending at each distance from the end of the text: the
+ * sixteen-byte steps, the last bytes of the text and the 64-byte blocks
+ * must all find the same closing quote and the same faults. Each text is
+ * a copy of exactly its length, so ASan sees any read past the end. */
+static void test_strings_of_every_length_and_position(void **state)
+{
+	static const struct {
+		const char *bytes;      /* put at the position */
+		const char *decoded;    /* what they decode to; NULL: grammar error */
+		size_t fault;           /* offset of the error in the bytes */
+	} specials[] = {
+		{ "\\\"", "\"", 0 },
+		{ "\\\\", "\\", 0 },
+		{ "\\u00e9", "\xc3\xa9", 0 },
+		{ "\xc3\xa9", "\xc3\xa9", 0 },
+		{ "\x01", NULL, 0 },
+		{ "\\x", NULL, 1 },
+		{ "\\u0g00", NULL, 3 },
+	};
+	struct arena *a = NULL;
+	char body[160];
+	size_t len, at, k, tail;
+
+	(void)state;
+	assert_int_equal(arena_new(1 << 16, &a), 0);
+	for (len = 0; len <= 80; len++) {
+		for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+			for (at = 0; at <= len; at += (len > 20 ? 3 : 1)) {
+				for (tail = 0; tail < 20; tail += 7) {
+					size_t n = strlen(specials[k].bytes), total;
+					char *text;
+					struct jscan s;
+					struct jscan_str js;
+					struct str out;
+					int rc;
+
+					/* ["aaa<special>aaa"] and tail spaces */
+					memset(body, 'a', sizeof(body));
+					body[0] = '[';
+					body[1] = '"';
+					memcpy(body + 2 + at, specials[k].bytes, n);
+					body[2 + len + n] = '"';
+					body[3 + len + n] = ']';
+					memset(body + 4 + len + n, ' ', tail);
+					total = 4 + len + n + tail;
+					text = malloc(total);
+					assert_non_null(text);
+					memcpy(text, body, total);
+					rc = skip_all(text, total, 0);
+					if (specials[k].decoded == NULL) {
+						jscan_init(&s, text, total, 0);
+						if (rc != -EINVAL || jscan_skip(&s, NULL) != -EINVAL ||
+						    jscan_offset(&s) != 2 + at + specials[k].fault)
+							fail_msg("len %zu special %zu at %zu tail %zu: rc %d offset %zu",
+								 len, k, at, tail, rc, jscan_offset(&s));
+					} else {
+						assert_int_equal(rc, 0);
+						jscan_init(&s, text, total, 0);
+						assert_int_equal(jscan_array_enter(&s), 0);
+						assert_int_equal(jscan_array_next(&s), 1);
+						assert_int_equal(jscan_string(&s, &js), 0);
+						assert_int_equal(js.len, len + n);
+						assert_int_equal(jscan_str_decode(&js, a, &out), 0);
+						assert_int_equal(out.len, len + strlen(specials[k].decoded));
+						assert_memory_equal(out.ptr + at, specials[k].decoded,
+								    strlen(specials[k].decoded));
+						assert_int_equal(jscan_array_next(&s), 0);
+						assert_int_equal(jscan_finish(&s), 0);
+					}
+					free(text);
+					arena_reset(a);
+				}
+			}
+		}
+	}
+	arena_free(a);
+}
+
+/* Runs of whitespace of every length between values, with a control byte
+ * at each position of some: the sixteen-byte whitespace steps and the
+ * blocks must stop where the byte-at-a-time scan stops. */
+static void test_whitespace_runs_of_every_length(void **state)
+{
+	static const char ws[] = " \t\n\r";
+	char text[512];
+	size_t run, bad, n, i;
+
+	(void)state;
+	for (run = 0; run <= 70; run++) {
+		for (bad = 0; bad <= run; bad += run < 20 ? 1 : 7) {
+			bool has_bad = bad < run;
+			struct jscan s;
+			int rc;
+
+			/* [1,<run>2,<run>"x"<run>,{}<run>] */
+			n = 0;
+			text[n++] = '[';
+			for (i = 0; i < 4; i++) {
+				size_t j;
+
+				if (i == 0) {
+					text[n++] = '1';
+					text[n++] = ',';
+				} else if (i == 1) {
+					text[n++] = '2';
+					text[n++] = ',';
+				} else if (i == 2) {
+					memcpy(text + n, "\"x\"", 3);
+					n += 3;
+				} else {
+					memcpy(text + n, ",{}", 3);
+					n += 3;
+				}
+				for (j = 0; j < run; j++)
+					text[n++] = ws[(j * 7 + i) % 4];
+				if (i == 2 && has_bad)
+					text[n - run + bad] = '\x0b';
+			}
+			text[n++] = ']';
+			rc = skip_all(text, n, 0);
+			if ((rc == 0) == has_bad)
+				fail_msg("run %zu bad %zu: rc %d", run, bad, rc);
+			jscan_init(&s, text, n, 0);
+			if (has_bad && (jscan_skip(&s, NULL) != -EINVAL ||
+					jscan_offset(&s) != 1 + 2 + 2 * (run + 1) + 3 + bad))
+				fail_msg("run %zu bad %zu: offset %zu", run, bad, jscan_offset(&s));
+		}
+	}
+}
+
+/* Runs of backslashes before a quote, at every offset around the 16- and
+ * 64-byte boundaries, inside keys and values: the escape carried from one
+ * block to the next must agree with jansson. */
+static void test_backslash_runs_across_block_boundaries(void **state)
+{
+	char text[256];
+	size_t off, run, n;
+	unsigned shape;
+
+	(void)state;
+	for (shape = 0; shape < 3; shape++) {
+		for (off = 40; off < 140; off++) {
+			for (run = 1; run <= 5; run++) {
+				json_error_t jerr;
+				json_t *j;
+				int rc;
+
+				n = 0;
+				text[n++] = shape == 0 ? '[' : '{';
+				text[n++] = '"';
+				while (n < off)
+					text[n++] = 'a';
+				memset(text + n, '\\', run);
+				n += run;
+				text[n++] = '"';
+				if (shape == 0) {
+					memcpy(text + n, "x\",1]", 5);
+					n += 5;
+				} else if (shape == 1) {
+					memcpy(text + n, "\":1}", 4);
+					n += 4;
+				} else {
+					memcpy(text + n, "\":\"\\\"\\\\\"}", 9);
+					n += 9;
+				}
+				rc = skip_all(text, n, 0);
+				j = json_loadb(text, n, JSON_DECODE_ANY, &jerr);
+				if ((j != NULL) != (rc == 0))
+					fail_msg("shape %u offset %zu run %zu: jscan %d, jansson %s: %.*s", shape,
+						 off, run, rc, j ? "valid" : jerr.text, (int)n, text);
+				json_decref(j);
+			}
+		}
+	}
+}
+
+/* A body cut at each 16- and 64-byte boundary and one byte either side
+ * is not JSON, unless only whitespace was cut off; the error is inside
+ * the text, and skipping and walking agree. */
+static void truncate_at_boundaries(const char *path, struct arena *a, size_t *count)
+{
+	size_t len, base, n;
+	char *body = testutil_read_file(path, &len);
+
+	assert_non_null(body);
+	if (skip_all(body, len, 2000) != 0) {
+		free(body);
+		return;
+	}
+	for (base = 0; base <= len + 1; base += 16) {
+		for (n = base ? base - 1 : 0; n <= base + 1 && n < len; n++) {
+			char *cut = malloc(n ? n : 1);
+			bool rest_ws = true;
+			struct jscan s;
+			size_t i;
+			int rc;
+
+			assert_non_null(cut);
+			memcpy(cut, body, n);
+			for (i = n; i < len; i++)
+				rest_ws = rest_ws && (body[i] == ' ' || body[i] == '\n' ||
+						      body[i] == '\r' || body[i] == '\t');
+			jscan_init(&s, cut, n, 2000);
+			rc = jscan_skip(&s, NULL);
+			if (rc == 0)
+				rc = jscan_finish(&s);
+			if ((rc == 0) != rest_ws || jscan_offset(&s) > n)
+				fail_msg("%s cut at %zu: rc %d at %zu", path, n, rc, jscan_offset(&s));
+			/* The walk decodes every string: one in 32 cuts of the
+			 * big bodies. */
+			if ((len < 20000 || (n & 0x1ff) == 0) && walk(cut, n, 2000, a) != rc &&
+			    rc != 0)
+				fail_msg("%s cut at %zu: skip %d, walk differs", path, n, rc);
+			arena_reset(a);
+			free(cut);
+			(*count)++;
+		}
+	}
+	free(body);
+}
+
+static void truncate_dir(const char *dir, struct arena *a, size_t *count)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[4096];
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+
+		if (l < 5 || strcmp(e->d_name + l - 5, ".json") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		truncate_at_boundaries(path, a, count);
+	}
+	closedir(d);
+}
+
+static void test_truncation_at_block_boundaries_is_an_error(void **state)
+{
+	static const char *const dirs[] = {
+		"fixtures", "fixtures/real/resourceslices", "fixtures/real/resourceclaims",
+		"fixtures/real/pods", "fixtures/real/admissionreviews",
+	};
+	const char *bench = getenv("DRA_GUARD_BENCH_BODIES");
+	struct arena *a = NULL;
+	char dir[4096];
+	size_t i, count = 0;
+
+	(void)state;
+	assert_int_equal(arena_new(64 << 20, &a), 0);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(dir, sizeof(dir), "%s", testutil_shared_path(dirs[i]));
+		truncate_dir(dir, a, &count);
+	}
+	if (bench && *bench)
+		truncate_dir(bench, a, &count);
+	arena_free(a);
+	print_message("%zu cuts\n", count);
+	assert_true(count > 1000);
+}
+
+/* Everything a walk reads, in order, as text: keys, strings (decoded),
+ * numbers, literals and brackets. */
+static int record_value(struct jscan *s, struct arena *a, FILE *out)
+{
+	struct jscan_str js;
+	struct str text, dec;
+	bool b;
+	int rc;
+
+	switch (jscan_peek(s)) {
+	case JSCAN_OBJECT:
+		if ((rc = jscan_object_enter(s)) != 0)
+			return rc;
+		fputc('{', out);
+		while ((rc = jscan_object_next(s, &js)) == 1) {
+			if (jscan_str_decode(&js, a, &dec) != 0)
+				return WALK_BAD_STRING;
+			fprintf(out, "k%zu:%.*s", dec.len, (int)dec.len, dec.ptr);
+			if ((rc = record_value(s, a, out)) != 0)
+				return rc;
+		}
+		fputc('}', out);
+		return rc;
+	case JSCAN_ARRAY:
+		if ((rc = jscan_array_enter(s)) != 0)
+			return rc;
+		fputc('[', out);
+		while ((rc = jscan_array_next(s)) == 1)
+			if ((rc = record_value(s, a, out)) != 0)
+				return rc;
+		fputc(']', out);
+		return rc;
+	case JSCAN_STRING:
+		if ((rc = jscan_string(s, &js)) != 0)
+			return rc;
+		if (jscan_str_decode(&js, a, &dec) != 0)
+			return WALK_BAD_STRING;
+		fprintf(out, "s%zu:%.*s", dec.len, (int)dec.len, dec.ptr);
+		return 0;
+	case JSCAN_NUMBER:
+		if ((rc = jscan_number(s, &text)) != 0)
+			return rc;
+		fprintf(out, "n%.*s;", (int)text.len, text.ptr);
+		return 0;
+	case JSCAN_TRUE:
+	case JSCAN_FALSE:
+		if ((rc = jscan_bool(s, &b)) != 0)
+			return rc;
+		fputs(b ? "T" : "F", out);
+		return 0;
+	case JSCAN_NULL:
+		rc = jscan_null(s);
+		fputs("N", out);
+		return rc == 1 ? 0 : -EINVAL;
+	default:
+		return jscan_skip(s, NULL);
+	}
+}
+
+static char *record(const char *text, size_t len, struct arena *a, size_t *n)
+{
+	char *buf = NULL;
+	FILE *out = open_memstream(&buf, n);
+	struct jscan s;
+	int rc;
+
+	assert_non_null(out);
+	jscan_init(&s, text, len, 0);
+	rc = record_value(&s, a, out);
+	if (rc == 0)
+		rc = jscan_finish(&s);
+	fclose(out);
+	assert_int_equal(rc, 0);
+	arena_reset(a);
+	return buf;
+}
+
+/* The same documents compact (the calls' quick paths) and pretty-printed
+ * (whitespace everywhere: the precise paths) read the same. */
+static void test_compact_and_pretty_text_read_the_same(void **state)
+{
+	static const char *const dirs[] = {
+		"fixtures", "fixtures/real/resourceslices", "fixtures/real/resourceclaims",
+		"fixtures/real/pods", "fixtures/real/admissionreviews",
+	};
+	struct arena *a = NULL;
+	char dir[4096], path[8192];
+	size_t i, docs = 0;
+
+	(void)state;
+	assert_int_equal(arena_new(64 << 20, &a), 0);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		DIR *d;
+		struct dirent *e;
+
+		snprintf(dir, sizeof(dir), "%s", testutil_shared_path(dirs[i]));
+		d = opendir(dir);
+		if (!d)
+			continue;
+		while ((e = readdir(d)) != NULL) {
+			size_t l = strlen(e->d_name), n1, n2;
+			char *compact, *pretty, *r1, *r2;
+			json_error_t jerr;
+			json_t *j;
+
+			if (l < 5 || strcmp(e->d_name + l - 5, ".json") != 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			j = json_load_file(path, JSON_DECODE_ANY, &jerr);
+			if (!j)
+				continue;
+			compact = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+			pretty = json_dumps(j, JSON_INDENT(3) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+			assert_non_null(compact);
+			assert_non_null(pretty);
+			r1 = record(compact, strlen(compact), a, &n1);
+			r2 = record(pretty, strlen(pretty), a, &n2);
+			if (n1 != n2 || memcmp(r1, r2, n1) != 0)
+				fail_msg("%s reads differently compact and pretty", path);
+			free(r1);
+			free(r2);
+			free(compact);
+			free(pretty);
+			json_decref(j);
+			docs++;
+		}
+		closedir(d);
+	}
+	arena_free(a);
+	assert_true(docs > 20);
+}
+
 /* --- differential check against jansson ------------------------------- */
 
 /* jansson rejects some valid JSON (integers past int64, reals past double,
@@ -1018,7 +1479,15 @@ int main(void)
 		cmocka_unit_test(test_string_decoding),
 		cmocka_unit_test(test_decoding_reports_arena_exhaustion),
 		cmocka_unit_test(test_str_is_compares_decoded_text),
+		cmocka_unit_test(test_strings_of_every_length_and_position),
+		cmocka_unit_test(test_whitespace_runs_of_every_length),
+		cmocka_unit_test(test_backslash_runs_across_block_boundaries),
+		cmocka_unit_test(test_truncation_at_block_boundaries_is_an_error),
+		cmocka_unit_test(test_compact_and_pretty_text_read_the_same),
 		cmocka_unit_test(test_verdicts_match_jansson_on_mutated_bodies),
+#ifdef JSCAN_INTERNAL_TESTS
+		JSCAN_INTERNAL_TESTS    /* see test_jscan_portable.c */
+#endif
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,10 @@
  * jansson except where jansson rejects valid JSON (integers past int64, reals
  * past double, NUL in keys), accepts what it should not (a raw NUL byte after
  * a number or literal) or checks what the scanner leaves to its callers
- * (duplicate keys) or counts depth its own way. */
+ * (duplicate keys) or counts depth its own way. Every value read is also
+ * skipped on a copy of the scanner, which must end at the same byte or fail
+ * alike: containers are skipped a block at a time from wherever they start,
+ * so nesting moves the 64-byte blocks across the text. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -21,7 +24,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int walk_value(struct jscan *s, struct arena *a)
+static int walk_value(struct jscan *s, struct arena *a);
+
+static int read_value(struct jscan *s, struct arena *a)
 {
 	struct jscan_str js;
 	struct str text, dec;
@@ -63,6 +68,25 @@ static int walk_value(struct jscan *s, struct arena *a)
 		break;
 	}
 	return jscan_skip(s, NULL);
+}
+
+/* Read the value, and skip it on a copy of the scanner (a mark): both must
+ * take the same bytes, or fail alike. A container is skipped a block at a
+ * time from wherever it starts, so every nesting checks another alignment
+ * of the blocks against the calls that read it. */
+static int walk_value(struct jscan *s, struct arena *a)
+{
+	struct jscan mark = *s;
+	int rc = read_value(s, a), skip_rc = jscan_skip(&mark, NULL);
+
+	if (rc == BAD_STRING)
+		return rc;
+	if (rc != skip_rc || (rc == 0 && mark.p != s->p)) {
+		fprintf(stderr, "read %d, skip %d at offset %zu\n", rc, skip_rc,
+			jscan_offset(&mark));
+		abort();
+	}
+	return rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
