@@ -735,33 +735,29 @@ static int read_str_list(struct dctx *d, struct str **out, uint32_t *n)
 
 /* Start element n of an arena array of size-byte elements keyed by a map
  * key (a struct str at key_off in each element): check the cap, decode the
- * key, refuse one already among elements [from, n), make room and zero
- * element n with its key set. *grown gets the array (moved or not). 0 or an
- * error (reported). */
+ * key into *k, refuse one already among elements [from, n), and make room.
+ * *grown gets the array (moved or not); element n is the caller's to fill
+ * (a constant-size initialisation there is far cheaper than a memset of a
+ * size known only here). 0 or an error (reported). */
 static int map_entry(struct dctx *d, const struct jscan_str *key, void *arr, uint32_t from, uint32_t n,
-		     size_t size, size_t key_off, const char *what, void **grown)
+		     size_t size, size_t key_off, const char *what, struct str *k, void **grown)
 {
-	struct str k = { NULL, 0 };
-	char *e;
 	uint32_t i;
 	int rc;
 
 	if (n - from >= d->lim->max_map_entries)
 		return limit_fail(d, what, d->lim->max_map_entries);
-	if ((rc = read_key(d, key, &k)) != 0)
+	if ((rc = read_key(d, key, k)) != 0)
 		return rc;
 	for (i = from; i < n; i++) {
 		struct str seen;
 
 		memcpy(&seen, (const char *)arr + i * size + key_off, sizeof(seen));
-		if (str_eq(seen, k))
+		if (str_eq(seen, *k))
 			return key_fail(d, "key", key);
 	}
 	if (!(arr = reserve(d, arr, n, size)))
 		return d->rc;
-	e = (char *)arr + (size_t)n * size;
-	memset(e, 0, size);
-	memcpy(e + key_off, &k, sizeof(k));
 	*grown = arr;
 	return 0;
 }
@@ -772,11 +768,11 @@ static int map_key(struct dctx *d, const struct jscan_str *key, struct str **key
 		   const char *what, struct str *k)
 {
 	void *grown;
-	int rc = map_entry(d, key, *keys, 0, *n, sizeof(**keys), 0, what, &grown);
+	int rc = map_entry(d, key, *keys, 0, *n, sizeof(**keys), 0, what, k, &grown);
 
 	if (rc == 0) {
 		*keys = grown;
-		*k = (*keys)[(*n)++];
+		(*keys)[(*n)++] = *k;
 	}
 	return rc;
 }
@@ -846,14 +842,16 @@ static int decode_capacity(struct dctx *d, void *obj)
 		return r;
 	while ((r = next_key(d, &key)) == 1) {
 		struct named_quantity *c;
+		struct str name;
 		void *grown;
 
 		path_push(d, key.ptr, key.len);
 		if ((rc = map_entry(d, &key, dev->capacity, 0, dev->ncapacity, sizeof(*c),
-				    offsetof(struct named_quantity, name), "capacity entries", &grown)) != 0)
+				    offsetof(struct named_quantity, name), "capacity entries", &name, &grown)) != 0)
 			return rc;
 		dev->capacity = grown;
 		c = &dev->capacity[dev->ncapacity];
+		*c = (struct named_quantity){ .name = name };
 		if (jscan_peek(&d->s) != JSCAN_OBJECT && jscan_peek(&d->s) != JSCAN_NULL)
 			return type_fail(d, "an object (a DeviceCapacity such as {\"value\": \"80Gi\"})");
 		rc = decode_fields(d, capacity_fields, COUNT(capacity_fields), c, NULL);
@@ -924,14 +922,17 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 	while ((r = next_key(d, &key)) == 1) {
 		struct unknown_note u;
 		struct mapping *m;
+		struct str name;
 		void *grown;
 
 		path_push(d, key.ptr, key.len);
 		if ((rc = map_entry(d, &key, dev->mappings, first, dev->nmappings, sizeof(*m),
-				    offsetof(struct mapping, resource), "mappings", &grown)) != 0)
+				    offsetof(struct mapping, resource), "mappings", &name, &grown)) != 0)
 			return rc;
 		dev->mappings = grown;
 		m = &dev->mappings[dev->nmappings];
+		memset(m, 0, sizeof(*m));
+		m->resource = name;
 		m->shape = shape;
 		m->is_null = jscan_peek(&d->s) == JSCAN_NULL;
 		u.out = &m->unknown_field;
@@ -1171,14 +1172,16 @@ static int decode_quantity_map(struct dctx *d, struct named_quantity **out, uint
 		return r;
 	while ((r = next_key(d, &key)) == 1) {
 		struct named_quantity *q;
+		struct str name;
 		void *grown;
 
 		path_push(d, key.ptr, key.len);
 		if ((rc = map_entry(d, &key, *out, 0, *nout, sizeof(*q),
-				    offsetof(struct named_quantity, name), "entries", &grown)) != 0)
+				    offsetof(struct named_quantity, name), "entries", &name, &grown)) != 0)
 			return rc;
 		*out = grown;
 		q = &(*out)[*nout];
+		*q = (struct named_quantity){ .name = name };
 		if ((rc = read_quantity(d, &q->value)) != 0)
 			return rc;
 		(*nout)++;
@@ -1810,14 +1813,16 @@ static int decode_extra(struct dctx *d, void *obj)
 		return r;
 	while ((r = next_key(d, &key)) == 1) {
 		struct user_extra *e;
+		struct str k;
 		void *grown;
 
 		path_push(d, key.ptr, key.len);
 		if ((rc = map_entry(d, &key, u->extra, 0, u->nextra, sizeof(*e),
-				    offsetof(struct user_extra, key), "extra keys", &grown)) != 0)
+				    offsetof(struct user_extra, key), "extra keys", &k, &grown)) != 0)
 			return rc;
 		u->extra = grown;
 		e = &u->extra[u->nextra];
+		*e = (struct user_extra){ .key = k };
 		if ((rc = read_str_list(d, &e->values, &e->nvalues)) != 0)
 			return rc;
 		u->nextra++;

@@ -5,11 +5,13 @@
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,9 +38,19 @@ enum route {
 };
 
 /* One TCP connection on the webhook port. */
+/* Bytes read from the socket ahead of what GnuTLS asked for. GnuTLS reads a
+ * record's 5-byte header and then its body, two recv() calls per 16 KiB
+ * record; reading what the socket has in one call and handing GnuTLS its
+ * pieces from here cuts a 137 KiB review from 18 recv() calls to 3. */
+#define CONN_READAHEAD (64 * 1024)
+
 struct conn {
 	struct httpd *h;
 	struct snapshot *cred;        /* the credential its handshake was given */
+	gnutls_session_t session;
+	int fd;
+	char *rbuf;                   /* CONN_READAHEAD bytes, allocated on first read */
+	size_t rpos, rlen;            /* unread bytes are rbuf[rpos..rlen) */
 	struct buf body;
 	struct buf out;               /* the answer; MHD sends it from here */
 
@@ -248,6 +260,58 @@ static int retrieve_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_
 	return 0;
 }
 
+/* GnuTLS pull function: serve from the read-ahead buffer, refilling it with
+ * one recv() of whatever the socket has. EAGAIN comes back only when both
+ * are empty, which is what libmicrohttpd's epoll loop waits for before it
+ * stops reading a connection, so nothing buffered here is ever left behind
+ * unread. */
+static ssize_t conn_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
+{
+	struct conn *conn = ptr;
+	size_t n;
+	ssize_t got;
+
+	if (conn->rpos == conn->rlen) {
+		if (!conn->rbuf && !(conn->rbuf = malloc(CONN_READAHEAD))) {
+			gnutls_transport_set_errno(conn->session, ENOMEM);
+			return -1;
+		}
+		do
+			got = recv(conn->fd, conn->rbuf, CONN_READAHEAD, 0);
+		while (got < 0 && errno == EINTR);
+		if (got < 0) {
+			gnutls_transport_set_errno(conn->session, errno);
+			return -1;
+		}
+		if (got == 0)
+			return 0;
+		conn->rpos = 0;
+		conn->rlen = (size_t)got;
+	}
+	n = conn->rlen - conn->rpos < len ? conn->rlen - conn->rpos : len;
+	memcpy(data, conn->rbuf + conn->rpos, n);
+	conn->rpos += n;
+	return (ssize_t)n;
+}
+
+/* GnuTLS vectored push: one sendmsg(), without SIGPIPE on a closed peer. */
+static ssize_t conn_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt)
+{
+	struct conn *conn = ptr;
+	struct msghdr msg;
+	ssize_t sent;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = (struct iovec *)(uintptr_t)iov;
+	msg.msg_iovlen = (size_t)iovcnt;
+	do
+		sent = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
+	while (sent < 0 && errno == EINTR);
+	if (sent < 0)
+		gnutls_transport_set_errno(conn->session, errno);
+	return sent;
+}
+
 static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			      enum MHD_ConnectionNotificationCode code)
 {
@@ -264,8 +328,20 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
 		buf_init(&conn->body, h->env.cfg->max_body);
 		buf_init(&conn->out, h->out_cap);
 		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-		if (ci && ci->tls_session)
-			gnutls_session_set_ptr((gnutls_session_t)ci->tls_session, conn);
+		if (ci && ci->tls_session) {
+			const union MHD_ConnectionInfo *fdi =
+				MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+			conn->session = (gnutls_session_t)ci->tls_session;
+			gnutls_session_set_ptr(conn->session, conn);
+			if (fdi) {
+				/* The session reads and writes through conn from now on. */
+				conn->fd = fdi->connect_fd;
+				gnutls_transport_set_ptr(conn->session, conn);
+				gnutls_transport_set_pull_function(conn->session, conn_pull);
+				gnutls_transport_set_vec_push_function(conn->session, conn_push);
+			}
+		}
 		*socket_context = conn;
 		return;
 	}
@@ -274,6 +350,7 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
 	if (!conn)
 		return;
 	snapshot_release(conn->cred);
+	free(conn->rbuf);
 	buf_free(&conn->body);
 	buf_free(&conn->out);
 	free(conn);
