@@ -767,7 +767,7 @@ static int map_entry(struct dctx *d, const struct jscan_str *key, void *arr, uin
 static int map_key(struct dctx *d, const struct jscan_str *key, struct str **keys, uint32_t *n,
 		   const char *what, struct str *k)
 {
-	void *grown;
+	void *grown = NULL;
 	int rc = map_entry(d, key, *keys, 0, *n, sizeof(**keys), 0, what, k, &grown);
 
 	if (rc == 0) {
@@ -843,7 +843,7 @@ static int decode_capacity(struct dctx *d, void *obj)
 	while ((r = next_key(d, &key)) == 1) {
 		struct named_quantity *c;
 		struct str name;
-		void *grown;
+		void *grown = NULL;
 
 		path_push(d, key.ptr, key.len);
 		if ((rc = map_entry(d, &key, dev->capacity, 0, dev->ncapacity, sizeof(*c),
@@ -923,7 +923,7 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 		struct unknown_note u;
 		struct mapping *m;
 		struct str name;
-		void *grown;
+		void *grown = NULL;
 
 		path_push(d, key.ptr, key.len);
 		if ((rc = map_entry(d, &key, dev->mappings, first, dev->nmappings, sizeof(*m),
@@ -1173,7 +1173,7 @@ static int decode_quantity_map(struct dctx *d, struct named_quantity **out, uint
 	while ((r = next_key(d, &key)) == 1) {
 		struct named_quantity *q;
 		struct str name;
-		void *grown;
+		void *grown = NULL;
 
 		path_push(d, key.ptr, key.len);
 		if ((rc = map_entry(d, &key, *out, 0, *nout, sizeof(*q),
@@ -1814,7 +1814,7 @@ static int decode_extra(struct dctx *d, void *obj)
 	while ((r = next_key(d, &key)) == 1) {
 		struct user_extra *e;
 		struct str k;
-		void *grown;
+		void *grown = NULL;
 
 		path_push(d, key.ptr, key.len);
 		if ((rc = map_entry(d, &key, u->extra, 0, u->nextra, sizeof(*e),
