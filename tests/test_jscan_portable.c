@@ -3,9 +3,9 @@
  *
  * The scanner uses SSE2 where the compiler targets it (every x86-64) and
  * word-at-a-time code elsewhere; both must decide exactly alike. This
- * binary compiles the scanner a second time with JSCAN_PORTABLE, which
- * selects the portable code, and runs every test of test_jscan.c on it
- * (the definitions here take the place of the library's). Seeing the
+ * binary compiles the scanner's files a second time with JSCAN_PORTABLE,
+ * which selects the portable code, and runs every test of test_jscan.c on
+ * it (the definitions here take the place of the library's). Seeing the
  * scanner's static functions, it also checks what the public calls cannot
  * show: that both ways of classifying a block give the bits their
  * definitions say, and that the block walk really skips every valid
@@ -13,6 +13,8 @@
  * right, only slower, so no verdict would tell. */
 #define JSCAN_PORTABLE 1
 #include "../policy/jscan.c"
+#include "../policy/jscan_skip.c"
+#include "../policy/jscan_str.c"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -11,10 +11,10 @@ int serve_main(int argc, char **argv);
 /* dra-guard dry-run: the engine offline, for CI (webhook/dryrun.c). */
 int dryrun_main(int argc, char **argv);
 
-/* dra-guard policy lint FILE (webhook/dryrun.c). */
+/* dra-guard policy lint FILE (webhook/dryrun_lint.c). */
 int lint_main(int argc, char **argv);
 
-/* dra-guard rules: the rule catalogue (webhook/dryrun.c). */
+/* dra-guard rules: the rule catalogue (webhook/dryrun_lint.c). */
 int rules_main(int argc, char **argv);
 
 /* dra-guard convert [FILE|-]: each YAML/JSON document as one line of JSON

@@ -1,0 +1,126 @@
+/* decode_pod.c - a Pod's spec and status into struct pod, and a ConfigMap's
+ * data into struct config_map.
+ *
+ * The two small kinds: of a Pod, its node, how many resource claims it has
+ * and the node-allocatable claim statuses the scheduler writes; of a
+ * ConfigMap, the guard's own keys (policy.yaml, freeze, freeze-reason).
+ * Together because both are small; apart from the other kinds, with which
+ * they share only the machinery of decode.c and decode_fields.c. */
+#include <stddef.h>
+
+#include "decode_impl.h"
+#include "jscan.h"
+
+/* --- Pod ----------------------------------------------------------------- */
+
+static int count_claims(struct dctx *d, void *obj)
+{
+	struct pod *p = obj;
+	int rc = decode_count_list(d, &p->nresource_claims, NULL, NULL);
+
+	if (rc == 0 && p->nresource_claims > d->lim->max_list)
+		return decode_limit_fail(d, "resource claims", d->lim->max_list);
+	return rc;
+}
+
+const struct field decode_pod_spec_fields[] = {
+	FSTR("nodeName", struct pod, node_name),
+	FCALL("resourceClaims", count_claims),
+};
+const int decode_pod_spec_nfields = COUNT(decode_pod_spec_fields);
+
+static int decode_containers(struct dctx *d, void *obj)
+{
+	struct claim_resource_status *cs = obj;
+
+	return decode_read_str_list(d, &cs->containers, &cs->ncontainers);
+}
+
+static int decode_claim_resources(struct dctx *d, void *obj)
+{
+	struct claim_resource_status *cs = obj;
+
+	return decode_quantity_map(d, &cs->resources, &cs->nresources);
+}
+
+static const struct field claim_resource_status_fields[] = {
+	FSTR("resourceClaimName", struct claim_resource_status, claim_name),
+	FCALL("containers", decode_containers),
+	FCALL("resources", decode_claim_resources),
+};
+
+static int decode_claim_resource_status(struct dctx *d, void *e)
+{
+	struct claim_resource_status *cs = e;
+	size_t start;
+	int rc;
+
+	jscan_peek(&d->s);
+	start = decode_here(d);
+	rc = decode_fields(d, claim_resource_status_fields, COUNT(claim_resource_status_fields),
+			   cs, NULL);
+	if (rc)
+		return rc;
+	cs->raw.ptr = d->text + start;
+	cs->raw.len = decode_here(d) - start;
+	return 0;
+}
+
+static int decode_claim_statuses(struct dctx *d, void *obj)
+{
+	struct pod *p = obj;
+	void *arr = p->claim_statuses;
+	size_t start;
+	int rc;
+
+	jscan_peek(&d->s);
+	start = decode_here(d);
+	rc = decode_list(d, &arr, &p->nclaim_statuses, sizeof(*p->claim_statuses),
+			 "claim statuses", decode_claim_resource_status);
+	p->claim_statuses = arr;
+	if (rc == 0 && d->text[start] == '[') {
+		p->has_claim_statuses = true;
+		p->claim_statuses_raw.ptr = d->text + start;
+		p->claim_statuses_raw.len = decode_here(d) - start;
+	}
+	return rc;
+}
+
+const struct field decode_pod_status_fields[] = {
+	FCALL("nodeAllocatableResourceClaimStatuses", decode_claim_statuses),
+};
+const int decode_pod_status_nfields = COUNT(decode_pod_status_fields);
+
+/* --- ConfigMap ----------------------------------------------------------- */
+
+/* data: an object of strings; the guard's keys are kept. */
+int decode_config_data(struct dctx *d, struct config_map *cm)
+{
+	struct str *keys = NULL;
+	uint32_t n = 0;
+	struct jscan_str key;
+	int r, rc;
+
+	if ((r = decode_enter_object(d)) <= 0)
+		return r;
+	while ((r = decode_next_key(d, &key)) == 1) {
+		struct str k, v = { NULL, 0 };
+
+		decode_path_push(d, key.ptr, key.len);
+		if ((rc = decode_map_key(d, &key, &keys, &n, "data entries", &k)) != 0 ||
+		    (rc = decode_read_str(d, &v)) != 0)
+			return rc;
+		if (str_eq_cstr(k, "policy.yaml")) {
+			cm->has_policy = true;
+			cm->policy = v;
+		} else if (str_eq_cstr(k, "freeze")) {
+			cm->has_freeze = true;
+			cm->freeze = v;
+		} else if (str_eq_cstr(k, "freeze-reason")) {
+			cm->has_freeze_reason = true;
+			cm->freeze_reason = v;
+		}
+		decode_path_pop(d);
+	}
+	return r;
+}

@@ -1,0 +1,263 @@
+/* decode_slice.c - a ResourceSlice's spec into struct resource_slice.
+ *
+ * The largest object the guard reads and the one on the hot path: up to 128
+ * devices, each with capacity and the mapping maps of both shapes (1.36
+ * nodeAllocatableResourceMappings, 1.37 nodeAllocatableResources), and the
+ * oldObject shortcut for devices whose text did not change. Each kind has
+ * its own file: kinds share the machinery of decode.c and decode_fields.c,
+ * never each other's tables. */
+#include <stddef.h>
+#include <string.h>
+
+#include "decode_impl.h"
+#include "jscan.h"
+
+static const struct field capacity_fields[] = {
+	FQTY("value", struct named_quantity, value),
+};
+
+/* capacity: name -> DeviceCapacity (only its value is read). */
+static int decode_capacity(struct dctx *d, void *obj)
+{
+	struct device *dev = obj;
+	struct jscan_str key;
+	int r, rc;
+
+	if ((r = decode_enter_object(d)) <= 0)
+		return r;
+	while ((r = decode_next_key(d, &key)) == 1) {
+		struct named_quantity *c;
+		struct str name;
+		void *grown = NULL;
+
+		decode_path_push(d, key.ptr, key.len);
+		if ((rc = decode_map_entry(d, &key, dev->capacity, 0, dev->ncapacity, sizeof(*c),
+					   offsetof(struct named_quantity, name), "capacity entries",
+					   &name, &grown)) != 0)
+			return rc;
+		dev->capacity = grown;
+		c = &dev->capacity[dev->ncapacity];
+		*c = (struct named_quantity){ .name = name };
+		if (jscan_peek(&d->s) != JSCAN_OBJECT && jscan_peek(&d->s) != JSCAN_NULL)
+			return decode_type_fail(d, "an object (a DeviceCapacity such as "
+						"{\"value\": \"80Gi\"})");
+		rc = decode_fields(d, capacity_fields, COUNT(capacity_fields), c, NULL);
+		if (rc)
+			return rc;
+		dev->ncapacity++;
+		decode_path_pop(d);
+	}
+	return r;
+}
+
+/* nodeAllocatableResourceMappings[key]: {allocationMultiplier, capacityKey} */
+static const struct field v136_fields[] = {
+	FQTY("allocationMultiplier", struct mapping, multiplier),
+	FSTRF("capacityKey", struct mapping, capacity_key, has_capacity_key),
+};
+
+/* nodeAllocatableResources[key] (Kubernetes 1.37): {mapping: {deviceMultiplier
+ * | capacityKey + capacityMultiplier}, overhead: {perPod, perContainer}} */
+static const struct field v137_mapping_fields[] = {
+	FQTY("deviceMultiplier", struct mapping, multiplier),
+	FSTRF("capacityKey", struct mapping, capacity_key, has_capacity_key),
+	FQTY("capacityMultiplier", struct mapping, capacity_multiplier),
+};
+
+static const struct field v137_overhead_fields[] = {
+	FQTY("perPod", struct mapping, overhead_per_pod),
+	FQTY("perContainer", struct mapping, overhead_per_container),
+};
+
+static int decode_v137_mapping(struct dctx *d, void *obj)
+{
+	struct mapping *m = obj;
+	struct unknown_note u = { &m->unknown_field, "mapping." };
+
+	return decode_fields(d, v137_mapping_fields, COUNT(v137_mapping_fields), m, &u);
+}
+
+static int decode_v137_overhead(struct dctx *d, void *obj)
+{
+	struct mapping *m = obj;
+	struct unknown_note u = { &m->unknown_field, "overhead." };
+
+	return decode_fields(d, v137_overhead_fields, COUNT(v137_overhead_fields), m, &u);
+}
+
+static const struct field v137_fields[] = {
+	FCALL("mapping", decode_v137_mapping),
+	FCALL("overhead", decode_v137_overhead),
+};
+
+/* One mapping map of a device. Entries of both shapes go to dev->mappings
+ * in document order, so one map's entries are contiguous. */
+static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shape shape)
+{
+	const struct field *f = shape == MAPPING_V136 ? v136_fields : v137_fields;
+	int nf = shape == MAPPING_V136 ? COUNT(v136_fields) : COUNT(v137_fields);
+	uint32_t first = dev->nmappings;
+	struct jscan_str key;
+	int r, rc;
+
+	if ((r = decode_enter_object(d)) <= 0)
+		return r;
+	if (shape == MAPPING_V136)
+		dev->has_v136 = true;
+	else
+		dev->has_v137 = true;
+	while ((r = decode_next_key(d, &key)) == 1) {
+		struct unknown_note u;
+		struct mapping *m;
+		struct str name;
+		void *grown = NULL;
+
+		decode_path_push(d, key.ptr, key.len);
+		if ((rc = decode_map_entry(d, &key, dev->mappings, first, dev->nmappings, sizeof(*m),
+					   offsetof(struct mapping, resource), "mappings", &name,
+					   &grown)) != 0)
+			return rc;
+		dev->mappings = grown;
+		m = &dev->mappings[dev->nmappings];
+		memset(m, 0, sizeof(*m));
+		m->resource = name;
+		m->shape = shape;
+		m->is_null = jscan_peek(&d->s) == JSCAN_NULL;
+		u.out = &m->unknown_field;
+		u.prefix = "";
+		if ((rc = decode_fields(d, f, nf, m, &u)) != 0)
+			return rc;
+		dev->nmappings++;
+		decode_path_pop(d);
+	}
+	return r;
+}
+
+static int decode_v136_map(struct dctx *d, void *obj)
+{
+	return decode_mappings(d, obj, MAPPING_V136);
+}
+
+static int decode_v137_map(struct dctx *d, void *obj)
+{
+	return decode_mappings(d, obj, MAPPING_V137);
+}
+
+/* The device fields; v1beta1 has all but name under "basic". */
+static const struct field device_fields[] = {
+	FSTR("name", struct device, name),
+	FBOOL("allowMultipleAllocations", struct device, allow_multiple_allocations),
+	FCALL("capacity", decode_capacity),
+	FCALL("nodeAllocatableResourceMappings", decode_v136_map),
+	FCALL("nodeAllocatableResources", decode_v137_map),
+	FSTR("nodeName", struct device, node_name),
+	FBOOL("allNodes", struct device, all_nodes),
+	FPRESENT("nodeSelector", struct device, has_node_selector),
+};
+
+static int decode_basic(struct dctx *d, void *obj)
+{
+	return decode_fields(d, device_fields + 1, COUNT(device_fields) - 1, obj, NULL);
+}
+
+static const struct field beta1_device_fields[] = {
+	FSTR("name", struct device, name),
+	FCALL("basic", decode_basic),
+};
+
+static int decode_device(struct dctx *d, struct device *dev, uint32_t index)
+{
+	size_t start;
+	int rc;
+
+	memset(dev, 0, sizeof(*dev));
+	dev->index = index;
+	jscan_peek(&d->s);
+	start = decode_here(d);
+	if (d->version == API_V1BETA1)
+		rc = decode_fields(d, beta1_device_fields, COUNT(beta1_device_fields), dev, NULL);
+	else
+		rc = decode_fields(d, device_fields, COUNT(device_fields), dev, NULL);
+	if (rc)
+		return rc;
+	dev->raw.ptr = d->text + start;
+	dev->raw.len = decode_here(d) - start;
+	return 0;
+}
+
+/* spec.devices. While oldObject is decoded, d->ref is object's slice: a
+ * device whose text equals ref's device at the same index is copied
+ * instead of decoded. */
+static int decode_devices(struct dctx *d, void *obj)
+{
+	struct resource_slice *sl = obj;
+	const struct resource_slice *ref = d->ref;
+	uint32_t n = 0, total = 0, limit = d->lim->max_devices;
+	int r, rc;
+
+	if ((r = decode_enter_array(d)) <= 0)
+		return r;
+	decode_path_push_index(d);
+	while ((r = decode_next_elem(d)) == 1) {
+		struct device *dev;
+
+		decode_path_set_index(d, total++);
+		if (total > limit) {
+			/* Count them all for the message; still validated. */
+			if ((rc = decode_skip(d)) != 0)
+				return rc;
+			continue;
+		}
+		if (!(sl->devices = decode_reserve(d, sl->devices, n, sizeof(*dev))))
+			return d->rc;
+		dev = &sl->devices[n];
+		if (ref && n < ref->ndevices) {
+			size_t at;
+
+			jscan_peek(&d->s);
+			at = decode_here(d);
+			r = jscan_skip_same(&d->s, ref->devices[n].raw);
+			if (r < 0)
+				return decode_scan_fail(d);
+			if (r == 1) {
+				*dev = ref->devices[n];
+				dev->raw.ptr = d->text + at;
+				dev->same_as_object = true;
+				sl->ndevices = ++n;
+				continue;
+			}
+		}
+		if ((rc = decode_device(d, dev, n)) != 0)
+			return rc;
+		sl->ndevices = ++n;
+	}
+	decode_path_pop(d);
+	if (r < 0)
+		return r;
+	if (total > limit)
+		return decode_fail(d, d->schema_err, "%u devices exceed the %slimit of %u", total,
+				   limit == DECODE_API_MAX_DEVICES ? "API " : "", limit);
+	return 0;
+}
+
+static const struct field pool_fields[] = {
+	FSTR("name", struct resource_slice, pool_name),
+	FINTF("generation", struct resource_slice, pool_generation, has_pool_generation),
+	FINT("resourceSliceCount", struct resource_slice, resource_slice_count),
+};
+
+static int decode_pool(struct dctx *d, void *obj)
+{
+	return decode_fields(d, pool_fields, COUNT(pool_fields), obj, NULL);
+}
+
+const struct field decode_slice_spec_fields[] = {
+	FSTR("driver", struct resource_slice, driver),
+	FSTR("nodeName", struct resource_slice, node_name),
+	FPRESENT("nodeSelector", struct resource_slice, has_node_selector),
+	FBOOL("allNodes", struct resource_slice, all_nodes),
+	FBOOL("perDeviceNodeSelection", struct resource_slice, per_device_node_selection),
+	FCALL("pool", decode_pool),
+	FCALL("devices", decode_devices),
+};
+const int decode_slice_spec_nfields = COUNT(decode_slice_spec_fields);
