@@ -1,0 +1,380 @@
+/* policy_doc.c - the sections of a Policy document.
+ *
+ * One loader per top-level key, in the order the README documents them:
+ * enforcement, schedulers, writers, drivers, canary, freeze, numa. Each
+ * checks its keys (unknown ones are errors) and its values' meaning (rule ids,
+ * node resources, ServiceAccount names, globs). */
+#include <errno.h>
+#include <string.h>
+
+#include "names.h"
+#include "policy_impl.h"
+
+/* --- sections ------------------------------------------------------------------ */
+
+static bool check_serviceaccount(struct loader *l, const struct doc_node *n, struct str s)
+{
+	if (names_is_serviceaccount(s))
+		return true;
+	policy_fail(l, n->line, n->col, "\"%.*s\" is not a ServiceAccount user name "
+	     "(expected system:serviceaccount:<namespace>:<name>)", STR_FMT(s));
+	return false;
+}
+
+static bool check_glob(struct loader *l, const struct doc_node *n, struct str s)
+{
+	/* fnmatch() has no error for a bad pattern; an unclosed '[' just never
+	 * matches, which would silently exclude every node. */
+	const char *open = memchr(s.ptr, '[', s.len);
+
+	if (open && !memchr(open, ']', s.len - (size_t)(open - s.ptr))) {
+		policy_fail(l, n->line, n->col, "glob \"%.*s\" has an unclosed '['", STR_FMT(s));
+		return false;
+	}
+	return true;
+}
+
+static bool check_dns_subdomain(struct loader *l, const struct doc_node *n, struct str s)
+{
+	if (names_is_dns_subdomain(s))
+		return true;
+	policy_fail(l, n->line, n->col, "\"%.*s\" is not a valid DRA driver name "
+	     "(a lowercase DNS subdomain such as gpu.example.com)", STR_FMT(s));
+	return false;
+}
+
+
+static const char *const enforcement_keys[] = { "default", "rules", NULL };
+
+static void load_enforcement(struct loader *l, const struct doc_node *n)
+{
+	const struct doc_node *v;
+	size_t i, saved;
+
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, enforcement_keys))
+		return;
+	if ((v = doc_map_get(n, "default")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("default"));
+		policy_read_action(l, v, &l->p->default_action);
+		policy_path_pop(l, saved);
+	}
+	v = doc_map_get(n, "rules");
+	if (!v || v->type == DOC_NULL || l->rc)
+		return;
+	saved = policy_path_push_key(l, STR_LIT("rules"));
+	if (policy_expect(l, v, DOC_MAP)) {
+		for (i = 0; i < v->n && !l->rc; i++) {
+			const struct doc_member *m = &v->members[i];
+			int id = rule_lookup(m->key);
+			size_t s2 = policy_path_push_key(l, m->key);
+
+			if (id < 0) {
+				policy_fail(l, m->line, m->col, "unknown rule id \"%.*s\" (`dra-guard rules` lists them)",
+				     STR_FMT(m->key));
+			} else if (policy_read_action(l, m->value, &l->p->rule_action[id])) {
+				l->p->rule_set[id] = true;
+			}
+			policy_path_pop(l, s2);
+		}
+	}
+	policy_path_pop(l, saved);
+}
+
+static const char *const writers_keys[] = { "admins", "allocators", NULL };
+
+static void load_writers(struct loader *l, const struct doc_node *n)
+{
+	const struct doc_node *v;
+	size_t saved;
+
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, writers_keys))
+		return;
+	if ((v = doc_map_get(n, "admins")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("admins"));
+		policy_read_string_list(l, v, &l->p->admin_groups, NULL);
+		policy_path_pop(l, saved);
+	}
+	if (!l->rc && (v = doc_map_get(n, "allocators")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("allocators"));
+		l->p->has_allocators = policy_read_string_list(l, v, &l->p->allocators, NULL) && v->type != DOC_NULL;
+		policy_path_pop(l, saved);
+	}
+}
+
+static const char *const resource_keys[] = { "max", NULL };
+
+static bool load_driver_resources(struct loader *l, const struct doc_node *n, struct driver_policy *d)
+{
+	struct resource_limit *res;
+	size_t i;
+
+	d->has_resources = true;
+	if (n->type == DOC_NULL)
+		return true;
+	if (!policy_expect(l, n, DOC_MAP))
+		return false;
+	res = arena_calloc(l->a, n->n ? n->n : 1, sizeof(*res));
+	if (!res) {
+		policy_fail_nomem(l);
+		return false;
+	}
+	for (i = 0; i < n->n && !l->rc; i++) {
+		const struct doc_member *m = &n->members[i];
+		const struct doc_node *v = m->value, *max;
+		size_t saved = policy_path_push_key(l, m->key);
+
+		if (names_node_resource(m->key, NULL) == NODE_RESOURCE_INVALID) {
+			policy_fail(l, m->line, m->col, "\"%.*s\" is not a node resource (accepted: %s)",
+			     STR_FMT(m->key), NAMES_NODE_RESOURCES_ACCEPTED);
+		} else if (policy_copy_str(l, m->key, &res[i].name) && v->type != DOC_NULL &&
+			   policy_expect(l, v, DOC_MAP) && policy_check_keys(l, v, resource_keys) &&
+			   (max = doc_map_get(v, "max")) != NULL) {
+			size_t s2 = policy_path_push_key(l, STR_LIT("max"));
+
+			if (policy_read_quantity(l, max, &res[i].max)) {
+				if (quantity_sign(&res[i].max) <= 0)
+					policy_fail(l, max->line, max->col, "max must be greater than zero "
+					     "(to forbid a resource, leave it out of resources)");
+				res[i].has_max = true;
+			}
+			policy_path_pop(l, s2);
+		}
+		policy_path_pop(l, saved);
+	}
+	d->resources = res;
+	d->nresources = n->n;
+	return !l->rc;
+}
+
+static const char *const driver_keys[] = { "resources", "serviceAccounts", "scope", "deviceClasses", NULL };
+
+static void load_driver(struct loader *l, const struct doc_member *m, struct driver_policy *d)
+{
+	const struct doc_node *n = m->value, *v;
+	size_t saved;
+
+	if (!check_dns_subdomain(l, n, m->key) || !policy_copy_str(l, m->key, &d->name))
+		return;
+	d->scope = DRIVER_SCOPE_NODE;
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, driver_keys))
+		return;
+	if ((v = doc_map_get(n, "resources")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("resources"));
+		load_driver_resources(l, v, d);
+		policy_path_pop(l, saved);
+	}
+	if (!l->rc && (v = doc_map_get(n, "serviceAccounts")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("serviceAccounts"));
+		policy_read_string_list(l, v, &d->service_accounts, check_serviceaccount);
+		policy_path_pop(l, saved);
+	}
+	if (!l->rc && (v = doc_map_get(n, "deviceClasses")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("deviceClasses"));
+		policy_read_string_list(l, v, &d->device_classes, NULL);
+		policy_path_pop(l, saved);
+	}
+	if (!l->rc && (v = doc_map_get(n, "scope")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("scope"));
+		if (policy_expect(l, v, DOC_STRING)) {
+			if (str_eq_cstr(v->text, "node"))
+				d->scope = DRIVER_SCOPE_NODE;
+			else if (str_eq_cstr(v->text, "cluster"))
+				d->scope = DRIVER_SCOPE_CLUSTER;
+			else
+				policy_fail(l, v->line, v->col, "unknown scope \"%.*s\" (accepted: node, cluster)",
+				     STR_FMT(v->text));
+		}
+		policy_path_pop(l, saved);
+	}
+}
+
+static void load_drivers(struct loader *l, const struct doc_node *n)
+{
+	struct driver_policy *drivers;
+	size_t i;
+
+	if (n->type == DOC_NULL)
+		return;
+	if (!policy_expect(l, n, DOC_MAP))
+		return;
+	if (n->n > POLICY_LIST_MAX) {
+		policy_fail(l, n->line, n->col, "%zu drivers exceed the limit of %d", n->n, POLICY_LIST_MAX);
+		return;
+	}
+	drivers = arena_calloc(l->a, n->n ? n->n : 1, sizeof(*drivers));
+	if (!drivers) {
+		policy_fail_nomem(l);
+		return;
+	}
+	for (i = 0; i < n->n && !l->rc; i++) {
+		size_t saved = policy_path_push_key(l, n->members[i].key);
+
+		load_driver(l, &n->members[i], &drivers[i]);
+		policy_path_pop(l, saved);
+	}
+	l->p->has_drivers = true;
+	l->p->drivers = drivers;
+	l->p->ndrivers = n->n;
+}
+
+static const char *const canary_keys[] = { "nodes", NULL };
+
+static void load_canary(struct loader *l, const struct doc_node *n)
+{
+	const struct doc_node *v;
+	size_t saved;
+
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, canary_keys))
+		return;
+	v = doc_map_get(n, "nodes");
+	if (!v)
+		return;
+	saved = policy_path_push_key(l, STR_LIT("nodes"));
+	if (policy_read_string_list(l, v, &l->p->canary_nodes, check_glob))
+		l->p->has_canary = v->type != DOC_NULL;
+	policy_path_pop(l, saved);
+}
+
+static const char *const freeze_keys[] = { "scope", "breakGlass", NULL };
+static const char *const freeze_scope_keys[] = { "drivers", "deviceClasses", "namespaces", NULL };
+static const char *const break_glass_keys[] = { "groups", "users", NULL };
+
+static void load_list_member(struct loader *l, const struct doc_node *map, const char *key,
+			     struct string_list *out, item_check_fn check)
+{
+	const struct doc_node *v = doc_map_get(map, key);
+	size_t saved;
+
+	if (!v || l->rc)
+		return;
+	saved = policy_path_push_key(l, str_from_cstr(key));
+	policy_read_string_list(l, v, out, check);
+	policy_path_pop(l, saved);
+}
+
+static void load_freeze(struct loader *l, const struct doc_node *n)
+{
+	const struct doc_node *v;
+	size_t saved;
+
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, freeze_keys))
+		return;
+	v = doc_map_get(n, "scope");
+	if (v && v->type != DOC_NULL) {
+		saved = policy_path_push_key(l, STR_LIT("scope"));
+		if (policy_expect(l, v, DOC_MAP) && policy_check_keys(l, v, freeze_scope_keys)) {
+			l->p->freeze_scoped = true;
+			load_list_member(l, v, "drivers", &l->p->freeze_drivers, check_dns_subdomain);
+			load_list_member(l, v, "deviceClasses", &l->p->freeze_device_classes, NULL);
+			load_list_member(l, v, "namespaces", &l->p->freeze_namespaces, NULL);
+			if (!l->rc && l->p->freeze_drivers.n == 0 && l->p->freeze_device_classes.n == 0 &&
+			    l->p->freeze_namespaces.n == 0)
+				policy_fail(l, v->line, v->col, "an empty scope would freeze nothing; "
+				     "name drivers, deviceClasses or namespaces, or leave scope out to freeze everything");
+		}
+		policy_path_pop(l, saved);
+	}
+	v = doc_map_get(n, "breakGlass");
+	if (!l->rc && v && v->type != DOC_NULL) {
+		saved = policy_path_push_key(l, STR_LIT("breakGlass"));
+		if (policy_expect(l, v, DOC_MAP) && policy_check_keys(l, v, break_glass_keys)) {
+			load_list_member(l, v, "groups", &l->p->break_glass_groups, NULL);
+			load_list_member(l, v, "users", &l->p->break_glass_users, NULL);
+		}
+		policy_path_pop(l, saved);
+	}
+}
+
+static const char *const numa_keys[] = { "attributes", NULL };
+
+static void load_numa(struct loader *l, const struct doc_node *n)
+{
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, numa_keys))
+		return;
+	load_list_member(l, n, "attributes", &l->p->numa_attributes, NULL);
+}
+
+static const char *const metadata_keys[] = { "name", "labels", "annotations", NULL };
+
+static const char *const policy_keys[] = {
+	"apiVersion", "kind", "metadata", "enforcement", "schedulers", "writers",
+	"drivers", "canary", "freeze", "numa", NULL
+};
+
+bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
+			    const char *api_version, const char *kind)
+{
+	const struct doc_node *v = doc_map_get(root, "apiVersion");
+	size_t saved;
+
+	saved = policy_path_push_key(l, STR_LIT("apiVersion"));
+	if (!v)
+		policy_fail(l, root->line, root->col, "apiVersion is missing (expected %s)", api_version);
+	else if (policy_expect(l, v, DOC_STRING) && !str_eq_cstr(v->text, api_version))
+		policy_fail(l, v->line, v->col, "apiVersion \"%.*s\" is not supported (expected %s)",
+		     STR_FMT(v->text), api_version);
+	policy_path_pop(l, saved);
+	if (l->rc)
+		return false;
+	v = doc_map_get(root, "kind");
+	saved = policy_path_push_key(l, STR_LIT("kind"));
+	if (!v)
+		policy_fail(l, root->line, root->col, "kind is missing (expected %s)", kind);
+	else if (policy_expect(l, v, DOC_STRING) && !str_eq_cstr(v->text, kind))
+		policy_fail(l, v->line, v->col, "kind \"%.*s\" is not supported here (expected %s)",
+		     STR_FMT(v->text), kind);
+	policy_path_pop(l, saved);
+	return !l->rc;
+}
+
+typedef void (*section_fn)(struct loader *l, const struct doc_node *n);
+
+static void load_schedulers(struct loader *l, const struct doc_node *n)
+{
+	policy_read_string_list(l, n, &l->p->schedulers, NULL);
+}
+
+static void load_metadata(struct loader *l, const struct doc_node *n)
+{
+	if (n->type != DOC_NULL && policy_expect(l, n, DOC_MAP))
+		policy_check_keys(l, n, metadata_keys);
+}
+
+static const struct {
+	const char *key;
+	section_fn load;
+} sections[] = {
+	{ "metadata", load_metadata },
+	{ "enforcement", load_enforcement },
+	{ "schedulers", load_schedulers },
+	{ "writers", load_writers },
+	{ "drivers", load_drivers },
+	{ "canary", load_canary },
+	{ "freeze", load_freeze },
+	{ "numa", load_numa },
+};
+
+void policy_load_document(struct loader *l, const struct doc_node *root)
+{
+	size_t i;
+
+	if (root->type == DOC_NULL) {
+		policy_fail(l, root->line, root->col, "the policy document is empty (expected apiVersion: %s, kind: %s)",
+		     POLICY_API_VERSION, POLICY_KIND);
+		return;
+	}
+	if (!policy_expect(l, root, DOC_MAP) || !policy_check_type_meta(l, root, POLICY_API_VERSION, POLICY_KIND) ||
+	    !policy_check_keys(l, root, policy_keys))
+		return;
+	for (i = 0; i < sizeof(sections) / sizeof(sections[0]) && !l->rc; i++) {
+		const struct doc_node *v = doc_map_get(root, sections[i].key);
+		size_t saved;
+
+		if (!v)
+			continue;
+		saved = policy_path_push_key(l, str_from_cstr(sections[i].key));
+		sections[i].load(l, v);
+		policy_path_pop(l, saved);
+	}
+}
+

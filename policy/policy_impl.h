@@ -1,0 +1,73 @@
+/* policy_impl.h - what the policy loader's files share; policy/ only.
+ *
+ * policy_read.c reads typed values out of a doc tree and keeps the path
+ * stack that errors name; policy_doc.c loads the sections of a Policy
+ * document with them; policy.c assembles snapshots (ConfigMap keys, freeze,
+ * hash) and answers lookups. Not part of the policy.h interface. */
+#ifndef DRA_GUARD_POLICY_IMPL_H
+#define DRA_GUARD_POLICY_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "doc.h"
+#include "policy.h"
+
+/* A ConfigMap holds at most 1 MiB; a policy is a small fraction of that. */
+#define POLICY_TEXT_MAX (1024 * 1024)
+#define POLICY_STORAGE_CAP (8 * 1024 * 1024)
+#define POLICY_LIST_MAX 4096
+#define POLICY_PATH_MAX 256
+
+/* One load in progress: the snapshot being built (in its own arena), the
+ * first error, and the path of the node being read. */
+struct loader {
+	struct arena *a;
+	struct policy *p;
+	struct policy_error *err;
+	const char *source;
+	char path[POLICY_PATH_MAX];
+	size_t path_len;
+	int rc;
+};
+
+/* Record the first error (later ones are dropped): -EINVAL with the message,
+ * the current path and the position. */
+void policy_fail(struct loader *l, uint32_t line, uint32_t col, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Record -ENOMEM (the arena is out of room or memory). */
+void policy_fail_nomem(struct loader *l);
+
+/* Push ".key" (or "[\"key\"]", or "[i]") on the path; returns the length to
+ * pop back to with policy_path_pop(). */
+size_t policy_path_push_key(struct loader *l, struct str key);
+size_t policy_path_push_index(struct loader *l, size_t i);
+void policy_path_pop(struct loader *l, size_t saved);
+
+/* Typed readers: true when n is what was asked for (copied into the
+ * snapshot's arena), false with the error recorded otherwise. */
+bool policy_expect(struct loader *l, const struct doc_node *n, enum doc_type t);
+bool policy_check_keys(struct loader *l, const struct doc_node *n, const char *const *allowed);
+bool policy_copy_str(struct loader *l, struct str in, struct str *out);
+bool policy_read_string(struct loader *l, const struct doc_node *n, struct str *out);
+bool policy_read_nonempty_string(struct loader *l, const struct doc_node *n, struct str *out);
+
+/* A check of one list item beyond being a non-empty string. */
+typedef bool (*item_check_fn)(struct loader *l, const struct doc_node *n, struct str s);
+
+/* A sequence of distinct non-empty strings; null means an empty list. */
+bool policy_read_string_list(struct loader *l, const struct doc_node *n,
+			     struct string_list *out, item_check_fn check);
+bool policy_read_action(struct loader *l, const struct doc_node *n, enum action *out);
+bool policy_read_quantity(struct loader *l, const struct doc_node *n, struct quantity *out);
+
+/* apiVersion and kind of root are exactly these. */
+bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
+			    const char *api_version, const char *kind);
+
+/* Load a Policy document's sections into l->p. */
+void policy_load_document(struct loader *l, const struct doc_node *root);
+
+#endif

@@ -1,0 +1,242 @@
+/* policy_read.c - typed values out of a doc tree, and the path errors name.
+ *
+ * Every reader checks the node's type and records the first error with the
+ * line, the column and the path of the node being read (pushed and popped by
+ * the section loaders), so a policy error always says where it is. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy_impl.h"
+
+/* --- errors and the path stack ------------------------------------------ */
+
+void policy_fail(struct loader *l, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (l->rc)
+		return;
+	l->rc = -EINVAL;
+	if (!l->err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(l->err->msg, sizeof(l->err->msg), fmt, ap);
+	va_end(ap);
+	snprintf(l->err->path, sizeof(l->err->path), "%s", l->path);
+	snprintf(l->err->source, sizeof(l->err->source), "%s", l->source ? l->source : "");
+	l->err->line = line;
+	l->err->col = col;
+}
+
+void policy_fail_nomem(struct loader *l)
+{
+	if (l->rc)
+		return;
+	policy_fail(l, 0, 0, "out of memory (or over the %d byte policy size limit)", POLICY_STORAGE_CAP);
+	l->rc = -ENOMEM;
+}
+
+static bool key_needs_brackets(struct str key)
+{
+	size_t i;
+
+	if (key.len == 0)
+		return true;
+	for (i = 0; i < key.len; i++) {
+		char c = key.ptr[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return true;
+	}
+	return false;
+}
+
+/* Append ".key" or "[\"key\"]"; returns the length to pop back to. A path
+ * that would not fit ends in "..." rather than failing the load. */
+size_t policy_path_push_key(struct loader *l, struct str key)
+{
+	size_t saved = l->path_len, room = sizeof(l->path) - l->path_len;
+	int n;
+
+	if (key_needs_brackets(key))
+		n = snprintf(l->path + l->path_len, room, "[\"%.*s\"]", STR_FMT(key));
+	else
+		n = snprintf(l->path + l->path_len, room, "%s%.*s",
+			     l->path_len ? "." : "", STR_FMT(key));
+	if (n < 0 || (size_t)n >= room) {
+		l->path_len = sizeof(l->path) - 4;
+		memcpy(l->path + l->path_len, "...", 4);
+		l->path_len += 3;
+	} else {
+		l->path_len += (size_t)n;
+	}
+	return saved;
+}
+
+size_t policy_path_push_index(struct loader *l, size_t i)
+{
+	size_t saved = l->path_len, room = sizeof(l->path) - l->path_len;
+	int n = snprintf(l->path + l->path_len, room, "[%zu]", i);
+
+	if (n > 0 && (size_t)n < room)
+		l->path_len += (size_t)n;
+	return saved;
+}
+
+void policy_path_pop(struct loader *l, size_t saved)
+{
+	l->path_len = saved;
+	l->path[saved] = '\0';
+}
+
+/* --- typed readers --------------------------------------------------------- */
+
+bool policy_expect(struct loader *l, const struct doc_node *n, enum doc_type t)
+{
+	if (n->type == t)
+		return true;
+	policy_fail(l, n->line, n->col, "expected a %s, got a %s", doc_type_name(t), doc_type_name(n->type));
+	return false;
+}
+
+/* Reject members of map n whose names are not in allowed (NULL-terminated). */
+bool policy_check_keys(struct loader *l, const struct doc_node *n, const char *const *allowed)
+{
+	size_t i, j;
+
+	for (i = 0; i < n->n; i++) {
+		const struct doc_member *m = &n->members[i];
+		char list[256];
+		size_t len = 0;
+
+		for (j = 0; allowed[j]; j++)
+			if (str_eq_cstr(m->key, allowed[j]))
+				break;
+		if (allowed[j])
+			continue;
+		list[0] = '\0';
+		for (j = 0; allowed[j] && len < sizeof(list); j++) {
+			int w = snprintf(list + len, sizeof(list) - len, "%s%s", j ? ", " : "", allowed[j]);
+
+			if (w < 0)
+				break;
+			len += (size_t)w;
+		}
+		policy_fail(l, m->line, m->col, "unknown key \"%.*s\" (accepted: %s)", STR_FMT(m->key), list);
+		return false;
+	}
+	return true;
+}
+
+bool policy_copy_str(struct loader *l, struct str in, struct str *out)
+{
+	if (arena_strdup(l->a, in.ptr, in.len, out) != 0) {
+		policy_fail_nomem(l);
+		return false;
+	}
+	return true;
+}
+
+bool policy_read_string(struct loader *l, const struct doc_node *n, struct str *out)
+{
+	if (!policy_expect(l, n, DOC_STRING))
+		return false;
+	if (memchr(n->text.ptr, '\0', n->text.len)) {
+		policy_fail(l, n->line, n->col, "string holds a NUL byte");
+		return false;
+	}
+	return policy_copy_str(l, n->text, out);
+}
+
+bool policy_read_nonempty_string(struct loader *l, const struct doc_node *n, struct str *out)
+{
+	if (!policy_read_string(l, n, out))
+		return false;
+	if (out->len == 0) {
+		policy_fail(l, n->line, n->col, "must not be empty");
+		return false;
+	}
+	return true;
+}
+
+/* A sequence of distinct non-empty strings; null means an empty list. */
+bool policy_read_string_list(struct loader *l, const struct doc_node *n,
+			     struct string_list *out, item_check_fn check)
+{
+	struct str *items;
+	size_t i, j;
+
+	out->items = NULL;
+	out->n = 0;
+	if (n->type == DOC_NULL)
+		return true;
+	if (!policy_expect(l, n, DOC_SEQ))
+		return false;
+	if (n->n > POLICY_LIST_MAX) {
+		policy_fail(l, n->line, n->col, "%zu entries exceed the limit of %d", n->n, POLICY_LIST_MAX);
+		return false;
+	}
+	items = arena_calloc(l->a, n->n ? n->n : 1, sizeof(*items));
+	if (!items) {
+		policy_fail_nomem(l);
+		return false;
+	}
+	for (i = 0; i < n->n; i++) {
+		const struct doc_node *it = n->items[i];
+		size_t saved = policy_path_push_index(l, i);
+		bool ok = policy_read_nonempty_string(l, it, &items[i]) &&
+			  (!check || check(l, it, items[i]));
+
+		for (j = 0; ok && j < i; j++) {
+			if (str_eq(items[j], items[i])) {
+				policy_fail(l, it->line, it->col, "duplicate entry \"%.*s\"", STR_FMT(items[i]));
+				ok = false;
+			}
+		}
+		policy_path_pop(l, saved);
+		if (!ok)
+			return false;
+	}
+	out->items = items;
+	out->n = n->n;
+	return true;
+}
+
+bool policy_read_action(struct loader *l, const struct doc_node *n, enum action *out)
+{
+	struct str s;
+
+	if (!policy_expect(l, n, DOC_STRING))
+		return false;
+	s = n->text;
+	if (action_parse(s, out) == 0)
+		return true;
+	policy_fail(l, n->line, n->col, "unknown action \"%.*s\" (accepted: deny, warn, dryrun)", STR_FMT(s));
+	return false;
+}
+
+bool policy_read_quantity(struct loader *l, const struct doc_node *n, struct quantity *out)
+{
+	int rc;
+
+	if (n->type != DOC_STRING && n->type != DOC_NUMBER) {
+		policy_fail(l, n->line, n->col, "expected a quantity (such as 64Gi or 2), got a %s",
+		     doc_type_name(n->type));
+		return false;
+	}
+	rc = quantity_parse(n->text.ptr, n->text.len, out);
+	if (rc == -ERANGE) {
+		policy_fail(l, n->line, n->col, "quantity \"%.*s\" is too large", STR_FMT(n->text));
+		return false;
+	}
+	if (rc) {
+		policy_fail(l, n->line, n->col, "\"%.*s\" is not a quantity (such as 64Gi, 500m or 2)",
+		     STR_FMT(n->text));
+		return false;
+	}
+	return true;
+}
+
