@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# bench.sh - `make bench` and `make bench-compare`: how fast dra-guard decides.
+#
+#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare report
+#                                (default: engine e2e profile [perf] [compare] report)
+#
+#   engine   bench_engine on deterministic bodies (bench/gen_bodies.py --seed 1):
+#            ns per scan / decode / decide / encode / whole request, per body
+#   e2e      `dra-guard serve` over TLS with keep-alive on loopback, loaded by wrk
+#            (bench/wrk_post.lua): req/s, p50/p90/p99/max, errors (must be 0),
+#            server CPU per request, RSS before and after; then the same at each
+#            of SCALE_THREADS server threads
+#   profile  callgrind instructions per byte inside admission_handle, per body
+#   perf     perf record of the server under wrk: its CPU by component (TLS, HTTP,
+#            dra-guard, libc, kernel) and by symbol; skipped when perf cannot record
+#   compare  ../shared/bench/compare.sh with dra-guard as A and each Go peer as B
+#            (peers built into PEER_DIR); runs with BENCH_COMPARE=1 or when named
+#   report   merge everything into $BUILD/bench/results.json and print the tables
+#
+# Settings (environment), defaults in brackets; the defaults take about 4 minutes:
+#   BUILD [build]            build directory (binaries in $BUILD/rel, results in $BUILD/bench)
+#   BENCH_BUILD [1]          0: measure the binaries already in $BUILD/rel, do not run make
+#   DURATION [5]             seconds per measured e2e run       WARMUP [2]  seconds, discarded
+#   SIZES ["1 8 32 128"]     devices per ResourceSlice body     CONNS ["1 16 64"] wrk connections
+#   SCALE_THREADS ["1 2 4"]  server --threads for the scaling runs
+#   SCALE_CONNS ["64"]  SCALE_SIZES [$SIZES]                    WRK_THREADS [1]
+#   BUSY_PCT [25]            an e2e run during which other processes took more than this % of a
+#   RETRIES [1]              CPU is rerun up to RETRIES times after a quiet second, waited
+#   QUIET_WAIT [10]          for at most QUIET_WAIT s (compare.sh reads BUSY_PCT, RETRIES and
+#                            QUIET_WAIT too; its own defaults are 15, 2 and 60)
+#   ENGINE_ROUNDS [7]  ENGINE_MIN_MS [300]                      bench_engine -r / -m
+#   PROFILE_BYTES [3000000]  bytes of review per body under callgrind
+#   PERF [1]                 0: skip the perf step     PERF_SIZES ["1 128"]  PERF_SECONDS [5]
+#   BENCH_COMPARE [0]        1: also run the compare step (about 4 min per peer by default)
+#   COMPARE_PEERS ["peer-go peer-go-fast"]  COMPARE_DURATION [10s]  COMPARE_CONNS ["16 64"]
+#   COMPARE_ROUNDS [2]  COMPARE_SIZES [$SIZES]  COMPARE_PORTS ["18543 18544"]
+#   PEER_DIR [/tmp/dra-bench]  DRA_GUARD_SHARED [../shared]
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+BUILD=${BUILD:-build}
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-2}
+SIZES=${SIZES:-1 8 32 128}
+CONNS=${CONNS:-1 16 64}
+SCALE_THREADS=${SCALE_THREADS:-1 2 4}
+SCALE_CONNS=${SCALE_CONNS:-64}
+SCALE_SIZES=${SCALE_SIZES:-$SIZES}
+WRK_THREADS=${WRK_THREADS:-1}
+BUSY_PCT=${BUSY_PCT:-25}
+RETRIES=${RETRIES:-1}
+ENGINE_ROUNDS=${ENGINE_ROUNDS:-7}
+ENGINE_MIN_MS=${ENGINE_MIN_MS:-300}
+PROFILE_BYTES=${PROFILE_BYTES:-3000000}
+BENCH_COMPARE=${BENCH_COMPARE:-0}
+COMPARE_PEERS=${COMPARE_PEERS:-peer-go peer-go-fast}
+COMPARE_DURATION=${COMPARE_DURATION:-10s}
+COMPARE_CONNS=${COMPARE_CONNS:-16 64}
+COMPARE_ROUNDS=${COMPARE_ROUNDS:-2}
+COMPARE_SIZES=${COMPARE_SIZES:-$SIZES}
+COMPARE_PORTS=${COMPARE_PORTS:-18543 18544}
+PEER_DIR=${PEER_DIR:-/tmp/dra-bench}
+SHARED=${DRA_GUARD_SHARED:-$root/../shared}
+export DRA_GUARD_SHARED=$SHARED
+
+out="$root/$BUILD/bench"
+bin="$root/$BUILD/rel/dra-guard"
+engine="$root/$BUILD/rel/bench/bench_engine"
+bodies="$out/bodies"
+
+die() {
+	echo "bench.sh: $*" >&2
+	exit 1
+}
+
+steps=("$@")
+if [ ${#steps[@]} -eq 0 ]; then
+	steps=(engine e2e profile)
+	[ "${PERF:-1}" = 1 ] && steps+=(perf)
+	[ "$BENCH_COMPARE" = 1 ] && steps+=(compare)
+	steps+=(report)
+fi
+for s in "${steps[@]}"; do
+	case "$s" in engine | e2e | profile | perf | compare | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare report)" ;; esac
+done
+
+tools/deps.sh build bench
+if [ "${BENCH_BUILD:-1}" = 1 ]; then
+	make -s BUILD="$BUILD" "$BUILD/rel/dra-guard" "$BUILD/rel/bench/bench_engine" >/dev/null
+fi
+[ -x "$bin" ] && [ -x "$engine" ] || die "no $bin or $engine (run make BUILD=$BUILD first)"
+mkdir -p "$out"
+python3 bench/gen_bodies.py --seed 1 --out "$bodies"
+
+echo "bench: $(nproc) CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench: dra-guard $("$bin" --version 2>/dev/null || git describe --always --dirty 2>/dev/null || echo dev)"
+echo
+
+status=0
+for s in "${steps[@]}"; do
+	case "$s" in
+	engine)
+		echo "== engine: bench_engine -r $ENGINE_ROUNDS -m $ENGINE_MIN_MS"
+		"$engine" -d "$bodies" -r "$ENGINE_ROUNDS" -m "$ENGINE_MIN_MS" -o "$out/engine.json"
+		echo
+		;;
+	e2e)
+		python3 tools/bench_e2e.py --bin "$bin" --bodies "$bodies" --out "$out/e2e.json" --workdir "$out/e2e" \
+			--duration "$DURATION" --warmup "$WARMUP" --sizes "$SIZES" --conns "$CONNS" \
+			--scale-threads "$SCALE_THREADS" --scale-conns "$SCALE_CONNS" --scale-sizes "$SCALE_SIZES" \
+			--wrk-threads "$WRK_THREADS" --busy-pct "$BUSY_PCT" --retries "$RETRIES" \
+			--quiet-wait "${QUIET_WAIT:-10}" || status=1
+		;;
+	profile)
+		echo "== profile: callgrind --toggle-collect=admission_handle"
+		python3 tools/bench_profile.py --engine "$engine" --bodies "$bodies" --out "$out/profile.json" \
+			--workdir "$out/callgrind" --target-bytes "$PROFILE_BYTES"
+		echo
+		;;
+	perf)
+		if ! command -v perf >/dev/null || ! perf record -q -o /dev/null true >/dev/null 2>&1; then
+			echo "== perf: skipped (no perf, or not allowed to record; apt-get install linux-perf)"
+			echo
+			continue
+		fi
+		echo "== perf: the server's CPU by component"
+		python3 tools/bench_perf.py --bin "$bin" --bodies "$bodies" --out "$out/perf.json" --workdir "$out/perf" \
+			--sizes "${PERF_SIZES:-1 128}" --seconds "${PERF_SECONDS:-5}" || status=1
+		echo
+		;;
+	compare)
+		[ -x "$SHARED/bench/compare.sh" ] || die "no $SHARED/bench/compare.sh (set DRA_GUARD_SHARED)"
+		mkdir -p "$PEER_DIR"
+		read -r pa pb <<<"$COMPARE_PORTS"
+		for peer in $COMPARE_PEERS; do
+			case "$peer" in
+			peer-go) exe="$PEER_DIR/peer" ;;
+			peer-go-fast) exe="$PEER_DIR/peerfast" ;;
+			*) die "unknown peer '$peer' (peer-go peer-go-fast)" ;;
+			esac
+			# Build when missing or older than its sources (the README's commands).
+			if [ ! -x "$exe" ] || [ -n "$(find "$SHARED/bench/$peer" -newer "$exe" -type f | head -n1)" ]; then
+				echo "building $peer into $exe"
+				(cd "$SHARED/bench/$peer" && go build -o "$exe" .)
+			fi
+			dest="$out/compare/$peer"
+			rm -rf "$dest"
+			echo "== compare: dra-guard (A) vs $peer (B)"
+			DURATION=$COMPARE_DURATION CONNS=$COMPARE_CONNS ROUNDS=$COMPARE_ROUNDS SIZES=$COMPARE_SIZES \
+				A_PORT=$pa B_PORT=$pb A_NAME=dra-guard B_NAME=$peer BODIES="$bodies" OUT="$dest" \
+				"$SHARED/bench/compare.sh" \
+				"'$bin' serve --listen 127.0.0.1:\$PORT --tls-cert \$CERT --tls-key \$KEY --metrics-listen off --log-level warn" \
+				"'$exe' -listen 127.0.0.1:\$PORT -cert \$CERT -key \$KEY" | tee "$out/compare-$peer.txt" ||
+				status=1
+			echo
+		done
+		;;
+	report)
+		echo "== summary"
+		soak=()
+		[ -f "$root/$BUILD/soak/results.json" ] && soak=(--soak "$root/$BUILD/soak/results.json")
+		python3 tools/bench_report.py --dir "$out" --out "$out/results.json" --command "make bench" \
+			--markdown "$out/results.md" "${soak[@]}" || status=1
+		;;
+	esac
+done
+exit $status
