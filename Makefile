@@ -107,19 +107,19 @@ $(BUILD)/$(1)/libwebhook.a: $$($(1)_WEBHOOK_OBJ)
 	ar rcs $$@ $$^
 
 $(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/main.o $(BUILD)/$(1)/libwebhook.a $(BUILD)/$(1)/libpolicy.a
-	$$(CC) $$($(1)_CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+	$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
 
 $(BUILD)/$(1)/tests/test_%: $(BUILD)/$(1)/tests/test_%.o $$($(1)_SUPPORT_OBJ) \
 		$$$$(if $$$$(wildcard webhook/$$$$*.c),$(BUILD)/$(1)/libwebhook.a) $(BUILD)/$(1)/libpolicy.a | deps-test
-	$$(CC) $$($(1)_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(PKG_LIBS)
+	$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(PKG_LIBS)
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour_rules,$(f))))
 
 $(BUILD)/rel/bench/%: $(BUILD)/rel/bench/%.o $(BUILD)/rel/libwebhook.a $(BUILD)/rel/libpolicy.a
-	$(CC) $(rel_CFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(WARN) $(rel_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/pgogen/bench/%: $(BUILD)/pgogen/bench/%.o $(BUILD)/pgogen/libwebhook.a $(BUILD)/pgogen/libpolicy.a
-	$(CC) $(pgogen_CFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(WARN) $(pgogen_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The training run: every golden review and the large slice updates, under
 # the built-in and a strict policy, on both endpoints.
@@ -161,15 +161,17 @@ FUZZ_OBJ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-saniti
 FUZZ_LIB_SRC := $(POLICY_SRC)
 FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
+# The scanner's test walker (tests/jscan_walk.c) serves fuzz_jscan too.
+FUZZ_SUPPORT_OBJ := $(BUILD)/fuzz/obj/tests/jscan_walk.o
 
 $(BUILD)/fuzz/obj/%.o: %.c | deps-fuzz
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(FUZZ_OBJ_FLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ) | deps-fuzz
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ) $(FUZZ_SUPPORT_OBJ) | deps-fuzz
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CPPFLAGS) $(PKG_CFLAGS) $(WARN) -Wno-unused-command-line-argument \
-		$(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(PKG_LIBS)
+		$(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_SUPPORT_OBJ) $(PKG_LIBS)
 
 # fuzz_review also starts from every golden case's review and the real objects
 # in ../shared/fixtures/real wrapped in reviews (tests/fuzz/review_seeds.py).

@@ -15,6 +15,7 @@
 
 #include "decode_impl.h"
 #include "jscan.h"
+#include "names.h"
 
 /* --- metadata ------------------------------------------------------------ */
 
@@ -169,28 +170,12 @@ static int decode_section(struct dctx *d, struct k8s_object *o, int id)
 	return f ? decode_fields(d, f, n, obj, NULL) : decode_skip(d);
 }
 
-/* Split "group/version" (or a core "version"). */
-static void split_api_version(struct str av, struct str *group, struct str *version)
-{
-	const char *slash = av.len ? memchr(av.ptr, '/', av.len) : NULL;
-
-	if (!slash) {
-		*group = STR_LIT("");
-		*version = av;
-		return;
-	}
-	group->ptr = av.ptr;
-	group->len = (size_t)(slash - av.ptr);
-	version->ptr = slash + 1;
-	version->len = av.len - group->len - 1;
-}
-
 /* Classify a bare object by its own apiVersion and kind. */
 static int classify_bare(struct dctx *d, struct k8s_object *o)
 {
 	struct str g, v;
 
-	split_api_version(o->api_version, &g, &v);
+	names_split_api_version(o->api_version, &g, &v);
 	o->kind = decode_classify(g, v, o->kind_name, &o->version);
 	if (o->kind != OBJECT_OTHER && o->version == API_VERSION_UNKNOWN)
 		return unsupported_version(d, o, g, v);
@@ -207,7 +192,7 @@ static int decode_object_value(struct dctx *d, struct k8s_object *o, bool bare)
 	bool have_av = false, have_kind = false, known = !bare;
 	uint32_t seen = 0;
 	unsigned npath;
-	int r, rc = 0, id, i;
+	int r, rc = 0, id = -1, i;
 
 	if (!bare && o->kind == OBJECT_OTHER)
 		return decode_skip(d);
@@ -586,7 +571,7 @@ int decode_review(const char *body, size_t len, const struct decode_limits *lim,
 	struct str api = { NULL, 0 }, kind = { NULL, 0 };
 	bool have_api = false, have_kind = false, have_request = false;
 	uint32_t seen = 0;
-	int r, rc = 0, id;
+	int r, rc = 0, id = -1;
 
 	memset(out, 0, sizeof(*out));
 	if (!lim) {

@@ -1,6 +1,8 @@
 /* names.c - what counts as a valid name where the guard checks one. */
 #include "names.h"
 
+#include <string.h>
+
 #define HUGEPAGES_PREFIX "hugepages-"
 
 enum node_resource names_node_resource(struct str name, struct quantity *page_size)
@@ -91,4 +93,19 @@ bool names_kubelet_node(struct str username, struct str *node)
 	node->ptr = username.ptr + plen;
 	node->len = username.len - plen;
 	return true;
+}
+
+void names_split_api_version(struct str api_version, struct str *group, struct str *version)
+{
+	const char *slash = api_version.len ? memchr(api_version.ptr, '/', api_version.len) : NULL;
+
+	if (!slash) {
+		*group = STR_LIT("");
+		*version = api_version;
+		return;
+	}
+	group->ptr = api_version.ptr;
+	group->len = (size_t)(slash - api_version.ptr);
+	version->ptr = slash + 1;
+	version->len = api_version.len - group->len - 1;
 }

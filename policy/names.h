@@ -38,4 +38,8 @@ bool names_is_dns_subdomain(struct str s);
 /* True for "system:node:<name>"; *node gets <name>. */
 bool names_kubelet_node(struct str username, struct str *node);
 
+/* Split an apiVersion "group/version" into its parts; a core "v1" has an
+ * empty group. Both point into api_version. */
+void names_split_api_version(struct str api_version, struct str *group, struct str *version);
+
 #endif

@@ -15,84 +15,22 @@
 #include "jscan.h"
 #include "testutil.h"
 
-/* Returned by walk() when the grammar is fine but a string does not decode
- * (invalid UTF-8, lone surrogate): skipping accepts those, decoding does not. */
-#define WALK_BAD_STRING (-EILSEQ)
+#include "jscan_walk.h"
 
-static int walk_value(struct jscan *s, struct arena *a);
+#define WALK_BAD_STRING JSCAN_WALK_BAD_STRING
 
-/* Read one value through the pull API, decoding every string and key. */
-static int read_value(struct jscan *s, struct arena *a)
+static void walk_mismatch(int read_rc, int skip_rc, size_t offset)
 {
-	struct jscan_str js;
-	struct str text, dec;
-	bool b;
-	int rc;
-
-	switch (jscan_peek(s)) {
-	case JSCAN_OBJECT:
-		if ((rc = jscan_object_enter(s)) != 0)
-			return rc;
-		while ((rc = jscan_object_next(s, &js)) == 1) {
-			if (jscan_str_decode(&js, a, &dec) != 0)
-				return WALK_BAD_STRING;
-			if ((rc = walk_value(s, a)) != 0)
-				return rc;
-		}
-		return rc;
-	case JSCAN_ARRAY:
-		if ((rc = jscan_array_enter(s)) != 0)
-			return rc;
-		while ((rc = jscan_array_next(s)) == 1)
-			if ((rc = walk_value(s, a)) != 0)
-				return rc;
-		return rc;
-	case JSCAN_STRING:
-		if ((rc = jscan_string(s, &js)) != 0)
-			return rc;
-		return jscan_str_decode(&js, a, &dec) == 0 ? 0 : WALK_BAD_STRING;
-	case JSCAN_NUMBER:
-		return jscan_number(s, &text);
-	case JSCAN_TRUE:
-	case JSCAN_FALSE:
-		return jscan_bool(s, &b);
-	case JSCAN_NULL:
-		rc = jscan_null(s);
-		return rc == 1 ? 0 : rc < 0 ? rc : -EINVAL;
-	case JSCAN_EOF:
-	case JSCAN_INVALID:
-		break;
-	}
-	/* Let the scanner produce its own error for what is there. */
-	return jscan_skip(s, NULL);
+	fail_msg("read %d, skip %d at offset %zu", read_rc, skip_rc, offset);
 }
 
-/* Read the value, and skip it on a copy of the scanner (a mark): both must
- * take the same bytes, or fail alike. A container is skipped a block at a
- * time from wherever it starts, so every nesting checks another alignment
- * of the blocks against the calls that read it. */
-static int walk_value(struct jscan *s, struct arena *a)
-{
-	struct jscan mark = *s;
-	int rc = read_value(s, a), skip_rc = jscan_skip(&mark, NULL);
+static const struct jscan_walk_hooks walk_hooks = { walk_mismatch };
 
-	if (rc == WALK_BAD_STRING)
-		return rc;
-	if (rc != skip_rc || (rc == 0 && mark.p != s->p))
-		fail_msg("read %d, skip %d at offset %zu", rc, skip_rc, jscan_offset(&mark));
-	return rc;
-}
-
+/* Read the text through the pull API, decoding every string and key, and
+ * skip every value on the side (jscan_walk.h). */
 static int walk(const char *text, size_t len, unsigned max_depth, struct arena *a)
 {
-	struct jscan s;
-	int rc;
-
-	jscan_init(&s, text, len, max_depth);
-	rc = walk_value(&s, a);
-	if (rc == 0)
-		rc = jscan_finish(&s);
-	return rc;
+	return jscan_walk(text, len, max_depth, a, &walk_hooks);
 }
 
 static int skip_all(const char *text, size_t len, unsigned max_depth)
@@ -513,9 +451,10 @@ static void test_pull_api_reads_members_in_order(void **state)
 			   " \"ok\": true, \"skipme\": {\"deep\": [[], {}]}, \"z\": false } ";
 	struct jscan s;
 	struct jscan_str key, val;
-	struct str num, raw;
-	int64_t n;
-	bool b;
+	/* initialised: cmocka's asserts are not noreturn to the compiler */
+	struct str num = { NULL, 0 }, raw = { NULL, 0 };
+	int64_t n = 0;
+	bool b = false;
 
 	(void)state;
 	jscan_init(&s, text, strlen(text), 0);

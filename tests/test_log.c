@@ -6,7 +6,9 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <float.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +112,35 @@ static void test_line_has_time_level_msg_and_fields_in_order(void **state)
 	free(text);
 }
 
+/* Extreme numbers still make one valid JSON line, never a cut one. */
+static void test_extreme_numbers_stay_json(void **state)
+{
+	struct capture c;
+	struct log_line l;
+	char *text;
+	json_t *j;
+
+	(void)state;
+	log_set_level(LOG_INFO);
+	capture_start(&c);
+	assert_true(log_begin(&l, LOG_INFO, "extremes"));
+	log_int(&l, "min", INT64_MIN);
+	log_uint(&l, "max", (uint64_t)INT64_MAX); /* jansson stops at int64 */
+	log_ms(&l, "huge_ms", -DBL_MAX);
+	log_ms(&l, "inf_ms", INFINITY);
+	log_ms(&l, "nan_ms", NAN);
+	log_end(&l);
+	text = capture_end(&c);
+	j = one_line(text);
+	assert_int_equal(json_integer_value(json_object_get(j, "min")), INT64_MIN);
+	assert_int_equal(json_integer_value(json_object_get(j, "max")), INT64_MAX);
+	assert_true(json_real_value(json_object_get(j, "huge_ms")) == -DBL_MAX);
+	assert_true(json_is_null(json_object_get(j, "inf_ms")));
+	assert_true(json_is_null(json_object_get(j, "nan_ms")));
+	json_decref(j);
+	free(text);
+}
+
 static void test_lines_below_the_threshold_are_not_written(void **state)
 {
 	struct capture c;
@@ -201,6 +232,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_line_has_time_level_msg_and_fields_in_order),
+		cmocka_unit_test(test_extreme_numbers_stay_json),
 		cmocka_unit_test(test_lines_below_the_threshold_are_not_written),
 		cmocka_unit_test(test_oversized_field_is_dropped_whole_and_counted),
 		cmocka_unit_test(test_levels_parse),

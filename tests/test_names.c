@@ -99,6 +99,29 @@ static void test_kubelet_names(void **state)
 	assert_false(names_kubelet_node(STR_LIT("alice"), &node));
 }
 
+static void test_api_version_split(void **state)
+{
+	static const char *const cases[][3] = {
+		{ "resource.k8s.io/v1", "resource.k8s.io", "v1" },
+		{ "admission.k8s.io/v1beta1", "admission.k8s.io", "v1beta1" },
+		{ "v1", "", "v1" },
+		{ "", "", "" },
+		{ "/v1", "", "v1" },
+		{ "a/", "a", "" },
+		{ "a/b/c", "a", "b/c" },
+	};
+	struct str g, v;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		names_split_api_version(str_from_cstr(cases[i][0]), &g, &v);
+		if (!str_eq_cstr(g, cases[i][1]) || !str_eq_cstr(v, cases[i][2]))
+			fail_msg("\"%s\": group \"%.*s\", version \"%.*s\"", cases[i][0], (int)g.len, g.ptr,
+				 (int)v.len, v.ptr);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -107,6 +130,7 @@ int main(void)
 		cmocka_unit_test(test_serviceaccount_names),
 		cmocka_unit_test(test_driver_names),
 		cmocka_unit_test(test_kubelet_names),
+		cmocka_unit_test(test_api_version_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

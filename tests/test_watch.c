@@ -49,7 +49,7 @@ static uint32_t changes(struct watch *w)
 static void test_kubelet_swap_and_plain_writes_are_seen(void **state)
 {
 	struct watch *w;
-	unsigned a, b;
+	unsigned a = 0, b = 0;
 	uint32_t bits;
 
 	(void)state;
@@ -88,7 +88,7 @@ static void test_kubelet_swap_and_plain_writes_are_seen(void **state)
 static void test_missing_directory_is_picked_up_by_rearm(void **state)
 {
 	struct watch *w;
-	unsigned id;
+	unsigned id = 0;
 	char p[512];
 
 	(void)state;

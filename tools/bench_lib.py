@@ -5,20 +5,18 @@ Standard library only. Everything listens on 127.0.0.1; every process started
 here is stopped here, by PID.
 """
 
-import hashlib
 import http.client
 import json
 import os
 import resource
-import shutil
 import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MAKE_CERTS = os.path.join(ROOT, "certs", "make-certs.sh")
 WRK_SCRIPT = os.path.join(ROOT, "bench", "wrk_post.lua")
 URL_PATH = "/validate?timeout=10s"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -28,81 +26,13 @@ class BenchError(Exception):
     pass
 
 
-# --- certificates ------------------------------------------------------------------
+# --- certificates and mounted directories: the end-to-end tests' helpers ----------
 
-
-def make_certs(directory):
-    """A dev CA and serving pair (certs/make-certs.sh keeps a valid one)."""
-    subprocess.run([MAKE_CERTS, "dev", directory], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return directory
-
-
-def new_serving_cert(directory):
-    for name in ("tls.crt", "tls.key"):
-        os.unlink(os.path.join(directory, name))
-    make_certs(directory)
-
-
-def cert_fingerprint(path):
-    pem = open(path).read().split("-----END CERTIFICATE-----")[0] + "-----END CERTIFICATE-----\n"
-    return hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest()
-
-
-def served_fingerprint(port, ca):
-    ctx = ssl.create_default_context(cafile=ca)
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
-            return hashlib.sha256(s.getpeercert(binary_form=True)).hexdigest()
-
-
-class MountedDir:
-    """A Secret or ConfigMap volume laid out the kubelet's way: every key is a
-    symlink through ..data to a timestamped directory; publish() makes the new
-    version, swaps ..data with one rename and removes the old version."""
-
-    def __init__(self, path):
-        self.path = path
-        os.makedirs(path, exist_ok=True)
-        self.version = None
-        self.n = 0
-
-    def publish(self, data):
-        self.n += 1
-        name = "..%s.%09d" % (time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime()), self.n)
-        vdir = os.path.join(self.path, name)
-        os.mkdir(vdir)
-        for k, v in data.items():
-            with open(os.path.join(vdir, k), "w") as f:
-                f.write(v)
-        tmp = os.path.join(self.path, "..data_tmp")
-        os.symlink(name, tmp)
-        os.rename(tmp, os.path.join(self.path, "..data"))
-        for k in data:
-            link = os.path.join(self.path, k)
-            if not os.path.islink(link):
-                os.symlink(os.path.join("..data", k), link)
-        for entry in os.listdir(self.path):
-            link = os.path.join(self.path, entry)
-            if not entry.startswith("..") and os.path.islink(link) and entry not in data:
-                os.unlink(link)
-        if self.version:
-            shutil.rmtree(os.path.join(self.path, self.version))
-        self.version = name
-
-
-def example_policy():
-    """data["policy.yaml"] of examples/policy-configmap.yaml: the block scalar, dedented."""
-    lines = open(os.path.join(ROOT, "examples", "policy-configmap.yaml")).read().split("\n")
-    start = next(i for i, l in enumerate(lines) if l.strip().startswith("policy.yaml: |"))
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    body = []
-    for l in lines[start + 1:]:
-        if l.strip() and len(l) - len(l.lstrip()) <= indent:
-            break
-        body.append(l)
-    pad = min(len(l) - len(l.lstrip()) for l in body if l.strip())
-    return "\n".join(l[pad:] for l in body).strip() + "\n"
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from guard import ConfigMapDir as MountedDir  # noqa: E402,F401  (kubelet-style volume)
+from guard import fingerprint_file as cert_fingerprint  # noqa: E402,F401
+from guard import make_certs, new_serving_cert, served_fingerprint  # noqa: E402,F401
+from guard import policy_text as example_policy  # noqa: E402,F401
 
 
 # --- /proc ---------------------------------------------------------------------------

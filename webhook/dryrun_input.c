@@ -23,6 +23,7 @@
 #include "dryrun_impl.h"
 #include "engine.h"
 #include "fileio.h"
+#include "names.h"
 #include "rules.h"
 
 /* --- results ---------------------------------------------------------------- */
@@ -107,22 +108,6 @@ static const char *plural_of(enum object_kind k)
 	return "";
 }
 
-/* Split "group/version" (or "v1") into its parts. */
-static void split_api_version(struct str av, struct str *group, struct str *version)
-{
-	const char *slash = av.len ? memchr(av.ptr, '/', av.len) : NULL;
-
-	if (!slash) {
-		*group = (struct str){ "", 0 };
-		*version = av;
-		return;
-	}
-	group->ptr = av.ptr;
-	group->len = (size_t)(slash - av.ptr);
-	version->ptr = slash + 1;
-	version->len = av.len - group->len - 1;
-}
-
 static void fill_user(struct dryrun *d, struct arena *a, struct user_info *u)
 {
 	size_t i, j;
@@ -191,7 +176,7 @@ static const struct doc_node *find_old(struct dryrun *d, const struct k8s_object
 		/* The decoded model borrows from the text: keep it in the arena. */
 		rc = buf_take(&json, &text, &len);
 		if (rc == 0) {
-			struct str copy;
+			struct str copy = { NULL, 0 };
 
 			rc = arena_strdup(a, text, len, &copy);
 			free(text);
@@ -226,7 +211,7 @@ static void decide_object(struct dryrun *d, const char *source, const struct doc
 	struct decode_error derr;
 	struct verdict v;
 	struct buf json;
-	struct str text;
+	struct str text = { NULL, 0 };
 	char err[DECODE_ERROR_MAX + 256];
 	enum admission_op op = d->operation;
 	char kind[128];
@@ -255,7 +240,7 @@ static void decide_object(struct dryrun *d, const char *source, const struct doc
 	if (op == ADMISSION_OP_UNKNOWN)
 		op = d->old_set ? ADMISSION_OP_UPDATE : ADMISSION_OP_CREATE;
 	req.uid = STR_LIT("dry-run");
-	split_api_version(obj.api_version, &req.kind.group, &req.kind.version);
+	names_split_api_version(obj.api_version, &req.kind.group, &req.kind.version);
 	req.kind.kind = obj.kind_name;
 	req.resource.group = req.kind.group;
 	req.resource.version = req.kind.version;
@@ -301,7 +286,7 @@ static void decide_review(struct dryrun *d, const char *source, const struct doc
 {
 	struct admission_result res;
 	struct buf json, out;
-	struct str text;
+	struct str text = { NULL, 0 };
 	char err[DECODE_ERROR_MAX + 64];
 	char kind[128];
 	int rc;

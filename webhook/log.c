@@ -2,7 +2,9 @@
 #include "log.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,60 +147,55 @@ void log_str(struct log_line *l, const char *key, const char *val)
 	log_strn(l, key, val, val ? strlen(val) : 0);
 }
 
+/* A field whose value is already JSON text (a number, a literal). */
+static void add_raw(struct log_line *l, const char *key, const char *text)
+{
+	size_t start = buf_len(&l->b);
+	int rc = add_key(l, key);
+
+	if (rc == 0)
+		rc = buf_add_cstr(&l->b, text);
+	field_done(l, start, rc);
+}
+
 void log_int(struct log_line *l, const char *key, int64_t val)
 {
-	size_t start;
-	int rc;
+	char text[32];
 
 	if (!l->on)
 		return;
-	start = buf_len(&l->b);
-	rc = add_key(l, key);
-	if (rc == 0)
-		rc = buf_printf(&l->b, "%" PRId64, val);
-	field_done(l, start, rc);
+	snprintf(text, sizeof(text), "%" PRId64, val);
+	add_raw(l, key, text);
 }
 
 void log_uint(struct log_line *l, const char *key, uint64_t val)
 {
-	size_t start;
-	int rc;
+	char text[32];
 
 	if (!l->on)
 		return;
-	start = buf_len(&l->b);
-	rc = add_key(l, key);
-	if (rc == 0)
-		rc = buf_printf(&l->b, "%" PRIu64, val);
-	field_done(l, start, rc);
+	snprintf(text, sizeof(text), "%" PRIu64, val);
+	add_raw(l, key, text);
 }
 
 void log_bool(struct log_line *l, const char *key, bool val)
 {
-	size_t start;
-	int rc;
-
-	if (!l->on)
-		return;
-	start = buf_len(&l->b);
-	rc = add_key(l, key);
-	if (rc == 0)
-		rc = buf_add_cstr(&l->b, val ? "true" : "false");
-	field_done(l, start, rc);
+	if (l->on)
+		add_raw(l, key, val ? "true" : "false");
 }
 
 void log_ms(struct log_line *l, const char *key, double val)
 {
-	size_t start;
-	int rc;
+	char text[DBL_MAX_10_EXP + 16]; /* the longest "%.3f" of a finite double */
 
 	if (!l->on)
 		return;
-	start = buf_len(&l->b);
-	rc = add_key(l, key);
-	if (rc == 0)
-		rc = buf_printf(&l->b, "%.3f", val);
-	field_done(l, start, rc);
+	if (!isfinite(val)) {
+		add_raw(l, key, "null"); /* JSON has no inf or nan */
+		return;
+	}
+	snprintf(text, sizeof(text), "%.3f", val);
+	add_raw(l, key, text);
 }
 
 void log_str_array(struct log_line *l, const char *key, const char *const *vals, size_t n)

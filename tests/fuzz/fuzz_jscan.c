@@ -18,76 +18,20 @@
 #include <string.h>
 
 #include "jscan.h"
+#include "../jscan_walk.h"
 
 #define FUZZ_MAX_DEPTH 1000
-#define BAD_STRING (-EILSEQ)
+#define BAD_STRING JSCAN_WALK_BAD_STRING
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int walk_value(struct jscan *s, struct arena *a);
-
-static int read_value(struct jscan *s, struct arena *a)
+static void walk_mismatch(int read_rc, int skip_rc, size_t offset)
 {
-	struct jscan_str js;
-	struct str text, dec;
-	bool b;
-	int rc;
-
-	switch (jscan_peek(s)) {
-	case JSCAN_OBJECT:
-		if ((rc = jscan_object_enter(s)) != 0)
-			return rc;
-		while ((rc = jscan_object_next(s, &js)) == 1) {
-			if (jscan_str_decode(&js, a, &dec) != 0)
-				return BAD_STRING;
-			if ((rc = walk_value(s, a)) != 0)
-				return rc;
-		}
-		return rc;
-	case JSCAN_ARRAY:
-		if ((rc = jscan_array_enter(s)) != 0)
-			return rc;
-		while ((rc = jscan_array_next(s)) == 1)
-			if ((rc = walk_value(s, a)) != 0)
-				return rc;
-		return rc;
-	case JSCAN_STRING:
-		if ((rc = jscan_string(s, &js)) != 0)
-			return rc;
-		return jscan_str_decode(&js, a, &dec) == 0 ? 0 : BAD_STRING;
-	case JSCAN_NUMBER:
-		return jscan_number(s, &text);
-	case JSCAN_TRUE:
-	case JSCAN_FALSE:
-		return jscan_bool(s, &b);
-	case JSCAN_NULL:
-		rc = jscan_null(s);
-		return rc == 1 ? 0 : rc < 0 ? rc : -EINVAL;
-	case JSCAN_EOF:
-	case JSCAN_INVALID:
-		break;
-	}
-	return jscan_skip(s, NULL);
+	fprintf(stderr, "read %d, skip %d at offset %zu\n", read_rc, skip_rc, offset);
+	abort();
 }
 
-/* Read the value, and skip it on a copy of the scanner (a mark): both must
- * take the same bytes, or fail alike. A container is skipped a block at a
- * time from wherever it starts, so every nesting checks another alignment
- * of the blocks against the calls that read it. */
-static int walk_value(struct jscan *s, struct arena *a)
-{
-	struct jscan mark = *s;
-	int rc = read_value(s, a), skip_rc = jscan_skip(&mark, NULL);
-
-	if (rc == BAD_STRING)
-		return rc;
-	if (rc != skip_rc || (rc == 0 && mark.p != s->p)) {
-		fprintf(stderr, "read %d, skip %d at offset %zu\n", rc, skip_rc,
-			jscan_offset(&mark));
-		abort();
-	}
-	return rc;
-}
+static const struct jscan_walk_hooks walk_hooks = { walk_mismatch };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -110,10 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (jscan_offset(&s) > size)
 		abort();
 
-	jscan_init(&s, text, size, FUZZ_MAX_DEPTH);
-	walk_rc = walk_value(&s, a);
-	if (walk_rc == 0)
-		walk_rc = jscan_finish(&s);
+	walk_rc = jscan_walk(text, size, FUZZ_MAX_DEPTH, a, &walk_hooks);
 	arena_free(a);
 	if (walk_rc != BAD_STRING && walk_rc != skip_rc) {
 		fprintf(stderr, "skip %d, walk %d\n", skip_rc, walk_rc);
