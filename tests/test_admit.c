@@ -15,6 +15,7 @@
 
 #include "admit.h"
 #include "log.h"
+#include "testmetrics.h"
 #include "testutil.h"
 
 struct fixture {
@@ -100,24 +101,6 @@ static json_t *answer(const struct fixture *f)
 	return j;
 }
 
-static double metric(struct metrics *m, const char *series)
-{
-	struct buf b;
-	const char *p;
-	double v = -1;
-
-	buf_init(&b, 1 << 20);
-	assert_int_equal(metrics_render(m, &b), 0);
-	for (p = strstr(buf_cstr(&b), series); p; p = strstr(p + 1, series)) {
-		if (p[-1] == '\n' && p[strlen(series)] == ' ') {
-			v = strtod(p + strlen(series) + 1, NULL);
-			break;
-		}
-	}
-	buf_free(&b);
-	return v;
-}
-
 static void test_allowed_review_is_answered_and_counted(void **state)
 {
 	struct fixture *f = *state;
@@ -130,9 +113,9 @@ static void test_allowed_review_is_answered_and_counted(void **state)
 	assert_true(json_is_true(json_object_get(json_object_get(j, "response"), "allowed")));
 	assert_null(json_object_get(json_object_get(j, "response"), "patch"));
 	json_decref(j);
-	assert_true(metric(f->m, "dra_guard_requests_total{endpoint=\"validate\",resource=\"resourceslices\","
+	assert_true(testmetrics_sample(f->m, "dra_guard_requests_total{endpoint=\"validate\",resource=\"resourceslices\","
 				 "operation=\"CREATE\",result=\"allowed\"}") == 1);
-	assert_true(metric(f->m, "dra_guard_request_duration_seconds_count{endpoint=\"validate\"}") == 1);
+	assert_true(testmetrics_sample(f->m, "dra_guard_request_duration_seconds_count{endpoint=\"validate\"}") == 1);
 
 	/* The mutating endpoint answers with a patch. */
 	assert_int_equal(admit_review(&f->a, true, body, strlen(body), &f->out, admit_now_ns()), 200);
@@ -153,9 +136,9 @@ static void test_denial_counts_its_violations(void **state)
 	j = answer(f);
 	assert_false(json_is_true(json_object_get(json_object_get(j, "response"), "allowed")));
 	json_decref(j);
-	assert_true(metric(f->m, "dra_guard_requests_total{endpoint=\"validate\",resource=\"resourceslices\","
+	assert_true(testmetrics_sample(f->m, "dra_guard_requests_total{endpoint=\"validate\",resource=\"resourceslices\","
 				 "operation=\"CREATE\",result=\"denied\"}") == 1);
-	assert_true(metric(f->m, "dra_guard_violations_total{rule=\"slice.mapping.name\",action=\"deny\"}") == 1);
+	assert_true(testmetrics_sample(f->m, "dra_guard_violations_total{rule=\"slice.mapping.name\",action=\"deny\"}") == 1);
 	free(body);
 }
 
@@ -174,8 +157,8 @@ static void test_not_a_review_is_400_and_an_error(void **state)
 		assert_int_equal(json_integer_value(json_object_get(j, "code")), 400);
 		json_decref(j);
 	}
-	assert_true(metric(f->m, "dra_guard_http_errors_total{code=\"400\"}") == 5);
-	assert_true(metric(f->m, "dra_guard_requests_total{endpoint=\"validate\",resource=\"unknown\","
+	assert_true(testmetrics_sample(f->m, "dra_guard_http_errors_total{code=\"400\"}") == 5);
+	assert_true(testmetrics_sample(f->m, "dra_guard_requests_total{endpoint=\"validate\",resource=\"unknown\","
 				 "operation=\"unknown\",result=\"error\"}") == 3);
 }
 
@@ -242,7 +225,7 @@ static void test_no_policy_is_503_with_nothing_written(void **state)
 	assert_int_equal(admit_init(&a, &f->cfg, f->m, empty), 0);
 	assert_int_equal(admit_review(&a, false, body, strlen(body), &f->out, admit_now_ns()), 503);
 	assert_int_equal(buf_len(&f->out), 0);
-	assert_true(metric(f->m, "dra_guard_http_errors_total{code=\"503\"}") == 1);
+	assert_true(testmetrics_sample(f->m, "dra_guard_http_errors_total{code=\"503\"}") == 1);
 	admit_fini(&a);
 	policy_source_free(empty);
 	free(body);

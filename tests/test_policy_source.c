@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "policy.h"
 #include "policy_source.h"
+#include "testmetrics.h"
 #include "testutil.h"
 
 #define GOOD_POLICY "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
@@ -79,25 +80,6 @@ static void publish(const char *dir, const char *doc, const char *freeze, const 
 	    "for k in policy.yaml freeze freeze-reason; do ln -sfn ..data/$k $k; done", root, dir, v);
 }
 
-static double metric(struct metrics *m, const char *series)
-{
-	struct buf b;
-	const char *p;
-	double v = -1;
-
-	buf_init(&b, 1 << 20);
-	assert_int_equal(metrics_render(m, &b), 0);
-	/* A sample line, not the HELP line that names the family. */
-	for (p = strstr(buf_cstr(&b), series); p; p = strstr(p + 1, series)) {
-		if (p[-1] == '\n' && p[strlen(series)] == ' ') {
-			v = strtod(p + strlen(series) + 1, NULL);
-			break;
-		}
-	}
-	buf_free(&b);
-	return v;
-}
-
 static const struct policy *serving(struct policy_source *ps, struct snapshot **s)
 {
 	*s = policy_source_acquire(ps);
@@ -124,7 +106,7 @@ static void test_builtin_policy_is_ready_at_once(void **state)
 	assert_int_equal(policy_source_reload(ps, "SIGHUP"), 0);
 	assert_false(policy_source_changed(ps));
 	assert_null(policy_source_dir(ps));
-	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"success\"}") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_reload_total{result=\"success\"}") == 1);
 	policy_source_free(ps);
 	metrics_free(m);
 	free(take_log());
@@ -150,7 +132,7 @@ static void test_directory_reload_freeze_and_last_good(void **state)
 	p = snapshot_get(held);
 	assert_false(p->frozen);
 	snprintf(hash, sizeof(hash), "%s", p->hash);
-	assert_true(metric(m, "dra_guard_freeze_active") == 0);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_active") == 0);
 	free(take_log());
 
 	/* Freeze on: a new snapshot; the held one is untouched. */
@@ -164,9 +146,9 @@ static void test_directory_reload_freeze_and_last_good(void **state)
 	snapshot_release(s);
 	assert_false(((const struct policy *)snapshot_get(held))->frozen);
 	snapshot_release(held);
-	assert_true(metric(m, "dra_guard_freeze_active") == 1);
-	assert_true(metric(m, "dra_guard_freeze_info{reason=\"INC-4211: hugepages\"}") == 1);
-	assert_true(metric(m, "dra_guard_freeze_since_timestamp_seconds") > 1.0e9);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_active") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_info{reason=\"INC-4211: hugepages\"}") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_since_timestamp_seconds") > 1.0e9);
 	log = take_log();
 	assert_non_null(strstr(log, "\"freeze active\""));
 	assert_non_null(strstr(log, "INC-4211: hugepages"));
@@ -180,8 +162,8 @@ static void test_directory_reload_freeze_and_last_good(void **state)
 	p = serving(ps, &s);
 	assert_true(p->frozen);
 	snapshot_release(s);
-	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"error\"}") == 1);
-	assert_true(metric(m, "dra_guard_freeze_active") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_reload_total{result=\"error\"}") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_active") == 1);
 	log = take_log();
 	assert_non_null(strstr(log, "the last good policy stays"));
 	assert_non_null(strstr(log, "cm/policy.yaml\""));
@@ -196,7 +178,7 @@ static void test_directory_reload_freeze_and_last_good(void **state)
 	log = take_log();
 	assert_non_null(strstr(log, "cm/freeze\""));
 	free(log);
-	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"error\"}") == 2);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_reload_total{result=\"error\"}") == 2);
 
 	/* Lifted. */
 	publish("cm", OTHER_POLICY, "false", "");
@@ -204,12 +186,12 @@ static void test_directory_reload_freeze_and_last_good(void **state)
 	p = serving(ps, &s);
 	assert_false(p->frozen);
 	snapshot_release(s);
-	assert_true(metric(m, "dra_guard_freeze_active") == 0);
-	assert_true(metric(m, "dra_guard_freeze_since_timestamp_seconds") == 0);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_active") == 0);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_since_timestamp_seconds") == 0);
 	log = take_log();
 	assert_non_null(strstr(log, "\"freeze lifted\""));
 	free(log);
-	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"success\"}") == 3);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_reload_total{result=\"success\"}") == 3);
 	policy_source_free(ps);
 	metrics_free(m);
 }
@@ -230,7 +212,7 @@ static void test_broken_at_start_is_not_ready_and_says_why(void **state)
 	assert_non_null(strstr(why, "no valid policy"));
 	assert_non_null(strstr(why, "defualt"));
 	assert_null(policy_source_acquire(ps));
-	assert_true(metric(m, "dra_guard_policy_reload_total{result=\"error\"}") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_reload_total{result=\"error\"}") == 1);
 	free(take_log());
 
 	/* Fixed later: ready. */

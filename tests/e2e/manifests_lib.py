@@ -17,9 +17,7 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("DRA_GUARD_ROOT") or os.path.dirname(os.path.dirname(HERE))
@@ -203,19 +201,4 @@ def b64decode(text):
 
 # --- running -------------------------------------------------------------------------
 
-
-def run_tests(tests):
-    """Run test functions in order, a line each; a closing count; exit 1 on any failure."""
-    failed = 0
-    for t in tests:
-        t0 = time.time()
-        try:
-            t()
-            print("ok   %-62s %6.2fs" % (t.__name__, time.time() - t0), flush=True)
-        except Exception as e:  # noqa: BLE001 - report every kind of failure
-            failed += 1
-            print("FAIL %-62s %6.2fs\n     %s: %s" % (t.__name__, time.time() - t0, type(e).__name__, e),
-                  flush=True)
-    print("%d passed, %d failed" % (len(tests) - failed, failed), flush=True)
-    if failed:
-        sys.exit(1)
+from guard import run_tests  # noqa: E402,F401  (one runner for every end-to-end file)
