@@ -275,6 +275,7 @@ static void test_resource_and_code_lookups(void **state)
 	assert_int_equal(metrics_resource_of("deployments", 11), METRICS_RES_OTHER);
 	assert_int_equal(metrics_resource_of("pod", 3), METRICS_RES_OTHER);
 	assert_int_equal(metrics_resource_of("", 0), METRICS_RES_UNKNOWN);
+	assert_int_equal(metrics_http_error_of(408), METRICS_HTTP_408);
 	assert_int_equal(metrics_http_error_of(413), METRICS_HTTP_413);
 	assert_int_equal(metrics_http_error_of(503), METRICS_HTTP_503);
 	assert_int_equal(metrics_http_error_of(200), -1);

@@ -69,6 +69,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_body, 8 * 1024 * 1024);
 	assert_int_equal(c.max_connections, 1024);
 	assert_int_equal(c.idle_timeout_s, 120);
+	assert_int_equal(c.body_timeout_s, 30);
 	assert_int_equal(c.max_json_depth, 64);
 	assert_int_equal(c.shutdown_timeout_s, 25);
 	assert_int_equal(c.log_level, LOG_INFO);
@@ -83,7 +84,7 @@ static void test_flags_parse_values(void **state)
 
 	(void)state;
 	assert_int_equal(parse("--listen 127.0.0.1:0 --metrics-listen=off --threads 3 --max-body 512Ki "
-			       "--max-connections 10 --idle-timeout 2m --max-json-depth 32 "
+			       "--max-connections 10 --idle-timeout 2m --body-timeout 5s --max-json-depth 32 "
 			       "--shutdown-timeout 0 --log-level debug --service-name svc.ns.svc "
 			       "--policy-dir /etc/p --policy-configmap ns1/cm-1 --tls-cert /a/c --tls-key /a/k",
 			       env, &c, err), 0);
@@ -94,6 +95,7 @@ static void test_flags_parse_values(void **state)
 	assert_int_equal(c.max_body, 512 * 1024);
 	assert_int_equal(c.max_connections, 10);
 	assert_int_equal(c.idle_timeout_s, 120);
+	assert_int_equal(c.body_timeout_s, 5);
 	assert_int_equal(c.max_json_depth, 32);
 	assert_int_equal(c.shutdown_timeout_s, 0);
 	assert_int_equal(c.log_level, LOG_DEBUG);
@@ -148,6 +150,9 @@ static void test_bad_values_name_the_flag(void **state)
 		{ "--idle-timeout 0", { NULL }, "--idle-timeout" },
 		{ "--idle-timeout 5d", { NULL }, "--idle-timeout" },
 		{ "--idle-timeout 2h", { NULL }, "--idle-timeout" },
+		{ "--body-timeout 0", { NULL }, "--body-timeout" },
+		{ "--body-timeout 2h", { NULL }, "--body-timeout" },
+		{ "--body-timeout soon", { NULL }, "--body-timeout" },
 		{ "--shutdown-timeout -1s", { NULL }, "--shutdown-timeout" },
 		{ "--max-json-depth 4", { NULL }, "--max-json-depth" },
 		{ "--max-connections 0", { NULL }, "--max-connections" },
@@ -197,7 +202,7 @@ static void test_help_lists_every_flag_with_its_variable(void **state)
 		"--listen", "DRA_GUARD_LISTEN", "--metrics-listen", "DRA_GUARD_METRICS_LISTEN",
 		"--tls-cert", "DRA_GUARD_TLS_CERT", "--tls-key", "DRA_GUARD_TLS_KEY",
 		"--service-name", "--policy ", "--policy-dir", "--policy-configmap", "--threads",
-		"--max-body", "--max-connections", "--idle-timeout", "--max-json-depth",
+		"--max-body", "--max-connections", "--idle-timeout", "--body-timeout", "--max-json-depth",
 		"--shutdown-timeout", "--log-level", "--policy-file-watch", "--help",
 	};
 	char text[16384];

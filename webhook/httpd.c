@@ -563,6 +563,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (n > 0) {
 		*upload_data_size = 0;
+		/* Not idle, yet not a review the API server still waits for: a
+		 * body trickled past --body-timeout loses its connection. */
+		if (admit_now_ns() - conn->start_ns > (uint64_t)conn->h->env.cfg->body_timeout_s * 1000000000u) {
+			log_http_error(conn, c, MHD_HTTP_REQUEST_TIMEOUT, method, url,
+				       "body not complete within --body-timeout");
+			return MHD_NO;
+		}
 		if (conn->answered)
 			return MHD_YES;
 		conn->seen += n;

@@ -29,7 +29,7 @@ static const char *const op_names[METRICS_OP_COUNT] = {
 	[ADMISSION_OP_CONNECT] = "CONNECT",
 };
 
-static const unsigned http_codes[METRICS_HTTP_COUNT] = { 400, 404, 405, 413, 415, 500, 503 };
+static const unsigned http_codes[METRICS_HTTP_COUNT] = { 400, 404, 405, 408, 413, 415, 500, 503 };
 
 static const char *const reload_names[METRICS_RELOAD_COUNT] = { "success", "error" };
 

@@ -255,6 +255,7 @@ static void log_start(const struct server *s)
 	log_uint(&l, "max_body", s->cfg.max_body);
 	log_uint(&l, "max_connections", s->cfg.max_connections);
 	log_uint(&l, "idle_timeout_s", s->cfg.idle_timeout_s);
+	log_uint(&l, "body_timeout_s", s->cfg.body_timeout_s);
 	log_str(&l, "policy", s->cfg.policy_kind == POLICY_SOURCE_BUILTIN ? "built-in" : s->cfg.policy_path);
 	log_end(&l);
 }

@@ -19,6 +19,7 @@
 #define JSON_DEPTH_MIN 8
 #define JSON_DEPTH_MAX 1024
 #define IDLE_TIMEOUT_MAX 3600
+#define BODY_TIMEOUT_MAX 3600
 #define SHUTDOWN_TIMEOUT_MAX 600
 
 struct flag {
@@ -394,6 +395,17 @@ static int set_idle_timeout(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+static int set_body_timeout(struct serve_config *c, const char *v, char *err)
+{
+	if (parse_duration("body-timeout", v, BODY_TIMEOUT_MAX, &c->body_timeout_s, err) != 0)
+		return -EINVAL;
+	if (c->body_timeout_s == 0) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--body-timeout: must be at least 1s");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int set_max_json_depth(struct serve_config *c, const char *v, char *err)
 {
 	unsigned long long n;
@@ -448,6 +460,9 @@ static const struct flag flags[] = {
 	{ "idle-timeout", "DRA_GUARD_IDLE_TIMEOUT", "120s", NULL, "DURATION",
 	  "close a connection silent this long (longer than the API server's 90s keep-alive idle)",
 	  set_idle_timeout },
+	{ "body-timeout", "DRA_GUARD_BODY_TIMEOUT", "30s", NULL, "DURATION",
+	  "close a connection whose request body is not in this long after its headers"
+	  " (the API server waits at most 30s for a webhook)", set_body_timeout },
 	{ "max-json-depth", "DRA_GUARD_MAX_JSON_DEPTH", "64", NULL, "N",
 	  "deepest JSON nesting accepted in a review (8 to 1024)", set_max_json_depth },
 	{ "shutdown-timeout", "DRA_GUARD_SHUTDOWN_TIMEOUT", "25s", NULL, "DURATION",

@@ -41,6 +41,7 @@ struct serve_config {
 	size_t max_body;
 	unsigned max_connections;
 	unsigned idle_timeout_s;
+	unsigned body_timeout_s;
 	unsigned max_json_depth;
 	unsigned shutdown_timeout_s;
 	enum log_level log_level;

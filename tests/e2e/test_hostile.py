@@ -207,9 +207,53 @@ def test_slowloris_headers_and_bodies_trickled_a_byte_a_second():
             check(srv.ready()[0], "not ready after the attack")
             check(srv.stop() == 0, "exit code")
             # Reported, not asserted: the idle timeout is reset by every byte,
-            # so a client sending one byte a second keeps its connection.
+            # so a client sending one byte a second keeps its connection
+            # (a body, until --body-timeout: the next test).
             print("     %s; %d of %d trickling connections still open after %ds (idle timeout %ds)" % (
                 summary, kept, len(alive), seconds, IDLE))
+
+
+def test_a_body_trickled_past_the_body_timeout_loses_its_connection():
+    body_timeout = 3
+    with guard.TempDir() as tmp:
+        certs = guard.make_certs(os.path.join(tmp, "certs"))
+        with guard.Server(certs, ARGS + ["--body-timeout", "%ds" % body_timeout]) as srv:
+            base = idle_baseline(srv)
+            by = Bystander(srv)
+            slow = [tls(srv) for _ in range(4)]
+            for s in slow:
+                s.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n{")
+                s.settimeout(0.05)
+            t0 = time.monotonic()
+            open_until = {}
+            # A byte every half second: never idle for --idle-timeout (2 s).
+            while len(open_until) < len(slow) and time.monotonic() - t0 < body_timeout + 10:
+                for s in slow:
+                    if id(s) in open_until:
+                        continue
+                    try:
+                        s.sendall(b" ")
+                        if s.recv(4096) == b"":
+                            open_until[id(s)] = time.monotonic() - t0
+                    except socket.timeout:
+                        pass
+                    except (OSError, ssl.SSLError):
+                        open_until[id(s)] = time.monotonic() - t0
+                time.sleep(0.5)
+            summary = by.stop()
+            close_all(slow)
+            check(len(open_until) == len(slow), "%d of %d trickled bodies still open after %ds" % (
+                len(slow) - len(open_until), len(slow), body_timeout + 10))
+            early = [t for t in open_until.values() if t < body_timeout]
+            check(not early, "closed before --body-timeout: %s" % early)
+            refused = [l for l in srv.log_lines() if l.get("msg") == "request refused" and l.get("code") == 408]
+            check(len(refused) == len(slow), "%d 408 log lines, want %d" % (len(refused), len(slow)))
+            m = guard.metric(srv.metrics(), "dra_guard_http_errors_total", code="408")
+            check(m == len(slow), "http_errors_total{code=408} is %s" % m)
+            wait_fds(srv, base, "after the trickled bodies were dropped")
+            check(srv.stop() == 0, "exit code")
+            print("     %d trickled bodies closed %.1f-%.1fs after their headers (--body-timeout %ds); %s" % (
+                len(slow), min(open_until.values()), max(open_until.values()), body_timeout, summary))
 
 
 def test_stalled_connections_and_handshakes_are_closed_and_freed():
@@ -405,6 +449,7 @@ def test_hostile_mix_under_asan_leaves_no_report():
 def main():
     guard.run_tests([
         test_slowloris_headers_and_bodies_trickled_a_byte_a_second,
+        test_a_body_trickled_past_the_body_timeout_loses_its_connection,
         test_stalled_connections_and_handshakes_are_closed_and_freed,
         test_a_body_that_never_ends_is_cut_off,
         test_garbage_on_the_tls_port,
