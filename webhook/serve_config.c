@@ -384,26 +384,26 @@ static int set_max_connections(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
-static int set_idle_timeout(struct serve_config *c, const char *v, char *err)
+/* A timeout of 0 would mean "never" to libmicrohttpd or "at once" to us: refused. */
+static int parse_timeout(const char *flag, const char *v, unsigned max, unsigned *out, char *err)
 {
-	if (parse_duration("idle-timeout", v, IDLE_TIMEOUT_MAX, &c->idle_timeout_s, err) != 0)
+	if (parse_duration(flag, v, max, out, err) != 0)
 		return -EINVAL;
-	if (c->idle_timeout_s == 0) {
-		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--idle-timeout: must be at least 1s");
+	if (*out == 0) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--%s: must be at least 1s", flag);
 		return -EINVAL;
 	}
 	return 0;
 }
 
+static int set_idle_timeout(struct serve_config *c, const char *v, char *err)
+{
+	return parse_timeout("idle-timeout", v, IDLE_TIMEOUT_MAX, &c->idle_timeout_s, err);
+}
+
 static int set_body_timeout(struct serve_config *c, const char *v, char *err)
 {
-	if (parse_duration("body-timeout", v, BODY_TIMEOUT_MAX, &c->body_timeout_s, err) != 0)
-		return -EINVAL;
-	if (c->body_timeout_s == 0) {
-		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--body-timeout: must be at least 1s");
-		return -EINVAL;
-	}
-	return 0;
+	return parse_timeout("body-timeout", v, BODY_TIMEOUT_MAX, &c->body_timeout_s, err);
 }
 
 static int set_max_json_depth(struct serve_config *c, const char *v, char *err)
