@@ -84,45 +84,17 @@ NOINLINE const char *jscan_string_scan(const char *p, const char *end, bool *esc
 	unsigned char c;
 
 	for (;;) {
-#if JSCAN_SSE2
-		/* Sixteen bytes per step: equality with '"' and '\\', and "at
-		 * most 0x1f" as max(v, 0x1f) == 0x1f, folded into one mask. */
-		while (end - p >= 16) {
-			const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-			const __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)),
-							   _mm_set1_epi8(0x1f));
-			const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-								      _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-							 ctl);
-			unsigned m = (unsigned)_mm_movemask_epi8(hit);
+		const char *q = jscan_string_special(&p, end);
 
-			if (m) {
-				p += __builtin_ctz(m);
-				goto special;
-			}
-			p += 16;
-		}
-#endif
-		while (end - p >= 8) {
-			uint64_t x, m;
-
-			memcpy(&x, p, 8);
-			m = jscan_string_specials(x);
-			if (m) {
-				p += jscan_first_flagged(m);
-				goto special;
-			}
-			p += 8;
-		}
-		for (;;) {
+		if (q) {
+			p = q;
+		} else {
+			/* Less than a block left: byte by byte. */
+			while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+				p++;
 			if (p == end)
 				return jscan_fault(f, p, jscan_msg_eof_string);
-			c = (unsigned char)*p;
-			if (c == '"' || c == '\\' || c < 0x20)
-				break;
-			p++;
 		}
-special:
 		c = (unsigned char)*p;
 		if (c == '"')
 			return p;

@@ -149,13 +149,13 @@ static inline const char *jscan_scan_string(struct jscan *s, const char *p, bool
 	return q;
 }
 
-/* p is just past the opening quote. The closing quote when nothing before
- * it is a backslash or a control byte (nearly every string), found
- * sixteen bytes a step with SSE2 (eight with the word trick elsewhere);
- * NULL for jscan_scan_string() to decide, also when the text has fewer than
- * that many bytes left. Inline, without a call, for the common case. */
-static inline const char *jscan_plain_string_end(const char *p, const char *end)
+/* The first '"', '\\' or control byte from *pp on, looked for in whole
+ * blocks only: sixteen bytes a step with SSE2, eight with the word trick
+ * elsewhere. NULL when the blocks hold none, with *pp at the first byte not
+ * looked at (fewer than a block's worth before end). */
+static inline const char *jscan_string_special(const char **pp, const char *end)
 {
+	const char *p = *pp;
 #if JSCAN_SSE2
 	/* As in jscan_string_specials(): after flipping bit 1, '"' and the
 	 * control bytes are exactly the bytes at or below 0x20. */
@@ -169,10 +169,8 @@ static inline const char *jscan_plain_string_end(const char *p, const char *end)
 						 _mm_cmpeq_epi8(v, bs));
 		unsigned m = (unsigned)_mm_movemask_epi8(hit);
 
-		if (m) {
-			p += (unsigned)__builtin_ctz(m);
-			return *p == '"' ? p : NULL;
-		}
+		if (m)
+			return p + (unsigned)__builtin_ctz(m);
 		p += 16;
 	}
 #else
@@ -181,14 +179,24 @@ static inline const char *jscan_plain_string_end(const char *p, const char *end)
 
 		memcpy(&x, p, 8);
 		m = jscan_string_specials(x);
-		if (m) {
-			p += jscan_first_flagged(m);
-			return *p == '"' ? p : NULL;
-		}
+		if (m)
+			return p + jscan_first_flagged(m);
 		p += 8;
 	}
 #endif
+	*pp = p;
 	return NULL;
+}
+
+/* p is just past the opening quote. The closing quote when nothing before
+ * it is a backslash or a control byte (nearly every string); NULL for
+ * jscan_scan_string() to decide, also when the quote is not within the
+ * text's last whole block. Inline, without a call, for the common case. */
+static inline const char *jscan_plain_string_end(const char *p, const char *end)
+{
+	const char *q = jscan_string_special(&p, end);
+
+	return q && *q == '"' ? q : NULL;
 }
 
 /* The closing quote of the string at p (its opening quote), or NULL with
