@@ -26,9 +26,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("DRA_GUARD_ROOT") or os.path.dirname(os.path.dirname(HERE))
-SHARED = os.environ.get("DRA_GUARD_SHARED") or os.path.join(ROOT, "..", "shared")
 MAKE_CERTS = os.path.join(ROOT, "certs", "make-certs.sh")
-FIXTURE = os.path.join(SHARED, "fixtures", "resourceslice-v1-node-allocatable.json")
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "resourceslice-v1-node-allocatable.json")
 
 # Upper bounds for things that happen quickly: waiting this long is a
 # failure, never a measurement.

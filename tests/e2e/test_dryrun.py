@@ -12,10 +12,9 @@ import unittest
 import xml.etree.ElementTree as ET
 
 ROOT = os.environ.get("DRA_GUARD_ROOT", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-SHARED = os.environ.get("DRA_GUARD_SHARED", os.path.join(ROOT, "..", "shared"))
 BIN = os.environ.get("DRA_GUARD_BIN", os.path.join(ROOT, "dra-guard"))
-FIXTURE = os.path.join(SHARED, "fixtures", "resourceslice-v1-node-allocatable.json")
-CLAIM_FIXTURE = os.path.join(SHARED, "fixtures", "resourceclaim-v1-allocated.json")
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "resourceslice-v1-node-allocatable.json")
+CLAIM_FIXTURE = os.path.join(ROOT, "tests", "fixtures", "resourceclaim-v1-allocated.json")
 STRICT = os.path.join(ROOT, "tests", "golden", "policies", "strict.yaml")
 FROZEN = os.path.join(ROOT, "tests", "golden", "policies", "frozen.yaml")
 EXAMPLE = os.path.join(ROOT, "examples", "policy-configmap.yaml")
@@ -162,7 +161,7 @@ class DryRun(unittest.TestCase):
         self.assertEqual(code, 1)
 
     def test_status_subresource(self):
-        with open(os.path.join(SHARED, "fixtures", "pod-status-node-allocatable.json")) as f:
+        with open(os.path.join(ROOT, "tests", "fixtures", "pod-status-node-allocatable.json")) as f:
             pod = json.load(f)
         old = copy.deepcopy(pod)
         del old["status"]["nodeAllocatableResourceClaimStatuses"]

@@ -12,7 +12,7 @@ Each case is one JSON file:
 
 The engine unit test (tests/test_engine.c) and the end-to-end tests run every
 case, so the engine and the server are held to the same answers. The objects
-start from the fixtures in ../shared/fixtures and are varied one field at a
+start from the objects in tests/fixtures and are varied one field at a
 time. Output is a pure function of this script: run it after changing it and
 commit the result.
 """
@@ -25,7 +25,6 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SHARED = os.environ.get("DRA_GUARD_SHARED", os.path.join(ROOT, "..", "shared"))
 OUT = os.path.join(HERE, "cases")
 
 STRICT = "tests/golden/policies/strict.yaml"
@@ -42,7 +41,7 @@ NODE_EXTRA = "authentication.kubernetes.io/node-name"
 
 
 def fixture(name):
-    with open(os.path.join(SHARED, "fixtures", name)) as f:
+    with open(os.path.join(ROOT, "tests", "fixtures", name)) as f:
         return json.load(f)
 
 
