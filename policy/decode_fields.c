@@ -112,7 +112,7 @@ static int note_unknown(struct dctx *d, const struct unknown_note *u, const stru
 int decode_fields(struct dctx *d, const struct field *f, int n, void *obj,
 		  const struct unknown_note *unknown)
 {
-	struct jscan_str key;
+	struct jscan_str key = { 0 };
 	uint32_t seen = 0;
 	int r, rc, id = 0;
 
