@@ -1,19 +1,32 @@
 # dra-guard - one non-recursive Makefile.
 #
-#   make deps    install missing Debian packages (every build target runs it)
-#   make         build ./dra-guard
-#   make test    unit tests (plain and ASan+UBSan), end-to-end tests, fuzz smoke
-#   make run     the webhook on localhost with dev certificates and the example policy
-#   make bench   benchmarks (engine, end to end, scaling, profile); BENCH_COMPARE=1
-#                or `make bench-compare` also runs them against the Go peers
-#   make fuzz    libFuzzer targets, FUZZ_SECONDS each
-#   make soak    the server under load for SOAK_SECONDS, sampling RSS and fds
+#   make deps      install missing Debian packages (every build target runs it)
+#   make           build ./dra-guard (the "rel" flavour: -O2, quick to rebuild)
+#   make release   build build/release/dra-guard: -O3, LTO and profile-guided,
+#                  what the container image and the benchmarks run
+#   make test      unit tests (rel and ASan+UBSan), end-to-end tests, fuzz smoke;
+#                  ends with one line "N passed, N failed"
+#   make run       the webhook on localhost with dev certificates and the example
+#                  policy (leaves ./dra-guard in place)
+#   make bench     benchmarks of the release build (engine, end to end, scaling,
+#                  profile); BENCH_COMPARE=1 or `make bench-compare` also runs them
+#                  against the Go peers
+#   make fuzz      libFuzzer targets, FUZZ_SECONDS each
+#   make soak      the release server under load for SOAK_SECONDS, sampling RSS and fds
 #   make clean
 #
-# Objects go to $(BUILD)/<flavour>/: "rel" (-O2) and "asan" (ASan + UBSan).
+# Output is one line per target; V=1 shows the commands.
+#
+# Flavours, objects under $(BUILD)/<flavour>/:
+#   rel      -O2 -g                         ./dra-guard, unit and end-to-end tests
+#   asan     -O1, ASan + UBSan              every unit test again, the leak tests
+#   release  -O3 -flto, -fprofile-use       `make release`, image, bench, soak
+#   pgogen   -O3 -flto, -fprofile-generate  the training run release is built from
 # policy/*.c make libpolicy.a, webhook/*.c (but main.c) libwebhook.a;
 # webhook/main.c is the program; tests/test_<module>.c is one cmocka binary per
-# module.
+# module. policy/ objects are compiled with -Ipolicy only, so the arrow
+# webhook -> policy is checked by the compiler (and by the linker: a policy
+# module's test links libpolicy.a alone).
 
 .SUFFIXES:
 .SECONDARY:
@@ -27,39 +40,55 @@ PKG_CONFIG ?= pkg-config
 PYTHON ?= python3
 PKGS := libmicrohttpd gnutls jansson yaml-0.1 libcrypto
 
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The version baked into the binary; the image build passes VERSION= because
+# its context has no .git.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+V ?= 0
+ifeq ($(V),1)
+Q :=
+msg = @:
+else
+Q := @
+msg = @printf '  %-8s %s\n' '$(1)' '$(2)';
+endif
 
 WARN := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror
-BASE_CPPFLAGS := -D_GNU_SOURCE -Ipolicy -Iwebhook -DDRA_GUARD_VERSION='"$(VERSION)"'
+BASE_CPPFLAGS := -D_GNU_SOURCE
 # Deferred (=): evaluated when a recipe runs, after `deps` installed pkg-config data.
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lpthread
 CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
 
+# Which headers each part of the tree may include.
+INC_policy := -Ipolicy
+INC_webhook := -Ipolicy -Iwebhook
+INC_other := -Ipolicy -Iwebhook -Itests
+
+rel_CFLAGS := -O2 -g -fno-strict-aliasing
+asan_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+
 # The release flavour is optimised with the profile of a training run
 # (profile-guided optimisation: about 30% less CPU per review than plain
-# -O3, see README Performance). pgogen is the instrumented build that runs
-# the training (bench/pgo_train.c on tools/pgo_corpus.py's reviews); rel is
-# rebuilt from its profile. PGO=0 builds rel without one.
-PGO ?= 1
+# -O3, see docs/performance.md). pgogen is the instrumented build that runs
+# the training: bench/pgo_train.c, linked with every library object, answers
+# the golden reviews and tools/pgo_corpus.py's large slice updates, and the
+# pgogen dra-guard runs once so its main() has a profile too. Every release
+# object must find its profile: a missing one (-Wmissing-profile) or a stale
+# one (-Wcoverage-mismatch) is an error, never a quiet non-PGO build. The
+# profile directory is an absolute path baked into the pgogen objects; it is
+# part of the flags each flavour records in $(BUILD)/<flavour>/.flags, so a
+# tree copied elsewhere rebuilds and retrains instead of writing into the
+# original's directory.
 PGO_DATA := $(abspath $(BUILD))/pgo-data
 OPT_CFLAGS := -O3 -g -fno-strict-aliasing -flto=auto
-# Objects are compiled with -dumpbase SOURCE, so a function's profile is
-# named after its source file, not after the object's build directory: the
-# profile the pgogen objects write is the one the rel objects read.
 pgogen_CFLAGS := $(OPT_CFLAGS) -fprofile-generate=$(PGO_DATA)
-ifeq ($(PGO),1)
-rel_CFLAGS := $(OPT_CFLAGS) -fprofile-use=$(PGO_DATA) -fprofile-partial-training -Wno-missing-profile
-rel_OBJ_DEPS := $(PGO_DATA)/.trained
-else
-rel_CFLAGS := $(OPT_CFLAGS)
-endif
-asan_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
-FLAVOURS := rel asan pgogen
+release_CFLAGS := $(OPT_CFLAGS) -fprofile-use=$(PGO_DATA) -fprofile-partial-training
+release_OBJ_DEPS := $(PGO_DATA)/.trained
+FLAVOURS := rel asan release pgogen
 
 POLICY_SRC := $(sort $(wildcard policy/*.c))
 WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
-LIB_SRC := $(POLICY_SRC) $(WEBHOOK_SRC)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRC))
 TEST_SUPPORT_SRC := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)))
@@ -67,8 +96,8 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
-.PHONY: all deps deps-test deps-bench deps-fuzz test unit-test e2e-test fuzz-smoke \
-	run bench bench-compare fuzz fuzz-seeds soak clean
+.PHONY: all release deps deps-test deps-bench deps-fuzz test unit-test e2e-test fuzz-smoke \
+	run bench bench-compare fuzz fuzz-seeds soak clean FORCE
 
 all: dra-guard
 
@@ -82,59 +111,106 @@ deps-fuzz:
 	@tools/deps.sh build fuzz
 
 dra-guard: $(BUILD)/rel/dra-guard
-	cp $< $@
+	$(call msg,CP,$@)
+	$(Q)cp $< $@
+
+release: $(BUILD)/release/dra-guard
+	@echo "$<"
+
+# The version lives in one generated file, rewritten only when it changes:
+# `dra-guard version` is never stale, and a new version recompiles one file.
+$(BUILD)/gen/version.c: FORCE
+	@mkdir -p $(@D)
+	@printf '/* generated by the Makefile */\n#include "version.h"\nconst char dra_guard_version[] = "%s";\n' \
+		'$(subst ','',$(VERSION))' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 # --- per-flavour rules ------------------------------------------------------
-# libpolicy.a is the pure half, libwebhook.a the I/O half; a test of a policy/
-# module links only the former, so the arrow webhook -> policy is checked by
-# the linker too.
+# $(BUILD)/<flavour>/.flags records the flags the flavour compiles with; it
+# is rewritten only when they change, and every object depends on it, so a
+# change of flags (or of the tree's location) rebuilds the flavour.
 .SECONDEXPANSION:
 define flavour_rules
 $(1)_POLICY_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(POLICY_SRC))
-$(1)_WEBHOOK_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(WEBHOOK_SRC))
+$(1)_WEBHOOK_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(WEBHOOK_SRC)) $(BUILD)/$(1)/gen/version.o
 $(1)_SUPPORT_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(TEST_SUPPORT_SRC))
+$(1)_FLAGS = $$(CC) $$(BASE_CPPFLAGS) $$(PKG_CFLAGS) $$(WARN) $$($(1)_CFLAGS)
 
-$(BUILD)/$(1)/%.o: %.c $$($(1)_OBJ_DEPS) | deps
+$(BUILD)/$(1)/.flags: FORCE | deps
 	@mkdir -p $$(@D)
-	$$(CC) $$(BASE_CPPFLAGS) $$(PKG_CFLAGS) $$(WARN) $$($(1)_CFLAGS) -dumpbase $$< -MMD -MP -c -o $$@ $$<
+	@echo '$$($(1)_FLAGS)' >$$@.tmp
+	@if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv $$@.tmp $$@; fi
+
+$(BUILD)/$(1)/policy/%.o: private INC := $$(INC_policy)
+$(BUILD)/$(1)/webhook/%.o: private INC := $$(INC_webhook)
+$(BUILD)/$(1)/gen/%.o: private INC := $$(INC_webhook)
+
+$(BUILD)/$(1)/%.o: %.c $(BUILD)/$(1)/.flags $$($(1)_OBJ_DEPS) | deps
+	$$(call msg,CC,$$@)
+	@mkdir -p $$(@D)
+	$$(Q)$$($(1)_FLAGS) $$(or $$(INC),$$(INC_other)) $$(PROFILE_EXTRA) -dumpbase $$< -MMD -MP -c -o $$@ $$<
+
+$(BUILD)/$(1)/gen/%.o: $(BUILD)/gen/%.c $(BUILD)/$(1)/.flags | deps
+	$$(call msg,CC,$$@)
+	@mkdir -p $$(@D)
+	$$(Q)$$($(1)_FLAGS) $$(INC) $$(PROFILE_EXTRA) -dumpbase $$< -MMD -MP -c -o $$@ $$<
 
 $(BUILD)/$(1)/libpolicy.a: $$($(1)_POLICY_OBJ)
+	$$(call msg,AR,$$@)
 	@rm -f $$@
-	ar rcs $$@ $$^
+	$$(Q)ar rcs $$@ $$^
 
 $(BUILD)/$(1)/libwebhook.a: $$($(1)_WEBHOOK_OBJ)
+	$$(call msg,AR,$$@)
 	@rm -f $$@
-	ar rcs $$@ $$^
+	$$(Q)ar rcs $$@ $$^
 
 $(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/main.o $(BUILD)/$(1)/libwebhook.a $(BUILD)/$(1)/libpolicy.a
-	$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
 
 $(BUILD)/$(1)/tests/test_%: $(BUILD)/$(1)/tests/test_%.o $$($(1)_SUPPORT_OBJ) \
 		$$$$(if $$$$(wildcard webhook/$$$$*.c),$(BUILD)/$(1)/libwebhook.a) $(BUILD)/$(1)/libpolicy.a | deps-test
-	$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(PKG_LIBS)
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(PKG_LIBS)
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour_rules,$(f))))
 
-$(BUILD)/rel/bench/%: $(BUILD)/rel/bench/%.o $(BUILD)/rel/libwebhook.a $(BUILD)/rel/libpolicy.a
-	$(CC) $(WARN) $(rel_CFLAGS) -o $@ $^ $(PKG_LIBS)
+# The benchmark drivers' own code is not what they measure and is not
+# trained: only the library they link is.
+$(BUILD)/release/bench/%.o: private PROFILE_EXTRA := -Wno-missing-profile
 
-$(BUILD)/pgogen/bench/%: $(BUILD)/pgogen/bench/%.o $(BUILD)/pgogen/libwebhook.a $(BUILD)/pgogen/libpolicy.a
-	$(CC) $(WARN) $(pgogen_CFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/release/bench/%: $(BUILD)/release/bench/%.o $(BUILD)/release/libwebhook.a $(BUILD)/release/libpolicy.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(WARN) $(release_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# Linked with the whole libraries, so every object writes a profile (a zero
+# one for code the training does not reach, which -fprofile-partial-training
+# then optimises as usual rather than as cold).
+$(BUILD)/pgogen/bench/pgo_train: $(BUILD)/pgogen/bench/pgo_train.o $(BUILD)/pgogen/libwebhook.a $(BUILD)/pgogen/libpolicy.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(WARN) $(pgogen_CFLAGS) -o $@ $< -Wl,--whole-archive $(BUILD)/pgogen/libwebhook.a \
+		$(BUILD)/pgogen/libpolicy.a -Wl,--no-whole-archive $(PKG_LIBS)
 
 # The training run: every golden review and the large slice updates, under
-# the built-in and a strict policy, on both endpoints.
-$(PGO_DATA)/.trained: $(BUILD)/pgogen/bench/pgo_train tools/pgo_corpus.py $(wildcard tests/golden/cases/*.json)
+# the built-in and a strict policy, on both endpoints. The golden reviews are
+# the training set on purpose (they reach every rule), so editing one
+# retrains the release build; the rel build never depends on training.
+$(PGO_DATA)/.trained: $(BUILD)/pgogen/bench/pgo_train $(BUILD)/pgogen/dra-guard tools/pgo_corpus.py \
+		$(wildcard tests/golden/cases/*.json) tests/golden/policies/strict.yaml
+	$(call msg,PGO,training $(BUILD)/pgogen)
 	@rm -rf $(PGO_DATA) $(BUILD)/pgo-corpus
 	@mkdir -p $(PGO_DATA)
-	$(PYTHON) tools/pgo_corpus.py $(BUILD)/pgo-corpus
-	$(BUILD)/pgogen/bench/pgo_train - tests/golden/policies/strict.yaml -- $(BUILD)/pgo-corpus/*.json
+	$(Q)$(PYTHON) tools/pgo_corpus.py $(BUILD)/pgo-corpus
+	$(Q)$(BUILD)/pgogen/bench/pgo_train - tests/golden/policies/strict.yaml -- $(BUILD)/pgo-corpus/*.json
+	$(Q)$(BUILD)/pgogen/dra-guard version >/dev/null
 	@touch $@
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # --- tests ------------------------------------------------------------------
-# rel and asan only: a pgogen test run would write its own counts into the
-# training profile that rel is built from.
+# tools/run_tests.py runs every suite (a failure does not stop the others),
+# echoes its output and ends with "N passed, N failed".
 UNIT_FLAVOURS := rel asan
 UNIT_BINS := $(foreach f,$(UNIT_FLAVOURS),$(addprefix $(BUILD)/$(f)/tests/,$(TEST_NAMES)))
 export ASAN_OPTIONS := detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
@@ -142,68 +218,79 @@ export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
 # Tests find fixtures relative to the repository root.
 export DRA_GUARD_ROOT := $(CURDIR)
 export DRA_GUARD_SHARED := $(abspath $(CURDIR)/../shared)
-
-test: unit-test e2e-test fuzz-smoke
-
-unit-test: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+export DRA_GUARD_BIN := $(abspath $(BUILD)/rel/dra-guard)
+export DRA_GUARD_ASAN_BIN := $(abspath $(BUILD)/asan/dra-guard)
+export FUZZ_SMOKE_SECONDS
 
 E2E_TESTS := $(sort $(wildcard tests/e2e/test_*.py))
+FUZZ_SMOKE_SECONDS ?= 6
+UNIT_SUITES = $(addprefix unit:,$(UNIT_BINS))
+E2E_SUITES = $(addprefix e2e:,$(E2E_TESTS))
+FUZZ_SUITES = $(addprefix fuzz:$(BUILD)/fuzz/,$(FUZZ_NAMES))
+
+test: $(UNIT_BINS) $(BUILD)/rel/dra-guard $(BUILD)/asan/dra-guard fuzz-build | deps-test
+	@$(PYTHON) tools/run_tests.py $(UNIT_SUITES) $(E2E_SUITES) $(FUZZ_SUITES)
+
+unit-test: $(UNIT_BINS) | deps-test
+	@$(PYTHON) tools/run_tests.py $(UNIT_SUITES)
+
 e2e-test: $(BUILD)/rel/dra-guard $(BUILD)/asan/dra-guard | deps-test
-	@set -e; for t in $(E2E_TESTS); do echo "== $$t"; \
-		DRA_GUARD_BIN=$(abspath $(BUILD)/rel/dra-guard) \
-		DRA_GUARD_ASAN_BIN=$(abspath $(BUILD)/asan/dra-guard) \
-		$(PYTHON) $$t; done
+	@$(PYTHON) tools/run_tests.py $(E2E_SUITES)
+
+fuzz-smoke: fuzz-build
+	@$(PYTHON) tools/run_tests.py $(FUZZ_SUITES)
 
 # --- fuzzing ----------------------------------------------------------------
 FUZZ_SECONDS ?= 60
-FUZZ_SMOKE_SECONDS ?= 6
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 # policy/ is compiled once, instrumented for coverage, and linked into every target.
 FUZZ_OBJ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
-FUZZ_LIB_SRC := $(POLICY_SRC)
-FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
+FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(POLICY_SRC))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
 # The scanner's test walker (tests/jscan_walk.c) serves fuzz_jscan too.
 FUZZ_SUPPORT_OBJ := $(BUILD)/fuzz/obj/tests/jscan_walk.o
 
+$(BUILD)/fuzz/obj/policy/%.o: private INC := $(INC_policy)
 $(BUILD)/fuzz/obj/%.o: %.c | deps-fuzz
+	$(call msg,CLANG,$@)
 	@mkdir -p $(@D)
-	$(CLANG) $(BASE_CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(FUZZ_OBJ_FLAGS) -MMD -MP -c -o $@ $<
+	$(Q)$(CLANG) $(BASE_CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(or $(INC),$(INC_other)) $(FUZZ_OBJ_FLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ) $(FUZZ_SUPPORT_OBJ) | deps-fuzz
+	$(call msg,CLANG,$@)
 	@mkdir -p $(@D)
-	$(CLANG) $(BASE_CPPFLAGS) $(PKG_CFLAGS) $(WARN) -Wno-unused-command-line-argument \
+	$(Q)$(CLANG) $(BASE_CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(INC_other) -Wno-unused-command-line-argument \
 		$(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_SUPPORT_OBJ) $(PKG_LIBS)
 
-# fuzz_review also starts from every golden case's review and the real objects
-# in ../shared/fixtures/real wrapped in reviews (tests/fuzz/review_seeds.py).
+# fuzz_review also starts from every golden case's review and, when
+# ../shared is beside the tree, the real objects in ../shared/fixtures/real
+# wrapped in reviews (tests/fuzz/review_seeds.py).
 fuzz-seeds:
 	@$(PYTHON) tests/fuzz/review_seeds.py $(BUILD)/fuzz-corpus/fuzz_review >/dev/null
 
-fuzz-smoke: $(FUZZ_BINS) fuzz-seeds
-	@set -e; for f in $(FUZZ_NAMES); do tools/fuzz.sh $(BUILD)/fuzz/$$f $(FUZZ_SMOKE_SECONDS) smoke; done
+.PHONY: fuzz-build
+fuzz-build: $(FUZZ_BINS) fuzz-seeds
 
-fuzz: $(FUZZ_BINS) fuzz-seeds
+fuzz: fuzz-build
 	@set -e; for f in $(FUZZ_NAMES); do tools/fuzz.sh $(BUILD)/fuzz/$$f $(FUZZ_SECONDS) full; done
 
 # --- running ----------------------------------------------------------------
 RUN_DIR := $(BUILD)/run
-run: $(BUILD)/rel/dra-guard
+run: dra-guard
 	@certs/make-certs.sh dev $(RUN_DIR)/certs
-	$(BUILD)/rel/dra-guard serve --listen 127.0.0.1:8443 \
+	./dra-guard serve --listen 127.0.0.1:8443 \
 		--tls-cert $(RUN_DIR)/certs/tls.crt --tls-key $(RUN_DIR)/certs/tls.key \
 		--policy examples/policy-configmap.yaml --metrics-listen 127.0.0.1:9090
 
 # Knobs (DURATION, CONNS, SIZES, SCALE_THREADS, BENCH_COMPARE, ...): tools/bench.sh.
-bench: $(BUILD)/rel/dra-guard $(BUILD)/rel/bench/bench_engine | deps-bench
+bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | deps-bench
 	@BUILD=$(BUILD) tools/bench.sh
 
-bench-compare: $(BUILD)/rel/dra-guard $(BUILD)/rel/bench/bench_engine | deps-bench
+bench-compare: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | deps-bench
 	@BUILD=$(BUILD) tools/bench.sh compare report
 
 SOAK_SECONDS ?= 600
-soak: $(BUILD)/rel/dra-guard | deps-bench
+soak: $(BUILD)/release/dra-guard | deps-bench
 	@BUILD=$(BUILD) SOAK_SECONDS=$(SOAK_SECONDS) tools/soak.sh
 
 clean:

@@ -18,8 +18,8 @@
 #   report   merge everything into $BUILD/bench/results.json and print the tables
 #
 # Settings (environment), defaults in brackets; the defaults take about 4 minutes:
-#   BUILD [build]            build directory (binaries in $BUILD/rel, results in $BUILD/bench)
-#   BENCH_BUILD [1]          0: measure the binaries already in $BUILD/rel, do not run make
+#   BUILD [build]            build directory (binaries in $BUILD/release, results in $BUILD/bench)
+#   BENCH_BUILD [1]          0: measure the binaries already in $BUILD/release, do not run make
 #   DURATION [5]             seconds per measured e2e run       WARMUP [2]  seconds, discarded
 #   SIZES ["1 8 32 128"]     devices per ResourceSlice body     CONNS ["1 16 64"] wrk connections
 #   SCALE_THREADS ["1 2 4"]  server --threads for the scaling runs
@@ -66,8 +66,8 @@ SHARED=${DRA_GUARD_SHARED:-$root/../shared}
 export DRA_GUARD_SHARED=$SHARED
 
 out="$root/$BUILD/bench"
-bin="$root/$BUILD/rel/dra-guard"
-engine="$root/$BUILD/rel/bench/bench_engine"
+bin="$root/$BUILD/release/dra-guard"
+engine="$root/$BUILD/release/bench/bench_engine"
 bodies="$out/bodies"
 
 die() {
@@ -88,7 +88,7 @@ done
 
 tools/deps.sh build bench
 if [ "${BENCH_BUILD:-1}" = 1 ]; then
-	make -s BUILD="$BUILD" "$BUILD/rel/dra-guard" "$BUILD/rel/bench/bench_engine" >/dev/null
+	make -s BUILD="$BUILD" "$BUILD/release/dra-guard" "$BUILD/release/bench/bench_engine" >/dev/null
 fi
 [ -x "$bin" ] && [ -x "$engine" ] || die "no $bin or $engine (run make BUILD=$BUILD first)"
 mkdir -p "$out"

@@ -34,6 +34,13 @@ for p in $pkgs; do
 done
 [ -z "$missing" ] && exit 0
 
+# `make -j` can start several groups at once; apt allows one at a time. Wait
+# for the others, then install whatever is still missing.
+if [ -z "${DRA_GUARD_DEPS_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+	export DRA_GUARD_DEPS_LOCKED=1
+	exec flock "${TMPDIR:-/tmp}/dra-guard-deps.lock" "$0" "$@"
+fi
+
 echo "deps.sh: installing:$missing" >&2
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

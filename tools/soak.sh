@@ -13,7 +13,7 @@
 # $BUILD/soak/results.json.
 #
 # Settings (environment), defaults in brackets:
-#   BUILD [build]  SOAK_BUILD [1] (0: the binary already in $BUILD/rel, no make)  SOAK_SECONDS [600]  SOAK_CONNS [16]  SOAK_THREADS [server default]
+#   BUILD [build]  SOAK_BUILD [1] (0: the binary already in $BUILD/release, no make)  SOAK_SECONDS [600]  SOAK_CONNS [16]  SOAK_THREADS [server default]
 #   SOAK_ROTATIONS [4]  SOAK_FLIPS [4]  SOAK_SAMPLE [seconds between samples: SOAK_SECONDS/60, 1..5]
 #   SOAK_RSS_TOL_KIB [2048]  smallest RSS growth over the second half counted as a trend
 set -euo pipefail
@@ -27,12 +27,12 @@ export DRA_GUARD_SHARED=${DRA_GUARD_SHARED:-$root/../shared}
 
 tools/deps.sh build bench
 if [ "${SOAK_BUILD:-1}" = 1 ]; then
-	make -s BUILD="$BUILD" "$BUILD/rel/dra-guard" >/dev/null
+	make -s BUILD="$BUILD" "$BUILD/release/dra-guard" >/dev/null
 fi
 mkdir -p "$out"
 python3 bench/gen_bodies.py --seed 1 --out "$out/bodies"
 rm -rf "$out/work"
-exec python3 tools/soak_run.py --bin "$root/$BUILD/rel/dra-guard" --bodies "$out/bodies" \
+exec python3 tools/soak_run.py --bin "$root/$BUILD/release/dra-guard" --bodies "$out/bodies" \
 	--out "$out/results.json" --workdir "$out/work" --seconds "$SOAK_SECONDS" \
 	--conns "${SOAK_CONNS:-16}" --server-threads "${SOAK_THREADS:-0}" --rotations "${SOAK_ROTATIONS:-4}" \
 	--flips "${SOAK_FLIPS:-4}" --sample "${SOAK_SAMPLE:-0}" --rss-tolerance-kib "${SOAK_RSS_TOL_KIB:-2048}"

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "version.h"
 
 static void usage(FILE *f)
 {
@@ -29,7 +30,7 @@ int main(int argc, char **argv)
 		return cmd ? 0 : 2;
 	}
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-		printf("dra-guard %s\n", DRA_GUARD_VERSION);
+		printf("dra-guard %s\n", dra_guard_version);
 		return 0;
 	}
 	if (strcmp(cmd, "serve") == 0)

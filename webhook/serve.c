@@ -31,15 +31,12 @@
 #include "metrics.h"
 #include "policy_source.h"
 #include "serve_config.h"
+#include "version.h"
 #include "watch.h"
 
 #define RELOAD_SETTLE_MS 100
 #define POLL_INTERVAL_MS 2000
 #define DRAIN_TICK_MS 50
-
-#ifndef DRA_GUARD_VERSION
-#define DRA_GUARD_VERSION "dev"
-#endif
 
 struct server {
 	struct serve_config cfg;
@@ -248,7 +245,7 @@ static void log_start(const struct server *s)
 
 	if (!log_begin(&l, LOG_INFO, "serving"))
 		return;
-	log_str(&l, "version", DRA_GUARD_VERSION);
+	log_str(&l, "version", dra_guard_version);
 	log_str(&l, "listen", httpd_address(s->httpd, false));
 	log_str(&l, "metrics_listen", s->cfg.metrics_enabled ? httpd_address(s->httpd, true) : "off");
 	log_uint(&l, "threads", s->cfg.threads);
@@ -284,7 +281,7 @@ int serve_main(int argc, char **argv)
 		log_msg_str(LOG_ERROR, "cannot set up signal handling", "error", strerror(errno));
 		goto out;
 	}
-	if (metrics_new(DRA_GUARD_VERSION, &s.m) != 0 ||
+	if (metrics_new(dra_guard_version, &s.m) != 0 ||
 	    cert_source_new(s.cfg.tls_cert, s.cfg.tls_key, s.cfg.service_name, s.m, &s.certs) != 0 ||
 	    policy_source_new(s.cfg.policy_kind, s.cfg.policy_path, s.m, &s.policy) != 0) {
 		log_msg(LOG_ERROR, "out of memory at start");
