@@ -220,10 +220,10 @@ export DRA_GUARD_ROOT := $(CURDIR)
 export DRA_GUARD_SHARED := $(abspath $(CURDIR)/../shared)
 export DRA_GUARD_BIN := $(abspath $(BUILD)/rel/dra-guard)
 export DRA_GUARD_ASAN_BIN := $(abspath $(BUILD)/asan/dra-guard)
-export FUZZ_SMOKE_SECONDS
 
 E2E_TESTS := $(sort $(wildcard tests/e2e/test_*.py))
 FUZZ_SMOKE_SECONDS ?= 6
+export FUZZ_SMOKE_SECONDS
 UNIT_SUITES = $(addprefix unit:,$(UNIT_BINS))
 E2E_SUITES = $(addprefix e2e:,$(E2E_TESTS))
 FUZZ_SUITES = $(addprefix fuzz:$(BUILD)/fuzz/,$(FUZZ_NAMES))

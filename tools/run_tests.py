@@ -96,7 +96,7 @@ def run_suite(kind, arg, total):
     elif kind == "e2e":
         cmd = [sys.executable, arg]
     elif kind == "fuzz":
-        cmd = [os.path.join(ROOT, "tools", "fuzz.sh"), arg, env.get("FUZZ_SMOKE_SECONDS", "6"), "smoke"]
+        cmd = [os.path.join(ROOT, "tools", "fuzz.sh"), arg, env.get("FUZZ_SMOKE_SECONDS") or "6", "smoke"]
     else:
         sys.exit("run_tests.py: unknown suite kind %r in %s:%s" % (kind, kind, arg))
     print("== %s" % name, flush=True)

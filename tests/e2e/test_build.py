@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""The build a maintainer lives in: checked on a copy of the tree.
+
+- a plain `make` after touching one file rebuilds that file and relinks, and
+  nothing when nothing changed; output is one line per target, V=1 shows the
+  commands;
+- the version comes from one generated file: a new VERSION recompiles only
+  that file and `dra-guard version` says it;
+- policy/ is compiled with -Ipolicy only: a policy/ file that includes a
+  webhook/ header does not compile;
+- `make release` builds with the profile of a training run made in the tree
+  it runs in (a copied tree writes no profile into the original's
+  directory); a missing profile or a profile that no longer matches the
+  source fails the build instead of quietly building without one.
+
+The copy lives in a temporary directory beside nothing: it also shows the
+build needs no ../shared.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import guard  # noqa: E402
+
+ROOT = guard.ROOT
+STATE = {}
+
+
+def tree():
+    """A copy of the tracked files (and the working copy's edits) in a temp dir."""
+    if "dir" in STATE:
+        return STATE["dir"]
+    base = tempfile.mkdtemp(prefix="dra-guard-build-")
+    dst = os.path.join(base, "src")
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout.split(b"\0")
+    for f in files:
+        if not f:
+            continue
+        rel = f.decode()
+        src = os.path.join(ROOT, rel)
+        if not os.path.isfile(src):
+            continue
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dst, rel))
+    STATE["dir"] = dst
+    STATE["base"] = base
+    return dst
+
+
+def make(*args, ok=True, env=None):
+    e = dict(os.environ)
+    for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "V", "VERSION"):
+        e.pop(k, None)
+    e.update(env or {})
+    p = subprocess.run(["make", "--no-print-directory"] + list(args), cwd=tree(), env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if ok and p.returncode != 0:
+        guard.fail("make %s failed:\n%s" % (" ".join(args), p.stdout[-3000:]))
+    return p
+
+
+def compiled(out):
+    return re.findall(r"^  CC\s+(\S+)$", out, re.M)
+
+
+def test_touching_one_file_rebuilds_only_it():
+    make("VERSION=t1")
+    out = make("VERSION=t1").stdout
+    guard.check(compiled(out) == [] and "LINK" not in out, "a second make did work:\n" + out)
+    os.utime(os.path.join(tree(), "policy", "str.c"))
+    out = make("VERSION=t1").stdout
+    guard.check(compiled(out) == ["build/rel/policy/str.o"], "touching policy/str.c compiled %s" % compiled(out))
+    guard.check("  LINK     build/rel/dra-guard" in out, "no relink after the change:\n" + out)
+
+
+def test_output_is_quiet_and_v1_shows_commands():
+    os.utime(os.path.join(tree(), "policy", "str.c"))
+    out = make("VERSION=t1").stdout
+    guard.check(not re.search(r"^cc ", out, re.M), "the default output shows commands:\n" + out)
+    os.utime(os.path.join(tree(), "policy", "str.c"))
+    out = make("VERSION=t1", "V=1").stdout
+    guard.check(re.search(r"^cc .* -c -o build/rel/policy/str.o policy/str.c$", out, re.M),
+                "V=1 does not show the compile command:\n" + out)
+
+
+def test_version_is_one_generated_file():
+    out = make("VERSION=t2").stdout
+    guard.check(compiled(out) == ["build/rel/gen/version.o"], "a new version compiled %s" % compiled(out))
+    v = subprocess.run([os.path.join(tree(), "dra-guard"), "version"], stdout=subprocess.PIPE, text=True).stdout
+    guard.check(v.strip() == "dra-guard t2", "version says %r after VERSION=t2" % v)
+
+
+def test_policy_cannot_include_webhook_headers():
+    path = os.path.join(tree(), "policy", "zz_arrow.c")
+    with open(path, "w") as f:
+        f.write('#include "log.h"\nint zz_arrow(void);\nint zz_arrow(void) { return 0; }\n')
+    try:
+        p = make("VERSION=t2", "build/rel/policy/zz_arrow.o", ok=False)
+        guard.check(p.returncode != 0 and "log.h" in p.stdout,
+                    "a policy/ file including a webhook/ header compiled:\n" + p.stdout)
+    finally:
+        os.unlink(path)
+
+
+def gcda(directory):
+    return [f for f in os.listdir(directory) if f.endswith(".gcda")] if os.path.isdir(directory) else []
+
+
+def test_release_trains_in_its_own_tree_and_fails_without_a_profile():
+    before = set(gcda(os.path.join(ROOT, "build", "pgo-data")))
+    make("VERSION=t3", "release")
+    data = os.path.join(tree(), "build", "pgo-data")
+    mine = gcda(data)
+    guard.check(mine, "no profile in the copy's build/pgo-data")
+    mangled = tree().replace("/", "#")
+    guard.check(all(f.startswith(mangled) for f in mine), "profiles named after another tree: %s" % mine[:3])
+    guard.check(set(gcda(os.path.join(ROOT, "build", "pgo-data"))) == before,
+                "the copy's training wrote into the original tree")
+    guard.check(os.access(os.path.join(tree(), "build", "release", "dra-guard"), os.X_OK), "no release binary")
+    # A profile gone while the training stamp stays: the object must not build.
+    victim = [f for f in mine if f.endswith("#policy#str.c.gcda")]
+    guard.check(victim, "no profile for policy/str.c")
+    os.unlink(os.path.join(data, victim[0]))
+    p = make("VERSION=t3", "-o", os.path.join(tree(), "build", "pgo-data", ".trained"), "-W", "policy/str.c", "build/release/policy/str.o",
+             ok=False)
+    guard.check(p.returncode != 0 and "missing-profile" in p.stdout,
+                "a release object built without its profile:\n" + p.stdout[-2000:])
+    # A profile that no longer matches the source (train again first: the
+    # stamp is gone, so the profiles are all written anew).
+    os.unlink(os.path.join(data, ".trained"))
+    make("VERSION=t3", "release")
+    src = os.path.join(tree(), "policy", "str.c")
+    text = open(src).read()
+    with open(src, "w") as f:
+        f.write(text.replace("\tif (a.len == b.len)\n\t\treturn 0;",
+                             "\tif (a.len == b.len)\n\t\treturn 0;\n\tif (a.len > 4096)\n\t\treturn 2;"))
+    p = make("VERSION=t3", "-o", os.path.join(tree(), "build", "pgo-data", ".trained"), "build/release/policy/str.o", ok=False)
+    with open(src, "w") as f:
+        f.write(text)
+    guard.check(p.returncode != 0 and "coverage-mismatch" in p.stdout,
+                "a release object built with a stale profile:\n" + p.stdout[-2000:])
+
+
+def cleanup():
+    if "base" in STATE:
+        shutil.rmtree(STATE["base"], ignore_errors=True)
+
+
+if __name__ == "__main__":
+    try:
+        guard.run_tests([
+            test_touching_one_file_rebuilds_only_it,
+            test_output_is_quiet_and_v1_shows_commands,
+            test_version_is_one_generated_file,
+            test_policy_cannot_include_webhook_headers,
+            test_release_trains_in_its_own_tree_and_fails_without_a_profile,
+        ])
+    finally:
+        cleanup()
