@@ -4,21 +4,31 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "mutant.h"
+
 #define CHECK_TEXT_MAX 2048
 
 static void record(struct check *c, enum rule_id id, struct str path, const char *msg)
 {
+	enum action action;
 	struct str message;
 	int rc;
 
 	if (c->error)
 		return;
+	action = policy_action(c->policy, id);
+#ifdef DRA_GUARD_MUTANT
+	rc = mutant_action(id, action, c->verdict);
+	if (rc < 0)
+		return;
+	action = (enum action)rc;
+#endif
 	if (path.len)
 		rc = arena_printf(c->arena, &message, "%.*s: %s", STR_FMT(path), msg);
 	else
 		rc = arena_strdup(c->arena, msg, strlen(msg), &message);
 	if (rc == 0)
-		rc = verdict_add(c->verdict, c->arena, id, policy_action(c->policy, id), path, message);
+		rc = verdict_add(c->verdict, c->arena, id, action, path, message);
 	if (rc)
 		c->error = rc;
 }

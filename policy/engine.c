@@ -14,6 +14,7 @@
 #include "config_rules.h"
 #include "decode.h"
 #include "freeze_rules.h"
+#include "mutant.h"
 #include "mutation.h"
 #include "slice_rules.h"
 #include "writer_rules.h"
@@ -158,6 +159,12 @@ int engine_decide(const struct policy *pol, const struct engine_options *opt,
 	case OBJECT_OTHER:
 		break;
 	}
+#ifdef DRA_GUARD_MUTANT
+	for (enum rule_id r = 0; r < RULE_COUNT; r++)
+		if (mutant_fires(r, kind))
+			check_violation(&c, r, "", "mutant: %s fires on every %s", rule_name(r),
+					model_kind_name(kind));
+#endif
 	if (c.error)
 		return fail_closed(out, a, c.error, desc);
 	rc = verdict_finish(out, a, desc, pol->hash);

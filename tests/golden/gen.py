@@ -1,26 +1,48 @@
 #!/usr/bin/env python3
-"""Generate the golden AdmissionReview cases under tests/golden/cases/.
+"""The golden AdmissionReview cases under tests/golden/cases/: written here, recorded
+from the engine. tests/golden/README.md says how to add one.
 
 Each case is one JSON file:
   {"name": ..., "about": ..., "policy": "tests/golden/policies/x.yaml" or null,
    "endpoint": "validate" | "mutate",
    "review": {AdmissionReview},
-   "expect": {"allowed": bool, "rules": [rule ids that must be reported],
-              "absent": [rule ids that must not be], "warnings": bool (optional),
-              "audit": [audit annotation keys that must be set] (optional),
-              "patch": [JSONPatch] (optional)}}
+   "expect": {...},     the intent, written in this script by a person
+   "verdict": {...}}    the whole verdict, recorded from the engine
 
-The engine unit test (tests/test_engine.c) and the end-to-end tests run every
-case, so the engine and the server are held to the same answers. The objects
-start from the objects in tests/fixtures and are varied one field at a
-time. Output is a pure function of this script: run it after changing it and
-commit the result.
+"expect" is the human judgement: "allowed"; "rules", the exact set of rule ids
+that must fire (every other rule must stay quiet); optionally "absent" (rules
+the case is about that must not fire, for the reader: implied by "rules"),
+"code" (the Status code of a denial, 403 unless said), "warnings" (whether
+there are any), "audit" (annotation keys that must be set) and "patch" (the
+JSONPatch, "*" standing for the 16-hex mapping fingerprint; no "patch" means
+the answer carries none).
+
+"verdict" is everything the engine said: {"response": the AdmissionReview
+response without its uid, the patch decoded from base64; "violations": every
+violation, in order, as rule, action, path and message}. tests/test_engine.c
+and tests/e2e/test_golden.py (the real server) must give exactly this.
+
+  gen.py --observer BIN   (make golden-update) write every case, let BIN
+                          (test_engine --observe) judge them, and record the
+                          verdicts. Refuses, writing nothing, when a verdict
+                          contradicts its intent. Review `git diff` of the
+                          cases: that diff is the human check of a change.
+  gen.py --check          (tests/e2e/test_golden.py) the files are exactly what
+                          this script writes, and every recorded verdict
+                          satisfies its intent.
+
+The objects start from the ones in tests/fixtures and are varied one field at
+a time; nothing outside the repository is read. Output is a pure function of
+this script and the engine.
 """
 
+import argparse
 import copy
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,10 +120,12 @@ def review(name, op, obj, old=None, who=None, sub="", version=None):
 
 
 def case(name, about, rv, allowed, rules=(), policy=None, endpoint="validate", absent=(),
-         warnings=None, audit=(), patch=None):
+         warnings=None, audit=(), patch=None, code=None):
     expect = {"allowed": allowed, "rules": list(rules)}
     if absent:
         expect["absent"] = list(absent)
+    if code is not None:
+        expect["code"] = code
     if warnings is not None:
         expect["warnings"] = warnings
     if audit:
@@ -188,7 +212,8 @@ for tag, res, value in (("memory-fraction", "memory", "0.5"), ("cpu-micro", "cpu
                         ("ephemeral-fraction", "ephemeral-storage", "1.5")):
     s = sl(); maps(s, 0)[res] = {"allocationMultiplier": value}
     case("slice-mapping-units-" + tag, "%s %s cannot be a real amount" % (res, value),
-         review("slice-mapping-units-" + tag, "CREATE", s), False, ["slice.mapping.units"])
+         review("slice-mapping-units-" + tag, "CREATE", s), False,
+         ["slice.mapping.units"] + (["slice.shape.future"] if res == "ephemeral-storage" else []))
 
 s = sl(); maps(s, 0)["cpu"] = {"allocationMultiplier": "1500m"}; maps(s, 0)["hugepages-2Mi"] = {"allocationMultiplier": "4Mi"}
 case("slice-mapping-units-ok", "1500m of cpu and two whole pages are real",
@@ -241,8 +266,8 @@ s = copy.deepcopy(s); dev(s, 0)["nodeAllocatableResources"]["cpu"]["mapping"]["d
 case("slice-v137-multiplier-zero", "the 1.37 shape's multipliers follow the same rule",
      review("slice-v137-multiplier-zero", "CREATE", s), False, ["slice.mapping.multiplier"])
 s = sl(); v137(dev(s, 0), {"cpu": {"mapping": {"deviceMultiplier": "2", "capacityKey": "dra.example.com/memory"}}})
-case("slice-v137-schema-exclusive", "deviceMultiplier and capacityKey are exclusive",
-     review("slice-v137-schema-exclusive", "CREATE", s), False, ["slice.mapping.schema"])
+case("slice-v137-schema-exclusive", "deviceMultiplier and capacityKey are exclusive (and acc-0 is not shareable)",
+     review("slice-v137-schema-exclusive", "CREATE", s), False, ["slice.mapping.schema", "slice.mapping.shareable"])
 
 # --- UPDATE rules ----------------------------------------------------------------------------------
 
@@ -340,8 +365,8 @@ case("strict-canary-glob", "gpu-canary-3 matches gpu-canary-*",
      review("strict-canary-glob", "CREATE", s, who=driver_sa("gpu-canary-3")), True, policy=STRICT)
 
 s = sl(); del s["spec"]["nodeName"]; s["spec"]["allNodes"] = True
-case("strict-canary-all-nodes", "an allNodes pool with mappings is not on a canary node",
-     review("strict-canary-all-nodes", "CREATE", s, who=user(CTRL_SA)), False, ["slice.canary"],
+case("strict-canary-all-nodes", "an allNodes pool with mappings is not on a canary node (and the controller is not the driver's writer)",
+     review("strict-canary-all-nodes", "CREATE", s, who=user(CTRL_SA)), False, ["slice.canary", "slice.writer"],
      policy=STRICT)
 
 s = sl(nodeName="worker-9", pool={"name": "worker-9", "generation": 3, "resourceSliceCount": 1})
@@ -572,20 +597,131 @@ case("policy-configmap-other", "other ConfigMaps are not the guard's business",
      review("policy-configmap-other", "CREATE", configmap("something-else", BAD), who=ADMIN), True)
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
+FINGERPRINT = set("0123456789abcdef")
+
+
+def patch_problems(want, got):
+    """want is the intent ("*" for the fingerprint), got the recorded patch."""
+    if want is None:
+        return [] if got is None else ["a patch the intent does not expect: %s" % json.dumps(got)]
+    if not isinstance(got, list) or len(got) != len(want):
+        return ["patch %s, intent %s" % (json.dumps(got), json.dumps(want))]
+    out = []
+    for g, w in zip(got, want):
+        wv, gv = w.get("value"), g.get("value")
+        if isinstance(wv, dict) and isinstance(gv, dict) and set(wv) == set(gv):
+            wv, gv = wv.get("dra-guard.io/mappings"), gv.get("dra-guard.io/mappings")
+        fp_ok = (wv == "*" and isinstance(gv, str) and len(gv) == 16 and set(gv) <= FINGERPRINT) or wv == gv
+        if g.get("op") != w["op"] or g.get("path") != w["path"] or set(g) != set(w) or not fp_ok:
+            out.append("patch operation %s, intent %s" % (json.dumps(g), json.dumps(w)))
+    return out
+
+
+def intent_problems(c, verdict):
+    """Where a recorded verdict contradicts the case's hand-written intent."""
+    e, out = c["expect"], []
+    if not isinstance(verdict, dict) or set(verdict) != {"response", "violations"}:
+        return ["no recorded verdict"]
+    r, fired = verdict["response"], [v["rule"] for v in verdict["violations"]]
+    if r.get("allowed") is not e["allowed"]:
+        out.append("allowed is %s, intent %s" % (r.get("allowed"), e["allowed"]))
+    if set(fired) != set(e["rules"]):
+        out.append("rules fired %s, intent exactly %s" % (sorted(set(fired)), sorted(set(e["rules"]))))
+    out += ["rule %s fired, intent absent" % rule for rule in e.get("absent", []) if rule in fired]
+    status = r.get("status")
+    if e["allowed"] and status is not None:
+        out.append("an allowed answer with a status: %s" % json.dumps(status))
+    if not e["allowed"] and (not isinstance(status, dict) or status.get("code") != e.get("code", 403) or
+                             "dra-guard" not in status.get("message", "")):
+        out.append("status %s, intent code %d naming dra-guard" % (json.dumps(status), e.get("code", 403)))
+    warnings = r.get("warnings", [])
+    if "warnings" in e and bool(warnings) != e["warnings"]:
+        out.append("warnings %s, intent %s" % (warnings, "some" if e["warnings"] else "none"))
+    out += ["warning of %d characters (Kubernetes shows under 120): %r" % (len(w), w)
+            for w in warnings if len(w) >= 120]
+    out += ["audit annotation %s missing" % k for k in e.get("audit", []) if k not in r.get("auditAnnotations", {})]
+    out += patch_problems(e.get("patch"), r.get("patch"))
+    return out
+
+
+def generated():
     names = set()
     for c in cases:
-        assert c["name"] not in names, c["name"]
+        assert c["name"] not in names, "two cases named " + c["name"]
         names.add(c["name"])
+    return cases
+
+
+def write_case(path, c):
+    with open(path, "w") as f:
+        json.dump(c, f, indent=1, sort_keys=False)
+        f.write("\n")
+
+
+def record(observer):
+    with tempfile.TemporaryDirectory(prefix="dra-guard-golden-") as tmp:
+        for c in generated():
+            write_case(os.path.join(tmp, c["name"] + ".json"), c)
+        env = dict(os.environ, DRA_GUARD_ROOT=ROOT)
+        run = subprocess.run([observer, "--observe", tmp], env=env, stdout=subprocess.PIPE)
+        if run.returncode != 0:
+            print("gen.py: %s --observe failed (exit %d); nothing recorded" % (observer, run.returncode))
+            return 1
+        observed = json.loads(run.stdout)
+    problems = []
+    for c in cases:
+        problems += ["%s: %s" % (c["name"], p) for p in intent_problems(c, observed.get(c["name"]))]
+    if problems:
+        print("gen.py: these verdicts contradict their intent; nothing recorded:")
+        print("\n".join("  " + p for p in problems))
+        return 1
+    os.makedirs(OUT, exist_ok=True)
     for old in os.listdir(OUT):
-        if old.endswith(".json") and old[:-5] not in names:
+        if old.endswith(".json") and old[:-5] not in observed:
             os.remove(os.path.join(OUT, old))
     for c in cases:
-        with open(os.path.join(OUT, c["name"] + ".json"), "w") as f:
-            json.dump(c, f, indent=1, sort_keys=False)
-            f.write("\n")
-    print("%d cases in %s" % (len(cases), os.path.relpath(OUT, ROOT)))
+        write_case(os.path.join(OUT, c["name"] + ".json"), dict(c, verdict=observed[c["name"]]))
+    print("%d cases recorded in %s; review `git diff %s`" % (len(cases), os.path.relpath(OUT, ROOT),
+                                                             os.path.relpath(OUT, ROOT)))
+    return 0
+
+
+def check():
+    """Problems with the files on disk, as a list of lines."""
+    problems = []
+    want = {c["name"]: c for c in generated()}
+    have = sorted(f[:-5] for f in os.listdir(OUT) if f.endswith(".json"))
+    problems += ["%s.json: gen.py does not write it" % n for n in have if n not in want]
+    for name, c in sorted(want.items()):
+        path = os.path.join(OUT, name + ".json")
+        if not os.path.exists(path):
+            problems.append("%s.json: missing" % name)
+            continue
+        with open(path) as f:
+            on_disk = json.load(f)
+        verdict = on_disk.pop("verdict", None)
+        if on_disk != c:
+            problems.append("%s.json: differs from what gen.py writes" % name)
+        problems += ["%s: %s" % (name, p) for p in intent_problems(c, verdict)]
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--observer", help="test_engine, to record the verdicts with (make golden-update)")
+    ap.add_argument("--check", action="store_true", help="check the files and their recorded verdicts")
+    args = ap.parse_args()
+    if args.check == bool(args.observer):
+        ap.error("give --observer BIN or --check")
+    if args.observer:
+        return record(args.observer)
+    problems = check()
+    if problems:
+        print("\n".join(problems))
+        print("gen.py --check: %d problems (make golden-update records the cases again)" % len(problems))
+        return 1
+    print("%d cases match gen.py and their intent" % len(cases))
+    return 0
 
 
 if __name__ == "__main__":
