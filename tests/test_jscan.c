@@ -1178,7 +1178,7 @@ static void test_compact_and_pretty_text_read_the_same(void **state)
 			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 			j = json_load_file(path, JSON_DECODE_ANY, &jerr);
 			if (!j)
-				continue;
+				fail_msg("%s: not JSON (line %d: %s)", path, jerr.line, jerr.text);
 			compact = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
 			pretty = json_dumps(j, JSON_INDENT(3) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
 			assert_non_null(compact);
