@@ -597,6 +597,69 @@ case("policy-configmap-other", "other ConfigMaps are not the guard's business",
      review("policy-configmap-other", "CREATE", configmap("something-else", BAD), who=ADMIN), True)
 
 
+# --- every offence is reported, not only the first ---------------------------------------------
+# A rule that can fire more than once in a request must report each offence: these
+# kill the mutants that keep only a rule's first violation (make mutation-check).
+
+s = sl(); maps(s, 0)["cpu"] = {"allocationMultiplier": "0"}; maps(s, 1)["memory"] = {"allocationMultiplier": "-1Gi"}
+case("slice-every-multiplier", "a bad multiplier on each device: both reported",
+     review("slice-every-multiplier", "CREATE", s), False, ["slice.mapping.multiplier"])
+
+s = sl(); maps(s, 1)["cpu"] = {"capacityKey": "dra.example.com/cores"}; maps(s, 1)["memory"] = {"capacityKey": ""}
+case("slice-every-capacity-key", "an unknown and an empty capacityKey: both reported",
+     review("slice-every-capacity-key", "CREATE", s), False, ["slice.mapping.capacity-key"])
+
+s = sl(); maps(s, 0)["memory"] = {}; maps(s, 1)["memory"] = {}
+case("slice-every-empty", "an empty entry on each device: two warnings",
+     review("slice-every-empty", "CREATE", s), True, ["slice.mapping.empty"], warnings=True)
+
+s = sl(); maps(s, 0)["cpu"] = {"allocationMultiplier": "2", "quantityFrom": {"capacity": "x"}}; maps(s, 1)["cpu"] = None
+case("slice-every-schema", "an unknown field on one device, a null entry on the other: both reported",
+     review("slice-every-schema", "CREATE", s), False, ["slice.mapping.schema"])
+
+s = sl(); maps(s, 0)["memory"] = {"capacityKey": "dra.example.com/memory"}
+maps(s, 0)["cpu"] = {"capacityKey": "dra.example.com/memory"}
+case("slice-every-shareable", "two capacityKeys on a device that is not shareable: both reported",
+     review("slice-every-shareable", "CREATE", s), False, ["slice.mapping.shareable"])
+
+s = sl(); maps(s, 0)["memory"] = {"allocationMultiplier": "0.5"}; maps(s, 0)["cpu"] = {"allocationMultiplier": "500u"}
+case("slice-every-units", "a memory fraction and a micro-cpu: both reported",
+     review("slice-every-units", "CREATE", s), False, ["slice.mapping.units"])
+
+s = sl(); maps(s, 0)["memory"] = {"allocationMultiplier": "128Gi"}; maps(s, 0)["cpu"] = {"allocationMultiplier": "128"}
+case("strict-every-bounds", "memory and cpu both over the driver's max: both reported",
+     review("strict-every-bounds", "CREATE", s), False, ["slice.mapping.bounds"], policy=STRICT)
+
+s = sl(); del s["spec"]["nodeName"]; s["spec"]["perDeviceNodeSelection"] = True
+dev(s, 0)["nodeName"] = "worker-8"; dev(s, 1)["nodeName"] = "worker-9"
+case("strict-every-canary-device", "per-device nodes, neither a canary: both devices reported (an admin writes)",
+     review("strict-every-canary-device", "CREATE", s, who=user("bob@example.com", ["dra-guard:slice-admins"])),
+     False, ["slice.canary"], policy=STRICT, audit=["dra-guard.io/break-glass"])
+
+old = sl(); new = sl(); maps(new, 0)["memory"] = {"allocationMultiplier": "16Gi"}
+maps(new, 1)["cpu"] = {"capacityKey": "dra.example.com/cpu", "allocationMultiplier": "2"}
+case("slice-every-unversioned", "both devices' mappings change without a generation bump: both reported",
+     review("slice-every-unversioned", "UPDATE", new, old), False, ["slice.mapping.unversioned"])
+
+s = sl(); maps(s, 0)["ephemeral-storage"] = {"allocationMultiplier": "10Gi"}
+maps(s, 1)["ephemeral-storage"] = {"allocationMultiplier": "1Gi"}
+case("slice-every-shape-future", "ephemeral-storage on each device: two warnings",
+     review("slice-every-shape-future", "CREATE", s), True, ["slice.shape.future"], warnings=True)
+
+new = sl(nodeName="gpu-canary-3")
+case("writer-every-node-update-moves", "a driver on worker-2 moves worker-1's slice to gpu-canary-3: both nodes reported",
+     review("writer-every-node-update-moves", "UPDATE", new, sl(), who=driver_sa("worker-2")), False,
+     ["slice.writer.node"], policy=STRICT)
+
+two_entries = copy.deepcopy(claim_d)
+second = copy.deepcopy(two_entries["status"]["devices"][0])
+second["device"] = "accel-0"; second.pop("shareID"); second["data"] = {"cpuset": "8-11"}
+two_entries["status"]["devices"].append(second)
+case("claim-status-every-devices-entry", "a user writes two of a driver's entries: each entry reported",
+     review("claim-status-every-devices-entry", "UPDATE", two_entries, dev_old, who=user("alice@example.com"),
+            sub="status"), False, ["status.devices.writer"], policy=STRICT)
+
+
 FINGERPRINT = set("0123456789abcdef")
 
 
