@@ -12,6 +12,10 @@
 #                  profile); BENCH_COMPARE=1 or `make bench-compare` also runs them
 #                  against the Go peers
 #   make fuzz      libFuzzer targets, FUZZ_SECONDS each
+#   make golden-update   record what the engine says of every golden case
+#                  (tests/golden/README.md); review the diff
+#   make mutation-check  break each rule in turn (the "mutant" flavour); the
+#                  golden cases must notice every break
 #   make soak      the release server under load for SOAK_SECONDS, sampling RSS and fds
 #   make clean
 #
@@ -22,6 +26,7 @@
 #   asan     -O1, ASan + UBSan              every unit test again, the leak tests
 #   release  -O3 -flto, -fprofile-use       `make release`, image, bench, soak
 #   pgogen   -O3 -flto, -fprofile-generate  the training run release is built from
+#   mutant   -O1 -g, -DDRA_GUARD_MUTANT     test_engine for `make mutation-check`
 # policy/*.c make libpolicy.a, webhook/*.c (but main.c) libwebhook.a;
 # webhook/main.c is the program; tests/test_<module>.c is one cmocka binary per
 # module. policy/ objects are compiled with -Ipolicy only, so the arrow
@@ -85,7 +90,9 @@ OPT_CFLAGS := -O3 -g -fno-strict-aliasing -flto=auto
 pgogen_CFLAGS := $(OPT_CFLAGS) -fprofile-generate=$(PGO_DATA)
 release_CFLAGS := $(OPT_CFLAGS) -fprofile-use=$(PGO_DATA) -fprofile-partial-training
 release_OBJ_DEPS := $(PGO_DATA)/.trained
-FLAVOURS := rel asan release pgogen
+# The seam of policy/mutant.h compiled in; nothing but test_engine is built so.
+mutant_CFLAGS := -O1 -g -fno-strict-aliasing -DDRA_GUARD_MUTANT
+FLAVOURS := rel asan release pgogen mutant
 
 POLICY_SRC := $(sort $(wildcard policy/*.c))
 WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
@@ -97,7 +104,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
 .PHONY: all release deps deps-test deps-bench deps-fuzz test unit-test e2e-test fuzz-smoke \
-	run bench bench-compare fuzz fuzz-seeds soak clean FORCE
+	golden-update mutation-check run bench bench-compare fuzz fuzz-seeds soak clean FORCE
 
 all: dra-guard
 
@@ -239,6 +246,16 @@ e2e-test: $(BUILD)/rel/dra-guard $(BUILD)/asan/dra-guard | deps-test
 
 fuzz-smoke: fuzz-build
 	@$(PYTHON) tools/run_tests.py $(FUZZ_SUITES)
+
+# The golden cases: gen.py writes them, test_engine --observe judges them, and
+# the verdicts are recorded unless one contradicts its case's intent.
+golden-update: $(BUILD)/rel/tests/test_engine
+	$(Q)$(PYTHON) tests/golden/gen.py --observer $<
+
+# Each mutant is one golden run with one rule broken; a survivor fails the
+# check unless tests/golden/mutants-allowed.txt says why (V=1: every mutant).
+mutation-check: $(BUILD)/mutant/tests/test_engine
+	@$(PYTHON) tools/mutation_check.py $< tests/golden/mutants-allowed.txt $(if $(filter 1,$(V)),-v)
 
 # --- fuzzing ----------------------------------------------------------------
 FUZZ_SECONDS ?= 60
