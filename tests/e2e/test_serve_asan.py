@@ -95,9 +95,12 @@ def test_thousands_of_requests_under_asan_leave_no_report():
         with guard.Server(ca_dir, ["--policy-dir", cm.path, "--max-body", "64Ki", "--threads", "3"], asan=True,
                           env=env, cert=os.path.join(secret.path, "tls.crt"),
                           key=os.path.join(secret.path, "tls.key")) as srv:
-            errors, counts = [], {}
+            # One counts dict per thread: `counts[k] = counts.get(k, 0) + 1` is
+            # not atomic, and a shared dict lost an increment under load.
+            errors, per_thread = [], [{} for _ in range(THREADS)]
             per = REQUESTS // THREADS
-            threads = [threading.Thread(target=worker, args=(srv, per, i, errors, counts)) for i in range(THREADS)]
+            threads = [threading.Thread(target=worker, args=(srv, per, i, errors, per_thread[i]))
+                       for i in range(THREADS)]
             t0 = time.time()
             for t in threads:
                 t.start()
@@ -122,6 +125,10 @@ def test_thousands_of_requests_under_asan_leave_no_report():
             check(not reports, "sanitizer report in stderr (%s):\n%s" % (reports, log[-6000:]))
             check(code == 0, "exit code %d:\n%s" % (code, log[-3000:]))
             check(not errors, "%d failed requests: %s" % (len(errors), errors[:5]))
+            counts = {}
+            for d in per_thread:
+                for k, v in d.items():
+                    counts[k] = counts.get(k, 0) + v
             total = sum(counts.values())
             check(total == per * THREADS, "ran %d requests" % total)
             check(metric(m, "dra_guard_tls_reload_total", result="success") == 2, "rotation under ASan")
