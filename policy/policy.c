@@ -35,6 +35,7 @@ static int loader_init(struct loader *l, struct policy_error *err)
 	}
 	l->p->storage = l->a;
 	l->p->default_action = ACTION_DENY;
+	l->p->freeze_alert_after_s = POLICY_FREEZE_ALERT_AFTER_DEFAULT_S;
 	return 0;
 }
 

@@ -35,6 +35,11 @@
 #define POLICY_KEY_FREEZE_REASON "freeze-reason"
 /* Longest freeze-reason kept (it is shown to users in every freeze denial). */
 #define POLICY_FREEZE_REASON_MAX 1024
+/* freeze.alertAfter: how long a freeze may stay on before the monitoring
+ * alert says it has been forgotten; its bounds and the default. */
+#define POLICY_FREEZE_ALERT_AFTER_DEFAULT_S (4 * 3600)
+#define POLICY_FREEZE_ALERT_AFTER_MIN_S 60
+#define POLICY_FREEZE_ALERT_AFTER_MAX_S (30 * 24 * 3600)
 
 struct string_list {
 	const struct str *items;
@@ -88,6 +93,7 @@ struct policy {
 	struct string_list freeze_namespaces;
 	struct string_list break_glass_groups;
 	struct string_list break_glass_users;
+	uint32_t freeze_alert_after_s;        /* freeze.alertAfter, seconds (exported for the alert) */
 
 	struct string_list numa_attributes;
 

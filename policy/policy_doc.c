@@ -235,7 +235,7 @@ static void load_canary(struct loader *l, const struct doc_node *n)
 	policy_path_pop(l, saved);
 }
 
-static const char *const freeze_keys[] = { "scope", "breakGlass", NULL };
+static const char *const freeze_keys[] = { "scope", "breakGlass", "alertAfter", NULL };
 static const char *const freeze_scope_keys[] = { "drivers", "deviceClasses", "namespaces", NULL };
 static const char *const break_glass_keys[] = { "groups", "users", NULL };
 
@@ -281,6 +281,13 @@ static void load_freeze(struct loader *l, const struct doc_node *n)
 			load_list_member(l, v, "groups", &l->p->break_glass_groups, NULL);
 			load_list_member(l, v, "users", &l->p->break_glass_users, NULL);
 		}
+		policy_path_pop(l, saved);
+	}
+	v = doc_map_get(n, "alertAfter");
+	if (!l->rc && v && v->type != DOC_NULL) {
+		saved = policy_path_push_key(l, STR_LIT("alertAfter"));
+		policy_read_duration(l, v, POLICY_FREEZE_ALERT_AFTER_MIN_S, POLICY_FREEZE_ALERT_AFTER_MAX_S,
+				     &l->p->freeze_alert_after_s);
 		policy_path_pop(l, saved);
 	}
 }

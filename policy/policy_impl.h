@@ -62,6 +62,10 @@ bool policy_read_string_list(struct loader *l, const struct doc_node *n,
 			     struct string_list *out, item_check_fn check);
 bool policy_read_action(struct loader *l, const struct doc_node *n, enum action *out);
 bool policy_read_quantity(struct loader *l, const struct doc_node *n, struct quantity *out);
+/* A duration string of hour, minute and second parts in that order, each
+ * at most once ("4h", "90m", "1h30m", "45s"), within [min_s, max_s]. */
+bool policy_read_duration(struct loader *l, const struct doc_node *n, uint32_t min_s, uint32_t max_s,
+			  uint32_t *out);
 
 /* apiVersion and kind of root are exactly these. */
 bool policy_check_type_meta(struct loader *l, const struct doc_node *root,

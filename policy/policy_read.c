@@ -240,3 +240,70 @@ bool policy_read_quantity(struct loader *l, const struct doc_node *n, struct qua
 	return true;
 }
 
+
+/* Parse s as h/m/s parts; -EINVAL for anything else, -ERANGE past limit_s. */
+static int parse_duration(struct str s, uint64_t limit_s, uint64_t *out)
+{
+	static const struct {
+		char unit;
+		uint64_t seconds;
+	} units[] = { { 'h', 3600 }, { 'm', 60 }, { 's', 1 } };
+	uint64_t total = 0;
+	size_t i = 0, u = 0;
+
+	if (s.len == 0)
+		return -EINVAL;
+	while (i < s.len) {
+		uint64_t v = 0;
+		size_t digits = 0;
+
+		while (i < s.len && s.ptr[i] >= '0' && s.ptr[i] <= '9') {
+			if (v > limit_s)
+				return -ERANGE;
+			v = v * 10 + (uint64_t)(s.ptr[i++] - '0');
+			digits++;
+		}
+		if (digits == 0 || i == s.len)
+			return -EINVAL;
+		/* Units in decreasing order, each once: "1h30m", never "30m1h". */
+		while (u < sizeof(units) / sizeof(units[0]) && units[u].unit != s.ptr[i])
+			u++;
+		if (u == sizeof(units) / sizeof(units[0]))
+			return -EINVAL;
+		if (v > limit_s / units[u].seconds)
+			return -ERANGE;
+		total += v * units[u].seconds;
+		if (total > limit_s)
+			return -ERANGE;
+		i++;
+		u++;
+	}
+	*out = total;
+	return 0;
+}
+
+bool policy_read_duration(struct loader *l, const struct doc_node *n, uint32_t min_s, uint32_t max_s,
+			  uint32_t *out)
+{
+	uint64_t v = 0;
+	int rc;
+
+	if (n->type != DOC_STRING) {
+		policy_fail(l, n->line, n->col, "expected a duration with a unit (such as 30m, 4h or 1h30m), got a %s",
+		     doc_type_name(n->type));
+		return false;
+	}
+	rc = parse_duration(n->text, max_s, &v);
+	if (rc == -EINVAL) {
+		policy_fail(l, n->line, n->col, "\"%.*s\" is not a duration (accepted: hours, minutes and "
+		     "seconds in that order, such as 30m, 4h or 1h30m)", STR_FMT(n->text));
+		return false;
+	}
+	if (rc == -ERANGE || v < min_s) {
+		policy_fail(l, n->line, n->col, "duration \"%.*s\" is out of range (accepted: %us to %uh)",
+		     STR_FMT(n->text), min_s, max_s / 3600);
+		return false;
+	}
+	*out = (uint32_t)v;
+	return true;
+}

@@ -73,6 +73,16 @@ static const struct bad_case bad_cases[] = {
 	{ "freeze scope empty", HEAD "freeze:\n  scope: {}\n", 4, "freeze.scope", "freeze nothing" },
 	{ "freeze scope typo", HEAD "freeze:\n  scope:\n    namespace: [a]\n", 5, "freeze.scope", "unknown key \"namespace\"" },
 	{ "breakGlass typo", HEAD "freeze:\n  breakGlass:\n    group: [a]\n", 5, "freeze.breakGlass", "unknown key \"group\"" },
+	{ "alertAfter without unit", HEAD "freeze:\n  alertAfter: 3600\n", 4, "freeze.alertAfter", "expected a duration" },
+	{ "alertAfter in days", HEAD "freeze:\n  alertAfter: 2d\n", 4, "freeze.alertAfter", "\"2d\" is not a duration" },
+	{ "alertAfter units out of order", HEAD "freeze:\n  alertAfter: 30m1h\n", 4, "freeze.alertAfter", "not a duration" },
+	{ "alertAfter unit twice", HEAD "freeze:\n  alertAfter: 1h1h\n", 4, "freeze.alertAfter", "not a duration" },
+	{ "alertAfter fraction", HEAD "freeze:\n  alertAfter: 1.5h\n", 4, "freeze.alertAfter", "not a duration" },
+	{ "alertAfter no number", HEAD "freeze:\n  alertAfter: h\n", 4, "freeze.alertAfter", "not a duration" },
+	{ "alertAfter too short", HEAD "freeze:\n  alertAfter: 59s\n", 4, "freeze.alertAfter", "out of range (accepted: 60s to 720h)" },
+	{ "alertAfter too long", HEAD "freeze:\n  alertAfter: 720h1s\n", 4, "freeze.alertAfter", "out of range" },
+	{ "alertAfter huge", HEAD "freeze:\n  alertAfter: 99999999999999999999h\n", 4, "freeze.alertAfter", "out of range" },
+	{ "alertAfter typo", HEAD "freeze:\n  alertafter: 1h\n", 4, "freeze", "unknown key \"alertafter\"" },
 	{ "yaml syntax", HEAD "drivers: [\n", 0, NULL, "" },
 	{ "duplicate key", HEAD "schedulers: [a]\nschedulers: [b]\n", 4, NULL, "duplicate" },
 	{ "two documents", HEAD "---\n" HEAD, 0, NULL, "exactly one" },
@@ -241,6 +251,42 @@ static void test_configmap_keys_and_freeze(void **state)
 	policy_free(p);
 }
 
+static void test_freeze_alert_after(void **state)
+{
+	static const struct {
+		const char *text;        /* the freeze section, "" for none */
+		uint32_t seconds;
+	} cases[] = {
+		{ "", POLICY_FREEZE_ALERT_AFTER_DEFAULT_S },
+		{ "freeze:\n  alertAfter: null\n", POLICY_FREEZE_ALERT_AFTER_DEFAULT_S },
+		{ "freeze:\n  alertAfter: 4h\n", 14400 },
+		{ "freeze:\n  alertAfter: 90m\n", 5400 },
+		{ "freeze:\n  alertAfter: 1h30m\n", 5400 },
+		{ "freeze:\n  alertAfter: 1h0m30s\n", 3630 },
+		{ "freeze:\n  alertAfter: 60s\n", 60 },
+		{ "freeze:\n  alertAfter: 1m\n", 60 },
+		{ "freeze:\n  alertAfter: \"720h\"\n", 720 * 3600 },
+		{ "freeze: {alertAfter: 30m, scope: {namespaces: [a]}}\n", 1800 },
+	};
+	struct policy *p = NULL;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(POLICY_FREEZE_ALERT_AFTER_DEFAULT_S, 4 * 3600);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[256];
+
+		snprintf(text, sizeof(text), "%s%s", HEAD, cases[i].text);
+		p = load_ok(text);
+		if (p->freeze_alert_after_s != cases[i].seconds)
+			fail_msg("%s: %u s, expected %u", cases[i].text, p->freeze_alert_after_s, cases[i].seconds);
+		policy_free(p);
+	}
+	assert_int_equal(policy_builtin(&p), 0);
+	assert_int_equal(p->freeze_alert_after_s, POLICY_FREEZE_ALERT_AFTER_DEFAULT_S);
+	policy_free(p);
+}
+
 struct freeze_case {
 	const char *value;
 	int rc;
@@ -338,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_empty_allocators_means_none),
 		cmocka_unit_test(test_configmap_keys_and_freeze),
 		cmocka_unit_test(test_freeze_key_values),
+		cmocka_unit_test(test_freeze_alert_after),
 		cmocka_unit_test(test_freeze_reason_is_capped),
 		cmocka_unit_test(test_hash_changes_with_every_input),
 		cmocka_unit_test(test_example_policy_in_repository_loads),
