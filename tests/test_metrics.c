@@ -123,6 +123,8 @@ static void test_fresh_registry_renders_every_family_at_zero(void **state)
 	assert_true(sample(text, "dra_guard_build_info{version=\"v1.2.3\"}") == 1);
 	assert_true(sample(text, "dra_guard_freeze_active") == 0);
 	assert_true(sample(text, "dra_guard_ready") == 0);
+	assert_true(sample(text, "dra_guard_policy_last_reload_successful") == 0);
+	assert_true(sample(text, "dra_guard_freeze_alert_after_seconds") == 0);
 	/* Absent until there is something to say. */
 	assert_null(strstr(text, "dra_guard_policy_info{"));
 	assert_null(strstr(text, "dra_guard_freeze_info{"));
@@ -238,6 +240,24 @@ static void test_freeze_and_policy_gauges_carry_escaped_strings(void **state)
 	assert_true(sample(text, "dra_guard_freeze_active") == 1);
 	assert_true(sample(text, "dra_guard_freeze_info{reason=\"INC-1: \\\"hugepages\\\"\\nrollback\"}") == 1);
 	assert_true(sample(text, "dra_guard_freeze_since_timestamp_seconds") == 1700000001);
+	free(text);
+
+	/* What the alerts compare: the policy's limit, and whether the last
+	 * load attempt was held back. */
+	metrics_freeze_alert_after(m, 5400);
+	metrics_policy_reload(m, METRICS_RELOAD_SUCCESS);
+	text = render(m);
+	assert_true(sample(text, "dra_guard_freeze_alert_after_seconds") == 5400);
+	assert_true(sample(text, "dra_guard_policy_last_reload_successful") == 1);
+	free(text);
+	metrics_policy_reload(m, METRICS_RELOAD_ERROR);
+	text = render(m);
+	assert_true(sample(text, "dra_guard_policy_last_reload_successful") == 0);
+	free(text);
+	metrics_policy_unchanged(m);
+	text = render(m);
+	assert_true(sample(text, "dra_guard_policy_last_reload_successful") == 1);
+	assert_true(sample(text, "dra_guard_policy_reload_total{result=\"error\"}") == 1);
 	free(text);
 
 	/* Lifted: the info series goes, since returns to 0. */

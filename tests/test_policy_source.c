@@ -196,6 +196,51 @@ static void test_directory_reload_freeze_and_last_good(void **state)
 	metrics_free(m);
 }
 
+/* What the held-back-policy alert and the freeze alert read: whether the
+ * last attempt loaded, and the serving policy's freeze.alertAfter. */
+static void test_held_back_input_and_alert_after_are_exported(void **state)
+{
+	static const char alert_policy[] = GOOD_POLICY "freeze:\n  alertAfter: 90m\n";
+	struct metrics *m;
+	struct policy_source *ps;
+	char dir[512];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/alert", root);
+	publish("alert", alert_policy, "false", "");
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_last_reload_successful") == 0);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_alert_after_seconds") == 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_DIR, dir, m, &ps), 0);
+	assert_int_equal(policy_source_reload(ps, "start"), 1);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_last_reload_successful") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_alert_after_seconds") == 5400);
+
+	/* Broken: held back, the serving policy's setting stays. */
+	publish("alert", BROKEN_POLICY, "false", "");
+	assert_true(policy_source_reload(ps, "change") < 0);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_last_reload_successful") == 0);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_alert_after_seconds") == 5400);
+
+	/* Reverted to what serves: nothing to reload, nothing held back. */
+	publish("alert", alert_policy, "false", "");
+	assert_int_equal(policy_source_reload(ps, "change"), 0);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_last_reload_successful") == 1);
+
+	/* Broken again, then fixed with a new policy: the default applies. */
+	publish("alert", BROKEN_POLICY, "false", "");
+	assert_true(policy_source_reload(ps, "change") < 0);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_last_reload_successful") == 0);
+	publish("alert", OTHER_POLICY, "false", "");
+	assert_int_equal(policy_source_reload(ps, "change"), 1);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_last_reload_successful") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_alert_after_seconds") == POLICY_FREEZE_ALERT_AFTER_DEFAULT_S);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_reload_total{result=\"error\"}") == 2);
+	policy_source_free(ps);
+	metrics_free(m);
+	free(take_log());
+}
+
 static void test_broken_at_start_is_not_ready_and_says_why(void **state)
 {
 	struct metrics *m;
@@ -279,6 +324,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_builtin_policy_is_ready_at_once),
 		cmocka_unit_test(test_directory_reload_freeze_and_last_good),
+		cmocka_unit_test(test_held_back_input_and_alert_after_are_exported),
 		cmocka_unit_test(test_broken_at_start_is_not_ready_and_says_why),
 		cmocka_unit_test(test_missing_document_key_is_not_ready),
 		cmocka_unit_test(test_file_source_loads_the_example_configmap),

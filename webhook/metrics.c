@@ -59,6 +59,8 @@ struct metrics {
 	atomic_uint_fast64_t http_errors[METRICS_HTTP_COUNT];
 	atomic_int_fast64_t in_flight;
 	atomic_uint_fast64_t policy_reload[METRICS_RELOAD_COUNT];
+	atomic_int policy_last_ok;    /* the last load attempt loaded */
+	atomic_uint_fast32_t freeze_alert_after_s;
 	atomic_uint_fast64_t tls_reload[METRICS_RELOAD_COUNT];
 	atomic_int_fast64_t tls_not_after_s;
 	atomic_int ready;
@@ -181,8 +183,20 @@ void metrics_in_flight(struct metrics *m, int delta)
 
 void metrics_policy_reload(struct metrics *m, enum metrics_reload result)
 {
-	if ((unsigned)result < METRICS_RELOAD_COUNT)
-		inc(&m->policy_reload[result], 1);
+	if ((unsigned)result >= METRICS_RELOAD_COUNT)
+		return;
+	inc(&m->policy_reload[result], 1);
+	atomic_store(&m->policy_last_ok, result == METRICS_RELOAD_SUCCESS);
+}
+
+void metrics_policy_unchanged(struct metrics *m)
+{
+	atomic_store(&m->policy_last_ok, 1);
+}
+
+void metrics_freeze_alert_after(struct metrics *m, uint32_t seconds)
+{
+	atomic_store(&m->freeze_alert_after_s, seconds);
 }
 
 void metrics_policy_loaded(struct metrics *m, const char *hash, int64_t when_ns)
@@ -360,6 +374,18 @@ static int render_counters(struct metrics *m, struct buf *out)
 	for (i = 0; rc == 0 && i < METRICS_RELOAD_COUNT; i++)
 		rc = buf_printf(out, "dra_guard_policy_reload_total{result=\"%s\"} %" PRIu64 "\n",
 				reload_names[i], get(&m->policy_reload[i]));
+	if (rc == 0)
+		rc = family(out, "dra_guard_policy_last_reload_successful", "gauge",
+			    "1 when the last policy load attempt loaded; 0 while a broken input is held back.");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_policy_last_reload_successful %d\n",
+				atomic_load(&m->policy_last_ok));
+	if (rc == 0)
+		rc = family(out, "dra_guard_freeze_alert_after_seconds", "gauge",
+			    "The serving policy's freeze.alertAfter: how long a freeze may last before it is alerted on.");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_freeze_alert_after_seconds %" PRIu32 "\n",
+				(uint32_t)atomic_load(&m->freeze_alert_after_s));
 	if (rc == 0)
 		rc = family(out, "dra_guard_tls_reload_total", "counter",
 			    "Certificate loads and reloads, by result; a failed one keeps the serving pair.");

@@ -98,12 +98,19 @@ void metrics_in_flight(struct metrics *m, int delta);
 
 /* --- state changes (reloads): take the registry's mutex ------------------- */
 
+/* Counts a load or reload, and sets dra_guard_policy_last_reload_successful
+ * (0 after an error: a broken input is held back). */
 void metrics_policy_reload(struct metrics *m, enum metrics_reload result);
+/* The input was read again and loads, but is the serving policy already:
+ * nothing is reloaded, and nothing is held back any more. */
+void metrics_policy_unchanged(struct metrics *m);
 /* A policy was swapped in: its hash, and when (wall clock, ns since epoch). */
 void metrics_policy_loaded(struct metrics *m, const char *hash, int64_t when_ns);
 /* Freeze state of the serving policy. since_ns is when it became active
  * (ignored when inactive). reason may be NULL. */
 void metrics_freeze(struct metrics *m, bool active, const char *reason, int64_t since_ns);
+/* The serving policy's freeze.alertAfter, in seconds. */
+void metrics_freeze_alert_after(struct metrics *m, uint32_t seconds);
 void metrics_tls_reload(struct metrics *m, enum metrics_reload result);
 void metrics_tls_not_after(struct metrics *m, int64_t not_after_s);
 void metrics_ready(struct metrics *m, bool ready);

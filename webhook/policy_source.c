@@ -279,6 +279,7 @@ int policy_source_reload(struct policy_source *ps, const char *why)
 	char file[PATH_MAX + 80], msg[1024], line[1100];
 	bool first = ps->hash[0] == '\0';
 	struct log_line l;
+	uint32_t alert_after_s;
 	int rc;
 
 	ps->signature = signature(ps);
@@ -294,6 +295,7 @@ int policy_source_reload(struct policy_source *ps, const char *why)
 	}
 	if (!first && strcmp(p->hash, ps->hash) == 0) {
 		policy_free(p);
+		metrics_policy_unchanged(ps->m);
 		if (log_begin(&l, LOG_DEBUG, "policy unchanged")) {
 			log_str(&l, "trigger", why);
 			log_str(&l, "hash", ps->hash);
@@ -310,12 +312,14 @@ int policy_source_reload(struct policy_source *ps, const char *why)
 	}
 	/* p lives as long as the snapshot, which the slot keeps. */
 	track_freeze(ps, p, first);
+	alert_after_s = p->freeze_alert_after_s;
 	pthread_mutex_lock(&ps->mu);
 	snprintf(ps->hash, sizeof(ps->hash), "%s", p->hash);
 	pthread_mutex_unlock(&ps->mu);
 	snapshot_slot_swap(&ps->slot, snap);
 	metrics_policy_reload(ps->m, METRICS_RELOAD_SUCCESS);
 	metrics_policy_loaded(ps->m, ps->hash, wall_ns());
+	metrics_freeze_alert_after(ps->m, alert_after_s);
 	set_why_not(ps, "");
 	if (log_begin(&l, LOG_INFO, first ? "policy loaded" : "policy reloaded")) {
 		log_str(&l, "trigger", why);
