@@ -115,7 +115,7 @@ static void test_allowed_review_is_answered_and_counted(void **state)
 	json_decref(j);
 	assert_true(testmetrics_sample(f->m, "dra_guard_requests_total{endpoint=\"validate\",resource=\"resourceslices\","
 				 "operation=\"CREATE\",result=\"allowed\"}") == 1);
-	assert_true(testmetrics_sample(f->m, "dra_guard_request_duration_seconds_count{endpoint=\"validate\"}") == 1);
+	assert_true(testmetrics_sample(f->m, "dra_guard_request_duration_seconds_count{endpoint=\"validate\",result=\"allowed\"}") == 1);
 
 	/* The mutating endpoint answers with a patch. */
 	assert_int_equal(admit_review(&f->a, true, body, strlen(body), &f->out, admit_now_ns()), 200);

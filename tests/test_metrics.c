@@ -185,15 +185,25 @@ static void test_histogram_buckets_are_cumulative(void **state)
 				METRICS_RESULT_ALLOWED, durations_ns[i]);
 	text = render(m);
 	check_exposition(text);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"5e-05\"}") == 1);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"0.0001\"}") == 2);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"0.001\"}") == 3);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"5\"}") == 4);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"10\"}") == 4);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",le=\"+Inf\"}") == 5);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"validate\"}") == 5);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_sum{endpoint=\"validate\"}") > 23.0);
-	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"mutate\"}") == 0);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"allowed\",le=\"5e-05\"}") == 1);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"allowed\",le=\"0.0001\"}") == 2);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"allowed\",le=\"0.001\"}") == 3);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"allowed\",le=\"5\"}") == 4);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"allowed\",le=\"10\"}") == 4);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"allowed\",le=\"+Inf\"}") == 5);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"validate\",result=\"allowed\"}") == 5);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_sum{endpoint=\"validate\",result=\"allowed\"}") > 23.0);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"mutate\",result=\"allowed\"}") == 0);
+	/* Each result has its own histogram. */
+	metrics_request(m, METRICS_EP_VALIDATE, METRICS_RES_OTHER, ADMISSION_OP_CREATE, METRICS_RESULT_DENIED, 300000);
+	free(text);
+	text = render(m);
+	check_exposition(text);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"denied\",le=\"0.00025\"}") == 0);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"denied\",le=\"0.0005\"}") == 1);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"validate\",result=\"denied\"}") == 1);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"validate\",result=\"allowed\"}") == 5);
+	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"validate\",result=\"error\"}") == 0);
 	free(text);
 	metrics_free(m);
 }

@@ -53,7 +53,7 @@ struct histogram {
 struct metrics {
 	atomic_uint_fast64_t requests[METRICS_EP_COUNT][METRICS_RES_COUNT][METRICS_OP_COUNT]
 				     [METRICS_RESULT_COUNT];
-	struct histogram duration[METRICS_EP_COUNT];
+	struct histogram duration[METRICS_EP_COUNT][METRICS_RESULT_COUNT];
 	atomic_uint_fast64_t violations[RULE_COUNT][ACTION_DRYRUN + 1];
 	atomic_uint_fast64_t break_glass[METRICS_RES_COUNT];
 	atomic_uint_fast64_t http_errors[METRICS_HTTP_COUNT];
@@ -147,7 +147,7 @@ void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum metrics_r
 	if ((unsigned)op >= METRICS_OP_COUNT)
 		op = ADMISSION_OP_UNKNOWN;
 	inc(&m->requests[ep][res][op][result], 1);
-	h = &m->duration[ep];
+	h = &m->duration[ep][result];
 	for (i = 0; i < METRICS_BUCKETS; i++) {
 		if (duration_ns <= bucket_ns[i]) {
 			inc(&h->bucket[i], 1);
@@ -310,31 +310,34 @@ static int render_requests(struct metrics *m, struct buf *out)
 
 static int render_duration(struct metrics *m, struct buf *out)
 {
-	int rc, e, i;
+	int rc, e, r, i;
 
 	rc = family(out, "dra_guard_request_duration_seconds", "histogram",
-		    "Time from the end of the request body to the answer, by endpoint.");
+		    "Time from the request's headers to its answer, by endpoint and result.");
 	for (e = 0; rc == 0 && e < METRICS_EP_COUNT; e++) {
-		struct histogram *h = &m->duration[e];
-		uint64_t cum = 0, count = get(&h->count), sum = get(&h->sum_ns);
+		for (r = 0; rc == 0 && r < METRICS_RESULT_COUNT; r++) {
+			struct histogram *h = &m->duration[e][r];
+			uint64_t cum = 0, count = get(&h->count), sum = get(&h->sum_ns);
+			const char *ep = endpoint_names[e], *res = result_names[r];
 
-		for (i = 0; rc == 0 && i < METRICS_BUCKETS; i++) {
-			cum += get(&h->bucket[i]);
-			rc = buf_printf(out, "dra_guard_request_duration_seconds_bucket{endpoint=\"%s\","
-					"le=\"%s\"} %" PRIu64 "\n", endpoint_names[e], bucket_le[i], cum);
+			for (i = 0; rc == 0 && i < METRICS_BUCKETS; i++) {
+				cum += get(&h->bucket[i]);
+				rc = buf_printf(out, "dra_guard_request_duration_seconds_bucket{endpoint=\"%s\","
+						"result=\"%s\",le=\"%s\"} %" PRIu64 "\n", ep, res, bucket_le[i], cum);
+			}
+			/* Read apart from the buckets: keep the series monotone and +Inf >= every bucket. */
+			if (count < cum)
+				count = cum;
+			if (rc == 0)
+				rc = buf_printf(out, "dra_guard_request_duration_seconds_bucket{endpoint=\"%s\","
+						"result=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", ep, res, count);
+			if (rc == 0)
+				rc = buf_printf(out, "dra_guard_request_duration_seconds_sum{endpoint=\"%s\","
+						"result=\"%s\"} %.9f\n", ep, res, (double)sum / 1e9);
+			if (rc == 0)
+				rc = buf_printf(out, "dra_guard_request_duration_seconds_count{endpoint=\"%s\","
+						"result=\"%s\"} %" PRIu64 "\n", ep, res, count);
 		}
-		/* Read apart from the buckets: keep the series monotone and +Inf >= every bucket. */
-		if (count < cum)
-			count = cum;
-		if (rc == 0)
-			rc = buf_printf(out, "dra_guard_request_duration_seconds_bucket{endpoint=\"%s\","
-					"le=\"+Inf\"} %" PRIu64 "\n", endpoint_names[e], count);
-		if (rc == 0)
-			rc = buf_printf(out, "dra_guard_request_duration_seconds_sum{endpoint=\"%s\"} %.9f\n",
-					endpoint_names[e], (double)sum / 1e9);
-		if (rc == 0)
-			rc = buf_printf(out, "dra_guard_request_duration_seconds_count{endpoint=\"%s\"} %" PRIu64 "\n",
-					endpoint_names[e], count);
 	}
 	return rc;
 }

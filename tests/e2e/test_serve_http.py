@@ -296,8 +296,12 @@ def test_metrics_parse_and_counters_move():
     check(moved("dra_guard_requests_total", endpoint="mutate", resource="resourceslices", operation="CREATE",
                 result="allowed") == 2, "mutate counter")
     check(moved("dra_guard_violations_total", rule="slice.mapping.name", action="deny") == 3, "violations")
-    check(moved("dra_guard_request_duration_seconds_count", endpoint="validate") == 8, "histogram count")
-    check(moved("dra_guard_request_duration_seconds_bucket", endpoint="validate", le="+Inf") == 8, "+Inf bucket")
+    check(moved("dra_guard_request_duration_seconds_count", endpoint="validate", result="allowed") == 5,
+          "histogram count (allowed)")
+    check(moved("dra_guard_request_duration_seconds_count", endpoint="validate", result="denied") == 3,
+          "histogram count (denied)")
+    check(moved("dra_guard_request_duration_seconds_bucket", endpoint="validate", result="denied", le="+Inf") == 3,
+          "+Inf bucket")
     check(metric(after, "dra_guard_ready") == 1, "ready gauge")
     check(metric(after, "dra_guard_requests_in_flight") == 0, "in flight")
     check(metric(after, "dra_guard_policy_reload_total", result="success") >= 1, "policy reload")
