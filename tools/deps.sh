@@ -16,6 +16,9 @@ for group in "$@"; do
 		# The manifest tests render with kubectl kustomize. Debian's kubectl is
 		# kubernetes-client; a kubectl from elsewhere conflicts with it.
 		command -v kubectl >/dev/null 2>&1 || pkgs="$pkgs kubernetes-client"
+		# promtool checks and unit-tests the alert rules; prometheus scrapes
+		# a running guard in the monitoring end-to-end test.
+		pkgs="$pkgs prometheus"
 		;;
 	bench) pkgs="$pkgs wrk golang-go python3 curl iproute2 gawk procps valgrind" ;;
 	fuzz) pkgs="$pkgs clang libclang-rt-14-dev" ;;
@@ -51,3 +54,15 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+
+# Debian's prometheus package enables a system-wide Prometheus on :9090 (the
+# port `make run` serves metrics on). The tests run their own on loopback:
+# switch off the one we just installed, never one that was there before.
+case " $missing " in
+*" prometheus "*)
+	if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+		echo "deps.sh: disabling the prometheus service the package started (the tests run their own)" >&2
+		$SUDO systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+	fi
+	;;
+esac
