@@ -139,6 +139,17 @@ static void test_denial_counts_its_violations(void **state)
 	assert_true(testmetrics_sample(f->m, "dra_guard_requests_total{endpoint=\"validate\",resource=\"resourceslices\","
 				 "operation=\"CREATE\",result=\"denied\"}") == 1);
 	assert_true(testmetrics_sample(f->m, "dra_guard_violations_total{rule=\"slice.mapping.name\",action=\"deny\"}") == 1);
+	/* By the slice's driver: "other" until the driver has a label of its own. */
+	assert_true(testmetrics_sample(f->m, "dra_guard_slice_denials_total{driver=\"other\"}") == 1);
+	metrics_slice_driver_add(f->m, "dra.example.com", strlen("dra.example.com"));
+	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_true(testmetrics_sample(f->m, "dra_guard_slice_denials_total{driver=\"dra.example.com\"}") == 1);
+	assert_true(testmetrics_sample(f->m, "dra_guard_slice_denials_total{driver=\"other\"}") == 1);
+	free(body);
+	/* An allowed slice is no denial. */
+	body = slice_review(f, "uid-allow-2", NULL);
+	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_true(testmetrics_sample(f->m, "dra_guard_slice_denials_total{driver=\"dra.example.com\"}") == 1);
 	free(body);
 }
 

@@ -28,6 +28,16 @@ static double sample(const char *text, const char *series)
 	return -1;
 }
 
+/* The last occurrence of needle in text, or NULL. */
+static const char *strrstr_last(const char *text, const char *needle)
+{
+	const char *p, *last = NULL;
+
+	for (p = strstr(text, needle); p; p = strstr(p + 1, needle))
+		last = p;
+	return last;
+}
+
 static char *render(struct metrics *m)
 {
 	struct buf b;
@@ -280,6 +290,66 @@ static void test_freeze_and_policy_gauges_carry_escaped_strings(void **state)
 	metrics_free(m);
 }
 
+static void test_slice_denials_by_listed_driver(void **state)
+{
+	char long_name[METRICS_DRIVER_NAME_MAX + 2], name[32];
+	struct metrics *m;
+	char *text;
+	int i;
+
+	(void)state;
+	m = new_metrics("dev");
+	text = render(m);
+	assert_true(sample(text, "dra_guard_slice_denials_total{driver=\"other\"}") == 0);
+	free(text);
+
+	metrics_slice_driver_add(m, "gpu.example.com", 15);
+	metrics_slice_driver_add(m, "gpu.example.com", 15);       /* once only */
+	metrics_slice_driver_add(m, "other", 5);                  /* the catch-all already */
+	memset(long_name, 'a', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	metrics_slice_driver_add(m, long_name, strlen(long_name));
+	metrics_slice_denied(m, "gpu.example.com", 15);
+	metrics_slice_denied(m, "gpu.example.com", 15);
+	metrics_slice_denied(m, "gpu.example.co", 14);
+	metrics_slice_denied(m, "", 0);
+	text = render(m);
+	check_exposition(text);
+	assert_true(sample(text, "dra_guard_slice_denials_total{driver=\"gpu.example.com\"}") == 2);
+	assert_true(sample(text, "dra_guard_slice_denials_total{driver=\"other\"}") == 2);
+	assert_null(strstr(text, "driver=\"aaaa"));
+	/* One series per label value. */
+	assert_ptr_equal(strstr(text, "{driver=\"other\"}"), strrstr_last(text, "{driver=\"other\"}"));
+	free(text);
+
+	/* Past the cap, new names stay "other"; the series already there stay. */
+	for (i = 0; i < METRICS_DRIVERS_MAX + 5; i++) {
+		snprintf(name, sizeof(name), "d%d.example.com", i);
+		metrics_slice_driver_add(m, name, strlen(name));
+	}
+	snprintf(name, sizeof(name), "d%d.example.com", METRICS_DRIVERS_MAX - 2);
+	metrics_slice_denied(m, name, strlen(name));
+	snprintf(name, sizeof(name), "d%d.example.com", METRICS_DRIVERS_MAX);
+	metrics_slice_denied(m, name, strlen(name));
+	metrics_slice_denied(m, "gpu.example.com", 15);
+	text = render(m);
+	check_exposition(text);
+	snprintf(name, sizeof(name), "d%d.example.com", METRICS_DRIVERS_MAX - 2);
+	{
+		char series[96];
+
+		snprintf(series, sizeof(series), "dra_guard_slice_denials_total{driver=\"%s\"}", name);
+		assert_true(sample(text, series) == 1);
+		snprintf(series, sizeof(series), "dra_guard_slice_denials_total{driver=\"d%d.example.com\"}",
+			 METRICS_DRIVERS_MAX - 1);
+		assert_true(sample(text, series) == -1);   /* no room left for it */
+	}
+	assert_true(sample(text, "dra_guard_slice_denials_total{driver=\"gpu.example.com\"}") == 3);
+	assert_true(sample(text, "dra_guard_slice_denials_total{driver=\"other\"}") == 3);
+	free(text);
+	metrics_free(m);
+}
+
 static void test_render_fails_whole_when_the_buffer_is_too_small(void **state)
 {
 	struct metrics *m;
@@ -320,6 +390,7 @@ int main(void)
 		cmocka_unit_test(test_histogram_buckets_are_cumulative),
 		cmocka_unit_test(test_label_values_are_escaped),
 		cmocka_unit_test(test_freeze_and_policy_gauges_carry_escaped_strings),
+		cmocka_unit_test(test_slice_denials_by_listed_driver),
 		cmocka_unit_test(test_render_fails_whole_when_the_buffer_is_too_small),
 		cmocka_unit_test(test_resource_and_code_lookups),
 	};

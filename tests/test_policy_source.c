@@ -307,6 +307,8 @@ static void test_file_source_loads_the_example_configmap(void **state)
 	p = serving(ps, &s);
 	assert_true(p->has_drivers);
 	snapshot_release(s);
+	/* The drivers it lists get their own denial series. */
+	assert_true(testmetrics_sample(m, "dra_guard_slice_denials_total{driver=\"dra.example.com\"}") == 0);
 	assert_false(policy_source_changed(ps));
 	testutil_run("sed -i 's/freeze: \"false\"/freeze: \"true\"/' %s", file);
 	assert_true(policy_source_changed(ps));

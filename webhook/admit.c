@@ -195,6 +195,16 @@ static void record(struct admit *a, enum metrics_endpoint ep, const struct admis
 		metrics_http_error(a->m, (enum metrics_http_error)idx);
 	if (status != 200)
 		return;
+	if (result == METRICS_RESULT_DENIED && resource == METRICS_RES_RESOURCESLICES) {
+		/* DELETE reviews carry only the old object. */
+		const struct k8s_object *o = res->req.object.kind == OBJECT_RESOURCE_SLICE ? &res->req.object
+					     : &res->req.old_object;
+
+		if (o->kind == OBJECT_RESOURCE_SLICE)
+			metrics_slice_denied(a->m, o->u.slice.driver.ptr, o->u.slice.driver.len);
+		else
+			metrics_slice_denied(a->m, "", 0);
+	}
 	for (i = 0; i < res->verdict.nviolations; i++)
 		metrics_violation(a->m, res->verdict.violations[i].rule, res->verdict.violations[i].action);
 	if (res->verdict.break_glass) {

@@ -50,6 +50,14 @@ struct histogram {
 	atomic_uint_fast64_t sum_ns;
 };
 
+/* A driver's denial counter. The name is written once, before the slot is
+ * published by raising metrics.ndrivers (release), and never changes. */
+struct driver_slot {
+	char name[METRICS_DRIVER_NAME_MAX + 1];
+	size_t len;
+	atomic_uint_fast64_t denials;
+};
+
 struct metrics {
 	atomic_uint_fast64_t requests[METRICS_EP_COUNT][METRICS_RES_COUNT][METRICS_OP_COUNT]
 				     [METRICS_RESULT_COUNT];
@@ -57,6 +65,9 @@ struct metrics {
 	atomic_uint_fast64_t violations[RULE_COUNT][ACTION_DRYRUN + 1];
 	atomic_uint_fast64_t break_glass[METRICS_RES_COUNT];
 	atomic_uint_fast64_t http_errors[METRICS_HTTP_COUNT];
+	struct driver_slot drivers[METRICS_DRIVERS_MAX];
+	atomic_size_t ndrivers;       /* published slots */
+	atomic_uint_fast64_t other_driver_denials;
 	atomic_int_fast64_t in_flight;
 	atomic_uint_fast64_t policy_reload[METRICS_RELOAD_COUNT];
 	atomic_int policy_last_ok;    /* the last load attempt loaded */
@@ -174,6 +185,42 @@ void metrics_http_error(struct metrics *m, enum metrics_http_error code)
 {
 	if ((unsigned)code < METRICS_HTTP_COUNT)
 		inc(&m->http_errors[code], 1);
+}
+
+void metrics_slice_denied(struct metrics *m, const char *driver, size_t len)
+{
+	size_t i, n = atomic_load_explicit(&m->ndrivers, memory_order_acquire);
+
+	for (i = 0; i < n; i++) {
+		if (m->drivers[i].len == len && memcmp(m->drivers[i].name, driver, len) == 0) {
+			inc(&m->drivers[i].denials, 1);
+			return;
+		}
+	}
+	inc(&m->other_driver_denials, 1);
+}
+
+void metrics_slice_driver_add(struct metrics *m, const char *name, size_t len)
+{
+	size_t i, n;
+
+	/* A driver named "other" shares the catch-all series rather than
+	 * rendering a second one with the same label. */
+	if (len == 0 || len > METRICS_DRIVER_NAME_MAX || memchr(name, '\0', len) ||
+	    (len == 5 && memcmp(name, "other", 5) == 0))
+		return;
+	pthread_mutex_lock(&m->mu);
+	n = atomic_load_explicit(&m->ndrivers, memory_order_relaxed);
+	for (i = 0; i < n; i++)
+		if (m->drivers[i].len == len && memcmp(m->drivers[i].name, name, len) == 0)
+			break;
+	if (i == n && n < METRICS_DRIVERS_MAX) {
+		memcpy(m->drivers[n].name, name, len);
+		m->drivers[n].name[len] = '\0';
+		m->drivers[n].len = len;
+		atomic_store_explicit(&m->ndrivers, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&m->mu);
 }
 
 void metrics_in_flight(struct metrics *m, int delta)
@@ -345,6 +392,7 @@ static int render_duration(struct metrics *m, struct buf *out)
 static int render_counters(struct metrics *m, struct buf *out)
 {
 	int rc, i, a;
+	size_t n;
 
 	rc = family(out, "dra_guard_violations_total", "counter",
 		    "Rule violations found, by rule id and the action the policy gave it.");
@@ -359,6 +407,19 @@ static int render_counters(struct metrics *m, struct buf *out)
 	for (i = 0; rc == 0 && i < METRICS_RES_COUNT; i++)
 		rc = buf_printf(out, "dra_guard_break_glass_total{resource=\"%s\"} %" PRIu64 "\n",
 				resource_names[i], get(&m->break_glass[i]));
+	if (rc == 0)
+		rc = family(out, "dra_guard_slice_denials_total", "counter",
+			    "Denied ResourceSlice writes, by spec.driver: a driver the policy lists, or other.");
+	n = atomic_load_explicit(&m->ndrivers, memory_order_acquire);
+	for (i = 0; rc == 0 && i < (int)n; i++) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "%" PRIu64, get(&m->drivers[i].denials));
+		rc = labelled_gauge(out, "dra_guard_slice_denials_total", "driver", m->drivers[i].name, v);
+	}
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_slice_denials_total{driver=\"other\"} %" PRIu64 "\n",
+				get(&m->other_driver_denials));
 	if (rc == 0)
 		rc = family(out, "dra_guard_http_errors_total", "counter",
 			    "HTTP error answers on the webhook port, by status code.");

@@ -67,6 +67,12 @@ enum metrics_reload {
 /* Operations as the decoder numbers them (ADMISSION_OP_*). */
 #define METRICS_OP_COUNT (ADMISSION_OP_CONNECT + 1)
 
+/* Drivers with their own label in dra_guard_slice_denials_total; the
+ * rest count as driver="other". */
+#define METRICS_DRIVERS_MAX 64
+/* Longest driver name (a DNS subdomain). */
+#define METRICS_DRIVER_NAME_MAX 253
+
 /* Histogram buckets (upper bounds, seconds), +Inf implied. */
 #define METRICS_BUCKETS 17
 
@@ -93,6 +99,10 @@ void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum metrics_r
 void metrics_violation(struct metrics *m, enum rule_id rule, enum action action);
 void metrics_break_glass(struct metrics *m, enum metrics_resource res);
 void metrics_http_error(struct metrics *m, enum metrics_http_error code);
+/* A ResourceSlice write denied by the policy; driver[0..len) is the slice's
+ * spec.driver. Counted under its name when metrics_slice_driver_add() gave
+ * it one, as "other" otherwise. */
+void metrics_slice_denied(struct metrics *m, const char *driver, size_t len);
 /* delta +1 when a request starts, -1 when it ends. */
 void metrics_in_flight(struct metrics *m, int delta);
 
@@ -109,6 +119,13 @@ void metrics_policy_loaded(struct metrics *m, const char *hash, int64_t when_ns)
 /* Freeze state of the serving policy. since_ns is when it became active
  * (ignored when inactive). reason may be NULL. */
 void metrics_freeze(struct metrics *m, bool active, const char *reason, int64_t since_ns);
+/* Give driver name[0..len) its own label value in
+ * dra_guard_slice_denials_total from now on (a driver the policy lists).
+ * Names are kept for the process's life, so a series never goes back; past
+ * METRICS_DRIVERS_MAX names, or for a name longer than
+ * METRICS_DRIVER_NAME_MAX, it stays "other". Takes the mutex; readers on the
+ * request path do not wait for it. */
+void metrics_slice_driver_add(struct metrics *m, const char *name, size_t len);
 /* The serving policy's freeze.alertAfter, in seconds. */
 void metrics_freeze_alert_after(struct metrics *m, uint32_t seconds);
 void metrics_tls_reload(struct metrics *m, enum metrics_reload result);

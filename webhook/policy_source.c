@@ -280,6 +280,7 @@ int policy_source_reload(struct policy_source *ps, const char *why)
 	bool first = ps->hash[0] == '\0';
 	struct log_line l;
 	uint32_t alert_after_s;
+	size_t i;
 	int rc;
 
 	ps->signature = signature(ps);
@@ -313,6 +314,8 @@ int policy_source_reload(struct policy_source *ps, const char *why)
 	/* p lives as long as the snapshot, which the slot keeps. */
 	track_freeze(ps, p, first);
 	alert_after_s = p->freeze_alert_after_s;
+	for (i = 0; i < p->ndrivers; i++)
+		metrics_slice_driver_add(ps->m, p->drivers[i].name.ptr, p->drivers[i].name.len);
 	pthread_mutex_lock(&ps->mu);
 	snprintf(ps->hash, sizeof(ps->hash), "%s", p->hash);
 	pthread_mutex_unlock(&ps->mu);
