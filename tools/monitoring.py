@@ -103,13 +103,19 @@ ROWS = [
                          "(DraGuardDenialSpike).",
              targets=[("sum by (rule) (rate(dra_guard_violations_total{%s,action=\"deny\"}[$__rate_interval]))"
                        % SEL, "{{rule}}")],
-             unit="short", width=12),
+             unit="short", width=8),
+        dict(type="timeseries", title="Denied ResourceSlice writes/s by driver",
+             description="Denied ResourceSlice writes by the slice's driver: drivers the policy lists, the "
+                         "rest as other (DraGuardDriverDenialSpike).",
+             targets=[("sum by (driver) (rate(dra_guard_slice_denials_total{%s}[$__rate_interval]))" % SEL,
+                       "{{driver}}")],
+             unit="short", width=8),
         dict(type="timeseries", title="Warnings and dry-run findings/s by rule",
              description="Violations the policy lets through with a warning or records only (warn, dryrun): "
                          "what a rule would deny if it were enforced.",
              targets=[("sum by (rule, action) (rate(dra_guard_violations_total{%s,action!=\"deny\"}"
                        "[$__rate_interval]))" % SEL, "{{rule}} {{action}}")],
-             unit="short", width=12),
+             unit="short", width=8),
     ]),
     ("Policy and freeze", [
         dict(type="state-timeline", title="Freeze timeline",

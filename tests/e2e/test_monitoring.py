@@ -414,8 +414,12 @@ def _make_live():
     _live["tmp"] = tmp
     certs = guard.make_certs(os.path.join(tmp, "certs"))
     cm = guard.ConfigMapDir(os.path.join(tmp, "policy"))
-    # Every rule at its built-in action, no driver restriction.
-    policy = "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
+    # Every rule at its built-in action; the fixture's driver listed (so its
+    # denials have a series of their own), writing as a cluster-wide
+    # controller with the fixture's ServiceAccount.
+    policy = ("apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
+              "drivers:\n  dra.example.com:\n    scope: cluster\n"
+              "    serviceAccounts: [system:serviceaccount:dra-system:dra-example-driver]\n")
     cm.publish({"policy.yaml": policy, "freeze": "false", "freeze-reason": ""})
     server = guard.Server(certs, args=["--policy-dir", cm.path])
     _live["server"] = server
@@ -503,6 +507,8 @@ def test_panels_show_the_traffic_that_was_sent():
           "no latency for denials")
     check(peak("Denials/s by rule", rule="slice.mapping.name") > 0, "slice.mapping.name denials not shown")
     check(peak("Denials/s by rule", rule="claim.freeze.create") > 0, "freeze denials not shown")
+    check(peak("Denied ResourceSlice writes/s by driver", driver="dra.example.com") > 0,
+          "the listed driver's denials not shown")
     check(peak("Policy reloads by result", result="success") > 0, "no successful reload shown")
     check(peak("Policy reloads by result", result="error") > 0, "the broken policy's reload error not shown")
     timeline = _series(prom, _panel("Freeze timeline")["targets"][0]["expr"], start, end)
