@@ -372,6 +372,26 @@ def check_queries(prom, exported, dashboard, groups, start, end, log):
                 continue
             if not r["data"]["result"]:
                 problems.append("panel %r returned no data: %s" % (title, expr))
+    # Annotation queries and the variables' label_values() must name metrics
+    # (and labels) that exist too; they need not return data.
+    for a in (dashboard.get("annotations") or {}).get("list", []):
+        if a.get("expr"):
+            expr = grafana_expr(a["expr"])
+            missing = sorted(n for n in metric_names_in(expr) - pending if n not in known)
+            if missing:
+                problems.append("annotation %r: metrics %s do not exist (renamed?)" % (a["name"], missing))
+            elif prom.query(expr, time=end).get("status") != "success":
+                problems.append("annotation %r does not evaluate: %s" % (a["name"], expr))
+    for v in (dashboard.get("templating") or {}).get("list", []):
+        if v.get("type") != "query":
+            continue
+        m = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", v["query"]["query"])
+        if not m:
+            problems.append("variable %s: query %r is not label_values(SELECTOR, LABEL)" % (v["name"], v["query"]))
+            continue
+        r = prom.api("series", **{"match[]": grafana_expr(m.group(1)), "start": start, "end": end})
+        if r.get("status") != "success" or not any(m.group(2) in s for s in r["data"]):
+            problems.append("variable %s: no series of %s with label %s" % (v["name"], m.group(1), m.group(2)))
     for g in groups:
         for rule in g["rules"]:
             name = rule.get("alert") or rule.get("record")
@@ -553,6 +573,15 @@ def test_a_renamed_metric_fails_the_check():
     problems = check_queries(prom, exported, {"panels": []}, groups, start, end, lambda *_: None)
     check(any("DraGuardFreezeTooLong" in p and "dra_guard_frozen" in p for p in problems),
           "a renamed metric in an alert went unnoticed: %s" % problems)
+    d = json.loads(json.dumps(gen.dashboard()).replace("dra_guard_build_info", "dra_guard_build"))
+    problems = check_queries(prom, exported, {"panels": [], "templating": d["templating"]}, [], start, end,
+                             lambda *_: None)
+    check(any("variable job" in p for p in problems), "a renamed metric in a variable went unnoticed: %s" % problems)
+    d = json.loads(json.dumps(gen.dashboard()).replace("dra_guard_freeze_active", "dra_guard_frozen"))
+    problems = check_queries(prom, exported, {"panels": [], "annotations": d["annotations"]}, [], start, end,
+                             lambda *_: None)
+    check(any("annotation 'Freeze changes'" in p for p in problems),
+          "a renamed metric in an annotation went unnoticed: %s" % problems)
     # A query that does not parse is reported too.
     broken = {"panels": [{"type": "timeseries", "title": "broken", "targets": [{"expr": "sum(rate(up[30s])"}]}]}
     problems = check_queries(prom, exported, broken, [], start, end, lambda *_: None)
