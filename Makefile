@@ -43,7 +43,7 @@ CC ?= cc
 CLANG ?= clang
 PKG_CONFIG ?= pkg-config
 PYTHON ?= python3
-PKGS := libmicrohttpd gnutls jansson yaml-0.1 libcrypto
+PKGS := libmicrohttpd gnutls jansson yaml-0.1 libcrypto libcurl
 
 # The version baked into the binary; the image build passes VERSION= because
 # its context has no .git.

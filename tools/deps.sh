@@ -10,9 +10,9 @@ set -eu
 pkgs=""
 for group in "$@"; do
 	case "$group" in
-	build) pkgs="$pkgs gcc make pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev openssl" ;;
+	build) pkgs="$pkgs gcc make pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev libcurl4-openssl-dev openssl" ;;
 	test)
-		pkgs="$pkgs libcmocka-dev curl python3 valgrind clang libclang-rt-14-dev"
+		pkgs="$pkgs libcmocka-dev curl python3 valgrind clang libclang-rt-14-dev etcd-server"
 		# The manifest tests render with kubectl kustomize. Debian's kubectl is
 		# kubernetes-client; a kubectl from elsewhere conflicts with it.
 		command -v kubectl >/dev/null 2>&1 || pkgs="$pkgs kubernetes-client"
