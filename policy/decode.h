@@ -64,6 +64,14 @@ int decode_review(const char *body, size_t len, const struct decode_limits *lim,
 int decode_object(const char *json, size_t len, const struct decode_limits *lim,
 		  struct arena *a, struct k8s_object *out, struct decode_error *err);
 
+/* Decode one object whose kind and version the caller knows: an item of a
+ * LIST, which carries neither, or the object of a WATCH event. kind must be
+ * a guarded kind and version one the guard decodes. Same returns as
+ * decode_object(). */
+int decode_object_as(const char *json, size_t len, enum object_kind kind, enum api_version version,
+		     const struct decode_limits *lim, struct arena *a, struct k8s_object *out,
+		     struct decode_error *err);
+
 /* The object kind and version that group/version/kind name, as the decoder
  * sees them: OBJECT_OTHER for kinds no rule reads; API_VERSION_UNKNOWN for a
  * guarded kind in a version the guard does not decode. */

@@ -193,6 +193,10 @@ int decode_read_int64(struct dctx *d, int64_t *out, bool *present);
  * schema error. */
 int decode_read_quantity(struct dctx *d, struct quantity_field *q);
 
+/* An object or null kept as its JSON text (len 0 for null): for members
+ * the cluster view reads later and the request path does not. */
+int decode_read_raw_object(struct dctx *d, struct str *raw);
+
 /* An object whose content no rule reads: only whether it is there. */
 int decode_read_present_object(struct dctx *d, bool *present);
 

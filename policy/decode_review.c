@@ -61,6 +61,7 @@ static const struct field meta_fields[] = {
 	FSTR("generateName", struct object_meta, generate_name),
 	FSTR("namespace", struct object_meta, namespace),
 	FSTR("uid", struct object_meta, uid),
+	FSTR("resourceVersion", struct object_meta, resource_version),
 	FCALL("labels", decode_labels),
 	FCALL("deletionTimestamp", decode_deletion),
 };
@@ -629,6 +630,28 @@ int decode_object(const char *json, size_t len, const struct decode_limits *lim,
 	}
 	ctx_init(&d, json, len, lim, a, err, -EPROTO);
 	rc = decode_object_value(&d, out, true);
+	if (rc == 0 && jscan_finish(&d.s) < 0)
+		rc = decode_scan_fail(&d);
+	return rc;
+}
+
+int decode_object_as(const char *json, size_t len, enum object_kind kind, enum api_version version,
+		     const struct decode_limits *lim, struct arena *a, struct k8s_object *out,
+		     struct decode_error *err)
+{
+	struct decode_limits deflim;
+	struct dctx d;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!lim) {
+		decode_limits_default(&deflim);
+		lim = &deflim;
+	}
+	ctx_init(&d, json, len, lim, a, err, -EPROTO);
+	out->kind = kind;
+	out->version = version;
+	rc = decode_object_value(&d, out, false);
 	if (rc == 0 && jscan_finish(&d.s) < 0)
 		rc = decode_scan_fail(&d);
 	return rc;

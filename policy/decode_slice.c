@@ -12,8 +12,14 @@
 #include "decode_impl.h"
 #include "jscan.h"
 
+static int decode_request_policy(struct dctx *d, void *obj)
+{
+	return decode_read_raw_object(d, &((struct named_quantity *)obj)->policy_raw);
+}
+
 static const struct field capacity_fields[] = {
 	FQTY("value", struct named_quantity, value),
+	FCALL("requestPolicy", decode_request_policy),
 };
 
 /* capacity: name -> DeviceCapacity (only its value is read). */
@@ -153,7 +159,13 @@ static const struct field device_fields[] = {
 	FSTR("nodeName", struct device, node_name),
 	FBOOL("allNodes", struct device, all_nodes),
 	FPRESENT("nodeSelector", struct device, has_node_selector),
+	FCALL("attributes", decode_attributes),
 };
+
+static int decode_attributes(struct dctx *d, void *obj)
+{
+	return decode_read_raw_object(d, &((struct device *)obj)->attributes_raw);
+}
 
 static int decode_basic(struct dctx *d, void *obj)
 {

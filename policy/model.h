@@ -51,6 +51,8 @@ struct quantity_field {
 struct named_quantity {
 	struct str name;
 	struct quantity_field value;
+	struct str policy_raw;      /* a capacity's requestPolicy JSON text, len 0
+				     * when absent (read by the cluster view) */
 };
 
 enum mapping_shape {
@@ -88,6 +90,8 @@ struct device {
 	struct str node_name;       /* per-device node (perDeviceNodeSelection) */
 	bool all_nodes;
 	bool has_node_selector;
+	struct str attributes_raw;  /* the attributes map's JSON text, len 0 when
+				     * absent (read by the cluster view) */
 	struct str raw;             /* the device's JSON text, for cheap comparison */
 	bool same_as_object;        /* an oldObject device whose text the decoder found
 				     * byte-identical to object's device at this index */
@@ -188,6 +192,7 @@ struct object_meta {
 	struct str generate_name;
 	struct str namespace;
 	struct str uid;
+	struct str resource_version;
 	bool has_labels;
 	bool has_mapping_label;     /* labels["dra-guard.io/mappings"] */
 	struct str mapping_label;
