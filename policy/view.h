@@ -1,0 +1,317 @@
+/* view.h - the cluster view: what the guard knows of the cluster, as
+ * compact immutable records in immutable snapshots.
+ *
+ * The watcher (webhook/) feeds LIST items and WATCH events, decoded by
+ * view_stream.h into struct k8s_object, to the one view_builder; the
+ * builder turns each into a compact record (strings and quantities that
+ * repeat are interned atoms, the rest is one allocation per record) and
+ * publishes snapshots that request threads read with no lock. dry-run and
+ * the ledger build the same view from files through the same calls.
+ *
+ * Sharing. A table is a hash map of record pointers cut into chunks of
+ * VIEW_CHUNK slots under a directory. The builder changes its working copy
+ * in place where the chunk or directory was made since the last publish,
+ * and copies it first otherwise, so publishing copies only the directories
+ * of the tables that changed, and an event costs a chunk at most: the view
+ * is never copied whole. Records are never changed: an update makes a new
+ * one. Whatever a published snapshot may still reach and the working copy
+ * no longer does (records, chunks, directories, atoms) is retired with the
+ * sequence number of the working copy and freed by view_builder_collect()
+ * once every snapshot that could see it has been let go.
+ *
+ * Threads: one thread owns the builder (apply, publish, collect, release).
+ * A published struct view and everything reachable from it is immutable
+ * and may be read from any number of threads until it is handed back with
+ * view_builder_release(). Pure: no I/O, no clock (time is passed in). */
+#ifndef DRA_GUARD_VIEW_H
+#define DRA_GUARD_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "quantity.h"
+#include "str.h"
+
+/* What the view watches. The policy ConfigMap is watched too, but it
+ * goes to the policy source, not into the view. */
+enum view_resource {
+	VIEW_SLICES = 0,
+	VIEW_CLAIMS,
+	VIEW_RESOURCE_COUNT
+};
+
+enum view_event {
+	VIEW_ADDED = 0,
+	VIEW_MODIFIED,
+	VIEW_DELETED,
+	VIEW_BOOKMARK,
+	VIEW_ERROR,
+	VIEW_EVENT_COUNT
+};
+
+/* Slots per chunk of a table. */
+#define VIEW_CHUNK 64
+
+/* An interned string or quantity: immutable, shared by every record that
+ * holds the same bytes. */
+struct view_atom {
+	uint32_t refs;              /* the builder's; readers never look */
+	uint32_t hash;
+	uint32_t len;               /* bytes of text (quantities: sizeof(struct quantity)) */
+	uint8_t kind;
+	char data[] __attribute__((aligned(16)));
+};
+
+static inline struct str view_atom_str(const struct view_atom *a)
+{
+	return a ? (struct str){ a->data, a->len } : (struct str){ "", 0 };
+}
+
+static inline const struct quantity *view_atom_qty(const struct view_atom *a)
+{
+	return a ? (const struct quantity *)(const void *)a->data : NULL;
+}
+
+/* A UID: 16 bytes when it is a canonical lowercase UUID (every UID the API
+ * server makes), else its text (text != NULL). */
+struct view_uid {
+	const char *text;           /* NUL-terminated, or NULL */
+	uint8_t bin[16];
+};
+
+/* "8-4-4-4-12" into buf (at least 37 bytes); the text as it was otherwise. */
+void view_uid_format(const struct view_uid *u, char *buf, size_t n);
+/* True when u is the UID written s. */
+bool view_uid_eq(const struct view_uid *u, struct str s);
+
+enum view_attr_type {
+	VIEW_ATTR_INT = 0,
+	VIEW_ATTR_BOOL,
+	VIEW_ATTR_STRING,
+	VIEW_ATTR_VERSION,
+};
+
+struct view_attr {
+	const struct view_atom *name;     /* qualified, as written ("gpu.example.com/numaNode") */
+	enum view_attr_type type;
+	bool b;
+	int64_t i;
+	const struct view_atom *s;        /* string and version values */
+};
+
+/* A capacity and its requestPolicy (all NULL / 0 when it has none). */
+struct view_capacity {
+	const struct view_atom *name;
+	const struct view_atom *value;    /* quantity */
+	bool has_policy;
+	const struct view_atom *dflt;     /* requestPolicy.default */
+	const struct view_atom *min, *max, *step;   /* validRange */
+	uint32_t nvalid;
+	const struct view_atom **valid;   /* validValues */
+};
+
+struct view_mapping {
+	const struct view_atom *resource;
+	enum mapping_shape shape;
+	const struct view_atom *multiplier;           /* NULL when absent */
+	const struct view_atom *capacity_key;         /* NULL when absent */
+	const struct view_atom *capacity_multiplier;  /* 1.37 */
+	const struct view_atom *overhead_per_pod;     /* 1.37 */
+	const struct view_atom *overhead_per_container;
+};
+
+struct view_device {
+	const struct view_atom *name;
+	const struct view_atom *node_name;   /* perDeviceNodeSelection, or NULL */
+	bool allow_multiple_allocations;
+	bool all_nodes;
+	bool has_node_selector;
+	uint16_t nattrs, ncapacity, nmappings;
+	const struct view_attr *attrs;
+	const struct view_capacity *capacity;
+	const struct view_mapping *mappings;
+};
+
+/* Every record starts with its key's hash. */
+struct view_rec {
+	uint32_t hash;
+	uint32_t size;              /* bytes of the record's own allocation */
+};
+
+struct view_slice {
+	struct view_rec h;
+	const char *name;           /* NUL-terminated */
+	const char *resource_version;
+	const struct view_atom *driver;
+	const struct view_atom *pool;
+	const struct view_atom *node_name;   /* NULL unless spec.nodeName */
+	const struct view_atom *mapping_label;   /* dra-guard.io/mappings, or NULL */
+	int64_t generation;
+	int64_t resource_slice_count;
+	bool all_nodes;
+	bool has_node_selector;
+	bool per_device_node_selection;
+	uint32_t ndevices;
+	const struct view_device *devices;
+};
+
+/* A pool, keyed (driver, pool name): derived from its slices, and kept
+ * after the last one is deleted so that the highest generation ever seen
+ * survives a driver restart (see view_limits.pool_tombstones). */
+struct view_pool {
+	struct view_rec h;
+	const struct view_atom *driver;
+	const struct view_atom *name;
+	int64_t max_generation;     /* highest ever seen, kept after deletion */
+	int64_t generation;         /* newest among the live slices */
+	int64_t resource_slice_count;   /* of the slices at that generation */
+	uint32_t nslices;           /* live slices */
+	uint32_t nslices_at_generation;
+	int64_t changed_ns;         /* when the generation last changed or the pool was made */
+	int64_t emptied_ns;         /* when its last slice went; 0 while it has slices */
+	uint32_t nnames;
+	const char *const *slice_names;   /* the live slices, sorted */
+};
+
+struct view_named_qty {
+	const struct view_atom *name;
+	const struct view_atom *value;
+};
+
+struct view_result {
+	const struct view_atom *request;
+	const struct view_atom *driver;
+	const struct view_atom *pool;
+	const struct view_atom *device;
+	const struct view_atom *share_id;     /* NULL when absent */
+	uint32_t nconsumed;
+	const struct view_named_qty *consumed;
+};
+
+struct view_consumer {
+	const struct view_atom *api_group;
+	const struct view_atom *resource;
+	const char *name;
+	struct view_uid uid;
+};
+
+struct view_claim {
+	struct view_rec h;
+	const struct view_atom *namespace;
+	const char *name;
+	const char *resource_version;
+	struct view_uid uid;
+	bool allocated;
+	bool node_local;            /* nodeSelector: metadata.name In [one node] */
+	bool deleting;
+	const struct view_atom *node_name;   /* when node_local */
+	uint32_t nresults;
+	const struct view_result *results;
+	uint32_t nreserved;
+	const struct view_consumer *reserved_for;
+};
+
+/* Caps, set when the builder is made; going over one is an error. */
+struct view_limits {
+	uint32_t max_objects;       /* per resource */
+	uint32_t max_atoms;         /* distinct interned strings and quantities */
+	uint32_t pool_tombstones;   /* emptied pools kept; the oldest go first */
+	uint32_t max_pool_slices;   /* slices in one pool */
+};
+
+/* 1,000,000 objects, 4,000,000 atoms, 100,000 tombstones, 4,096 slices. */
+void view_limits_default(struct view_limits *lim);
+
+/* --- a published snapshot: any thread ------------------------------------ */
+
+struct view;
+
+uint64_t view_seq(const struct view *v);
+
+/* Objects of the resource in the view. */
+uint32_t view_count(const struct view *v, enum view_resource r);
+uint32_t view_pool_count(const struct view *v);
+
+/* When the resource last changed (the now given with the event or the
+ * LIST), and when its current LIST completed; 0 before. */
+int64_t view_updated_ns(const struct view *v, enum view_resource r);
+int64_t view_synced_ns(const struct view *v, enum view_resource r);
+
+/* Lookups; NULL when absent. Borrowed from v. */
+const struct view_slice *view_slice_get(const struct view *v, struct str name);
+const struct view_pool *view_pool_get(const struct view *v, struct str driver, struct str pool);
+const struct view_claim *view_claim_get(const struct view *v, struct str ns, struct str name);
+
+/* The device named (driver, pool, device) and its slice, or NULL. */
+const struct view_device *view_device_find(const struct view *v, struct str driver, struct str pool,
+					   struct str device, const struct view_slice **slice);
+
+/* Visit every record of a table in no particular order; a nonzero return
+ * from fn stops the walk and is returned. */
+int view_each_slice(const struct view *v, int (*fn)(void *ctx, const struct view_slice *s), void *ctx);
+int view_each_pool(const struct view *v, int (*fn)(void *ctx, const struct view_pool *p), void *ctx);
+int view_each_claim(const struct view *v, int (*fn)(void *ctx, const struct view_claim *c), void *ctx);
+
+/* --- the builder: one thread -------------------------------------------- */
+
+struct view_builder;
+
+/* An empty view. lim NULL: view_limits_default(). 0 or -ENOMEM. */
+int view_builder_new(const struct view_limits *lim, struct view_builder **out);
+
+/* Free the builder and every snapshot it published (none may still be
+ * read). NULL is a no-op. */
+void view_builder_free(struct view_builder *b);
+
+/* What the builder holds, for metrics. */
+struct view_stats {
+	uint32_t objects[VIEW_RESOURCE_COUNT];
+	uint32_t pools, pool_tombstones;
+	uint32_t atoms;
+	size_t record_bytes;        /* records, their chunks and directories */
+	size_t atom_bytes;
+	size_t retired;             /* objects waiting for snapshots to be let go */
+	uint32_t snapshots;         /* published and not yet released */
+};
+
+void view_builder_stats(const struct view_builder *b, struct view_stats *st);
+
+/* Apply one WATCH event (ADDED, MODIFIED, DELETED) for obj, of the kind
+ * that r holds, at now. An object whose name is missing, or whose records
+ * would pass a cap, is refused with err (n bytes) saying why: 0,
+ * -EINVAL, -E2BIG, -ENOMEM. On error the view is as it was. */
+int view_builder_apply(struct view_builder *b, enum view_resource r, enum view_event ev,
+		       const struct k8s_object *obj, int64_t now_ns, char *err, size_t n);
+
+/* A relist: view_builder_relist_begin() starts an empty table for r that
+ * view_builder_relist_add() fills from the LIST's items, while the
+ * published view and WATCH events of other resources go on as before;
+ * view_builder_relist_commit() swaps it in whole (the old records are
+ * retired), view_builder_relist_abort() drops it. For slices the pools are
+ * rebuilt from the new slices, keeping the highest generation ever seen
+ * and the tombstones of the old ones. One relist per resource at a time:
+ * begin while one is open is -EBUSY. */
+int view_builder_relist_begin(struct view_builder *b, enum view_resource r);
+int view_builder_relist_add(struct view_builder *b, enum view_resource r,
+			    const struct k8s_object *obj, int64_t now_ns, char *err, size_t n);
+int view_builder_relist_commit(struct view_builder *b, enum view_resource r, int64_t now_ns);
+void view_builder_relist_abort(struct view_builder *b, enum view_resource r);
+
+/* True when something changed since the last publish. */
+bool view_builder_dirty(const struct view_builder *b);
+
+/* Publish the working copy as a new snapshot (*out, owned by the builder
+ * until released). 0 or -ENOMEM. */
+int view_builder_publish(struct view_builder *b, const struct view **out);
+
+/* Hand back a published snapshot that nobody reads any more; it is freed,
+ * and what only it and older ones could reach becomes collectable. */
+void view_builder_release(struct view_builder *b, const struct view *v);
+
+/* Free what no unreleased snapshot can reach. Returns how many objects
+ * were freed. */
+size_t view_builder_collect(struct view_builder *b);
+
+#endif

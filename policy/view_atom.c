@@ -1,0 +1,154 @@
+/* view_atom.c - interned strings and quantities of the view.
+ *
+ * Driver, pool, node, device, attribute and resource names, namespaces
+ * and quantities repeat across thousands of records; each distinct value
+ * is held once, with a count of the records that hold it. The set is the
+ * builder's alone (readers only follow a record's pointer to an atom), and
+ * an atom is freed when the last record holding it is freed, which is
+ * after every snapshot that could reach that record was let go. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view_impl.h"
+
+int atom_set_init(struct atom_set *s, uint32_t max)
+{
+	memset(s, 0, sizeof(*s));
+	s->slot = calloc(1024, sizeof(*s->slot));
+	if (!s->slot)
+		return -ENOMEM;
+	s->mask = 1023;
+	s->max = max;
+	return 0;
+}
+
+void atom_set_free(struct atom_set *s)
+{
+	uint32_t i;
+
+	if (!s->slot)
+		return;
+	for (i = 0; i <= s->mask; i++)
+		free(s->slot[i]);
+	free(s->slot);
+	memset(s, 0, sizeof(*s));
+}
+
+static uint32_t atom_hash(uint8_t kind, const void *p, size_t n)
+{
+	return view_hash2((struct str){ (const char *)&kind, 1 }, (struct str){ p, n });
+}
+
+static int grow(struct atom_set *s)
+{
+	uint32_t n = (s->mask + 1) * 2, i;
+	struct view_atom **slot = calloc(n, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (i = 0; i <= s->mask; i++) {
+		struct view_atom *a = s->slot[i];
+		uint32_t j;
+
+		if (!a)
+			continue;
+		for (j = a->hash & (n - 1); slot[j]; j = (j + 1) & (n - 1))
+			;
+		slot[j] = a;
+	}
+	free(s->slot);
+	s->slot = slot;
+	s->mask = n - 1;
+	return 0;
+}
+
+static const struct view_atom *intern(struct atom_set *s, uint8_t kind, const void *p, size_t n,
+				      int *rc)
+{
+	uint32_t h = atom_hash(kind, p, n), i;
+	struct view_atom *a;
+
+	for (i = h & s->mask; (a = s->slot[i]) != NULL; i = (i + 1) & s->mask) {
+		if (a->hash == h && a->kind == kind && a->len == n && memcmp(a->data, p, n) == 0) {
+			a->refs++;
+			return a;
+		}
+	}
+	if (s->count >= s->max) {
+		*rc = -E2BIG;
+		return NULL;
+	}
+	if ((uint64_t)(s->count + 1) * 10 > (uint64_t)(s->mask + 1) * 7) {
+		if ((*rc = grow(s)) != 0)
+			return NULL;
+		for (i = h & s->mask; s->slot[i]; i = (i + 1) & s->mask)
+			;
+	}
+	if (n > UINT32_MAX - 1 || !(a = aligned_alloc(16, (sizeof(*a) + n + 1 + 15) & ~(size_t)15))) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	a->refs = 1;
+	a->hash = h;
+	a->len = (uint32_t)n;
+	a->kind = kind;
+	if (n)
+		memcpy(a->data, p, n);
+	a->data[n] = '\0';
+	s->slot[i] = a;
+	s->count++;
+	s->bytes += sizeof(*a) + n + 1;
+	return a;
+}
+
+const struct view_atom *atom_str(struct atom_set *s, struct str v, int *rc)
+{
+	return intern(s, ATOM_STR, v.ptr ? v.ptr : "", v.len, rc);
+}
+
+const struct view_atom *atom_qty(struct atom_set *s, const struct quantity *q, int *rc)
+{
+	/* Copied whole, padding included, so equal values compare equal. */
+	struct quantity c;
+
+	memset(&c, 0, sizeof(c));
+	c.mant = q->mant;
+	c.scale = q->scale;
+	c.format = q->format;
+	return intern(s, ATOM_QTY, &c, sizeof(c), rc);
+}
+
+void atom_put(struct atom_set *s, const struct view_atom *ca)
+{
+	struct view_atom *a = (struct view_atom *)(uintptr_t)ca;
+	uint32_t i, j;
+
+	if (!a || --a->refs > 0)
+		return;
+	for (i = a->hash & s->mask; s->slot[i] != a; i = (i + 1) & s->mask)
+		;
+	/* Backward-shift delete, as in view_table.c. */
+	j = i;
+	for (;;) {
+		struct view_atom *e;
+		uint32_t home;
+
+		s->slot[i] = NULL;
+		for (;;) {
+			j = (j + 1) & s->mask;
+			e = s->slot[j];
+			if (!e)
+				goto done;
+			home = e->hash & s->mask;
+			if (i <= j ? (home <= i || home > j) : (home <= i && home > j))
+				break;
+		}
+		s->slot[i] = e;
+		i = j;
+	}
+done:
+	s->count--;
+	s->bytes -= sizeof(*a) + a->len + 1;
+	free(a);
+}

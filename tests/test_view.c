@@ -1,0 +1,572 @@
+/* test_view.c - the cluster view: LIST and WATCH bodies through the stream
+ * decoder into the builder, pools, relists, snapshots and reclamation. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "testutil.h"
+#include "view.h"
+#include "view_stream.h"
+
+#define MAX_OBJECT (3u << 20)
+
+static void slice_json(struct buf *b, const char *name, const char *driver, const char *pool,
+		       int gen, int count, int ndev, bool wrap_kind)
+{
+	int i;
+
+	buf_printf(b, "{%s\"metadata\":{\"name\":\"%s\",\"resourceVersion\":\"%d\",\"uid\":"
+		   "\"6f1c1a55-0d2b-4c3e-9a7e-3b9e2a1d4c%02d\",\"managedFields\":[{\"manager\":\"x\","
+		   "\"fieldsV1\":{\"f:spec\":{}}}]},\"spec\":{\"driver\":\"%s\",\"nodeName\":\"%s\","
+		   "\"pool\":{\"name\":\"%s\",\"generation\":%d,\"resourceSliceCount\":%d},\"devices\":[",
+		   wrap_kind ? "\"kind\":\"ResourceSlice\",\"apiVersion\":\"resource.k8s.io/v1\"," : "",
+		   name, gen * 10, gen % 100, driver, pool, pool, gen, count);
+	for (i = 0; i < ndev; i++)
+		buf_printf(b, "%s{\"name\":\"gpu-%d\",\"attributes\":{\"%s/numaNode\":{\"int\":%d},"
+			   "\"%s/model\":{\"string\":\"H100\"},\"%s/list\":{\"ints\":[1,2]}},"
+			   "\"capacity\":{\"%s/memory\":{\"value\":\"80Gi\",\"requestPolicy\":{\"default\":\"1Gi\","
+			   "\"validRange\":{\"min\":\"1Gi\",\"max\":\"80Gi\",\"step\":\"1Gi\"}}}},"
+			   "\"allowMultipleAllocations\":true,"
+			   "\"nodeAllocatableResourceMappings\":{\"cpu\":{\"allocationMultiplier\":\"4\"},"
+			   "\"memory\":{\"allocationMultiplier\":\"16Gi\",\"capacityKey\":\"%s/memory\"}}}",
+			   i ? "," : "", i, driver, i / 4, driver, driver, driver, driver);
+	buf_add_cstr(b, "]}}");
+}
+
+static void claim_json(struct buf *b, const char *ns, const char *name, const char *node,
+		       const char *dev, bool wrap_kind)
+{
+	buf_printf(b, "{%s\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"resourceVersion\":\"7\","
+		   "\"uid\":\"0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b\"},\"spec\":{\"devices\":{\"requests\":"
+		   "[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.example.com\"}}]}},"
+		   "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+		   "\"driver\":\"gpu.example.com\",\"pool\":\"%s\",\"device\":\"%s\","
+		   "\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}}]},"
+		   "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+		   "\"operator\":\"In\",\"values\":[\"%s\"]}]}]}},\"reservedFor\":[{\"resource\":\"pods\","
+		   "\"name\":\"p-1\",\"uid\":\"NOT-A-UUID\"}]}}",
+		   wrap_kind ? "\"kind\":\"ResourceClaim\",\"apiVersion\":\"resource.k8s.io/v1\"," : "",
+		   name, ns, node, dev, node);
+}
+
+/* --- a sink into the builder ----------------------------------------------- */
+
+struct feed {
+	struct view_builder *b;
+	enum view_resource r;
+	bool list;
+	int64_t now;
+	unsigned skipped;
+	char err[512];
+};
+
+static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *obj)
+{
+	struct feed *f = ctx;
+
+	if (f->list)
+		return view_builder_relist_add(f->b, f->r, obj, f->now, f->err, sizeof(f->err));
+	return view_builder_apply(f->b, f->r, ev, obj, f->now, f->err, sizeof(f->err));
+}
+
+static void sink_skipped(void *ctx, const char *msg)
+{
+	struct feed *f = ctx;
+
+	(void)msg;
+	f->skipped++;
+}
+
+/* Feed text to a new stream in chunks of chunk bytes; returns the end's code. */
+static int stream_text(struct feed *f, enum view_stream_kind kind, const char *text, size_t len,
+		       size_t chunk, struct view_stream_info *info)
+{
+	struct view_stream_sink sink = { sink_object, sink_skipped, f };
+	struct view_stream *s = NULL;
+	size_t off;
+	int rc = 0;
+
+	assert_int_equal(view_stream_new(kind, f->r == VIEW_SLICES ? OBJECT_RESOURCE_SLICE
+					 : OBJECT_RESOURCE_CLAIM, API_V1, MAX_OBJECT, &s), 0);
+	for (off = 0; off < len && rc == 0; off += chunk)
+		rc = view_stream_feed(s, text + off, len - off < chunk ? len - off : chunk, &sink);
+	if (rc == 0)
+		rc = view_stream_end(s, &sink);
+	if (info)
+		*info = *view_stream_info(s);
+	view_stream_free(s);
+	return rc;
+}
+
+static int list_slices(struct view_builder *b, const char *text, size_t len, size_t chunk,
+		       int64_t now, struct view_stream_info *info)
+{
+	struct feed f = { b, VIEW_SLICES, true, now, 0, "" };
+	int rc;
+
+	assert_int_equal(view_builder_relist_begin(b, VIEW_SLICES), 0);
+	rc = stream_text(&f, VIEW_STREAM_LIST, text, len, chunk, info);
+	if (rc == 0)
+		rc = view_builder_relist_commit(b, VIEW_SLICES, now);
+	else
+		view_builder_relist_abort(b, VIEW_SLICES);
+	return rc;
+}
+
+static void slice_list(struct buf *b, int n, const char *cont)
+{
+	int i;
+
+	buf_printf(b, "{\"kind\":\"ResourceSliceList\",\"apiVersion\":\"resource.k8s.io/v1\","
+		   "\"metadata\":{\"resourceVersion\":\"4242\",\"continue\":\"%s\"},\"items\":[", cont);
+	for (i = 0; i < n; i++) {
+		char name[64], pool[64];
+
+		snprintf(name, sizeof(name), "worker-%05d-gpu", i);
+		snprintf(pool, sizeof(pool), "worker-%05d", i);
+		if (i)
+			buf_add_char(b, ',');
+		slice_json(b, name, "gpu.example.com", pool, 1, 1, 8, false);
+	}
+	buf_add_cstr(b, "]}");
+}
+
+static const struct view *publish(struct view_builder *b)
+{
+	const struct view *v = NULL;
+
+	assert_int_equal(view_builder_publish(b, &v), 0);
+	return v;
+}
+
+/* --- tests ----------------------------------------------------------------- */
+
+static void test_list_in_any_chunking_gives_the_same_view(void **state)
+{
+	static const size_t chunks[] = { 1, 7, 100, 4096, 1u << 30 };
+	struct buf text;
+	size_t i;
+
+	(void)state;
+	buf_init(&text, 64u << 20);
+	slice_list(&text, 50, "");
+	for (i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+		struct view_builder *b = NULL;
+		struct view_stream_info info;
+		const struct view *v;
+		const struct view_slice *s;
+		const struct view_pool *p;
+		const struct view_device *d;
+
+		assert_int_equal(view_builder_new(NULL, &b), 0);
+		assert_int_equal(list_slices(b, buf_cstr(&text), buf_len(&text), chunks[i], 1000, &info), 0);
+		assert_string_equal(info.resource_version, "4242");
+		assert_string_equal(info.continue_token, "");
+		assert_int_equal(info.events[VIEW_ADDED], 50);
+		v = publish(b);
+		assert_int_equal(view_count(v, VIEW_SLICES), 50);
+		assert_int_equal(view_pool_count(v), 50);
+		assert_int_equal(view_synced_ns(v, VIEW_SLICES), 1000);
+		s = view_slice_get(v, STR_LIT("worker-00042-gpu"));
+		assert_non_null(s);
+		assert_string_equal(s->resource_version, "10");
+		assert_true(str_eq(view_atom_str(s->pool), STR_LIT("worker-00042")));
+		assert_int_equal(s->ndevices, 8);
+		d = &s->devices[5];
+		assert_true(str_eq(view_atom_str(d->name), STR_LIT("gpu-5")));
+		/* the list-typed attribute is not kept */
+		assert_int_equal(d->nattrs, 2);
+		assert_int_equal(d->attrs[0].type, VIEW_ATTR_INT);
+		assert_int_equal(d->attrs[0].i, 1);
+		assert_int_equal(d->ncapacity, 1);
+		assert_true(d->capacity[0].has_policy);
+		assert_non_null(d->capacity[0].step);
+		assert_int_equal(d->nmappings, 2);
+		assert_true(str_eq(view_atom_str(d->mappings[1].capacity_key), STR_LIT("gpu.example.com/memory")));
+		/* atoms are shared between records */
+		assert_ptr_equal(d->mappings[0].multiplier,
+				 view_slice_get(v, STR_LIT("worker-00001-gpu"))->devices[0].mappings[0].multiplier);
+		p = view_pool_get(v, STR_LIT("gpu.example.com"), STR_LIT("worker-00042"));
+		assert_non_null(p);
+		assert_int_equal(p->nslices, 1);
+		assert_int_equal(p->generation, 1);
+		assert_int_equal(p->resource_slice_count, 1);
+		assert_ptr_equal(view_device_find(v, STR_LIT("gpu.example.com"), STR_LIT("worker-00042"),
+						  STR_LIT("gpu-7"), &s), &s->devices[7]);
+		assert_null(view_device_find(v, STR_LIT("other.example.com"), STR_LIT("worker-00042"),
+					     STR_LIT("gpu-7"), NULL));
+		view_builder_release(b, v);
+		view_builder_free(b);
+	}
+	buf_free(&text);
+}
+
+static void test_watch_events_add_update_delete(void **state)
+{
+	struct view_builder *b = NULL;
+	struct feed f;
+	struct buf text;
+	struct view_stream_info info;
+	const struct view *v1, *v2, *v3;
+	const struct view_pool *p;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	f = (struct feed){ b, VIEW_SLICES, false, 2000, 0, "" };
+	buf_init(&text, 1u << 20);
+	buf_add_cstr(&text, "{\"type\":\"ADDED\",\"object\":");
+	slice_json(&text, "a", "gpu.example.com", "node-1", 3, 1, 2, true);
+	buf_add_cstr(&text, "}\n");
+	assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, buf_cstr(&text), buf_len(&text), 5, &info), 0);
+	assert_string_equal(info.resource_version, "30");
+	v1 = publish(b);
+	assert_non_null(view_slice_get(v1, STR_LIT("a")));
+
+	/* Deleted, then re-created at a lower generation: the pool remembers 3. */
+	buf_reset(&text);
+	buf_add_cstr(&text, "{\"type\":\"DELETED\",\"object\":");
+	slice_json(&text, "a", "gpu.example.com", "node-1", 3, 1, 2, true);
+	buf_add_cstr(&text, "}\n{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ResourceSlice\",\"apiVersion\":"
+		     "\"resource.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"99\"}}}\n");
+	f.now = 3000;
+	assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, buf_cstr(&text), buf_len(&text), 64, &info), 0);
+	assert_string_equal(info.resource_version, "99");
+	assert_int_equal(info.events[VIEW_DELETED], 1);
+	assert_int_equal(info.events[VIEW_BOOKMARK], 1);
+	v2 = publish(b);
+	assert_null(view_slice_get(v2, STR_LIT("a")));
+	p = view_pool_get(v2, STR_LIT("gpu.example.com"), STR_LIT("node-1"));
+	assert_non_null(p);
+	assert_int_equal(p->nslices, 0);
+	assert_int_equal(p->max_generation, 3);
+	assert_int_equal(p->emptied_ns, 3000);
+	/* the older snapshot still sees the slice */
+	assert_non_null(view_slice_get(v1, STR_LIT("a")));
+
+	buf_reset(&text);
+	buf_add_cstr(&text, "{\"type\":\"ADDED\",\"object\":");
+	slice_json(&text, "b", "gpu.example.com", "node-1", 1, 1, 1, true);
+	buf_add_cstr(&text, "}");
+	f.now = 4000;
+	assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, buf_cstr(&text), buf_len(&text), 1 << 20, NULL), 0);
+	v3 = publish(b);
+	p = view_pool_get(v3, STR_LIT("gpu.example.com"), STR_LIT("node-1"));
+	assert_int_equal(p->nslices, 1);
+	assert_int_equal(p->generation, 1);
+	assert_int_equal(p->max_generation, 3);
+	assert_int_equal(p->changed_ns, 4000);
+	assert_int_equal(p->emptied_ns, 0);
+
+	view_builder_release(b, v1);
+	view_builder_release(b, v2);
+	view_builder_collect(b);
+	assert_non_null(view_slice_get(v3, STR_LIT("b")));
+	view_builder_release(b, v3);
+	view_builder_free(b);
+	buf_free(&text);
+}
+
+static void test_claims_are_compact_and_keyed_by_namespace(void **state)
+{
+	struct view_builder *b = NULL;
+	struct feed f;
+	struct buf text;
+	const struct view *v;
+	const struct view_claim *c;
+	char uid[40];
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	f = (struct feed){ b, VIEW_CLAIMS, true, 10, 0, "" };
+	buf_init(&text, 1u << 20);
+	buf_add_cstr(&text, "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[");
+	claim_json(&text, "ns-1", "c", "node-1", "gpu-0", false);
+	buf_add_char(&text, ',');
+	claim_json(&text, "ns-2", "c", "node-2", "gpu-1", false);
+	/* JSON, but not a claim: skipped and counted, not fatal */
+	buf_add_cstr(&text, ",{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns-1\"},\"status\":{\"allocation\":7}}");
+	buf_add_cstr(&text, "],\"kind\":\"ResourceClaimList\"}");
+	assert_int_equal(view_builder_relist_begin(b, VIEW_CLAIMS), 0);
+	assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&text), buf_len(&text), 13, NULL), 0);
+	assert_int_equal(f.skipped, 1);
+	assert_int_equal(view_builder_relist_commit(b, VIEW_CLAIMS, 10), 0);
+	v = publish(b);
+	assert_int_equal(view_count(v, VIEW_CLAIMS), 2);
+	c = view_claim_get(v, STR_LIT("ns-2"), STR_LIT("c"));
+	assert_non_null(c);
+	assert_true(c->allocated);
+	assert_true(c->node_local);
+	assert_true(str_eq(view_atom_str(c->node_name), STR_LIT("node-2")));
+	assert_int_equal(c->nresults, 1);
+	assert_true(str_eq(view_atom_str(c->results[0].device), STR_LIT("gpu-1")));
+	assert_int_equal(c->results[0].nconsumed, 1);
+	assert_null(c->uid.text);
+	view_uid_format(&c->uid, uid, sizeof(uid));
+	assert_string_equal(uid, "0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b");
+	assert_true(view_uid_eq(&c->uid, STR_LIT("0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b")));
+	assert_int_equal(c->nreserved, 1);
+	assert_string_equal(c->reserved_for[0].name, "p-1");
+	assert_string_equal(c->reserved_for[0].uid.text, "NOT-A-UUID");
+	assert_null(view_claim_get(v, STR_LIT("ns-3"), STR_LIT("c")));
+	view_builder_release(b, v);
+	view_builder_free(b);
+	buf_free(&text);
+}
+
+static void test_garbage_bodies_are_errors(void **state)
+{
+	static const char *const lists[] = {
+		"",                                        /* empty: no closing brace */
+		"[]",
+		"{\"items\":[{\"metadata\":{\"name\":\"x\"}}",   /* cut short */
+		"{\"items\":[{\"metadata\":{\"name\":\"x\"}}]}{",  /* trailing */
+		"{\"items\":[1]}",
+		"{\"items\":[{\"metadata\":{\"name\":\"x\"}} {}]}",
+		"{\"items\":[],\"items\":[]}",
+		"{\"metadata\":{\"resourceVersion\":\"1\",\"resourceVersion\":\"2\"}}",
+		"{\"items\":[{\"a\":\"\\x\"}]}",
+		"{\"items\":[{\"a\":\"\xff\xfe\"}],\"kind\":tru}",
+		"{\"kind\" \"x\"}",
+	};
+	static const char *const watches[] = {
+		"{\"type\":\"ADDED\"}",
+		"{\"type\":\"NOPE\",\"object\":{}}",
+		"[1]",
+		"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\"}}",  /* cut short */
+		"{\"type\":\"ERROR\",\"object\":{\"code\":410}}{\"type\":\"ADDED\",\"object\":{}}",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		struct view_builder *b = NULL;
+
+		assert_int_equal(view_builder_new(NULL, &b), 0);
+		assert_int_not_equal(list_slices(b, lists[i], strlen(lists[i]), 3, 1, NULL), 0);
+		assert_int_not_equal(list_slices(b, lists[i], strlen(lists[i]), 1u << 20, 1, NULL), 0);
+		view_builder_free(b);
+	}
+	for (i = 0; i < sizeof(watches) / sizeof(watches[0]); i++) {
+		struct view_builder *b = NULL;
+		struct feed f;
+
+		assert_int_equal(view_builder_new(NULL, &b), 0);
+		f = (struct feed){ b, VIEW_SLICES, false, 1, 0, "" };
+		assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, watches[i], strlen(watches[i]), 2, NULL),
+				 -EBADMSG);
+		view_builder_free(b);
+	}
+}
+
+static void test_watch_error_event_reports_the_status(void **state)
+{
+	static const char body[] =
+		"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+		"\"message\":\"too old resource version: 5 (4000)\",\"reason\":\"Expired\",\"code\":410}}\n";
+	struct view_builder *b = NULL;
+	struct view_stream_info info;
+	struct view_status st;
+	struct feed f;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	f = (struct feed){ b, VIEW_SLICES, false, 1, 0, "" };
+	assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, body, strlen(body), 9, &info), 0);
+	assert_true(info.has_status);
+	assert_int_equal(info.status.code, 410);
+	assert_string_equal(info.status.reason, "Expired");
+	assert_int_equal(view_status_parse(body + 25, strlen(body) - 27, &st), 0);
+	assert_int_equal(st.code, 410);
+	assert_int_equal(view_status_parse("nope", 4, &st), -EBADMSG);
+	view_builder_free(b);
+}
+
+static void test_relist_replaces_whole_and_keeps_generations(void **state)
+{
+	struct view_builder *b = NULL;
+	struct buf text;
+	const struct view *v1, *v2;
+	const struct view_pool *p;
+	struct view_stats st;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	buf_init(&text, 1u << 20);
+	buf_add_cstr(&text, "{\"items\":[");
+	slice_json(&text, "s1", "d.example.com", "p1", 5, 1, 1, false);
+	buf_add_char(&text, ',');
+	slice_json(&text, "s2", "d.example.com", "p2", 2, 1, 1, false);
+	buf_add_cstr(&text, "]}");
+	assert_int_equal(list_slices(b, buf_cstr(&text), buf_len(&text), 1000, 1, NULL), 0);
+	v1 = publish(b);
+	/* The relist finds p1 re-made at generation 1 and p2 gone. */
+	buf_reset(&text);
+	buf_add_cstr(&text, "{\"items\":[");
+	slice_json(&text, "s3", "d.example.com", "p1", 1, 1, 1, false);
+	buf_add_cstr(&text, "]}");
+	assert_int_equal(list_slices(b, buf_cstr(&text), buf_len(&text), 1000, 2, NULL), 0);
+	v2 = publish(b);
+	assert_null(view_slice_get(v2, STR_LIT("s1")));
+	assert_non_null(view_slice_get(v2, STR_LIT("s3")));
+	assert_non_null(view_slice_get(v1, STR_LIT("s1")));
+	p = view_pool_get(v2, STR_LIT("d.example.com"), STR_LIT("p1"));
+	assert_int_equal(p->generation, 1);
+	assert_int_equal(p->max_generation, 5);
+	p = view_pool_get(v2, STR_LIT("d.example.com"), STR_LIT("p2"));
+	assert_non_null(p);
+	assert_int_equal(p->nslices, 0);
+	assert_int_equal(p->max_generation, 2);
+	view_builder_stats(b, &st);
+	assert_int_equal(st.pool_tombstones, 1);
+	assert_int_equal(st.snapshots, 2);
+	/* v1 holds the old records until released */
+	view_builder_collect(b);
+	view_builder_release(b, v1);
+	assert_true(view_builder_collect(b) > 0);
+	view_builder_release(b, v2);
+	view_builder_collect(b);
+	view_builder_stats(b, &st);
+	assert_int_equal(st.retired, 0);
+	assert_int_equal(view_builder_relist_begin(b, VIEW_SLICES), 0);
+	assert_int_equal(view_builder_relist_begin(b, VIEW_SLICES), -EBUSY);
+	view_builder_relist_abort(b, VIEW_SLICES);
+	view_builder_free(b);
+	buf_free(&text);
+}
+
+/* Many events between publishes, lookups after each, and churn that must
+ * give the memory back: the table is exercised through growth, backward
+ * shifts and copy-on-write. */
+static void test_churn_keeps_the_table_consistent(void **state)
+{
+	struct view_builder *b = NULL;
+	struct k8s_object o;
+	struct view_stats st;
+	const struct view *held = NULL;
+	char name[32], err[256];
+	int round, i;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	for (round = 0; round < 4; round++) {
+		for (i = 0; i < 3000; i++) {
+			int k = (i * 7919 + round * 13) % 2000;
+			enum view_event ev = (i + round) % 3 == 0 ? VIEW_DELETED : VIEW_ADDED;
+
+			memset(&o, 0, sizeof(o));
+			o.kind = OBJECT_RESOURCE_CLAIM;
+			snprintf(name, sizeof(name), "claim-%d", k);
+			o.meta.name = str_from_cstr(name);
+			o.meta.namespace = (k & 1) ? STR_LIT("ns-a") : STR_LIT("ns-b");
+			o.meta.resource_version = STR_LIT("1");
+			assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, ev, &o, i, err, sizeof(err)), 0);
+			if (i % 500 == 0) {
+				const struct view *v = publish(b);
+
+				if (held)
+					view_builder_release(b, held);
+				held = v;
+				view_builder_collect(b);
+			}
+		}
+	}
+	/* What the held snapshot says equals a fresh one now (nothing since). */
+	{
+		const struct view *v = publish(b);
+		uint32_t n = 0;
+
+		for (i = 0; i < 2000; i++) {
+			snprintf(name, sizeof(name), "claim-%d", i);
+			if (view_claim_get(v, (i & 1) ? STR_LIT("ns-a") : STR_LIT("ns-b"), str_from_cstr(name)))
+				n++;
+		}
+		assert_int_equal(n, view_count(v, VIEW_CLAIMS));
+		view_builder_release(b, v);
+	}
+	view_builder_release(b, held);
+	view_builder_collect(b);
+	view_builder_stats(b, &st);
+	assert_int_equal(st.retired, 0);
+	assert_int_equal(st.snapshots, 0);
+	view_builder_free(b);
+}
+
+static void test_limits_refuse_instead_of_truncating(void **state)
+{
+	struct view_limits lim;
+	struct view_builder *b = NULL;
+	struct k8s_object o;
+	char err[256];
+
+	(void)state;
+	view_limits_default(&lim);
+	lim.max_objects = 1;
+	assert_int_equal(view_builder_new(&lim, &b), 0);
+	memset(&o, 0, sizeof(o));
+	o.kind = OBJECT_RESOURCE_CLAIM;
+	o.meta.name = STR_LIT("a");
+	o.meta.namespace = STR_LIT("n");
+	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1, err, sizeof(err)), 0);
+	o.meta.name = STR_LIT("b");
+	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1, err, sizeof(err)), -E2BIG);
+	/* an update of the one held is fine */
+	o.meta.name = STR_LIT("a");
+	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_MODIFIED, &o, 1, err, sizeof(err)), 0);
+	o.kind = OBJECT_RESOURCE_SLICE;
+	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1, err, sizeof(err)), -EINVAL);
+	o.kind = OBJECT_RESOURCE_CLAIM;
+	o.meta.namespace = STR_LIT("");
+	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1, err, sizeof(err)), -EINVAL);
+	view_builder_free(b);
+}
+
+static void test_real_fixture_slice_decodes(void **state)
+{
+	struct view_builder *b = NULL;
+	struct buf text;
+	size_t len = 0;
+	char *item = testutil_read_file(testutil_repo_path("tests/fixtures/resourceslice-v1-node-allocatable.json"),
+					&len);
+	const struct view *v;
+
+	(void)state;
+	assert_non_null(item);
+	buf_init(&text, 4u << 20);
+	buf_add_cstr(&text, "{\"items\":[");
+	buf_add(&text, item, len);
+	buf_add_cstr(&text, "]}");
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(list_slices(b, buf_cstr(&text), buf_len(&text), 777, 1, NULL), 0);
+	v = publish(b);
+	assert_int_equal(view_count(v, VIEW_SLICES), 1);
+	assert_int_equal(view_pool_count(v), 1);
+	view_builder_release(b, v);
+	view_builder_free(b);
+	buf_free(&text);
+	free(item);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_list_in_any_chunking_gives_the_same_view),
+		cmocka_unit_test(test_watch_events_add_update_delete),
+		cmocka_unit_test(test_claims_are_compact_and_keyed_by_namespace),
+		cmocka_unit_test(test_garbage_bodies_are_errors),
+		cmocka_unit_test(test_watch_error_event_reports_the_status),
+		cmocka_unit_test(test_relist_replaces_whole_and_keeps_generations),
+		cmocka_unit_test(test_churn_keeps_the_table_consistent),
+		cmocka_unit_test(test_limits_refuse_instead_of_truncating),
+		cmocka_unit_test(test_real_fixture_slice_decodes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
