@@ -85,13 +85,13 @@ static int run_phase(struct bench *b, const struct body *body, enum phase p)
 		return decode_review(body->text, body->len, &b->lim, b->work_arena, &res.req, &err);
 	case PHASE_DECIDE:
 		arena_reset(b->work_arena);
-		return engine_decide(b->pol, &b->opt, &b->req, b->work_arena, &v);
+		return engine_decide(b->pol, NULL, &b->opt, &b->req, 0, b->work_arena, &v);
 	case PHASE_ENCODE:
 		buf_reset(&b->out);
 		return review_encode(b->req.uid, &b->verdict, false, &b->out);
 	case PHASE_TOTAL:
 		arena_reset(b->work_arena);
-		return admission_handle(b->pol, &b->opt, &b->lim, body->text, body->len, b->work_arena,
+		return admission_handle(b->pol, NULL, 0, &b->opt, &b->lim, body->text, body->len, b->work_arena,
 					&b->out, &res);
 	case PHASE_COUNT:
 		break;
@@ -128,7 +128,7 @@ static int prepare(struct bench *b, struct body *body)
 		fprintf(stderr, "bench_engine: %s does not decode: %s\n", body->name, err.msg);
 		return rc;
 	}
-	rc = engine_decide(b->pol, &b->opt, &b->req, b->decode_arena, &b->verdict);
+	rc = engine_decide(b->pol, NULL, &b->opt, &b->req, 0, b->decode_arena, &b->verdict);
 	body->allowed = b->verdict.allowed;
 	body->violations = b->verdict.nviolations;
 	return rc;

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 					opt.self_name = STR_LIT("dra-guard-policy");
 					opt.self_namespace = STR_LIT("dra-guard");
 					arena_reset(a);
-					if (admission_handle(pols[p], &opt, &lim, body, len, a, &out, &res)) {
+					if (admission_handle(pols[p], NULL, 0, &opt, &lim, body, len, a, &out, &res)) {
 						fprintf(stderr, "pgo_train: no answer for %s\n", argv[i]);
 						free(body);
 						goto out;

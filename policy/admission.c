@@ -19,7 +19,8 @@ static int encode_bad_request(const char *msg, struct buf *out)
 	return rc;
 }
 
-int admission_handle(const struct policy *pol, const struct engine_options *opt,
+int admission_handle(const struct policy *pol, const struct view *view, int64_t now_ns,
+		     const struct engine_options *opt,
 		     const struct decode_limits *lim, const char *body, size_t len,
 		     struct arena *a, struct buf *out, struct admission_result *res)
 {
@@ -52,7 +53,7 @@ int admission_handle(const struct policy *pol, const struct engine_options *opt,
 		rc = review_encode_error(res->req.uid, res->verdict.code, msg, out);
 		goto out;
 	}
-	engine_decide(pol, opt, &res->req, a, &res->verdict);
+	engine_decide(pol, view, opt, &res->req, now_ns, a, &res->verdict);
 	rc = review_encode(res->req.uid, &res->verdict, opt->mutate, out);
 out:
 	if (rc)

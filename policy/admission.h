@@ -22,13 +22,15 @@ struct admission_result {
 	char error[DECODE_ERROR_MAX];   /* why decoding failed, "" otherwise */
 };
 
-/* Answer the AdmissionReview in body[0..len) under pol. out receives the
+/* Answer the AdmissionReview in body[0..len) under pol and view (NULL:
+ * none) at now_ns, as engine_decide() takes them. out receives the
  * response body: an AdmissionReview (http_status 200; a request that cannot
  * be decided is a denial with status 400 or 500 inside it) or, for a body
  * that is not an AdmissionReview at all, a JSON Status object (http_status
  * 400). Returns 0, or -ENOMEM/-E2BIG when even the answer could not be
  * written (out is then empty: the caller answers 500). */
-int admission_handle(const struct policy *pol, const struct engine_options *opt,
+int admission_handle(const struct policy *pol, const struct view *view, int64_t now_ns,
+		     const struct engine_options *opt,
 		     const struct decode_limits *lim, const char *body, size_t len,
 		     struct arena *a, struct buf *out, struct admission_result *res);
 

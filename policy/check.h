@@ -17,6 +17,8 @@
 
 struct check {
 	const struct policy *policy;
+	const struct view *view;     /* NULL without a cluster view */
+	int64_t now_ns;
 	const struct engine_options *opt;
 	const struct admission_request *req;
 	struct arena *arena;

@@ -149,6 +149,11 @@ static int decode_v137_map(struct dctx *d, void *obj)
 	return decode_mappings(d, obj, MAPPING_V137);
 }
 
+static int decode_attributes(struct dctx *d, void *obj)
+{
+	return decode_read_raw_object(d, &((struct device *)obj)->attributes_raw);
+}
+
 /* The device fields; v1beta1 has all but name under "basic". */
 static const struct field device_fields[] = {
 	FSTR("name", struct device, name),
@@ -161,11 +166,6 @@ static const struct field device_fields[] = {
 	FPRESENT("nodeSelector", struct device, has_node_selector),
 	FCALL("attributes", decode_attributes),
 };
-
-static int decode_attributes(struct dctx *d, void *obj)
-{
-	return decode_read_raw_object(d, &((struct device *)obj)->attributes_raw);
-}
 
 static int decode_basic(struct dctx *d, void *obj)
 {

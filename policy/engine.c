@@ -119,10 +119,11 @@ static int fail_closed(struct verdict *out, struct arena *a, int err, const char
 	return err;
 }
 
-int engine_decide(const struct policy *pol, const struct engine_options *opt,
-		  const struct admission_request *req, struct arena *a, struct verdict *out)
+int engine_decide(const struct policy *pol, const struct view *view,
+		  const struct engine_options *opt, const struct admission_request *req,
+		  int64_t now_ns, struct arena *a, struct verdict *out)
 {
-	struct check c = { pol, opt, req, a, out, 0 };
+	struct check c = { pol, view, now_ns, opt, req, a, out, 0 };
 	enum api_version ver;
 	enum object_kind kind;
 	const char *missing;

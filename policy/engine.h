@@ -1,9 +1,11 @@
-/* engine.h - the single entry point: policy + request -> verdict.
+/* engine.h - the single entry point: policy + cluster view + request ->
+ * verdict.
  *
  * The server, dry-run and (later) ledger replay all call engine_decide(), so
  * a verdict in CI is the verdict in the cluster. Pure: no I/O, no clock, no
- * globals; everything it makes lives in the caller's arena. Safe to call from
- * many threads at once with the same policy and one arena each. */
+ * globals (time comes in as now_ns); everything it makes lives in the
+ * caller's arena. Safe to call from many threads at once with the same
+ * policy and view snapshots and one arena each. */
 #ifndef DRA_GUARD_ENGINE_H
 #define DRA_GUARD_ENGINE_H
 
@@ -13,6 +15,7 @@
 #include "model.h"
 #include "policy.h"
 #include "verdict.h"
+#include "view.h"
 
 /* Most violations one request reports. */
 #define ENGINE_MAX_VIOLATIONS 4096
@@ -27,11 +30,17 @@ struct engine_options {
 	struct str self_namespace;
 };
 
-/* Decide req under pol. Returns 0 with *out filled (allowed or not); a
+/* Decide req under pol, with view the cluster as the guard last saw it, or
+ * NULL when there is no view (--cluster-view=off, dry-run without one):
+ * rules that need the cluster then have nothing to check, and every other
+ * rule decides exactly as with a view. now_ns is the wall clock (ns since
+ * the epoch) the view's ages are measured against. Both snapshots are
+ * borrowed for the call. Returns 0 with *out filled (allowed or not); a
  * negative errno only when the arena ran out, in which case *out is a
  * denial (code 500) all the same, so a caller that ignores the code still
  * never allows. */
-int engine_decide(const struct policy *pol, const struct engine_options *opt,
-		  const struct admission_request *req, struct arena *a, struct verdict *out);
+int engine_decide(const struct policy *pol, const struct view *view,
+		  const struct engine_options *opt, const struct admission_request *req,
+		  int64_t now_ns, struct arena *a, struct verdict *out);
 
 #endif

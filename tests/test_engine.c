@@ -203,7 +203,7 @@ static json_t *observe(const struct golden *g, char *err, size_t n)
 	}
 	decode_limits_default(&lim);
 	set_options(&opt, endpoint);
-	rc = admission_handle(p, &opt, &lim, body, strlen(body), a, &out, &res);
+	rc = admission_handle(p, NULL, 0, &opt, &lim, body, strlen(body), a, &out, &res);
 	if (rc || res.http_status != 200) {
 		snprintf(err, n, "admission_handle: %d, HTTP status %d: %s", rc, res.http_status, buf_cstr(&out));
 		goto out;

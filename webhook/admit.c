@@ -20,6 +20,14 @@ struct worker {
 	struct arena *arena;
 };
 
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 uint64_t admit_now_ns(void)
 {
 	struct timespec ts;
@@ -37,11 +45,12 @@ static void worker_destroy(void *p)
 }
 
 int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *m,
-	       struct policy_source *policy)
+	       struct policy_source *policy, struct cluster_view *view)
 {
 	memset(a, 0, sizeof(*a));
 	a->m = m;
 	a->policy = policy;
+	a->view = view;
 	decode_limits_default(&a->lim);
 	a->lim.max_depth = cfg->max_json_depth;
 	a->opt_validate.self_name = str_from_cstr(cfg->configmap_name);
@@ -218,7 +227,8 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 {
 	enum metrics_endpoint ep = mutate ? METRICS_EP_MUTATE : METRICS_EP_VALIDATE;
 	struct admission_result res;
-	struct snapshot *snap;
+	struct snapshot *snap, *vsnap = NULL;
+	const struct view *view = NULL;
 	const struct policy *pol;
 	struct arena *arena;
 	enum metrics_result result;
@@ -237,11 +247,15 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		return 503;
 	}
 	pol = snapshot_get(snap);
+	/* The view as it is now, held to the end like the policy; none before
+	 * the first sync (the replica is not ready then). */
+	if (a->view && (vsnap = cluster_view_acquire(a->view)) != NULL)
+		view = cluster_view_get(vsnap);
 	arena = worker_arena(a);
 	if (arena) {
 		arena_reset(arena);
-		rc = admission_handle(pol, mutate ? &a->opt_mutate : &a->opt_validate, &a->lim, body, len,
-				      arena, out, &res);
+		rc = admission_handle(pol, view, wall_ns(), mutate ? &a->opt_mutate : &a->opt_validate,
+				      &a->lim, body, len, arena, out, &res);
 	}
 	if (rc == 0)
 		status = (unsigned)res.http_status;
@@ -253,6 +267,7 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		log_msg_str(LOG_ERROR, "admission answer could not be built", "error", strerror(-rc));
 		buf_reset(out);
 	}
+	snapshot_release(vsnap);
 	snapshot_release(snap);
 	worker_trim(a);
 	return status;

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "cluster_view.h"
 #include "decode.h"
 #include "engine.h"
 #include "metrics.h"
@@ -28,6 +29,7 @@
 struct admit {                    /* fields are private */
 	struct metrics *m;
 	struct policy_source *policy;
+	struct cluster_view *view;    /* NULL without a cluster view */
 	struct engine_options opt_validate;
 	struct engine_options opt_mutate;
 	struct decode_limits lim;
@@ -36,9 +38,10 @@ struct admit {                    /* fields are private */
 };
 
 /* Limits and options from cfg (the ConfigMap name is copied by reference:
- * cfg must outlive a). m and policy are borrowed. 0 or -ENOMEM. */
+ * cfg must outlive a). m, policy and view (NULL: none) are borrowed. 0 or
+ * -ENOMEM. */
 int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *m,
-	       struct policy_source *policy);
+	       struct policy_source *policy, struct cluster_view *view);
 
 /* Release what admit_init() made. Every thread that called admit_review()
  * must have exited (its arena is freed as it exits), except the caller. */

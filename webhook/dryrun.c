@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -231,6 +232,14 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 	return -1;
 }
 
+static int64_t wall_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int dryrun_main(int argc, char **argv)
 {
 	struct dryrun d;
@@ -242,6 +251,7 @@ int dryrun_main(int argc, char **argv)
 	d.warn_exit_code = -1;
 	d.user = "";
 	d.subresource = "";
+	d.now_ns = wall_now_ns();
 	d.opt.mutate = true;
 	d.opt.self_namespace = STR_LIT("dra-guard");
 	d.opt.self_name = STR_LIT("dra-guard-policy");

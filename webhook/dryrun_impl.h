@@ -34,6 +34,7 @@ struct dryrun {
 	const char *policy_path;
 	struct policy *policy;
 	struct engine_options opt;
+	int64_t now_ns;                       /* the wall clock when the run began */
 	struct decode_limits lim;
 	enum admission_op operation;          /* UNKNOWN: CREATE, or UPDATE with --old */
 	const char *old_path;

@@ -268,7 +268,7 @@ static void decide_object(struct dryrun *d, const char *source, const struct doc
 			}
 		}
 	}
-	engine_decide(d->policy, &d->opt, &req, a, &v);
+	engine_decide(d->policy, NULL, &d->opt, &req, d->now_ns, a, &v);
 	snprintf(kind, sizeof(kind), "%.*s", STR_FMT(obj.kind_name));
 	add_result(d, source, kind, obj.meta.name, model_op_name(op), &v, NULL);
 }
@@ -309,7 +309,7 @@ static void decide_review(struct dryrun *d, const char *source, const struct doc
 		struct engine_options opt = d->opt;
 
 		opt.skip_identity_rules = false;
-		rc = admission_handle(d->policy, &opt, &d->lim, text.ptr, text.len, a, &out, &res);
+		rc = admission_handle(d->policy, NULL, d->now_ns, &opt, &d->lim, text.ptr, text.len, a, &out, &res);
 	}
 	if (rc) {
 		snprintf(err, sizeof(err), "line %u: %s", n->line, strerror(-rc));

@@ -165,7 +165,19 @@ bool httpd_ready(struct httpd *h, char *why, size_t n)
 		return false;
 	}
 	snapshot_release(cred);
-	return policy_source_ready(h->env.policy, why, n);
+	if (!policy_source_ready(h->env.policy, why, n))
+		return false;
+	return !h->env.view || cluster_view_ready(h->env.view, why, n);
+}
+
+/* ,"clusterView":{...}, or null without one. */
+static int add_view_status_json(struct httpd *h, struct buf *b)
+{
+	int rc = buf_add_cstr(b, ",\"clusterView\":");
+
+	if (rc)
+		return rc;
+	return h->env.view ? cluster_view_status_json(h->env.view, b) : buf_add_cstr(b, "null");
 }
 
 /* The serving policy and freeze, so an operator can see a ConfigMap change
@@ -182,7 +194,8 @@ static int add_policy_status(struct httpd *h, struct buf *b)
 	policy_source_status(h->env.policy, &st);
 	if (!st.serving)
 		return buf_add_cstr(b, ",\"policy\":null");
-	rc = buf_printf(b, ",\"policy\":{\"hash\":\"%s\",\"freeze\":%s", st.hash, st.frozen ? "true" : "false");
+	rc = buf_printf(b, ",\"policy\":{\"hash\":\"%s\",\"source\":\"%s\",\"freeze\":%s", st.hash,
+			st.source, st.frozen ? "true" : "false");
 	if (rc == 0 && st.frozen) {
 		rc = buf_add_cstr(b, ",\"freezeReason\":");
 		if (rc == 0)
@@ -215,6 +228,8 @@ static enum MHD_Result answer_readyz(struct httpd *h, struct MHD_Connection *c)
 	}
 	if (rc == 0)
 		rc = add_policy_status(h, &b);
+	if (rc == 0)
+		rc = add_view_status_json(h, &b);
 	if (rc == 0)
 		rc = buf_add_char(&b, '}');
 	if (rc != 0) {
@@ -824,7 +839,7 @@ int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size
 	atomic_init(&h->in_flight, 0);
 	/* The answer carries messages and, on /mutate, a patch. */
 	h->out_cap = cfg->max_body + ((size_t)4 << 20);
-	if (admit_init(&h->admit, cfg, env->m, env->policy) != 0) {
+	if (admit_init(&h->admit, cfg, env->m, env->policy, env->view) != 0) {
 		snprintf(err, errn, "out of memory");
 		goto fail;
 	}

@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "cert_source.h"
+#include "cluster_view.h"
 #include "metrics.h"
 #include "policy_source.h"
 #include "serve_config.h"
@@ -44,6 +45,7 @@ struct httpd_env {
 	struct metrics *m;
 	struct cert_source *certs;
 	struct policy_source *policy;
+	struct cluster_view *view;    /* NULL: serving without a cluster view */
 };
 
 struct httpd;

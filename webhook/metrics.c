@@ -75,10 +75,13 @@ struct metrics {
 	atomic_uint_fast64_t tls_reload[METRICS_RELOAD_COUNT];
 	atomic_int_fast64_t tls_not_after_s;
 	atomic_int ready;
+	int (*extra)(void *ctx, struct buf *out);
+	void *extra_ctx;
 
 	pthread_mutex_t mu;           /* guards the fields below */
 	char version[128];
 	char policy_hash[80];
+	char policy_source[16];
 	int64_t policy_loaded_ns;
 	bool freeze_active;
 	char freeze_reason[METRICS_LABEL_MAX + 1];
@@ -252,6 +255,19 @@ void metrics_policy_loaded(struct metrics *m, const char *hash, int64_t when_ns)
 	copy_label(m->policy_hash, sizeof(m->policy_hash), hash);
 	m->policy_loaded_ns = when_ns;
 	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_policy_source(struct metrics *m, const char *source)
+{
+	pthread_mutex_lock(&m->mu);
+	copy_label(m->policy_source, sizeof(m->policy_source), source);
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_set_extra(struct metrics *m, int (*fn)(void *ctx, struct buf *out), void *ctx)
+{
+	m->extra = fn;
+	m->extra_ctx = ctx;
 }
 
 void metrics_freeze(struct metrics *m, bool active, const char *reason, int64_t since_ns)
@@ -485,6 +501,11 @@ static int render_state(struct metrics *m, struct buf *out)
 	if (rc == 0 && m->policy_hash[0])
 		rc = labelled_gauge(out, "dra_guard_policy_info", "hash", m->policy_hash, "1");
 	if (rc == 0)
+		rc = family(out, "dra_guard_policy_source", "gauge",
+			    "Where the serving policy came from (api, directory, file, built-in); the value is always 1.");
+	if (rc == 0 && m->policy_source[0])
+		rc = labelled_gauge(out, "dra_guard_policy_source", "source", m->policy_source, "1");
+	if (rc == 0)
 		rc = family(out, "dra_guard_policy_last_reload_success_timestamp_seconds", "gauge",
 			    "When the serving policy was loaded, Unix time; 0 while none is.");
 	if (rc == 0)
@@ -527,6 +548,8 @@ int metrics_render(struct metrics *m, struct buf *out)
 		rc = render_counters(m, out);
 	if (rc == 0)
 		rc = render_state(m, out);
+	if (rc == 0 && m->extra)
+		rc = m->extra(m->extra_ctx, out);
 	if (rc != 0)
 		buf_truncate(out, start);
 	return rc;

@@ -116,6 +116,8 @@ void metrics_policy_reload(struct metrics *m, enum metrics_reload result);
 void metrics_policy_unchanged(struct metrics *m);
 /* A policy was swapped in: its hash, and when (wall clock, ns since epoch). */
 void metrics_policy_loaded(struct metrics *m, const char *hash, int64_t when_ns);
+/* Where the serving policy came from ("api", "directory", "file", "built-in"). */
+void metrics_policy_source(struct metrics *m, const char *source);
 /* Freeze state of the serving policy. since_ns is when it became active
  * (ignored when inactive). reason may be NULL. */
 void metrics_freeze(struct metrics *m, bool active, const char *reason, int64_t since_ns);
@@ -131,6 +133,10 @@ void metrics_freeze_alert_after(struct metrics *m, uint32_t seconds);
 void metrics_tls_reload(struct metrics *m, enum metrics_reload result);
 void metrics_tls_not_after(struct metrics *m, int64_t not_after_s);
 void metrics_ready(struct metrics *m, bool ready);
+
+/* Families rendered by another module after the registry's own (the
+ * cluster view's): fn(ctx, out) appends them. Set once, before serving. */
+void metrics_set_extra(struct metrics *m, int (*fn)(void *ctx, struct buf *out), void *ctx);
 
 /* The whole exposition into out (appended). 0, -E2BIG when out's cap is too
  * small, -ENOMEM. Safe while other threads update. */

@@ -29,9 +29,18 @@ struct policy_source {
 	char freeze_reason[POLICY_FREEZE_REASON_MAX + 1];
 	int64_t freeze_since_ns;
 
-	pthread_mutex_t mu;           /* guards why_not and the fields above */
+	pthread_mutex_t mu;           /* guards why_not, source and the fields above */
 	char why_not[1024];           /* "" once a policy serves */
+	const char *source;           /* of the serving policy */
+
+	pthread_mutex_t reload_mu;    /* one reload or offer at a time */
+	bool api_active;              /* the API's ConfigMap is the source */
 };
+
+static const char *kind_name(enum policy_source_kind k)
+{
+	return k == POLICY_SOURCE_DIR ? "directory" : k == POLICY_SOURCE_FILE ? "file" : "built-in";
+}
 
 static const char *const dir_keys[] = {
 	POLICY_KEY_DOCUMENT, POLICY_KEY_FREEZE, POLICY_KEY_FREEZE_REASON,
@@ -72,9 +81,15 @@ int policy_source_new(enum policy_source_kind kind, const char *path, struct met
 	}
 	snprintf(ps->why_not, sizeof(ps->why_not), "no policy loaded yet");
 	rc = -ENOMEM;
+	ps->source = "";
 	if (pthread_mutex_init(&ps->mu, NULL) != 0)
 		goto fail;
+	if (pthread_mutex_init(&ps->reload_mu, NULL) != 0) {
+		pthread_mutex_destroy(&ps->mu);
+		goto fail;
+	}
 	if (snapshot_slot_init(&ps->slot) != 0) {
+		pthread_mutex_destroy(&ps->reload_mu);
 		pthread_mutex_destroy(&ps->mu);
 		goto fail;
 	}
@@ -90,6 +105,7 @@ void policy_source_free(struct policy_source *ps)
 	if (!ps)
 		return;
 	snapshot_slot_destroy(&ps->slot);
+	pthread_mutex_destroy(&ps->reload_mu);
 	pthread_mutex_destroy(&ps->mu);
 	free(ps);
 }
@@ -144,6 +160,7 @@ void policy_source_status(struct policy_source *ps, struct policy_status *st)
 	st->frozen = ps->frozen;
 	memcpy(st->freeze_reason, ps->freeze_reason, sizeof(st->freeze_reason));
 	st->freeze_since_ns = ps->freeze_since_ns;
+	snprintf(st->source, sizeof(st->source), "%s", ps->source);
 	pthread_mutex_unlock(&ps->mu);
 }
 
@@ -271,32 +288,25 @@ static void track_freeze(struct policy_source *ps, const struct policy *p, bool 
 	metrics_freeze(ps->m, ps->frozen, ps->freeze_reason, ps->freeze_since_ns);
 }
 
-int policy_source_reload(struct policy_source *ps, const char *why)
+/* Swap p in unless it is the serving policy; source names where it came
+ * from. Returns as policy_source_reload(). */
+static int install(struct policy_source *ps, struct policy *p, const char *why, const char *source,
+		   const char *origin)
 {
-	struct policy *p = NULL;
-	struct policy_error perr;
 	struct snapshot *snap = NULL;
-	char file[PATH_MAX + 80], msg[1024], line[1100];
 	bool first = ps->hash[0] == '\0';
 	struct log_line l;
 	uint32_t alert_after_s;
 	size_t i;
 	int rc;
 
-	ps->signature = signature(ps);
-	rc = load(ps, &p, &perr, file, sizeof(file), msg, sizeof(msg));
-	if (rc) {
-		metrics_policy_reload(ps->m, METRICS_RELOAD_ERROR);
-		log_failure(ps, why, !first, &perr, file, msg);
-		if (first) {
-			snprintf(line, sizeof(line), "no valid policy loaded: %.950s", msg);
-			set_why_not(ps, line);
-		}
-		return rc;
-	}
 	if (!first && strcmp(p->hash, ps->hash) == 0) {
 		policy_free(p);
 		metrics_policy_unchanged(ps->m);
+		pthread_mutex_lock(&ps->mu);
+		ps->source = source;
+		pthread_mutex_unlock(&ps->mu);
+		metrics_policy_source(ps->m, source);
 		if (log_begin(&l, LOG_DEBUG, "policy unchanged")) {
 			log_str(&l, "trigger", why);
 			log_str(&l, "hash", ps->hash);
@@ -318,18 +328,111 @@ int policy_source_reload(struct policy_source *ps, const char *why)
 		metrics_slice_driver_add(ps->m, p->drivers[i].name.ptr, p->drivers[i].name.len);
 	pthread_mutex_lock(&ps->mu);
 	snprintf(ps->hash, sizeof(ps->hash), "%s", p->hash);
+	ps->source = source;
 	pthread_mutex_unlock(&ps->mu);
 	snapshot_slot_swap(&ps->slot, snap);
 	metrics_policy_reload(ps->m, METRICS_RELOAD_SUCCESS);
 	metrics_policy_loaded(ps->m, ps->hash, wall_ns());
 	metrics_freeze_alert_after(ps->m, alert_after_s);
+	metrics_policy_source(ps->m, source);
 	set_why_not(ps, "");
 	if (log_begin(&l, LOG_INFO, first ? "policy loaded" : "policy reloaded")) {
 		log_str(&l, "trigger", why);
-		log_str(&l, "source", ps->kind == POLICY_SOURCE_BUILTIN ? "built-in" : ps->path);
+		log_str(&l, "source", origin);
 		log_str(&l, "hash", ps->hash);
 		log_bool(&l, "frozen", ps->frozen);
 		log_end(&l);
 	}
 	return 1;
+}
+
+static int reload_locked(struct policy_source *ps, const char *why)
+{
+	struct policy *p = NULL;
+	struct policy_error perr;
+	char file[PATH_MAX + 80], msg[1024], line[1100];
+	bool first = ps->hash[0] == '\0';
+	int rc;
+
+	ps->signature = signature(ps);
+	if (ps->api_active) {
+		log_msg_str(LOG_DEBUG, "policy reload skipped: the API's ConfigMap is the source", "trigger", why);
+		return 0;
+	}
+	rc = load(ps, &p, &perr, file, sizeof(file), msg, sizeof(msg));
+	if (rc) {
+		metrics_policy_reload(ps->m, METRICS_RELOAD_ERROR);
+		log_failure(ps, why, !first, &perr, file, msg);
+		if (first) {
+			snprintf(line, sizeof(line), "no valid policy loaded: %.950s", msg);
+			set_why_not(ps, line);
+		}
+		return rc;
+	}
+	return install(ps, p, why, kind_name(ps->kind),
+		       ps->kind == POLICY_SOURCE_BUILTIN ? "built-in" : ps->path);
+}
+
+int policy_source_reload(struct policy_source *ps, const char *why)
+{
+	int rc;
+
+	pthread_mutex_lock(&ps->reload_mu);
+	rc = reload_locked(ps, why);
+	pthread_mutex_unlock(&ps->reload_mu);
+	return rc;
+}
+
+int policy_source_offer_api(struct policy_source *ps, bool exists, const char *doc, size_t doc_len,
+			    bool has_freeze, const char *freeze, size_t freeze_len,
+			    bool has_reason, const char *reason, size_t reason_len, const char *why)
+{
+	struct policy *p = NULL;
+	struct policy_error perr;
+	char msg[1024], line[1100], trigger[64];
+	bool first;
+	int rc;
+
+	pthread_mutex_lock(&ps->reload_mu);
+	snprintf(trigger, sizeof(trigger), "api %s", why);
+	if (!exists) {
+		bool was = ps->api_active;
+
+		ps->api_active = false;
+		if (was)
+			log_msg_str(LOG_WARN, "the policy ConfigMap is gone from the API server; "
+				    "reading the configured source again", "source", kind_name(ps->kind));
+		rc = was || ps->hash[0] == '\0' ? reload_locked(ps, trigger) : 0;
+		pthread_mutex_unlock(&ps->reload_mu);
+		return rc;
+	}
+	ps->api_active = true;
+	first = ps->hash[0] == '\0';
+	memset(&perr, 0, sizeof(perr));
+	if (!doc) {
+		snprintf(perr.msg, sizeof(perr.msg), "data.%s is missing: the ConfigMap must hold the policy "
+			 "document under that key", POLICY_KEY_DOCUMENT);
+		rc = -EINVAL;
+	} else {
+		rc = policy_load_parts(doc, doc_len, has_freeze, freeze, freeze_len, has_reason, reason,
+				       reason_len, &p, &perr);
+	}
+	if (rc) {
+		char where[256];
+
+		policy_error_format(&perr, line, sizeof(line));
+		snprintf(where, sizeof(where), "ConfigMap (API)");
+		snprintf(msg, sizeof(msg), "%.900s", rc == -EINVAL ? line : strerror(-rc));
+		metrics_policy_reload(ps->m, METRICS_RELOAD_ERROR);
+		log_failure(ps, trigger, !first, &perr, where, msg);
+		if (first) {
+			snprintf(line, sizeof(line), "no valid policy loaded: %.950s", msg);
+			set_why_not(ps, line);
+		}
+		pthread_mutex_unlock(&ps->reload_mu);
+		return rc;
+	}
+	rc = install(ps, p, trigger, "api", "ConfigMap (API)");
+	pthread_mutex_unlock(&ps->reload_mu);
+	return rc;
 }

@@ -13,7 +13,8 @@
  * Freeze changes (on, off, new reason) are logged and exported as
  * dra_guard_freeze_active / _info / _since_timestamp_seconds.
  *
- * One thread (the main loop) reloads; any thread acquires and asks for
+ * The main loop reloads, the cluster view's thread offers the API's
+ * ConfigMap (serialised by a lock); any thread acquires and asks for
  * readiness. */
 #ifndef DRA_GUARD_POLICY_SOURCE_H
 #define DRA_GUARD_POLICY_SOURCE_H
@@ -55,6 +56,18 @@ void policy_source_free(struct policy_source *ps);
  * negative errno (logged and counted; the serving policy stays). */
 int policy_source_reload(struct policy_source *ps, const char *why);
 
+/* The policy ConfigMap as the API server has it, from the cluster view's
+ * watch: exists false when the API server has no such ConfigMap. While it
+ * exists it is the source: it goes through the same loader, validation
+ * and last-known-good as a reload, and reloads of the file or directory
+ * are skipped (the mounted copy lags the API by the kubelet's sync, up to
+ * a minute, and must not undo a newer freeze). When it goes away, the
+ * file or directory is read again. Returns as policy_source_reload().
+ * Any thread (reloads are serialised). */
+int policy_source_offer_api(struct policy_source *ps, bool exists, const char *doc, size_t doc_len,
+			    bool has_freeze, const char *freeze, size_t freeze_len,
+			    bool has_reason, const char *reason, size_t reason_len, const char *why);
+
 /* True when the input's stat signature moved since the last reload (the
  * poll backstop). Always false for the built-in policy. */
 bool policy_source_changed(struct policy_source *ps);
@@ -77,6 +90,8 @@ struct policy_status {
 	bool frozen;
 	char freeze_reason[POLICY_FREEZE_REASON_MAX + 1];
 	int64_t freeze_since_ns;      /* wall clock, when this process saw the freeze begin */
+	char source[16];              /* where the serving policy came from: "api",
+				       * "directory", "file" or "built-in" */
 };
 
 /* Fill *st. Any thread. */

@@ -25,7 +25,10 @@
 #include <unistd.h>
 
 #include "cert_source.h"
+#include <curl/curl.h>
+
 #include "cli.h"
+#include "cluster_view.h"
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
@@ -43,6 +46,7 @@ struct server {
 	struct metrics *m;
 	struct cert_source *certs;
 	struct policy_source *policy;
+	struct cluster_view *view;
 	struct watch *watch;
 	struct httpd *httpd;
 	int sigfd;
@@ -239,6 +243,60 @@ static void drain(struct server *s)
 	}
 }
 
+/* The cluster view, unless off or nothing to connect to. 0, or -1 when the
+ * configuration is wrong (or missing with --cluster-view=on). */
+static int setup_view(struct server *s)
+{
+	struct cluster_view_config vc;
+	char err[KUBE_CONFIG_ERROR_MAX];
+	struct log_line l;
+	int rc;
+
+	if (s->cfg.cluster_view == CLUSTER_VIEW_OFF) {
+		log_msg(LOG_INFO, "cluster view off (--cluster-view=off): each request is decided on its own");
+		return 0;
+	}
+	cluster_view_config_default(&vc);
+	rc = kube_config_find(s->cfg.kubeconfig, s->cfg.kube_context, getenv, KUBE_SA_DIR, &vc.kube, err);
+	if (rc == 1) {
+		if (s->cfg.cluster_view == CLUSTER_VIEW_ON) {
+			log_msg(LOG_ERROR, "--cluster-view=on, but no kubeconfig was given and this is not a cluster "
+				"(KUBERNETES_SERVICE_HOST is unset)");
+			return -1;
+		}
+		log_msg(LOG_INFO, "no kubeconfig and not in a cluster: serving without a cluster view "
+			"(each request is decided on its own)");
+		return 0;
+	}
+	if (rc < 0) {
+		log_msg_str(LOG_ERROR, "cannot configure the API client", "error", err);
+		return -1;
+	}
+	snprintf(vc.cm_namespace, sizeof(vc.cm_namespace), "%s", s->cfg.configmap_namespace);
+	snprintf(vc.cm_name, sizeof(vc.cm_name), "%s", s->cfg.configmap_name);
+	if (s->cfg.watch_page_size)
+		vc.page_size = s->cfg.watch_page_size;
+	if (s->cfg.watch_timeout_s)
+		vc.watch_timeout_s = s->cfg.watch_timeout_s;
+	if (log_begin(&l, LOG_INFO, "cluster view: connecting")) {
+		log_str(&l, "server", vc.kube.server);
+		log_str(&l, "config", vc.kube.source);
+		log_str(&l, "policy_configmap", s->cfg.configmap_name);
+		log_end(&l);
+	}
+	if (cluster_view_new(&vc, s->m, s->policy, &s->view) != 0) {
+		kube_config_free(&vc.kube);
+		log_msg(LOG_ERROR, "out of memory at start");
+		return -1;
+	}
+	metrics_set_extra(s->m, cluster_view_render_metrics, s->view);
+	if (cluster_view_start(s->view) != 0) {
+		log_msg(LOG_ERROR, "cannot start the cluster view's thread");
+		return -1;
+	}
+	return 0;
+}
+
 static void log_start(const struct server *s)
 {
 	struct log_line l;
@@ -254,6 +312,7 @@ static void log_start(const struct server *s)
 	log_uint(&l, "idle_timeout_s", s->cfg.idle_timeout_s);
 	log_uint(&l, "body_timeout_s", s->cfg.body_timeout_s);
 	log_str(&l, "policy", s->cfg.policy_kind == POLICY_SOURCE_BUILTIN ? "built-in" : s->cfg.policy_path);
+	log_str(&l, "cluster_view", s->view ? "on" : "off");
 	log_end(&l);
 }
 
@@ -263,6 +322,7 @@ int serve_main(int argc, char **argv)
 	struct httpd_env env;
 	char err[SERVE_CONFIG_ERROR_MAX];
 	sigset_t set;
+	bool curl_ready = false;
 	int rc, code = 1;
 
 	memset(&s, 0, sizeof(s));
@@ -292,11 +352,19 @@ int serve_main(int argc, char **argv)
 	if (cert_source_reload(s.certs, "start") < 0)
 		goto out;
 	policy_source_reload(s.policy, "start");
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+		log_msg(LOG_ERROR, "cannot initialise libcurl");
+		goto out;
+	}
+	curl_ready = true;
+	if (setup_view(&s) != 0)
+		goto out;
 	setup_watch(&s);
 	env.cfg = &s.cfg;
 	env.m = s.m;
 	env.certs = s.certs;
 	env.policy = s.policy;
+	env.view = s.view;
 	if (httpd_start(&env, &s.httpd, err, sizeof(err)) != 0) {
 		log_msg_str(LOG_ERROR, "cannot start listening", "error", err);
 		goto out;
@@ -308,6 +376,10 @@ int serve_main(int argc, char **argv)
 	code = 0;
 out:
 	httpd_stop(s.httpd);
+	/* After the server: no request holds a view snapshot any more. */
+	cluster_view_free(s.view);
+	if (curl_ready)
+		curl_global_cleanup();
 	if (code == 0)
 		log_msg(LOG_INFO, "stopped");
 	watch_free(s.watch);

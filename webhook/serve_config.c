@@ -429,6 +429,54 @@ static int set_log_level(struct serve_config *c, const char *v, char *err)
 	return -EINVAL;
 }
 
+static int set_cluster_view(struct serve_config *c, const char *v, char *err)
+{
+	if (strcmp(v, "auto") == 0)
+		c->cluster_view = CLUSTER_VIEW_AUTO;
+	else if (strcmp(v, "on") == 0)
+		c->cluster_view = CLUSTER_VIEW_ON;
+	else if (strcmp(v, "off") == 0)
+		c->cluster_view = CLUSTER_VIEW_OFF;
+	else {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--cluster-view: '%s' is not auto, on or off", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_kubeconfig(struct serve_config *c, const char *v, char *err)
+{
+	if (!v[0])
+		return 0;     /* empty: not given; $KUBECONFIG is read later */
+	return set_path(c->kubeconfig, sizeof(c->kubeconfig), "kubeconfig", v, err);
+}
+
+static int set_kube_context(struct serve_config *c, const char *v, char *err)
+{
+	if (snprintf(c->kube_context, sizeof(c->kube_context), "%s", v) >= (int)sizeof(c->kube_context)) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--kube-context: longer than 253 bytes");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_watch_page_size(struct serve_config *c, const char *v, char *err)
+{
+	unsigned long long n;
+
+	if (parse_uint("watch-page-size", v, 10, 100000, &n, err) != 0)
+		return -EINVAL;
+	c->watch_page_size = (unsigned)n;
+	return 0;
+}
+
+static int set_watch_timeout(struct serve_config *c, const char *v, char *err)
+{
+	if (parse_timeout("watch-timeout", v, 3600, &c->watch_timeout_s, err) != 0)
+		return -EINVAL;
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "listen", "DRA_GUARD_LISTEN", ":8443", NULL, "ADDR:PORT",
 	  "the HTTPS webhook port (POST /validate, /mutate; GET /healthz, /readyz)", set_listen },
@@ -469,6 +517,18 @@ static const struct flag flags[] = {
 	  "on SIGTERM, how long in-flight requests may take to finish", set_shutdown_timeout },
 	{ "log-level", "DRA_GUARD_LOG_LEVEL", "info", NULL, "LEVEL",
 	  "debug, info, warn or error", set_log_level },
+	{ "cluster-view", "DRA_GUARD_CLUSTER_VIEW", "auto", NULL, "MODE",
+	  "watch slices, claims and the policy ConfigMap: auto (when in a cluster or given a"
+	  " kubeconfig), on (required), off (stateless)", set_cluster_view },
+	{ "kubeconfig", "DRA_GUARD_KUBECONFIG", "", "$KUBECONFIG, else in-cluster", "FILE",
+	  "kubeconfig for the API server (client certificate or token); without one, in a"
+	  " cluster the ServiceAccount is used, else $KUBECONFIG", set_kubeconfig },
+	{ "kube-context", "DRA_GUARD_KUBE_CONTEXT", "", "current-context", "NAME",
+	  "the kubeconfig context to use", set_kube_context },
+	{ "watch-page-size", "DRA_GUARD_WATCH_PAGE_SIZE", "500", NULL, "N",
+	  "objects per LIST page (limit; 10 to 100000)", set_watch_page_size },
+	{ "watch-timeout", "DRA_GUARD_WATCH_TIMEOUT", "5m", NULL, "DURATION",
+	  "server-side timeout of each WATCH (resumed at once from the last event)", set_watch_timeout },
 };
 
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
@@ -511,6 +571,7 @@ static void set_defaults(struct serve_config *c)
 	memset(c, 0, sizeof(*c));
 	c->policy_kind = POLICY_SOURCE_BUILTIN;
 	c->log_level = LOG_INFO;
+	c->cluster_view = CLUSTER_VIEW_AUTO;
 }
 
 int serve_config_parse(int argc, char **argv, serve_config_env_fn *env, struct serve_config *cfg,

@@ -25,6 +25,13 @@ struct serve_addr {
 	socklen_t len;
 };
 
+/* --cluster-view: whether serve watches the API server. */
+enum cluster_view_mode {
+	CLUSTER_VIEW_AUTO = 0,        /* when a kubeconfig or a cluster is found */
+	CLUSTER_VIEW_ON,              /* required: no configuration is an error */
+	CLUSTER_VIEW_OFF,             /* stateless: one request at a time */
+};
+
 struct serve_config {
 	struct serve_addr listen;
 	bool metrics_enabled;
@@ -45,6 +52,11 @@ struct serve_config {
 	unsigned max_json_depth;
 	unsigned shutdown_timeout_s;
 	enum log_level log_level;
+	enum cluster_view_mode cluster_view;
+	char kubeconfig[PATH_MAX];
+	char kube_context[254];
+	unsigned watch_page_size;
+	unsigned watch_timeout_s;
 };
 
 /* Where the environment is read from: getenv, or a stand-in in tests. */

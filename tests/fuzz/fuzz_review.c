@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			opt.self_name = (struct str){ "dra-guard-policy", 16 };
 			opt.self_namespace = (struct str){ "dra-guard", 9 };
 			arena_reset(arena);
-			check(admission_handle(policies[p], &opt, &lim, (const char *)data, size, arena, &out,
+			check(admission_handle(policies[p], NULL, 0, &opt, &lim, (const char *)data, size, arena, &out,
 					       &res) == 0);
 			check_answer(&res, m, input_valid);
 		}

@@ -1,0 +1,1062 @@
+/* cluster_view.c - list and watch over libcurl, and the snapshots. */
+#include "cluster_view.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "log.h"
+#include "view_stream.h"
+
+enum res {
+	RES_SLICES = 0,
+	RES_CLAIMS,
+	RES_CONFIGMAP,
+	RES_COUNT
+};
+
+static const char *const res_names[RES_COUNT] = { "resourceslices", "resourceclaims", "configmap" };
+
+enum relist_reason {
+	RELIST_START = 0,             /* the first LIST */
+	RELIST_EXPIRED,               /* 410: the resourceVersion is gone */
+	RELIST_ERROR,                 /* the connection or the server failed */
+	RELIST_DECODE,                /* the body was not what the API server sends */
+	RELIST_COUNT
+};
+
+static const char *const reason_names[RELIST_COUNT] = { "start", "expired", "error", "decode" };
+static const char *const event_names[VIEW_EVENT_COUNT] = {
+	"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR",
+};
+
+#define BACKOFF_MIN_MS 250
+#define BACKOFF_MAX_MS 30000
+#define ERRBODY_MAX (64 * 1024)
+#define LIST_BUCKETS 10
+
+static const double list_bucket_s[LIST_BUCKETS] = { 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120 };
+
+struct cluster_view;
+
+struct reflector {
+	struct cluster_view *cv;
+	enum res res;
+	CURL *easy;                   /* the request in flight, or NULL */
+	struct curl_slist *headers;
+	struct view_stream *stream;
+	bool listing;                 /* the request is a LIST page */
+	bool need_list;               /* the next request is a LIST */
+	enum relist_reason reason;
+	bool in_relist;               /* the builder holds a table for this LIST */
+	char rv[VIEW_RV_MAX];         /* where the WATCH resumes */
+	char cont[VIEW_CONTINUE_MAX]; /* the next page of the LIST */
+	long http;
+	uint64_t counted[VIEW_EVENT_COUNT];   /* of the current stream, already in events */
+	struct buf errbody;
+	int64_t next_ms;              /* monotonic: when to send the next request */
+	unsigned backoff_ms;
+	int64_t list_start_ms;
+	bool synced;                  /* a LIST completed once */
+	char last_error[512];
+	/* The ConfigMap as the API server has it (RES_CONFIGMAP). */
+	bool cm_listed_exists;
+	struct config_map_copy {
+		bool exists;
+		bool has_policy, has_freeze, has_reason;
+		char *policy, *freeze, *reason;
+		size_t policy_len, freeze_len, reason_len;
+	} cm, cm_list;
+
+	/* metrics: written by the thread, read by the renderer */
+	atomic_uint_fast64_t events[VIEW_EVENT_COUNT];
+	atomic_uint_fast64_t relists[RELIST_COUNT];
+	atomic_uint_fast64_t bytes;
+	atomic_uint_fast64_t skipped;
+	atomic_int_fast64_t last_event_ns;   /* wall clock */
+	atomic_uint_fast64_t list_hist[LIST_BUCKETS + 1];
+	atomic_uint_fast64_t list_sum_ms;
+	atomic_uint_fast64_t list_count;
+	atomic_bool synced_pub;
+};
+
+struct view_handle {
+	const struct view *v;
+	atomic_bool released;
+	struct view_handle *next;
+};
+
+struct cluster_view {
+	struct cluster_view_config cfg;
+	struct metrics *m;
+	struct policy_source *ps;
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+	CURLM *multi;
+	char version[16];             /* resource.k8s.io version in use */
+	enum api_version api_version;
+	struct view_builder *b;
+	struct reflector r[RES_COUNT];
+	struct snapshot_slot slot;
+	struct view_handle *handles;  /* published, oldest first */
+	int64_t last_publish_ms;
+	bool published_once;
+	unsigned rand_state;
+
+	pthread_mutex_t mu;           /* guards the fields below */
+	char why_not[600];
+	struct view_stats stats;
+	int64_t synced_ns;
+};
+
+/* --- time and jitter --------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static unsigned jitter(struct cluster_view *cv, unsigned n)
+{
+	/* xorshift: spreading retries needs no cryptographic quality. */
+	unsigned x = cv->rand_state;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	cv->rand_state = x;
+	return n ? x % n : 0;
+}
+
+void cluster_view_config_default(struct cluster_view_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->cm_namespace, sizeof(cfg->cm_namespace), "dra-guard");
+	snprintf(cfg->cm_name, sizeof(cfg->cm_name), "dra-guard-policy");
+	cfg->page_size = 500;
+	cfg->watch_timeout_s = 300;
+	cfg->connect_timeout_s = 10;
+	cfg->list_timeout_s = 120;
+	cfg->max_object = (size_t)3 << 20;
+	view_limits_default(&cfg->limits);
+}
+
+/* --- snapshots --------------------------------------------------------------- */
+
+static void handle_release(void *obj)
+{
+	/* Any thread: the watcher frees it. */
+	atomic_store(&((struct view_handle *)obj)->released, true);
+}
+
+static void publish(struct cluster_view *cv)
+{
+	struct view_handle *h = calloc(1, sizeof(*h)), **tail;
+	struct snapshot *snap = NULL;
+	const struct view *v = NULL;
+
+	if (!h || view_builder_publish(cv->b, &v) != 0) {
+		free(h);
+		log_msg(LOG_ERROR, "cluster view: out of memory publishing a snapshot");
+		return;
+	}
+	h->v = v;
+	atomic_init(&h->released, false);
+	for (tail = &cv->handles; *tail; tail = &(*tail)->next)
+		;
+	*tail = h;
+	/* snapshot_new frees h through handle_release on failure: only marks it. */
+	if (snapshot_new(h, handle_release, &snap) != 0) {
+		log_msg(LOG_ERROR, "cluster view: out of memory publishing a snapshot");
+		return;
+	}
+	snapshot_slot_swap(&cv->slot, snap);
+	cv->last_publish_ms = mono_ms();
+	cv->published_once = true;
+}
+
+static void reclaim(struct cluster_view *cv)
+{
+	struct view_handle **pp = &cv->handles;
+
+	while (*pp) {
+		struct view_handle *h = *pp;
+
+		if (atomic_load(&h->released)) {
+			*pp = h->next;
+			view_builder_release(cv->b, h->v);
+			free(h);
+		} else {
+			pp = &h->next;
+		}
+	}
+	view_builder_collect(cv->b);
+}
+
+const struct view *cluster_view_get(const struct snapshot *s)
+{
+	return ((const struct view_handle *)snapshot_get(s))->v;
+}
+
+struct snapshot *cluster_view_acquire(struct cluster_view *cv)
+{
+	return snapshot_slot_acquire(&cv->slot);
+}
+
+/* --- state for readers --------------------------------------------------------- */
+
+static void set_why(struct cluster_view *cv)
+{
+	char why[600] = "";
+	int k;
+
+	for (k = 0; k < RES_COUNT; k++) {
+		struct reflector *r = &cv->r[k];
+
+		if (r->synced)
+			continue;
+		snprintf(why, sizeof(why), "cluster view: %s not synced yet%s%.400s", res_names[k],
+			 r->last_error[0] ? ": " : "", r->last_error);
+		break;
+	}
+	pthread_mutex_lock(&cv->mu);
+	snprintf(cv->why_not, sizeof(cv->why_not), "%s", why);
+	view_builder_stats(cv->b, &cv->stats);
+	pthread_mutex_unlock(&cv->mu);
+}
+
+bool cluster_view_ready(struct cluster_view *cv, char *why, size_t n)
+{
+	bool ready;
+
+	pthread_mutex_lock(&cv->mu);
+	ready = cv->why_not[0] == '\0';
+	if (!ready && n)
+		snprintf(why, n, "%s", cv->why_not);
+	pthread_mutex_unlock(&cv->mu);
+	return ready;
+}
+
+/* --- the ConfigMap -------------------------------------------------------------- */
+
+static void cm_clear(struct config_map_copy *c)
+{
+	free(c->policy);
+	free(c->freeze);
+	free(c->reason);
+	memset(c, 0, sizeof(*c));
+}
+
+static char *dup_str(struct str s, size_t *len)
+{
+	char *p = malloc(s.len + 1);
+
+	if (p) {
+		memcpy(p, s.ptr, s.len);
+		p[s.len] = '\0';
+		*len = s.len;
+	}
+	return p;
+}
+
+static int cm_set(struct config_map_copy *c, const struct config_map *cm)
+{
+	cm_clear(c);
+	c->exists = true;
+	c->has_policy = cm->has_policy;
+	c->has_freeze = cm->has_freeze;
+	c->has_reason = cm->has_freeze_reason;
+	if ((cm->has_policy && !(c->policy = dup_str(cm->policy, &c->policy_len))) ||
+	    (cm->has_freeze && !(c->freeze = dup_str(cm->freeze, &c->freeze_len))) ||
+	    (cm->has_freeze_reason && !(c->reason = dup_str(cm->freeze_reason, &c->reason_len)))) {
+		cm_clear(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void cm_offer(struct cluster_view *cv, const struct config_map_copy *c, const char *why)
+{
+	if (!c->exists) {
+		policy_source_offer_api(cv->ps, false, NULL, 0, false, NULL, 0, false, NULL, 0, why);
+		return;
+	}
+	policy_source_offer_api(cv->ps, true, c->has_policy ? c->policy : NULL, c->policy_len,
+				c->has_freeze, c->freeze, c->freeze_len, c->has_reason, c->reason,
+				c->reason_len, why);
+}
+
+/* --- the sink: objects into the builder ------------------------------------------ */
+
+static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *obj)
+{
+	struct reflector *r = ctx;
+	struct cluster_view *cv = r->cv;
+	char err[512];
+	int rc;
+
+	atomic_store(&r->last_event_ns, wall_ns());
+	if (r->res == RES_CONFIGMAP) {
+		if (!str_eq_cstr(obj->meta.name, cv->cfg.cm_name))
+			return 0;
+		if (r->listing)
+			return cm_set(&r->cm_list, &obj->u.config_map);
+		if (ev == VIEW_DELETED) {
+			cm_clear(&r->cm);
+		} else if ((rc = cm_set(&r->cm, &obj->u.config_map)) != 0) {
+			return rc;
+		}
+		cm_offer(cv, &r->cm, "watch");
+		return 0;
+	}
+	if (r->listing)
+		rc = view_builder_relist_add(cv->b, (enum view_resource)r->res, obj, wall_ns(), err, sizeof(err));
+	else
+		rc = view_builder_apply(cv->b, (enum view_resource)r->res, ev, obj, wall_ns(), err, sizeof(err));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		struct log_line l;
+
+		atomic_fetch_add(&r->skipped, 1);
+		if (log_begin(&l, LOG_WARN, "cluster view: object not held")) {
+			log_str(&l, "resource", res_names[r->res]);
+			log_strn(&l, "namespace", obj->meta.namespace.ptr, obj->meta.namespace.len);
+			log_strn(&l, "name", obj->meta.name.ptr, obj->meta.name.len);
+			log_str(&l, "error", err);
+			log_end(&l);
+		}
+	}
+	return 0;
+}
+
+static void sink_skipped(void *ctx, const char *msg)
+{
+	struct reflector *r = ctx;
+	struct log_line l;
+
+	atomic_fetch_add(&r->skipped, 1);
+	if (log_begin(&l, LOG_WARN, "cluster view: an object did not decode; skipped")) {
+		log_str(&l, "resource", res_names[r->res]);
+		log_str(&l, "error", msg);
+		log_end(&l);
+	}
+}
+
+/* --- requests ------------------------------------------------------------------ */
+
+static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+{
+	struct reflector *r = ctx;
+	struct view_stream_sink sink = { sink_object, sink_skipped, r };
+	size_t len = size * n;
+
+	if (r->http == 0)
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http);
+	if (r->http != 200) {
+		if (buf_len(&r->errbody) + len <= ERRBODY_MAX)
+			buf_add(&r->errbody, p, len);
+		return len;
+	}
+	atomic_fetch_add(&r->bytes, len);
+	return view_stream_feed(r->stream, p, len, &sink) == 0 ? len : 0;
+}
+
+static void add_header(struct reflector *r, const char *h)
+{
+	struct curl_slist *l = curl_slist_append(r->headers, h);
+
+	if (l)
+		r->headers = l;
+}
+
+/* The path of the resource's collection. */
+static void collection(const struct cluster_view *cv, enum res res, char *buf, size_t n)
+{
+	if (res == RES_CONFIGMAP)
+		snprintf(buf, n, "/api/v1/namespaces/%s/configmaps", cv->cfg.cm_namespace);
+	else
+		snprintf(buf, n, "/apis/resource.k8s.io/%s/%s", cv->version, res_names[res]);
+}
+
+static void setup_easy(struct cluster_view *cv, CURL *e, const char *url, long timeout_s)
+{
+	struct kube_config *k = &cv->cfg.kube;
+
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)cv->cfg.connect_timeout_s);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, timeout_s);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
+	if (k->ca_pem) {
+		struct curl_blob blob = { k->ca_pem, k->ca_len, CURL_BLOB_NOCOPY };
+
+		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+	}
+	if (k->cert_pem && k->key_pem) {
+		struct curl_blob cert = { k->cert_pem, k->cert_len, CURL_BLOB_NOCOPY };
+		struct curl_blob key = { k->key_pem, k->key_len, CURL_BLOB_NOCOPY };
+
+		curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
+		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
+		curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+	}
+}
+
+static void send_request(struct cluster_view *cv, struct reflector *r)
+{
+	char path[512], url[VIEW_CONTINUE_MAX * 3 + 1024], auth[8192];
+	char *esc = NULL;
+	size_t n;
+	long timeout;
+	int rc;
+
+	r->listing = r->need_list;
+	collection(cv, r->res, path, sizeof(path));
+	n = (size_t)snprintf(url, sizeof(url), "%s%s?", cv->cfg.kube.server, path);
+	if (r->res == RES_CONFIGMAP)
+		n += (size_t)snprintf(url + n, sizeof(url) - n, "fieldSelector=metadata.name%%3D%s&",
+				      cv->cfg.cm_name);
+	if (r->listing) {
+		if (!r->in_relist && r->res != RES_CONFIGMAP) {
+			if ((rc = view_builder_relist_begin(cv->b, (enum view_resource)r->res)) != 0) {
+				r->next_ms = mono_ms() + 1000;
+				return;
+			}
+			r->in_relist = true;
+		}
+		if (!r->cont[0]) {
+			r->list_start_ms = mono_ms();
+			atomic_fetch_add(&r->relists[r->reason], 1);
+			if (r->res == RES_CONFIGMAP)
+				cm_clear(&r->cm_list);
+		}
+		n += (size_t)snprintf(url + n, sizeof(url) - n, "limit=%u", cv->cfg.page_size);
+		if (r->cont[0]) {
+			CURL *tmp = curl_easy_init();
+
+			esc = tmp ? curl_easy_escape(tmp, r->cont, 0) : NULL;
+			curl_easy_cleanup(tmp);
+			if (!esc) {
+				r->next_ms = mono_ms() + 1000;
+				return;
+			}
+			n += (size_t)snprintf(url + n, sizeof(url) - n, "&continue=%s", esc);
+			curl_free(esc);
+		}
+		timeout = (long)cv->cfg.list_timeout_s;
+	} else {
+		unsigned t = cv->cfg.watch_timeout_s + jitter(cv, cv->cfg.watch_timeout_s / 10 + 1);
+
+		n += (size_t)snprintf(url + n, sizeof(url) - n,
+				      "watch=true&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=%s",
+				      t, r->rv);
+		timeout = (long)t + 30;
+	}
+	if (n >= sizeof(url)) {
+		r->next_ms = mono_ms() + 1000;
+		return;
+	}
+	view_stream_free(r->stream);
+	r->stream = NULL;
+	if (view_stream_new(r->listing ? VIEW_STREAM_LIST : VIEW_STREAM_WATCH,
+			    r->res == RES_SLICES ? OBJECT_RESOURCE_SLICE
+			    : r->res == RES_CLAIMS ? OBJECT_RESOURCE_CLAIM : OBJECT_CONFIG_MAP,
+			    r->res == RES_CONFIGMAP ? API_V1 : cv->api_version, cv->cfg.max_object,
+			    &r->stream) != 0 || !(r->easy = curl_easy_init())) {
+		r->next_ms = mono_ms() + 1000;
+		return;
+	}
+	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), false);
+	r->headers = NULL;
+	add_header(r, "Accept: application/json");
+	add_header(r, "User-Agent: dra-guard");
+	if (cv->cfg.kube.token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cv->cfg.kube.token);
+		add_header(r, auth);
+		memset(auth, 0, sizeof(auth));
+	}
+	setup_easy(cv, r->easy, url, timeout);
+	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	r->http = 0;
+	memset(r->counted, 0, sizeof(r->counted));
+	buf_reset(&r->errbody);
+	curl_multi_add_handle(cv->multi, r->easy);
+}
+
+static void finish_request(struct cluster_view *cv, struct reflector *r)
+{
+	curl_multi_remove_handle(cv->multi, r->easy);
+	curl_easy_cleanup(r->easy);
+	r->easy = NULL;
+	curl_slist_free_all(r->headers);
+	r->headers = NULL;
+}
+
+static void fail_backoff(struct cluster_view *cv, struct reflector *r, const char *what,
+			 const char *detail)
+{
+	struct log_line l;
+
+	r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (r->backoff_ms > BACKOFF_MAX_MS)
+		r->backoff_ms = BACKOFF_MAX_MS;
+	/* Full jitter over the upper half: replicas do not retry in step. */
+	r->next_ms = mono_ms() + r->backoff_ms / 2 + jitter(cv, r->backoff_ms / 2 + 1);
+	snprintf(r->last_error, sizeof(r->last_error), "%s: %.400s", what, detail);
+	if (log_begin(&l, LOG_WARN, "cluster view: request failed")) {
+		log_str(&l, "resource", res_names[r->res]);
+		log_str(&l, "request", r->listing ? "list" : "watch");
+		log_str(&l, "error", r->last_error);
+		log_uint(&l, "retry_ms", (uint64_t)(r->next_ms - mono_ms()));
+		log_end(&l);
+	}
+}
+
+static void start_relist(struct cluster_view *cv, struct reflector *r, enum relist_reason why)
+{
+	if (r->in_relist) {
+		view_builder_relist_abort(cv->b, (enum view_resource)r->res);
+		r->in_relist = false;
+	}
+	r->need_list = true;
+	r->cont[0] = '\0';
+	r->reason = why;
+}
+
+static void list_done(struct cluster_view *cv, struct reflector *r)
+{
+	const struct view_stream_info *info = view_stream_info(r->stream);
+	int64_t took = mono_ms() - r->list_start_ms;
+	struct log_line l;
+	int i;
+
+	if (info->continue_token[0]) {
+		snprintf(r->cont, sizeof(r->cont), "%s", info->continue_token);
+		r->next_ms = 0;
+		return;
+	}
+	if (r->res == RES_CONFIGMAP) {
+		cm_clear(&r->cm);
+		r->cm = r->cm_list;
+		memset(&r->cm_list, 0, sizeof(r->cm_list));
+		cm_offer(cv, &r->cm, "list");
+	} else if (view_builder_relist_commit(cv->b, (enum view_resource)r->res, wall_ns()) != 0) {
+		start_relist(cv, r, RELIST_ERROR);
+		fail_backoff(cv, r, "list", "out of memory swapping the new table in");
+		return;
+	}
+	r->in_relist = false;
+	r->need_list = false;
+	r->cont[0] = '\0';
+	snprintf(r->rv, sizeof(r->rv), "%s", info->resource_version);
+	r->synced = true;
+	r->last_error[0] = '\0';
+	r->backoff_ms = 0;
+	r->next_ms = 0;
+	atomic_store(&r->synced_pub, true);
+	atomic_store(&r->last_event_ns, wall_ns());
+	for (i = 0; i < LIST_BUCKETS && (double)took / 1000.0 > list_bucket_s[i]; i++)
+		;
+	atomic_fetch_add(&r->list_hist[i], 1);
+	atomic_fetch_add(&r->list_sum_ms, (uint64_t)took);
+	atomic_fetch_add(&r->list_count, 1);
+	if (log_begin(&l, LOG_INFO, "cluster view: listed")) {
+		log_str(&l, "resource", res_names[r->res]);
+		log_str(&l, "reason", reason_names[r->reason]);
+		log_str(&l, "resource_version", r->rv);
+		log_uint(&l, "objects", r->res == RES_CONFIGMAP ? (r->cm.exists ? 1 : 0)
+			 : (uint64_t)info->events[VIEW_ADDED]);
+		log_ms(&l, "duration_ms", (double)took);
+		log_end(&l);
+	}
+}
+
+/* The WATCH events the stream decoded since last asked, into the metrics;
+ * any of them, bookmarks included, shows the watch is alive. */
+static void count_events(struct reflector *r)
+{
+	const struct view_stream_info *info;
+	bool any = false;
+	int i;
+
+	if (!r->stream || r->listing)
+		return;
+	info = view_stream_info(r->stream);
+	for (i = 0; i < VIEW_EVENT_COUNT; i++) {
+		if (info->events[i] > r->counted[i]) {
+			atomic_fetch_add(&r->events[i], info->events[i] - r->counted[i]);
+			r->counted[i] = info->events[i];
+			any = true;
+		}
+	}
+	if (any)
+		atomic_store(&r->last_event_ns, wall_ns());
+}
+
+static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode res)
+{
+	struct view_stream_sink sink = { sink_object, sink_skipped, r };
+	const struct view_stream_info *info;
+	char detail[700];
+	int src;
+
+	finish_request(cv, r);
+	info = view_stream_info(r->stream);
+	count_events(r);
+	if (r->http != 0 && r->http != 200) {
+		struct view_status st;
+
+		if (view_status_parse(buf_cstr(&r->errbody), buf_len(&r->errbody), &st) != 0)
+			memset(&st, 0, sizeof(st));
+		snprintf(detail, sizeof(detail), "HTTP %ld %s: %s", r->http, st.reason, st.message);
+		if (r->http == 410) {
+			start_relist(cv, r, RELIST_EXPIRED);
+			r->next_ms = 0;
+			snprintf(r->last_error, sizeof(r->last_error), "%s", detail);
+			return;
+		}
+		if (r->http == 401)
+			kube_config_token_refresh(&cv->cfg.kube, mono_ms(), true);
+		if (r->listing)
+			start_relist(cv, r, RELIST_ERROR);
+		fail_backoff(cv, r, r->listing ? "list" : "watch", detail);
+		return;
+	}
+	src = res == CURLE_OK ? view_stream_end(r->stream, &sink) : 0;
+	if (res != CURLE_OK || src != 0) {
+		const char *serr = view_stream_error(r->stream);
+		bool garbage = serr[0] && (res == CURLE_WRITE_ERROR || src != 0);
+
+		snprintf(detail, sizeof(detail), "%s%s%s", res != CURLE_OK ? curl_easy_strerror(res) : "",
+			 res != CURLE_OK && serr[0] ? ": " : "", serr);
+		if (r->listing || garbage)
+			start_relist(cv, r, garbage ? RELIST_DECODE : RELIST_ERROR);
+		fail_backoff(cv, r, r->listing ? "list" : "watch", detail);
+		return;
+	}
+	if (r->listing) {
+		list_done(cv, r);
+		return;
+	}
+	/* A WATCH that ended: by its timeout (resume at once), or with an
+	 * ERROR event. */
+	if (info->resource_version[0])
+		snprintf(r->rv, sizeof(r->rv), "%s", info->resource_version);
+	if (info->has_status) {
+		snprintf(detail, sizeof(detail), "ERROR event %d %s: %s", info->status.code,
+			 info->status.reason, info->status.message);
+		if (info->status.code == 410 || strcmp(info->status.reason, "Expired") == 0 ||
+		    strcmp(info->status.reason, "Gone") == 0) {
+			start_relist(cv, r, RELIST_EXPIRED);
+			r->next_ms = 0;
+			snprintf(r->last_error, sizeof(r->last_error), "%s", detail);
+			return;
+		}
+		fail_backoff(cv, r, "watch", detail);
+		return;
+	}
+	r->backoff_ms = 0;
+	r->next_ms = 0;
+}
+
+/* --- discovery ------------------------------------------------------------------- */
+
+static size_t collect_body(char *p, size_t size, size_t n, void *ctx)
+{
+	struct buf *b = ctx;
+
+	return buf_add(b, p, size * n) == 0 ? size * n : 0;
+}
+
+/* The first of v1, v1beta2, v1beta1 that /apis/resource.k8s.io offers. */
+static int discover(struct cluster_view *cv, char *err, size_t errn)
+{
+	static const char *const pref[] = { "v1", "v1beta2", "v1beta1" };
+	static const enum api_version ver[] = { API_V1, API_V1BETA2, API_V1BETA1 };
+	char url[600], auth[8192];
+	struct curl_slist *h = NULL;
+	struct buf body;
+	CURL *e = curl_easy_init();
+	CURLcode res;
+	long code = 0;
+	int i, rc = -EIO;
+
+	if (!e)
+		return -ENOMEM;
+	buf_init(&body, 1 << 20);
+	snprintf(url, sizeof(url), "%s/apis/resource.k8s.io", cv->cfg.kube.server);
+	setup_easy(cv, e, url, 30);
+	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), false);
+	h = curl_slist_append(h, "Accept: application/json");
+	if (cv->cfg.kube.token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cv->cfg.kube.token);
+		h = curl_slist_append(h, auth);
+		memset(auth, 0, sizeof(auth));
+	}
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
+	res = curl_easy_perform(e);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	if (res != CURLE_OK) {
+		snprintf(err, errn, "discovery: %s", curl_easy_strerror(res));
+	} else if (code == 401) {
+		kube_config_token_refresh(&cv->cfg.kube, mono_ms(), true);
+		snprintf(err, errn, "discovery: HTTP 401 (not authenticated)");
+	} else if (code != 200) {
+		snprintf(err, errn, "discovery: HTTP %ld from %s", code, url);
+	} else {
+		/* The group's versions: a plain search is enough to choose, the
+		 * body is only read for the groupVersion strings. */
+		for (i = 0; i < 3; i++) {
+			char needle[64];
+
+			snprintf(needle, sizeof(needle), "\"groupVersion\":\"resource.k8s.io/%s\"", pref[i]);
+			if (strstr(buf_cstr(&body), needle)) {
+				snprintf(cv->version, sizeof(cv->version), "%s", pref[i]);
+				cv->api_version = ver[i];
+				rc = 0;
+				break;
+			}
+		}
+		if (rc)
+			snprintf(err, errn, "discovery: the server offers none of resource.k8s.io v1, v1beta2, v1beta1");
+	}
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	buf_free(&body);
+	return rc;
+}
+
+/* --- the thread ------------------------------------------------------------------ */
+
+static void update_readiness(struct cluster_view *cv)
+{
+	int k;
+	bool all = true;
+
+	for (k = 0; k < RES_COUNT; k++)
+		all = all && cv->r[k].synced;
+	pthread_mutex_lock(&cv->mu);
+	if (all && !cv->synced_ns)
+		cv->synced_ns = wall_ns();
+	pthread_mutex_unlock(&cv->mu);
+	set_why(cv);
+}
+
+static void *run(void *arg)
+{
+	struct cluster_view *cv = arg;
+	char err[512];
+	unsigned backoff = 0;
+	int k;
+
+	/* Discovery first: it names the version every request uses. */
+	while (!atomic_load(&cv->stop)) {
+		if (discover(cv, err, sizeof(err)) == 0)
+			break;
+		for (k = 0; k < RES_COUNT; k++)
+			snprintf(cv->r[k].last_error, sizeof(cv->r[k].last_error), "%s", err);
+		set_why(cv);
+		log_msg_str(LOG_WARN, "cluster view: API server not reachable yet", "error", err);
+		backoff = backoff ? (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2) : BACKOFF_MIN_MS;
+		{
+			unsigned wait = backoff / 2 + jitter(cv, backoff / 2 + 1), slept = 0;
+
+			while (slept < wait && !atomic_load(&cv->stop)) {
+				struct timespec ts = { 0, 50 * 1000000L };
+
+				nanosleep(&ts, NULL);
+				slept += 50;
+			}
+		}
+	}
+	if (!atomic_load(&cv->stop))
+		log_msg_str(LOG_INFO, "cluster view: watching", "resource_k8s_io_version", cv->version);
+	while (!atomic_load(&cv->stop)) {
+		int64_t now = mono_ms(), wait = 1000;
+		int running = 0, left;
+		CURLMsg *msg;
+
+		for (k = 0; k < RES_COUNT; k++) {
+			struct reflector *r = &cv->r[k];
+
+			if (!r->easy && now >= r->next_ms)
+				send_request(cv, r);
+			if (!r->easy && r->next_ms - now < wait)
+				wait = r->next_ms - now;
+		}
+		curl_multi_perform(cv->multi, &running);
+		while ((msg = curl_multi_info_read(cv->multi, &left)) != NULL) {
+			struct reflector *r = NULL;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+			request_done(cv, r, msg->data.result);
+			update_readiness(cv);
+			wait = 0;
+		}
+		for (k = 0; k < RES_COUNT; k++)
+			count_events(&cv->r[k]);
+		now = mono_ms();
+		if (view_builder_dirty(cv->b)) {
+			bool all = cv->r[RES_SLICES].synced && cv->r[RES_CLAIMS].synced;
+
+			if (all && now - cv->last_publish_ms >= CLUSTER_VIEW_PUBLISH_MS)
+				publish(cv);
+			else if (all && CLUSTER_VIEW_PUBLISH_MS - (now - cv->last_publish_ms) < wait)
+				wait = CLUSTER_VIEW_PUBLISH_MS - (now - cv->last_publish_ms);
+		}
+		reclaim(cv);
+		set_why(cv);
+		if (wait < 0)
+			wait = 0;
+		if (wait > 0)
+			curl_multi_poll(cv->multi, NULL, 0, (int)wait, NULL);
+	}
+	for (k = 0; k < RES_COUNT; k++)
+		if (cv->r[k].easy)
+			finish_request(cv, &cv->r[k]);
+	return NULL;
+}
+
+/* --- lifecycle ------------------------------------------------------------------- */
+
+int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct policy_source *ps,
+		     struct cluster_view **out)
+{
+	struct cluster_view *cv = calloc(1, sizeof(*cv));
+	int k;
+
+	*out = NULL;
+	if (!cv)
+		return -ENOMEM;
+	cv->cfg = *cfg;
+	memset(&cfg->kube, 0, sizeof(cfg->kube));
+	cv->m = m;
+	cv->ps = ps;
+	cv->rand_state = (unsigned)wall_ns() | 1u;
+	snprintf(cv->why_not, sizeof(cv->why_not), "cluster view: not synced yet");
+	pthread_mutex_init(&cv->mu, NULL);
+	if (snapshot_slot_init(&cv->slot) != 0 || view_builder_new(&cv->cfg.limits, &cv->b) != 0 ||
+	    !(cv->multi = curl_multi_init())) {
+		cluster_view_free(cv);
+		return -ENOMEM;
+	}
+	for (k = 0; k < RES_COUNT; k++) {
+		struct reflector *r = &cv->r[k];
+
+		r->cv = cv;
+		r->res = (enum res)k;
+		r->need_list = true;
+		r->reason = RELIST_START;
+		buf_init(&r->errbody, ERRBODY_MAX + 1);
+	}
+	*out = cv;
+	return 0;
+}
+
+int cluster_view_start(struct cluster_view *cv)
+{
+	int rc = pthread_create(&cv->thread, NULL, run, cv);
+
+	if (rc)
+		return -rc;
+	cv->started = true;
+	return 0;
+}
+
+void cluster_view_stop(struct cluster_view *cv)
+{
+	if (!cv || !cv->started)
+		return;
+	atomic_store(&cv->stop, true);
+	curl_multi_wakeup(cv->multi);
+	pthread_join(cv->thread, NULL);
+	cv->started = false;
+}
+
+void cluster_view_free(struct cluster_view *cv)
+{
+	int k;
+
+	if (!cv)
+		return;
+	cluster_view_stop(cv);
+	snapshot_slot_destroy(&cv->slot);
+	while (cv->handles) {
+		struct view_handle *h = cv->handles;
+
+		cv->handles = h->next;
+		free(h);
+	}
+	for (k = 0; k < RES_COUNT; k++) {
+		struct reflector *r = &cv->r[k];
+
+		if (r->easy)
+			finish_request(cv, r);
+		view_stream_free(r->stream);
+		buf_free(&r->errbody);
+		cm_clear(&r->cm);
+		cm_clear(&r->cm_list);
+	}
+	view_builder_free(cv->b);
+	if (cv->multi)
+		curl_multi_cleanup(cv->multi);
+	kube_config_free(&cv->cfg.kube);
+	pthread_mutex_destroy(&cv->mu);
+	free(cv);
+}
+
+/* --- status and metrics ------------------------------------------------------------ */
+
+static double age_s(const struct reflector *r, int64_t now)
+{
+	int64_t t = atomic_load(&r->last_event_ns);
+
+	return t ? (double)(now - t) / 1e9 : -1;
+}
+
+int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
+{
+	struct view_stats st;
+	int64_t now = wall_ns();
+	int rc, k;
+
+	pthread_mutex_lock(&cv->mu);
+	st = cv->stats;
+	rc = buf_printf(out, "{\"synced\":%s,\"version\":\"%s\",\"resources\":{",
+			cv->why_not[0] ? "false" : "true", cv->version);
+	pthread_mutex_unlock(&cv->mu);
+	for (k = 0; rc == 0 && k < RES_COUNT; k++) {
+		const struct reflector *r = &cv->r[k];
+		uint64_t objects = k == RES_SLICES ? st.objects[VIEW_SLICES]
+				   : k == RES_CLAIMS ? st.objects[VIEW_CLAIMS] : 1;
+
+		rc = buf_printf(out, "%s\"%s\":{\"synced\":%s,\"objects\":%" PRIu64
+				",\"lastEventAgeSeconds\":%.3f}", k ? "," : "", res_names[k],
+				atomic_load(&r->synced_pub) ? "true" : "false", objects, age_s(r, now));
+	}
+	return rc ? rc : buf_add_cstr(out, "}}");
+}
+
+int cluster_view_render_metrics(void *ctx, struct buf *out)
+{
+	struct cluster_view *cv = ctx;
+	struct view_stats st;
+	int64_t now = wall_ns();
+	int rc, k, i;
+
+	pthread_mutex_lock(&cv->mu);
+	st = cv->stats;
+	pthread_mutex_unlock(&cv->mu);
+	rc = buf_add_cstr(out, "# HELP dra_guard_watch_events_total WATCH events applied, by resource and type.\n"
+			  "# TYPE dra_guard_watch_events_total counter\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		for (i = 0; rc == 0 && i < VIEW_EVENT_COUNT; i++)
+			rc = buf_printf(out, "dra_guard_watch_events_total{resource=\"%s\",type=\"%s\"} %" PRIu64 "\n",
+					res_names[k], event_names[i], (uint64_t)atomic_load(&cv->r[k].events[i]));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_relists_total LISTs started, by resource and reason "
+				  "(start, expired: 410, error: connection or server, decode: a body not as the API server sends).\n"
+				  "# TYPE dra_guard_watch_relists_total counter\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		for (i = 0; rc == 0 && i < RELIST_COUNT; i++)
+			rc = buf_printf(out, "dra_guard_watch_relists_total{resource=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+					res_names[k], reason_names[i], (uint64_t)atomic_load(&cv->r[k].relists[i]));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_bytes_total Bytes of LIST and WATCH bodies decoded, by resource.\n"
+				  "# TYPE dra_guard_watch_bytes_total counter\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		rc = buf_printf(out, "dra_guard_watch_bytes_total{resource=\"%s\"} %" PRIu64 "\n", res_names[k],
+				(uint64_t)atomic_load(&cv->r[k].bytes));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_skipped_objects_total Objects that did not decode or "
+				  "were refused by a cap, by resource (logged).\n"
+				  "# TYPE dra_guard_watch_skipped_objects_total counter\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		rc = buf_printf(out, "dra_guard_watch_skipped_objects_total{resource=\"%s\"} %" PRIu64 "\n",
+				res_names[k], (uint64_t)atomic_load(&cv->r[k].skipped));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_synced 1 once the resource's first LIST completed.\n"
+				  "# TYPE dra_guard_watch_synced gauge\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		rc = buf_printf(out, "dra_guard_watch_synced{resource=\"%s\"} %d\n", res_names[k],
+				atomic_load(&cv->r[k].synced_pub) ? 1 : 0);
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_last_event_age_seconds Seconds since the last LIST, "
+				  "event or bookmark of the resource; -1 before the first.\n"
+				  "# TYPE dra_guard_watch_last_event_age_seconds gauge\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		rc = buf_printf(out, "dra_guard_watch_last_event_age_seconds{resource=\"%s\"} %.3f\n",
+				res_names[k], age_s(&cv->r[k], now));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_list_duration_seconds Time from a LIST's first page "
+				  "to its swap into the view, by resource.\n"
+				  "# TYPE dra_guard_watch_list_duration_seconds histogram\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++) {
+		uint64_t cum = 0;
+
+		for (i = 0; rc == 0 && i < LIST_BUCKETS; i++) {
+			cum += atomic_load(&cv->r[k].list_hist[i]);
+			rc = buf_printf(out, "dra_guard_watch_list_duration_seconds_bucket{resource=\"%s\",le=\"%g\"} %"
+					PRIu64 "\n", res_names[k], list_bucket_s[i], cum);
+		}
+		cum += atomic_load(&cv->r[k].list_hist[LIST_BUCKETS]);
+		if (rc == 0)
+			rc = buf_printf(out, "dra_guard_watch_list_duration_seconds_bucket{resource=\"%s\",le=\"+Inf\"} %"
+					PRIu64 "\ndra_guard_watch_list_duration_seconds_sum{resource=\"%s\"} %.3f\n"
+					"dra_guard_watch_list_duration_seconds_count{resource=\"%s\"} %" PRIu64 "\n",
+					res_names[k], cum, res_names[k],
+					(double)atomic_load(&cv->r[k].list_sum_ms) / 1000.0, res_names[k], cum);
+	}
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_view_objects Objects held in the cluster view, by resource.\n"
+				"# TYPE dra_guard_view_objects gauge\n"
+				"dra_guard_view_objects{resource=\"resourceslices\"} %u\n"
+				"dra_guard_view_objects{resource=\"resourceclaims\"} %u\n"
+				"dra_guard_view_objects{resource=\"pools\"} %u\n"
+				"dra_guard_view_objects{resource=\"pool_tombstones\"} %u\n"
+				"# HELP dra_guard_view_memory_bytes Bytes the view's records and interned atoms take.\n"
+				"# TYPE dra_guard_view_memory_bytes gauge\n"
+				"dra_guard_view_memory_bytes{part=\"records\"} %zu\n"
+				"dra_guard_view_memory_bytes{part=\"atoms\"} %zu\n"
+				"# HELP dra_guard_view_snapshots Published snapshots still read by a request.\n"
+				"# TYPE dra_guard_view_snapshots gauge\n"
+				"dra_guard_view_snapshots %u\n",
+				st.objects[VIEW_SLICES], st.objects[VIEW_CLAIMS], st.pools, st.pool_tombstones,
+				st.record_bytes, st.atom_bytes, st.snapshots);
+	return rc;
+}

@@ -1,0 +1,96 @@
+/* cluster_view.h - the guard's watch on the API server.
+ *
+ * One thread lists and watches, the way client-go's reflector does, the
+ * ResourceSlices, the ResourceClaims of all namespaces and the guard's own
+ * policy ConfigMap (a field selector on its name), over libcurl (one multi
+ * handle, one connection per request, TLS verified). Each LIST is paged
+ * (limit / continue) and decoded as it arrives (view_stream.h); the WATCH
+ * that follows starts at the LIST's resourceVersion with bookmarks and a
+ * server-side timeout and resumes from the last event or bookmark. A 410
+ * (Expired / Gone), a body that is not what the API server sends, or a
+ * LIST cut short starts a relist, which builds the resource's table apart
+ * and swaps it in whole; errors back off exponentially with jitter; one
+ * request per resource at a time, so never two relists of one resource.
+ *
+ * The resource.k8s.io version is the first of v1, v1beta2, v1beta1 that the
+ * server's discovery offers.
+ *
+ * Slices and claims go into the view (policy/view.h), published as a new
+ * snapshot at most every CLUSTER_VIEW_PUBLISH_MS while events arrive; the
+ * first one only once every resource has synced. The ConfigMap goes to the
+ * policy source (policy_source_offer_api()), so a freeze reaches every
+ * replica as fast as the watch delivers it.
+ *
+ * Request threads acquire the current snapshot (no lock held while they
+ * read it); the watcher frees what no snapshot reaches any more. */
+#ifndef DRA_GUARD_CLUSTER_VIEW_H
+#define DRA_GUARD_CLUSTER_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "kube_config.h"
+#include "metrics.h"
+#include "policy_source.h"
+#include "snapshot.h"
+#include "view.h"
+
+#define CLUSTER_VIEW_PUBLISH_MS 20
+
+struct cluster_view_config {
+	struct kube_config kube;      /* taken over by cluster_view_new() */
+	char cm_namespace[64];
+	char cm_name[254];
+	unsigned page_size;           /* LIST limit */
+	unsigned watch_timeout_s;     /* WATCH timeoutSeconds (jittered up to +10%) */
+	unsigned connect_timeout_s;
+	unsigned list_timeout_s;      /* one LIST page, whole */
+	size_t max_object;            /* bytes of one object's JSON */
+	struct view_limits limits;
+};
+
+/* Defaults: page 500, watch 300 s, connect 10 s, list page 120 s, objects
+ * 3 MiB, view_limits_default(). */
+void cluster_view_config_default(struct cluster_view_config *cfg);
+
+struct cluster_view;
+
+/* Take over cfg->kube (cfg's kube is emptied). m and ps are borrowed and
+ * must outlive the view. 0 or -ENOMEM. Nothing runs until start. */
+int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct policy_source *ps,
+		     struct cluster_view **out);
+
+/* Start the watcher thread. 0 or a negative errno. */
+int cluster_view_start(struct cluster_view *cv);
+
+/* Stop the thread and wait for it. Snapshots still held stay valid until
+ * cluster_view_free(). */
+void cluster_view_stop(struct cluster_view *cv);
+
+/* NULL is a no-op. No snapshot may still be held. */
+void cluster_view_free(struct cluster_view *cv);
+
+/* A reference to the current snapshot (snapshot_get() gives the const
+ * struct view), or NULL before the first full sync. Any thread; release
+ * with snapshot_release(). */
+struct snapshot *cluster_view_acquire(struct cluster_view *cv);
+
+/* The view a snapshot from cluster_view_acquire() holds. */
+const struct view *cluster_view_get(const struct snapshot *s);
+
+/* True once every watched resource has synced once (it stays true when
+ * the API server is lost later); otherwise why says what is missing and
+ * the last error. Any thread. */
+bool cluster_view_ready(struct cluster_view *cv, char *why, size_t n);
+
+/* {"synced":..,"version":"v1","resources":{"resourceslices":{"synced":..,
+ * "objects":..,"lastEventAgeSeconds":..},...},"stale":..} appended to out,
+ * for /readyz. Any thread. */
+int cluster_view_status_json(struct cluster_view *cv, struct buf *out);
+
+/* The view's metrics families appended to out (metrics_set_extra()). */
+int cluster_view_render_metrics(void *cv, struct buf *out);
+
+#endif
