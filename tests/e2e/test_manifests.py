@@ -73,9 +73,10 @@ CLUSTER_SCOPED = {"resourceslices"}
 # Pod Security "restricted" (v1.36), the parts a Deployment can get wrong.
 RESTRICTED_SECCOMP = ("RuntimeDefault", "Localhost")
 
-# Kinds allowed outside a namespace; anything cluster-wide beyond these
-# (a ClusterRole, say) is a privilege the guard does not need.
-CLUSTER_KINDS = {"Namespace", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+# Kinds allowed outside a namespace; the ClusterRole is checked to read only
+# what the cluster view watches.
+CLUSTER_KINDS = {"Namespace", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
+                 "ClusterRole", "ClusterRoleBinding"}
 
 # kustomize v2.0.3 (Debian 12's kubectl) knows these kustomization fields and
 # reads directories only from `bases`.
@@ -295,6 +296,25 @@ def test_role_reads_only_the_policy_configmap():
         check(rb["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": GUARD_NS}],
               "%s: RoleBinding subjects %s, want the Pod's ServiceAccount %s" % (name, rb["subjects"], sa))
         ml.one(objs, "ServiceAccount", sa)
+
+
+def test_cluster_role_only_reads_slices_and_claims():
+    for name, objs in renders().items():
+        _, pod, _, _ = deployment_parts(objs)
+        role = ml.one(objs, "ClusterRole")
+        rules = [(tuple(r.get("apiGroups", [])), tuple(sorted(r.get("resources", []))),
+                  tuple(sorted(r.get("verbs", []))), tuple(r.get("resourceNames", [])))
+                 for r in role["rules"]]
+        want = [(("resource.k8s.io",), ("resourceclaims", "resourceslices"), ("get", "list", "watch"), ())]
+        check(rules == want, "%s: ClusterRole rules %s, want only %s" % (name, rules, want))
+        crb = ml.one(objs, "ClusterRoleBinding")
+        check(crb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                 "name": role["metadata"]["name"]}, "%s: ClusterRoleBinding roleRef" % name)
+        sa = pod.get("serviceAccountName")
+        check(crb["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": GUARD_NS}],
+              "%s: ClusterRoleBinding subjects %s" % (name, crb["subjects"]))
+        check(pod.get("automountServiceAccountToken") is not False,
+              "%s: the Pod mounts no token, so the cluster view cannot authenticate" % name)
 
 
 # --- the Deployment -------------------------------------------------------------------
@@ -959,6 +979,7 @@ def main():
         test_certs_cluster_mode_drops_an_expired_previous_ca,
         test_network_policy_sample_admits_the_webhook_and_metrics_ports,
         test_driver_rbac_sample_fits_the_least_privilege_rules,
+        test_cluster_role_only_reads_slices_and_claims,
     ]
     try:
         ml.run_tests(tests)
