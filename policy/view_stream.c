@@ -2,13 +2,17 @@
  *
  * The scanner wants whole text, so the stream keeps the bytes not yet
  * consumed and takes one step at a time from them: a member of the LIST
- * envelope, one item, one WATCH event. A step parses with a fresh scanner
- * over what is buffered; when the scanner stops at the very end of the
- * buffer the step was cut by the chunking, nothing is consumed, and it is
- * tried again once the buffer has at least doubled past that point (so an
- * object split over many chunks is scanned a bounded number of times).
- * Any other error is the body's. Consumed bytes are dropped from the front
- * when they are the larger part, so the buffer holds about one object. */
+ * envelope, one item, one WATCH event. Items and events are framed first:
+ * a small resumable state machine (depth, inside a string, after a
+ * backslash) walks each byte once as it arrives and finds where the value
+ * closes; only then does the scanner parse (and validate) the whole value,
+ * so a value split over many chunks costs one extra pass, and the last
+ * event of a burst is applied the moment its last byte arrives. The few
+ * small envelope members are parsed from what is buffered and, when the
+ * scanner stops at the very end of the buffer, tried again when the buffer
+ * has doubled (the rest of a LIST always follows). Any other error is the
+ * body's. Consumed bytes are dropped from the front when they are the
+ * larger part, so the buffer holds about one object. */
 #include "view_stream.h"
 
 #include <errno.h>
@@ -45,6 +49,10 @@ struct view_stream {
 	char *buf;
 	size_t len, pos, alloc;
 	size_t retry_at;            /* wait for this many buffered bytes before the next try */
+	bool framing;               /* an item or event is being framed */
+	size_t frame_pos;           /* next byte to look at */
+	unsigned frame_depth;
+	bool frame_str, frame_esc;
 	enum state st;
 	bool first;                 /* no member / element yet in the current container */
 	uint32_t seen;              /* envelope members read */
@@ -145,6 +153,45 @@ static void copy_str(char *dst, size_t n, struct str v)
 
 	memcpy(dst, v.ptr, k);
 	dst[k] = '\0';
+}
+
+/* Walk the bytes of the value that starts at p ('{') as they arrive: the
+ * offset just past its closing brace, or 0 while it is not complete. The
+ * scanner validates the value afterwards; this only has to find its end,
+ * which it does exactly for valid JSON. */
+static size_t frame(struct view_stream *s, size_t p)
+{
+	size_t i;
+
+	if (!s->framing) {
+		s->framing = true;
+		s->frame_pos = p;
+		s->frame_depth = 0;
+		s->frame_str = s->frame_esc = false;
+	}
+	for (i = s->frame_pos; i < s->len; i++) {
+		char c = s->buf[i];
+
+		if (s->frame_str) {
+			if (s->frame_esc)
+				s->frame_esc = false;
+			else if (c == '\\')
+				s->frame_esc = true;
+			else if (c == '"')
+				s->frame_str = false;
+			continue;
+		}
+		if (c == '"') {
+			s->frame_str = true;
+		} else if (c == '{' || c == '[') {
+			s->frame_depth++;
+		} else if ((c == '}' || c == ']') && s->frame_depth > 0 && --s->frame_depth == 0) {
+			s->framing = false;
+			return i + 1;
+		}
+	}
+	s->frame_pos = i;
+	return 0;
 }
 
 /* --- Status ---------------------------------------------------------------- */
@@ -322,10 +369,16 @@ static int list_step(struct view_stream *s, bool final, const struct view_stream
 				    (unsigned long long)at(s, p));
 		{
 			struct str raw;
+			size_t end = frame(s, p);
 
-			jscan_init(&j, s->buf + p, s->len - p, s->lim.max_depth);
-			if (jscan_skip(&j, &raw) < 0)
-				return scan_error(s, &j, p, final, "a LIST item");
+			if (!end) {
+				if (s->frame_pos - p > s->max_object)
+					return fail(s, -E2BIG, "a LIST item of more than %zu bytes", s->max_object);
+				return final ? fail(s, -EBADMSG, "the LIST ends inside an item") : 1;
+			}
+			jscan_init(&j, s->buf + p, end - p, s->lim.max_depth);
+			if (jscan_skip(&j, &raw) < 0 || jscan_finish(&j) < 0)
+				return scan_error(s, &j, p, true, "a LIST item");
 			if (raw.len > s->max_object)
 				return fail(s, -E2BIG, "a LIST item of %zu bytes is over the limit of %zu",
 					    raw.len, s->max_object);
@@ -445,12 +498,18 @@ static int watch_step(struct view_stream *s, bool final, const struct view_strea
 		return fail(s, -EBADMSG, "a WATCH event is not an object (byte %llu)",
 			    (unsigned long long)at(s, p));
 	/* Whole first, so a cut event is not half decoded. */
-	jscan_init(&j, s->buf + p, s->len - p, ENVELOPE_DEPTH + s->lim.max_depth);
-	if (jscan_skip(&j, NULL) < 0)
-		return scan_error(s, &j, p, final, "a WATCH event");
-	if (jscan_offset(&j) > s->max_object + 4096)
-		return fail(s, -E2BIG, "a WATCH event of %zu bytes is over the limit of %zu",
-			    jscan_offset(&j), s->max_object);
+	{
+		size_t end = frame(s, p);
+
+		if (!end) {
+			if (s->frame_pos - p > s->max_object + 4096)
+				return fail(s, -E2BIG, "a WATCH event of more than %zu bytes", s->max_object);
+			return final ? fail(s, -EBADMSG, "the body ends inside a WATCH event") : 1;
+		}
+		jscan_init(&j, s->buf + p, end - p, ENVELOPE_DEPTH + s->lim.max_depth);
+		if (jscan_skip(&j, NULL) < 0 || jscan_finish(&j) < 0)
+			return scan_error(s, &j, p, true, "a WATCH event");
+	}
 	jscan_init(&j, s->buf + p, s->len - p, ENVELOPE_DEPTH + s->lim.max_depth);
 	jscan_object_enter(&j);
 	arena_reset(s->arena);
@@ -504,7 +563,9 @@ static int run(struct view_stream *s, bool final, const struct view_stream_sink 
 
 			if (pending > s->max_object + VIEW_CONTINUE_MAX + 4096)
 				return fail(s, -E2BIG, "an object of more than %zu bytes", s->max_object);
-			s->retry_at = 2 * (s->len - s->pos);
+			/* A value being framed goes on with the next byte; an
+			 * envelope member is retried when the buffer doubled. */
+			s->retry_at = s->framing ? 0 : 2 * (s->len - s->pos);
 			return 0;
 		}
 		s->retry_at = 0;
@@ -519,6 +580,8 @@ int view_stream_feed(struct view_stream *s, const char *p, size_t n,
 	if (s->pos > 0 && (s->pos >= s->len / 2 || s->len + n > s->alloc)) {
 		memmove(s->buf, s->buf + s->pos, s->len - s->pos);
 		s->len -= s->pos;
+		if (s->framing)
+			s->frame_pos -= s->pos;
 		s->pos = 0;
 	}
 	if (s->len + n > s->alloc) {

@@ -366,6 +366,38 @@ static void test_garbage_bodies_are_errors(void **state)
 	}
 }
 
+/* The last event of a burst is applied when its last byte arrives, however
+ * it was split: no waiting for more bytes that may not come for a minute. */
+static void test_an_event_is_applied_when_its_last_byte_arrives(void **state)
+{
+	struct view_stream_sink sink = { sink_object, sink_skipped, NULL };
+	struct view_builder *b = NULL;
+	struct view_stream *s = NULL;
+	struct feed f;
+	struct buf text;
+	size_t n, cut;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	f = (struct feed){ b, VIEW_SLICES, false, 1, 0, "" };
+	sink.ctx = &f;
+	buf_init(&text, 1u << 20);
+	buf_add_cstr(&text, "{\"type\":\"ADDED\",\"object\":");
+	slice_json(&text, "a", "gpu.example.com", "node-1", 1, 1, 8, true);
+	buf_add_cstr(&text, "}\n");
+	n = buf_len(&text);
+	for (cut = 2; cut < n; cut += n / 7 + 1) {
+		assert_int_equal(view_stream_new(VIEW_STREAM_WATCH, OBJECT_RESOURCE_SLICE, API_V1, MAX_OBJECT, &s), 0);
+		assert_int_equal(view_stream_feed(s, buf_cstr(&text), n - cut, &sink), 0);
+		assert_int_equal(view_stream_info(s)->events[VIEW_ADDED], 0);
+		assert_int_equal(view_stream_feed(s, buf_cstr(&text) + n - cut, cut, &sink), 0);
+		assert_int_equal(view_stream_info(s)->events[VIEW_ADDED], 1);
+		view_stream_free(s);
+	}
+	view_builder_free(b);
+	buf_free(&text);
+}
+
 static void test_watch_error_event_reports_the_status(void **state)
 {
 	static const char body[] =
@@ -562,6 +594,7 @@ int main(void)
 		cmocka_unit_test(test_claims_are_compact_and_keyed_by_namespace),
 		cmocka_unit_test(test_garbage_bodies_are_errors),
 		cmocka_unit_test(test_watch_error_event_reports_the_status),
+		cmocka_unit_test(test_an_event_is_applied_when_its_last_byte_arrives),
 		cmocka_unit_test(test_relist_replaces_whole_and_keeps_generations),
 		cmocka_unit_test(test_churn_keeps_the_table_consistent),
 		cmocka_unit_test(test_limits_refuse_instead_of_truncating),

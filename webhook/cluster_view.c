@@ -85,6 +85,7 @@ struct reflector {
 	atomic_uint_fast64_t list_sum_ms;
 	atomic_uint_fast64_t list_count;
 	atomic_bool synced_pub;
+	atomic_bool cm_exists_pub;
 };
 
 struct view_handle {
@@ -296,6 +297,7 @@ static int cm_set(struct config_map_copy *c, const struct config_map *cm)
 
 static void cm_offer(struct cluster_view *cv, const struct config_map_copy *c, const char *why)
 {
+	atomic_store(&cv->r[RES_CONFIGMAP].cm_exists_pub, c->exists);
 	if (!c->exists) {
 		policy_source_offer_api(cv->ps, false, NULL, 0, false, NULL, 0, false, NULL, 0, why);
 		return;
@@ -634,6 +636,10 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 	finish_request(cv, r);
 	info = view_stream_info(r->stream);
 	count_events(r);
+	/* Every event applied moved the resume point, however the WATCH
+	 * ended: resuming from an older one would apply events twice. */
+	if (!r->listing && info->resource_version[0])
+		snprintf(r->rv, sizeof(r->rv), "%s", info->resource_version);
 	if (r->http != 0 && r->http != 200) {
 		struct view_status st;
 
@@ -671,8 +677,6 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 	}
 	/* A WATCH that ended: by its timeout (resume at once), or with an
 	 * ERROR event. */
-	if (info->resource_version[0])
-		snprintf(r->rv, sizeof(r->rv), "%s", info->resource_version);
 	if (info->has_status) {
 		snprintf(detail, sizeof(detail), "ERROR event %d %s: %s", info->status.code,
 			 info->status.reason, info->status.message);
@@ -963,13 +967,127 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 	for (k = 0; rc == 0 && k < RES_COUNT; k++) {
 		const struct reflector *r = &cv->r[k];
 		uint64_t objects = k == RES_SLICES ? st.objects[VIEW_SLICES]
-				   : k == RES_CLAIMS ? st.objects[VIEW_CLAIMS] : 1;
+				   : k == RES_CLAIMS ? st.objects[VIEW_CLAIMS] : atomic_load(&r->cm_exists_pub) ? 1 : 0;
 
 		rc = buf_printf(out, "%s\"%s\":{\"synced\":%s,\"objects\":%" PRIu64
 				",\"lastEventAgeSeconds\":%.3f}", k ? "," : "", res_names[k],
 				atomic_load(&r->synced_pub) ? "true" : "false", objects, age_s(r, now));
 	}
 	return rc ? rc : buf_add_cstr(out, "}}");
+}
+
+struct dump {
+	struct buf *out;
+	bool first;
+};
+
+static int dump_sep(struct dump *d)
+{
+	int rc = d->first ? 0 : buf_add_char(d->out, ',');
+
+	d->first = false;
+	return rc;
+}
+
+static int dump_slice(void *ctx, const struct view_slice *s)
+{
+	struct dump *d = ctx;
+	struct str v = view_atom_str(s->driver), p = view_atom_str(s->pool);
+	int rc = dump_sep(d);
+
+	if (rc == 0)
+		rc = buf_add_cstr(d->out, "{\"name\":");
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, s->name, strlen(s->name));
+	if (rc == 0)
+		rc = buf_printf(d->out, ",\"resourceVersion\":\"%s\",\"driver\":", s->resource_version);
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, v.ptr, v.len);
+	if (rc == 0)
+		rc = buf_add_cstr(d->out, ",\"pool\":");
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, p.ptr, p.len);
+	if (rc == 0)
+		rc = buf_printf(d->out, ",\"generation\":%" PRId64 ",\"devices\":%u}", s->generation, s->ndevices);
+	return rc;
+}
+
+static int dump_claim(void *ctx, const struct view_claim *c)
+{
+	struct dump *d = ctx;
+	struct str ns = view_atom_str(c->namespace), node = view_atom_str(c->node_name);
+	char uid[64];
+	int rc = dump_sep(d);
+
+	view_uid_format(&c->uid, uid, sizeof(uid));
+	if (rc == 0)
+		rc = buf_add_cstr(d->out, "{\"namespace\":");
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, ns.ptr, ns.len);
+	if (rc == 0)
+		rc = buf_add_cstr(d->out, ",\"name\":");
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, c->name, strlen(c->name));
+	if (rc == 0)
+		rc = buf_printf(d->out, ",\"resourceVersion\":\"%s\",\"uid\":", c->resource_version);
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, uid, strlen(uid));
+	if (rc == 0)
+		rc = buf_printf(d->out, ",\"allocated\":%s,\"results\":%u,\"reservedFor\":%u,\"node\":",
+				c->allocated ? "true" : "false", c->nresults, c->nreserved);
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, node.ptr, node.len);
+	return rc ? rc : buf_add_char(d->out, '}');
+}
+
+static int dump_pool(void *ctx, const struct view_pool *p)
+{
+	struct dump *d = ctx;
+	struct str dr = view_atom_str(p->driver), n = view_atom_str(p->name);
+	int rc = dump_sep(d);
+
+	if (rc == 0)
+		rc = buf_add_cstr(d->out, "{\"driver\":");
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, dr.ptr, dr.len);
+	if (rc == 0)
+		rc = buf_add_cstr(d->out, ",\"name\":");
+	if (rc == 0)
+		rc = buf_add_json_str(d->out, n.ptr, n.len);
+	if (rc == 0)
+		rc = buf_printf(d->out, ",\"generation\":%" PRId64 ",\"maxGeneration\":%" PRId64
+				",\"slices\":%u,\"resourceSliceCount\":%" PRId64 "}", p->generation,
+				p->max_generation, p->nslices, p->resource_slice_count);
+	return rc;
+}
+
+int cluster_view_dump_json(struct cluster_view *cv, struct buf *out)
+{
+	struct snapshot *s = cluster_view_acquire(cv);
+	const struct view *v;
+	struct dump d = { out, true };
+	int rc;
+
+	if (!s)
+		return -EAGAIN;
+	v = cluster_view_get(s);
+	rc = buf_printf(out, "{\"seq\":%" PRIu64 ",\"resourceslices\":[", view_seq(v));
+	if (rc == 0)
+		rc = view_each_slice(v, dump_slice, &d);
+	d.first = true;
+	if (rc == 0)
+		rc = buf_add_cstr(out, "],\"resourceclaims\":[");
+	if (rc == 0)
+		rc = view_each_claim(v, dump_claim, &d);
+	d.first = true;
+	if (rc == 0)
+		rc = buf_add_cstr(out, "],\"pools\":[");
+	if (rc == 0)
+		rc = view_each_pool(v, dump_pool, &d);
+	if (rc == 0)
+		rc = buf_add_cstr(out, "]}");
+	snapshot_release(s);
+	return rc;
 }
 
 int cluster_view_render_metrics(void *ctx, struct buf *out)

@@ -90,6 +90,13 @@ bool cluster_view_ready(struct cluster_view *cv, char *why, size_t n);
  * for /readyz. Any thread. */
 int cluster_view_status_json(struct cluster_view *cv, struct buf *out);
 
+/* The published view as JSON: {"seq":..,"resourceslices":[{"name","resourceVersion",
+ * "driver","pool","generation","devices"}],"resourceclaims":[{"namespace","name",
+ * "resourceVersion","uid","allocated","node"}],"pools":[{"driver","name","generation",
+ * "maxGeneration","slices","resourceSliceCount"}]}. -EAGAIN before the first
+ * sync, -E2BIG / -ENOMEM from out. Any thread. */
+int cluster_view_dump_json(struct cluster_view *cv, struct buf *out);
+
 /* The view's metrics families appended to out (metrics_set_extra()). */
 int cluster_view_render_metrics(void *cv, struct buf *out);
 

@@ -675,6 +675,42 @@ static enum MHD_Result answer_metrics(struct httpd *h, struct MHD_Connection *c)
 	return ret;
 }
 
+/* GET /debug/view: the published view's objects (names, resourceVersions,
+ * pools with their generations) as JSON; 404 without a cluster view, 503
+ * before its first sync. */
+static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection *c)
+{
+	struct MHD_Response *r;
+	struct buf b;
+	char *text = NULL;
+	size_t len = 0;
+	enum MHD_Result ret;
+	int rc;
+
+	if (!h->env.view)
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
+	buf_init(&b, (size_t)1 << 30);
+	rc = cluster_view_dump_json(h->env.view, &b);
+	if (rc == -EAGAIN) {
+		buf_free(&b);
+		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, h->r_503);
+	}
+	if (rc != 0 || buf_take(&b, &text, &len) != 0) {
+		buf_free(&b);
+		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
+	}
+	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result handle_metrics(void *cls, struct MHD_Connection *c, const char *url,
 				      const char *method, const char *version, const char *upload_data,
 				      size_t *upload_data_size, void **req_cls)
@@ -688,7 +724,8 @@ static enum MHD_Result handle_metrics(void *cls, struct MHD_Connection *c, const
 	if (*req_cls)
 		return (*upload_data_size = 0, MHD_YES);
 	*req_cls = h;
-	if (strcmp(url, "/metrics") != 0 && strcmp(url, "/healthz") != 0 && strcmp(url, "/readyz") != 0)
+	if (strcmp(url, "/metrics") != 0 && strcmp(url, "/healthz") != 0 && strcmp(url, "/readyz") != 0 &&
+	    strcmp(url, "/debug/view") != 0)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
 	if (!get)
 		return MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, h->r_405_get);
@@ -696,6 +733,8 @@ static enum MHD_Result handle_metrics(void *cls, struct MHD_Connection *c, const
 		return answer_metrics(h, c);
 	if (strcmp(url, "/healthz") == 0)
 		return MHD_queue_response(c, MHD_HTTP_OK, h->r_healthz);
+	if (strcmp(url, "/debug/view") == 0)
+		return answer_debug_view(h, c);
 	return answer_readyz(h, c);
 }
 
