@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 
+#include "doc.h"
 #include "log.h"
 #include "view_stream.h"
 
@@ -649,7 +650,7 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 		if (r->http == 410) {
 			start_relist(cv, r, RELIST_EXPIRED);
 			r->next_ms = 0;
-			snprintf(r->last_error, sizeof(r->last_error), "%s", detail);
+			snprintf(r->last_error, sizeof(r->last_error), "%.500s", detail);
 			return;
 		}
 		if (r->http == 401)
@@ -684,7 +685,7 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 		    strcmp(info->status.reason, "Gone") == 0) {
 			start_relist(cv, r, RELIST_EXPIRED);
 			r->next_ms = 0;
-			snprintf(r->last_error, sizeof(r->last_error), "%s", detail);
+			snprintf(r->last_error, sizeof(r->last_error), "%.500s", detail);
 			return;
 		}
 		fail_backoff(cv, r, "watch", detail);
@@ -741,19 +742,26 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 	} else if (code != 200) {
 		snprintf(err, errn, "discovery: HTTP %ld from %s", code, url);
 	} else {
-		/* The group's versions: a plain search is enough to choose, the
-		 * body is only read for the groupVersion strings. */
-		for (i = 0; i < 3; i++) {
-			char needle[64];
+		/* An APIGroup: versions[].version, read with the strict reader. */
+		struct doc_set *set = NULL;
+		const struct doc_node *versions = NULL;
+		size_t j;
 
-			snprintf(needle, sizeof(needle), "\"groupVersion\":\"resource.k8s.io/%s\"", pref[i]);
-			if (strstr(buf_cstr(&body), needle)) {
-				snprintf(cv->version, sizeof(cv->version), "%s", pref[i]);
-				cv->api_version = ver[i];
-				rc = 0;
-				break;
+		if (doc_parse_json(buf_cstr(&body), buf_len(&body), NULL, &set, NULL) == 0)
+			versions = doc_map_get(doc_set_root(set, 0), "versions");
+		for (i = 0; rc && versions && versions->type == DOC_SEQ && i < 3; i++) {
+			for (j = 0; j < versions->n; j++) {
+				const struct doc_node *v = doc_map_get(versions->items[j], "version");
+
+				if (v && v->type == DOC_STRING && strcmp(v->text.ptr, pref[i]) == 0) {
+					snprintf(cv->version, sizeof(cv->version), "%s", pref[i]);
+					cv->api_version = ver[i];
+					rc = 0;
+					break;
+				}
 			}
 		}
+		doc_set_free(set);
 		if (rc)
 			snprintf(err, errn, "discovery: the server offers none of resource.k8s.io v1, v1beta2, v1beta1");
 	}

@@ -73,7 +73,7 @@ static int read_file(const char *path, char **out, size_t *len, char *err, const
 	int rc = fileio_read(path, KUBE_FILE_MAX, out, len);
 
 	if (rc)
-		snprintf(err, KUBE_CONFIG_ERROR_MAX, "cannot read %s %s: %s", what, path, strerror(-rc));
+		snprintf(err, KUBE_CONFIG_ERROR_MAX, "cannot read %s %.400s: %s", what, path, strerror(-rc));
 	return rc;
 }
 
@@ -98,7 +98,7 @@ static int in_cluster(char *(*getenv_fn)(const char *), const char *sa_dir, stru
 		return rc;
 	snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/token", sa_dir);
 	if ((rc = kube_config_token_refresh(cfg, mono_ms(), true)) != 0) {
-		snprintf(err, KUBE_CONFIG_ERROR_MAX, "cannot read the ServiceAccount token %s: %s",
+		snprintf(err, KUBE_CONFIG_ERROR_MAX, "cannot read the ServiceAccount token %.300s: %s",
 			 cfg->token_file, strerror(-rc));
 		return rc;
 	}
@@ -185,7 +185,7 @@ static int file_or_data(const struct doc_node *m, const char *key, const char *d
 	if (file[0] == '/')
 		snprintf(full, sizeof(full), "%s", file);
 	else
-		snprintf(full, sizeof(full), "%s/%s", dir, file);
+		snprintf(full, sizeof(full), "%.2000s/%.2000s", dir, file);
 	return read_file(full, out, len, err, key);
 }
 
@@ -281,9 +281,9 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
 			if (s[0] == '/')
 				snprintf(cfg->token_file, sizeof(cfg->token_file), "%s", s);
 			else
-				snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/%s", dir, s);
+				snprintf(cfg->token_file, sizeof(cfg->token_file), "%.2000s/%.2000s", dir, s);
 			if ((rc = kube_config_token_refresh(cfg, mono_ms(), true)) != 0) {
-				snprintf(err, KUBE_CONFIG_ERROR_MAX, "%s: cannot read tokenFile %s: %s", path,
+				snprintf(err, KUBE_CONFIG_ERROR_MAX, "%.200s: cannot read tokenFile %.200s: %s", path,
 					 cfg->token_file, strerror(-rc));
 				goto fail;
 			}

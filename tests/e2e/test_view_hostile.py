@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The cluster view against a hostile API server: bodies that are not JSON,
+cut short, nested too deep, objects that do not decode, oversized objects.
+Each is an error and a relist (or a skipped, counted object), never a crash
+and never a half-built view; the guard runs under ASan here. A fake server
+is the only way to send garbage: the real one never does."""
+
+import http.server
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import guard  # noqa: E402
+from guard import check  # noqa: E402
+
+DISCOVERY = {"kind": "APIGroup", "apiVersion": "v1", "name": "resource.k8s.io",
+             "versions": [{"groupVersion": "resource.k8s.io/v1beta2", "version": "v1beta2"},
+                          {"groupVersion": "resource.k8s.io/v1", "version": "v1"}],
+             "preferredVersion": {"groupVersion": "resource.k8s.io/v1", "version": "v1"}}
+
+SLICE = {"metadata": {"name": "s1", "resourceVersion": "7"},
+         "spec": {"driver": "d.example.com", "nodeName": "n1",
+                  "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "dev-0"}]}}
+
+# What the slices LIST answers, in turn; then a good one.
+BAD_LISTS = [
+    b'{"kind":"ResourceSliceList","items":[{"metadata":{"name":"x"}} oops]}',
+    b'{"kind":"ResourceSliceList","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"x"',
+    b'{"items":[' + b'[' * 5000 + b']' * 5000 + b']}',
+    b'\xff\xfe\x00garbage',
+    b'{"items":[{"metadata":{"name":"big","x":"' + b'a' * (4 << 20) + b'"}}]}',
+]
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.slice_lists = 0
+        self.slice_watches = 0
+        self.stop = threading.Event()
+
+
+STATE = State()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send_body(self, code, body, ctype="application/json"):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        path, _, query = self.path.partition("?")
+        if path == "/apis/resource.k8s.io":
+            return self.send_body(200, json.dumps(DISCOVERY).encode())
+        watch = "watch=true" in query
+        if not watch:
+            if path.endswith("/resourceslices"):
+                with STATE.lock:
+                    n = STATE.slice_lists
+                    STATE.slice_lists += 1
+                if n < len(BAD_LISTS):
+                    return self.send_body(200, BAD_LISTS[n])
+                body = {"kind": "ResourceSliceList", "metadata": {"resourceVersion": "10"}, "items": [SLICE]}
+                return self.send_body(200, json.dumps(body).encode())
+            return self.send_body(200, b'{"kind":"List","metadata":{"resourceVersion":"10"},"items":[]}')
+        # WATCH: the first slices watch sends an object that does not decode
+        # (skipped) and then garbage (relist); every other watch stays open.
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk(b):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+            self.wfile.flush()
+
+        if path.endswith("/resourceslices"):
+            with STATE.lock:
+                n = STATE.slice_watches
+                STATE.slice_watches += 1
+            if n == 0:
+                chunk(b'{"type":"ADDED","object":{"metadata":{"name":"s2","resourceVersion":"11"},'
+                      b'"spec":{"devices":"not a list"}}}\n')
+                chunk(b'{"type":"ADDED","object":{"metadata":{"name":"s3"}},"x":tru}\n')
+                chunk(b"")
+                return
+        while not STATE.stop.wait(0.2):
+            pass
+        try:
+            chunk(b"")
+        except OSError:
+            pass
+
+
+def serve(certs):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(os.path.join(certs, "tls.crt"), os.path.join(certs, "tls.key"))
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_garbage_bodies_relist_and_never_crash():
+    with guard.TempDir() as d:
+        guard.make_certs(d)
+        srv = serve(d)
+        kc = os.path.join(d, "kc.yaml")
+        with open(kc, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n"
+                    "    server: https://localhost:%d\n    certificate-authority: %s\n"
+                    "users:\n- name: u\n  user:\n    token: t0k3n\n"
+                    "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n"
+                    % (srv.server_address[1], os.path.join(d, "ca.crt")))
+        try:
+            with guard.Server(d, args=["--kubeconfig", kc], asan=True, wait_ready=False) as s:
+                ok, body = s.ready()
+                check(not ok, "ready before the slices LIST succeeded: %s" % body)
+                s.wait(lambda: s.ready()[0], "the guard to sync after the bad LISTs", timeout=60)
+                m = s.metrics()
+                decode = guard.metric(m, "dra_guard_watch_relists_total", resource="resourceslices",
+                                      reason="decode") or 0
+                check(decode >= len(BAD_LISTS), "relists for bad bodies: %s, want %d" % (decode, len(BAD_LISTS)))
+                # the first WATCH: a skipped object, then garbage and a relist
+                s.wait(lambda: (guard.metric(s.metrics(), "dra_guard_watch_skipped_objects_total",
+                                             resource="resourceslices") or 0) >= 1, "the undecodable object skipped")
+                s.wait(lambda: (guard.metric(s.metrics(), "dra_guard_watch_relists_total",
+                                             resource="resourceslices", reason="decode") or 0) > decode,
+                       "a relist after a garbage WATCH event")
+                s.wait(lambda: s.ready()[0], "ready again")
+                st, body = guard.http_get(s.metrics_port, "/debug/view")
+                v = json.loads(body)
+                check([x["name"] for x in v["resourceslices"]] == ["s1"], "the view holds %s" % v["resourceslices"])
+                check(s.find_log("cluster view: request failed") is not None, "failures are logged")
+                STATE.stop.set()
+                check(s.stop() == 0, "the guard did not exit cleanly")
+        finally:
+            STATE.stop.set()
+            srv.shutdown()
+
+
+if __name__ == "__main__":
+    guard.run_tests([test_garbage_bodies_relist_and_never_crash])
