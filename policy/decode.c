@@ -271,7 +271,7 @@ int decode_read_bool(struct dctx *d, bool *out)
 
 int decode_read_int64(struct dctx *d, int64_t *out, bool *present)
 {
-	struct str t;
+	struct str t = { NULL, 0 };  /* GCC 12 LTO: a false "may be used uninitialized" */
 	size_t at, i;
 	uint64_t v = 0, limit;
 	bool neg;

@@ -497,20 +497,16 @@ static int watch_step(struct view_stream *s, bool final, const struct view_strea
 	if (s->buf[p] != '{')
 		return fail(s, -EBADMSG, "a WATCH event is not an object (byte %llu)",
 			    (unsigned long long)at(s, p));
-	/* Whole first, so a cut event is not half decoded. */
-	{
-		size_t end = frame(s, p);
+	/* Framed whole first, so a cut event is never half decoded; the walk
+	 * over its members below validates it. */
+	size_t end = frame(s, p);
 
-		if (!end) {
-			if (s->frame_pos - p > s->max_object + 4096)
-				return fail(s, -E2BIG, "a WATCH event of more than %zu bytes", s->max_object);
-			return final ? fail(s, -EBADMSG, "the body ends inside a WATCH event") : 1;
-		}
-		jscan_init(&j, s->buf + p, end - p, ENVELOPE_DEPTH + s->lim.max_depth);
-		if (jscan_skip(&j, NULL) < 0 || jscan_finish(&j) < 0)
-			return scan_error(s, &j, p, true, "a WATCH event");
+	if (!end) {
+		if (s->frame_pos - p > s->max_object + 4096)
+			return fail(s, -E2BIG, "a WATCH event of more than %zu bytes", s->max_object);
+		return final ? fail(s, -EBADMSG, "the body ends inside a WATCH event") : 1;
 	}
-	jscan_init(&j, s->buf + p, s->len - p, ENVELOPE_DEPTH + s->lim.max_depth);
+	jscan_init(&j, s->buf + p, end - p, ENVELOPE_DEPTH + s->lim.max_depth);
 	jscan_object_enter(&j);
 	arena_reset(s->arena);
 	while ((r = jscan_object_next(&j, &k)) == 1) {
@@ -528,8 +524,10 @@ static int watch_step(struct view_stream *s, bool final, const struct view_strea
 			jscan_skip(&j, NULL);
 		}
 	}
+	if (r < 0 || jscan_finish(&j) < 0)
+		return scan_error(s, &j, p, true, "a WATCH event");
 	start = p;
-	p += jscan_offset(&j);
+	p = end;
 	if (!have_type || !have_obj || event_type(type, &ev) != 0)
 		return fail(s, -EBADMSG, "a WATCH event without a known type and an object (byte %llu)",
 			    (unsigned long long)at(s, start));

@@ -1,0 +1,168 @@
+/* bench_view.c - the cluster view's decode and apply rates, apart from any
+ * API server: a LIST of N claims (each shaped as the scale loader's, with
+ * managedFields) and a WATCH stream of M MODIFIED/ADDED/DELETED events are
+ * made in memory, then fed in 16 KiB chunks through view_stream into the
+ * builder, publishing a snapshot every PUBLISH events (and handing the
+ * previous one back, as a reader would) the way the watcher does.
+ *
+ *   bench_view [CLAIMS [EVENTS [PUBLISH]]]      defaults 100000 200000 500
+ *
+ * Prints one line per phase: bytes, seconds, objects or events per second,
+ * and the view's memory per claim. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "view.h"
+#include "view_stream.h"
+
+#define CHUNK 16384
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void claim(struct buf *b, unsigned i, unsigned rv, bool kind)
+{
+	unsigned node = i % 5000, dev = (i / 5000) % 8;
+
+	buf_printf(b, "{%s\"metadata\":{\"name\":\"claim-%06u\",\"namespace\":\"ns-%03u\",\"uid\":"
+		   "\"6f1c1a55-0d2b-4c3e-9a7e-%012u\",\"resourceVersion\":\"%u\",\"creationTimestamp\":"
+		   "\"2026-12-01T10:00:00Z\",\"managedFields\":[{\"manager\":\"loader.py\",\"operation\":\"Update\","
+		   "\"apiVersion\":\"resource.k8s.io/v1\",\"time\":\"2026-12-01T10:00:00Z\",\"fieldsType\":\"FieldsV1\","
+		   "\"fieldsV1\":{\"f:spec\":{\"f:devices\":{\"f:requests\":{}}}}},{\"manager\":\"loader.py\","
+		   "\"operation\":\"Update\",\"apiVersion\":\"resource.k8s.io/v1\",\"time\":\"2026-12-01T10:00:01Z\","
+		   "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:status\":{\"f:allocation\":{\".\":{},"
+		   "\"f:devices\":{\".\":{},\"f:results\":{}},\"f:nodeSelector\":{}},\"f:reservedFor\":{}}},"
+		   "\"subresource\":\"status\"}]},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":"
+		   "{\"deviceClassName\":\"gpu.example.com\",\"allocationMode\":\"ExactCount\",\"count\":1}}]}},"
+		   "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":"
+		   "\"gpu.example.com\",\"pool\":\"worker-%05u\",\"device\":\"gpu-%u\"}]},\"nodeSelector\":"
+		   "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
+		   "\"values\":[\"worker-%05u\"]}]}]}},\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p-%u\","
+		   "\"uid\":\"0b5e7c1e-8d7f-4f8e-9a57-%012u\"}]}}",
+		   kind ? "\"kind\":\"ResourceClaim\",\"apiVersion\":\"resource.k8s.io/v1\"," : "",
+		   i, i / 1000, i, rv, node, dev, node, i, i);
+}
+
+struct sink_ctx {
+	struct view_builder *b;
+	bool list;
+	unsigned applied;
+	unsigned publish_every;
+	const struct view *held;
+};
+
+static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *obj)
+{
+	struct sink_ctx *c = ctx;
+	char err[256];
+	int rc;
+
+	if (c->list)
+		return view_builder_relist_add(c->b, VIEW_CLAIMS, obj, 1, err, sizeof(err));
+	rc = view_builder_apply(c->b, VIEW_CLAIMS, ev, obj, 2, err, sizeof(err));
+	if (rc == 0 && ++c->applied % c->publish_every == 0) {
+		const struct view *v = NULL;
+
+		if (view_builder_publish(c->b, &v) != 0)
+			return -1;
+		if (c->held)
+			view_builder_release(c->b, c->held);
+		c->held = v;
+		view_builder_collect(c->b);
+	}
+	return rc;
+}
+
+static int feed(struct view_stream *s, const struct buf *text, struct sink_ctx *c)
+{
+	struct view_stream_sink sink = { sink_object, NULL, c };
+	size_t off, n = buf_len(text);
+
+	for (off = 0; off < n; off += CHUNK)
+		if (view_stream_feed(s, buf_cstr(text) + off, n - off < CHUNK ? n - off : CHUNK, &sink) != 0)
+			return -1;
+	return view_stream_end(s, &sink);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned nclaims = argc > 1 ? (unsigned)atoi(argv[1]) : 100000;
+	unsigned nevents = argc > 2 ? (unsigned)atoi(argv[2]) : 200000;
+	unsigned every = argc > 3 ? (unsigned)atoi(argv[3]) : 500;
+	struct view_builder *b = NULL;
+	struct view_stream *s = NULL;
+	struct sink_ctx c = { 0 };
+	struct view_stats st;
+	struct buf text;
+	double t0, dt;
+	unsigned i;
+
+	if (nclaims == 0 || every == 0)
+		return 2;
+	buf_init(&text, (size_t)4 << 30);
+	buf_add_cstr(&text, "{\"kind\":\"ResourceClaimList\",\"apiVersion\":\"resource.k8s.io/v1\","
+		     "\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[");
+	for (i = 0; i < nclaims; i++) {
+		if (i)
+			buf_add_char(&text, ',');
+		claim(&text, i, 100, false);
+	}
+	buf_add_cstr(&text, "]}");
+	if (view_builder_new(NULL, &b) != 0 || view_builder_relist_begin(b, VIEW_CLAIMS) != 0 ||
+	    view_stream_new(VIEW_STREAM_LIST, OBJECT_RESOURCE_CLAIM, API_V1, 3u << 20, &s) != 0)
+		return 1;
+	c.b = b;
+	c.list = true;
+	c.publish_every = every;
+	t0 = now_s();
+	if (feed(s, &text, &c) != 0 || view_builder_relist_commit(b, VIEW_CLAIMS, 1) != 0) {
+		fprintf(stderr, "list failed: %s\n", view_stream_error(s));
+		return 1;
+	}
+	dt = now_s() - t0;
+	view_builder_stats(b, &st);
+	printf("list   claims=%u bytes=%zu seconds=%.3f claims_per_s=%.0f MB_per_s=%.1f view_bytes_per_claim=%.0f\n",
+	       nclaims, buf_len(&text), dt, nclaims / dt, (double)buf_len(&text) / dt / 1e6,
+	       (double)(st.record_bytes + st.atom_bytes) / nclaims);
+	view_stream_free(s);
+
+	/* Events: mostly MODIFIED (a new resourceVersion), some DELETED and
+	 * ADDED back, as churn looks. */
+	buf_reset(&text);
+	for (i = 0; i < nevents; i++) {
+		unsigned k = (i * 7919u) % nclaims;
+		const char *type = i % 10 == 3 ? "DELETED" : i % 10 == 4 ? "ADDED" : "MODIFIED";
+
+		if (i % 10 == 4)
+			k = ((i - 1) * 7919u) % nclaims;
+		buf_printf(&text, "{\"type\":\"%s\",\"object\":", type);
+		claim(&text, k, 101 + i, true);
+		buf_add_cstr(&text, "}\n");
+	}
+	if (view_stream_new(VIEW_STREAM_WATCH, OBJECT_RESOURCE_CLAIM, API_V1, 3u << 20, &s) != 0)
+		return 1;
+	c.list = false;
+	t0 = now_s();
+	if (feed(s, &text, &c) != 0) {
+		fprintf(stderr, "watch failed: %s\n", view_stream_error(s));
+		return 1;
+	}
+	dt = now_s() - t0;
+	view_builder_stats(b, &st);
+	printf("watch  events=%u bytes=%zu seconds=%.3f events_per_s=%.0f publish_every=%u snapshots_out=%u retired=%zu\n",
+	       nevents, buf_len(&text), dt, nevents / dt, every, st.snapshots, st.retired);
+	view_stream_free(s);
+	if (c.held)
+		view_builder_release(b, c.held);
+	view_builder_free(b);
+	buf_free(&text);
+	return 0;
+}
