@@ -11,6 +11,9 @@
 #   make bench     benchmarks of the release build (engine, end to end, scaling,
 #                  profile); BENCH_COMPARE=1 or `make bench-compare` also runs them
 #                  against the Go peers
+#   make bench-scale  the cluster view (release build) on 5,000 nodes and 100,000
+#                  claims in the real API server, next to client-go's figures
+#                  (loading takes about 4 minutes)
 #   make fuzz      libFuzzer targets, FUZZ_SECONDS each
 #   make golden-update   record what the engine says of every golden case
 #                  (tests/golden/README.md); review the diff
@@ -104,7 +107,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
 .PHONY: all release deps deps-test deps-bench deps-fuzz test unit-test e2e-test fuzz-smoke \
-	golden-update mutation-check run bench bench-compare fuzz fuzz-seeds soak clean FORCE
+	golden-update mutation-check run bench bench-compare bench-scale fuzz fuzz-seeds soak clean FORCE
 
 all: dra-guard
 
@@ -305,6 +308,11 @@ bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | deps-ben
 
 bench-compare: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | deps-bench
 	@BUILD=$(BUILD) tools/bench.sh compare report
+
+# Loads ../shared/bench/scale's data set into the real API server first.
+bench-scale: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_view | deps-bench deps-test
+	DRA_GUARD_BIN=$(abspath $(BUILD)/release/dra-guard) $(PYTHON) tools/bench_scale.py \
+		--bench-view $(abspath $(BUILD)/release/bench/bench_view) --out $(BUILD)/bench-scale.json
 
 SOAK_SECONDS ?= 600
 soak: $(BUILD)/release/dra-guard | deps-bench
