@@ -36,6 +36,7 @@ static int loader_init(struct loader *l, struct policy_error *err)
 	l->p->storage = l->a;
 	l->p->default_action = ACTION_DENY;
 	l->p->freeze_alert_after_s = POLICY_FREEZE_ALERT_AFTER_DEFAULT_S;
+	l->p->view_max_age_s = POLICY_VIEW_MAX_AGE_DEFAULT;
 	return 0;
 }
 

@@ -33,6 +33,10 @@
 #define POLICY_KEY_DOCUMENT "policy.yaml"
 #define POLICY_KEY_FREEZE "freeze"
 #define POLICY_KEY_FREEZE_REASON "freeze-reason"
+/* clusterView.maxAge when not given, and its bounds (seconds). */
+#define POLICY_VIEW_MAX_AGE_DEFAULT 300
+#define POLICY_VIEW_MAX_AGE_MIN 10
+#define POLICY_VIEW_MAX_AGE_MAX 86400
 /* Longest freeze-reason kept (it is shown to users in every freeze denial). */
 #define POLICY_FREEZE_REASON_MAX 1024
 /* freeze.alertAfter: how long a freeze may stay on before the monitoring
@@ -96,6 +100,8 @@ struct policy {
 	uint32_t freeze_alert_after_s;        /* freeze.alertAfter, seconds (exported for the alert) */
 
 	struct string_list numa_attributes;
+
+	int64_t view_max_age_s;               /* clusterView.maxAge: a view older is stale */
 
 	char hash[65];                        /* SHA-256 (hex) of the inputs */
 	struct arena *storage;                /* owns everything above */

@@ -301,11 +301,47 @@ static void load_numa(struct loader *l, const struct doc_node *n)
 	load_list_member(l, n, "attributes", &l->p->numa_attributes, NULL);
 }
 
+static const char *const view_keys[] = { "maxAge", NULL };
+
+/* clusterView.maxAge: "90s", "5m", "1h", or whole seconds. */
+static void load_cluster_view(struct loader *l, const struct doc_node *n)
+{
+	const struct doc_node *v;
+	int64_t secs = 0, mult = 1;
+	struct str t;
+	size_t i, saved;
+
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, view_keys))
+		return;
+	v = doc_map_get(n, "maxAge");
+	if (!v)
+		return;
+	saved = policy_path_push_key(l, STR_LIT("maxAge"));
+	t = v->text;
+	if (v->type == DOC_STRING && t.len > 1 && (t.ptr[t.len - 1] == 's' || t.ptr[t.len - 1] == 'm' ||
+						   t.ptr[t.len - 1] == 'h')) {
+		mult = t.ptr[t.len - 1] == 's' ? 1 : t.ptr[t.len - 1] == 'm' ? 60 : 3600;
+		t.len--;
+	} else if (v->type != DOC_NUMBER && v->type != DOC_STRING) {
+		t.len = 0;
+	}
+	for (i = 0; i < t.len && i < 9 && t.ptr[i] >= '0' && t.ptr[i] <= '9'; i++)
+		secs = secs * 10 + (t.ptr[i] - '0');
+	if (t.len == 0 || i != t.len || secs * mult < POLICY_VIEW_MAX_AGE_MIN ||
+	    secs * mult > POLICY_VIEW_MAX_AGE_MAX)
+		policy_fail(l, v->line, v->col, "\"%.*s\" is not a duration from %ds to %ds (write it as "
+			    "seconds, or a number with s, m or h, e.g. \"5m\")", STR_FMT(v->text),
+			    POLICY_VIEW_MAX_AGE_MIN, POLICY_VIEW_MAX_AGE_MAX);
+	else
+		l->p->view_max_age_s = secs * mult;
+	policy_path_pop(l, saved);
+}
+
 static const char *const metadata_keys[] = { "name", "labels", "annotations", NULL };
 
 static const char *const policy_keys[] = {
 	"apiVersion", "kind", "metadata", "enforcement", "schedulers", "writers",
-	"drivers", "canary", "freeze", "numa", NULL
+	"drivers", "canary", "freeze", "numa", "clusterView", NULL
 };
 
 bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
@@ -359,6 +395,7 @@ static const struct {
 	{ "canary", load_canary },
 	{ "freeze", load_freeze },
 	{ "numa", load_numa },
+	{ "clusterView", load_cluster_view },
 };
 
 void policy_load_document(struct loader *l, const struct doc_node *root)

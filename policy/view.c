@@ -128,6 +128,14 @@ void view_builder_stats(const struct view_builder *b, struct view_stats *st)
 	st->snapshots = b->nviews;
 }
 
+void view_builder_touch(struct view_builder *b, enum view_resource r, int64_t now_ns)
+{
+	if ((unsigned)r >= VIEW_RESOURCE_COUNT || now_ns <= b->heard_ns[r])
+		return;
+	b->heard_ns[r] = now_ns;
+	b->dirty = true;
+}
+
 bool view_builder_dirty(const struct view_builder *b)
 {
 	return b->dirty;
@@ -668,6 +676,7 @@ int view_builder_publish(struct view_builder *b, const struct view **out)
 		v->count[k] = b->t[table_of[k]].dir->count;
 		v->updated_ns[k] = b->updated_ns[k];
 		v->synced_ns[k] = b->synced_ns[k];
+		v->heard_ns[k] = b->heard_ns[k] > b->updated_ns[k] ? b->heard_ns[k] : b->updated_ns[k];
 	}
 	/* From here on every directory and chunk above is shared with v: the
 	 * next change copies it. */
@@ -727,6 +736,21 @@ int64_t view_updated_ns(const struct view *v, enum view_resource r)
 int64_t view_synced_ns(const struct view *v, enum view_resource r)
 {
 	return (unsigned)r < VIEW_RESOURCE_COUNT ? v->synced_ns[r] : 0;
+}
+
+int64_t view_heard_ns(const struct view *v, enum view_resource r)
+{
+	return (unsigned)r < VIEW_RESOURCE_COUNT ? v->heard_ns[r] : 0;
+}
+
+bool view_stale(const struct view *v, int64_t now_ns, int64_t max_age_ns)
+{
+	int k;
+
+	for (k = 0; k < VIEW_RESOURCE_COUNT; k++)
+		if (now_ns - v->heard_ns[k] > max_age_ns)
+			return true;
+	return false;
 }
 
 const struct view_slice *view_slice_get(const struct view *v, struct str name)

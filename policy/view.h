@@ -239,6 +239,14 @@ uint32_t view_pool_count(const struct view *v);
 int64_t view_updated_ns(const struct view *v, enum view_resource r);
 int64_t view_synced_ns(const struct view *v, enum view_resource r);
 
+/* When the watch of the resource last proved alive: its last LIST, event
+ * or bookmark (the now given to view_builder_touch() or an event). */
+int64_t view_heard_ns(const struct view *v, enum view_resource r);
+
+/* True when some resource was last heard of more than max_age_ns before
+ * now_ns: rules that need a fresh view cannot decide on it. */
+bool view_stale(const struct view *v, int64_t now_ns, int64_t max_age_ns);
+
 /* Lookups; NULL when absent. Borrowed from v. */
 const struct view_slice *view_slice_get(const struct view *v, struct str name);
 const struct view_pool *view_pool_get(const struct view *v, struct str driver, struct str pool);
@@ -298,6 +306,10 @@ int view_builder_relist_add(struct view_builder *b, enum view_resource r,
 			    const struct k8s_object *obj, int64_t now_ns, char *err, size_t n);
 int view_builder_relist_commit(struct view_builder *b, enum view_resource r, int64_t now_ns);
 void view_builder_relist_abort(struct view_builder *b, enum view_resource r);
+
+/* The watch of r proved alive at now (a bookmark, or an event the view
+ * does not hold): recorded in the next snapshot. */
+void view_builder_touch(struct view_builder *b, enum view_resource r, int64_t now_ns);
 
 /* True when something changed since the last publish. */
 bool view_builder_dirty(const struct view_builder *b);

@@ -88,6 +88,7 @@ struct view {
 	uint32_t count[VIEW_RESOURCE_COUNT];
 	int64_t updated_ns[VIEW_RESOURCE_COUNT];
 	int64_t synced_ns[VIEW_RESOURCE_COUNT];
+	int64_t heard_ns[VIEW_RESOURCE_COUNT];
 	struct view *next;          /* the builder's list of unreleased snapshots */
 	struct view *prev;
 };
@@ -100,6 +101,7 @@ struct view_builder {
 	bool relisting[VIEW_RESOURCE_COUNT];
 	int64_t updated_ns[VIEW_RESOURCE_COUNT];
 	int64_t synced_ns[VIEW_RESOURCE_COUNT];
+	int64_t heard_ns[VIEW_RESOURCE_COUNT];
 	bool dirty;
 	uint32_t tombstones;
 	struct atom_set atoms;

@@ -69,6 +69,9 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown resource key", HEAD "drivers:\n  gpu.example.com:\n    resources:\n      memory: {min: 1Gi}\n", 6,
 	  "drivers[\"gpu.example.com\"].resources.memory", "unknown key \"min\"" },
 	{ "canary typo", HEAD "canary:\n  node: [a]\n", 4, "canary", "unknown key \"node\"" },
+	{ "view max age too short", HEAD "clusterView:\n  maxAge: 5s\n", 4, "clusterView.maxAge", "from 10s to 86400s" },
+	{ "view max age not a duration", HEAD "clusterView:\n  maxAge: soon\n", 4, "clusterView.maxAge", "not a duration" },
+	{ "view typo", HEAD "clusterView:\n  max: 5m\n", 4, "clusterView", "unknown key \"max\"" },
 	{ "canary glob unclosed", HEAD "canary:\n  nodes: [\"worker-[12\"]\n", 4, "canary.nodes[0]", "unclosed" },
 	{ "freeze scope empty", HEAD "freeze:\n  scope: {}\n", 4, "freeze.scope", "freeze nothing" },
 	{ "freeze scope typo", HEAD "freeze:\n  scope:\n    namespace: [a]\n", 5, "freeze.scope", "unknown key \"namespace\"" },
@@ -123,6 +126,22 @@ static void test_invalid_policies_say_where(void **state)
 		if (!strstr(err.msg, c->msg_part))
 			fail_msg("%s: message \"%s\" lacks \"%s\"", c->name, err.msg, c->msg_part);
 	}
+}
+
+static void test_cluster_view_max_age(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = load_ok(HEAD);
+	assert_int_equal(p->view_max_age_s, POLICY_VIEW_MAX_AGE_DEFAULT);
+	policy_free(p);
+	p = load_ok(HEAD "clusterView:\n  maxAge: 2m\n");
+	assert_int_equal(p->view_max_age_s, 120);
+	policy_free(p);
+	p = load_ok(HEAD "clusterView:\n  maxAge: 90\n");
+	assert_int_equal(p->view_max_age_s, 90);
+	policy_free(p);
 }
 
 static void test_full_document_loads(void **state)
@@ -378,6 +397,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_invalid_policies_say_where),
+		cmocka_unit_test(test_cluster_view_max_age),
 		cmocka_unit_test(test_full_document_loads),
 		cmocka_unit_test(test_builtin_denies_everything_with_advisory_warnings),
 		cmocka_unit_test(test_advisory_rules_never_escalate_by_default),

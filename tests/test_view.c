@@ -531,6 +531,36 @@ static void test_churn_keeps_the_table_consistent(void **state)
 	view_builder_free(b);
 }
 
+static void test_staleness_follows_the_last_word_from_each_watch(void **state)
+{
+	struct view_builder *b = NULL;
+	struct k8s_object o;
+	const struct view *v1, *v2;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	memset(&o, 0, sizeof(o));
+	o.kind = OBJECT_RESOURCE_CLAIM;
+	o.meta.name = STR_LIT("a");
+	o.meta.namespace = STR_LIT("n");
+	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1000, err, sizeof(err)), 0);
+	view_builder_touch(b, VIEW_SLICES, 1500);
+	v1 = publish(b);
+	assert_int_equal(view_heard_ns(v1, VIEW_CLAIMS), 1000);
+	assert_false(view_stale(v1, 1900, 1000));
+	assert_true(view_stale(v1, 2100, 1000));   /* claims last heard at 1000 */
+	/* a bookmark of the claims watch freshens the next snapshot only */
+	view_builder_touch(b, VIEW_CLAIMS, 3000);
+	assert_true(view_builder_dirty(b));
+	v2 = publish(b);
+	assert_false(view_stale(v2, 2400, 1000));
+	assert_true(view_stale(v1, 2400, 1000));
+	view_builder_release(b, v1);
+	view_builder_release(b, v2);
+	view_builder_free(b);
+}
+
 static void test_limits_refuse_instead_of_truncating(void **state)
 {
 	struct view_limits lim;
@@ -598,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_relist_replaces_whole_and_keeps_generations),
 		cmocka_unit_test(test_churn_keeps_the_table_consistent),
 		cmocka_unit_test(test_limits_refuse_instead_of_truncating),
+		cmocka_unit_test(test_staleness_follows_the_last_word_from_each_watch),
 		cmocka_unit_test(test_real_fixture_slice_decodes),
 	};
 

@@ -623,8 +623,13 @@ static void count_events(struct reflector *r)
 			any = true;
 		}
 	}
-	if (any)
-		atomic_store(&r->last_event_ns, wall_ns());
+	if (any) {
+		int64_t now = wall_ns();
+
+		atomic_store(&r->last_event_ns, now);
+		if (r->res != RES_CONFIGMAP)
+			view_builder_touch(r->cv->b, (enum view_resource)r->res, now);
+	}
 }
 
 static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode res)
@@ -961,16 +966,43 @@ static double age_s(const struct reflector *r, int64_t now)
 	return t ? (double)(now - t) / 1e9 : -1;
 }
 
+/* The serving policy's clusterView.maxAge, in ns. */
+static int64_t max_age_ns(struct cluster_view *cv)
+{
+	struct snapshot *ps = policy_source_acquire(cv->ps);
+	int64_t s = POLICY_VIEW_MAX_AGE_DEFAULT;
+
+	if (ps) {
+		s = ((const struct policy *)snapshot_get(ps))->view_max_age_s;
+		snapshot_release(ps);
+	}
+	return s * 1000000000;
+}
+
+/* 1 stale, 0 fresh, -1 no view yet. */
+static int stale(struct cluster_view *cv, int64_t now)
+{
+	struct snapshot *s = cluster_view_acquire(cv);
+	int r;
+
+	if (!s)
+		return -1;
+	r = view_stale(cluster_view_get(s), now, max_age_ns(cv)) ? 1 : 0;
+	snapshot_release(s);
+	return r;
+}
+
 int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 {
 	struct view_stats st;
 	int64_t now = wall_ns();
-	int rc, k;
+	int rc, k, sv = stale(cv, now);
 
 	pthread_mutex_lock(&cv->mu);
 	st = cv->stats;
-	rc = buf_printf(out, "{\"synced\":%s,\"version\":\"%s\",\"resources\":{",
-			cv->why_not[0] ? "false" : "true", cv->version);
+	rc = buf_printf(out, "{\"synced\":%s,\"version\":\"%s\",\"stale\":%s,\"maxAgeSeconds\":%" PRId64
+			",\"resources\":{", cv->why_not[0] ? "false" : "true", cv->version,
+			sv == 1 ? "true" : "false", max_age_ns(cv) / 1000000000);
 	pthread_mutex_unlock(&cv->mu);
 	for (k = 0; rc == 0 && k < RES_COUNT; k++) {
 		const struct reflector *r = &cv->r[k];
@@ -1179,10 +1211,14 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 				"# TYPE dra_guard_view_memory_bytes gauge\n"
 				"dra_guard_view_memory_bytes{part=\"records\"} %zu\n"
 				"dra_guard_view_memory_bytes{part=\"atoms\"} %zu\n"
+				"# HELP dra_guard_view_stale 1 while a watched resource was last heard of longer ago "
+				"than the policy's clusterView.maxAge (rules that need a fresh view cannot decide).\n"
+				"# TYPE dra_guard_view_stale gauge\n"
+				"dra_guard_view_stale %d\n"
 				"# HELP dra_guard_view_snapshots Published snapshots still read by a request.\n"
 				"# TYPE dra_guard_view_snapshots gauge\n"
 				"dra_guard_view_snapshots %u\n",
 				st.objects[VIEW_SLICES], st.objects[VIEW_CLAIMS], st.pools, st.pool_tombstones,
-				st.record_bytes, st.atom_bytes, st.snapshots);
+				st.record_bytes, st.atom_bytes, stale(cv, now) == 1 ? 1 : 0, st.snapshots);
 	return rc;
 }
