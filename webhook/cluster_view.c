@@ -745,7 +745,7 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 		kube_config_token_refresh(&cv->cfg.kube, mono_ms(), true);
 		snprintf(err, errn, "discovery: HTTP 401 (not authenticated)");
 	} else if (code != 200) {
-		snprintf(err, errn, "discovery: HTTP %ld from %s", code, url);
+		snprintf(err, errn, "discovery: HTTP %ld from %.400s", code, url);
 	} else {
 		/* An APIGroup: versions[].version, read with the strict reader. */
 		struct doc_set *set = NULL;
