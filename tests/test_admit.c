@@ -41,7 +41,7 @@ static int setup(void **state)
 	log_set_fd(f->null_fd);
 	if (serve_config_parse(1, argv, NULL, &f->cfg, err) != 0 || metrics_new("test", &f->m) != 0 ||
 	    policy_source_new(POLICY_SOURCE_BUILTIN, NULL, f->m, &f->ps) != 0 ||
-	    policy_source_reload(f->ps, "start") != 1 || admit_init(&f->a, &f->cfg, f->m, f->ps) != 0)
+	    policy_source_reload(f->ps, "start") != 1 || admit_init(&f->a, &f->cfg, f->m, f->ps, NULL) != 0)
 		return -1;
 	buf_init(&f->out, 1 << 20);
 	f->slice = testutil_read_file(testutil_shared_path("fixtures/resourceslice-v1-node-allocatable.json"), NULL);
@@ -233,7 +233,7 @@ static void test_no_policy_is_503_with_nothing_written(void **state)
 
 	assert_int_equal(policy_source_new(POLICY_SOURCE_DIR, "/nonexistent/dra-guard", f->m, &empty), 0);
 	assert_true(policy_source_reload(empty, "start") < 0);
-	assert_int_equal(admit_init(&a, &f->cfg, f->m, empty), 0);
+	assert_int_equal(admit_init(&a, &f->cfg, f->m, empty, NULL), 0);
 	assert_int_equal(admit_review(&a, false, body, strlen(body), &f->out, admit_now_ns()), 503);
 	assert_int_equal(buf_len(&f->out), 0);
 	assert_true(testmetrics_sample(f->m, "dra_guard_http_errors_total{code=\"503\"}") == 1);
