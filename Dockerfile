@@ -14,7 +14,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       gcc libc6-dev make pkg-config openssl \
-      libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev \
+      libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev libcurl4-openssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -29,7 +29,7 @@ FROM debian:12-slim AS runtime
 # which every Debian image has); apt brings what they depend on.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libmicrohttpd12 libgnutls30 libssl3 libjansson4 libyaml-0-2 \
+      libmicrohttpd12 libgnutls30 libssl3 libjansson4 libyaml-0-2 libcurl4 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/dra-guard /usr/local/bin/dra-guard
 # Numeric, so the kubelet can check runAsNonRoot without an /etc/passwd entry;

@@ -462,6 +462,13 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 				cm_clear(&r->cm_list);
 		}
 		n += (size_t)snprintf(url + n, sizeof(url) - n, "limit=%u", cv->cfg.page_size);
+		/* As client-go's reflector: the first page from the watch cache
+		 * (resourceVersion=0: the API server answers from memory instead
+		 * of reading etcd page by page), except after a 410, when only a
+		 * consistent read from etcd is new enough. Later pages name no
+		 * version: the continue token carries the first page's. */
+		if (!r->cont[0] && r->reason != RELIST_EXPIRED)
+			n += (size_t)snprintf(url + n, sizeof(url) - n, "&resourceVersion=0");
 		if (r->cont[0]) {
 			CURL *tmp = curl_easy_init();
 
