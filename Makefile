@@ -312,7 +312,8 @@ bench-compare: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | 
 # Loads ../shared/bench/scale's data set into the real API server first.
 bench-scale: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_view | deps-bench deps-test
 	DRA_GUARD_BIN=$(abspath $(BUILD)/release/dra-guard) $(PYTHON) tools/bench_scale.py \
-		--bench-view $(abspath $(BUILD)/release/bench/bench_view) --out $(BUILD)/bench-scale.json
+		--bench-view $(abspath $(BUILD)/release/bench/bench_view) --out $(BUILD)/bench-scale.json \
+		--data $(abspath $(BUILD))/bench-scale-data
 
 SOAK_SECONDS ?= 600
 soak: $(BUILD)/release/dra-guard | deps-bench

@@ -17,7 +17,10 @@ real kube-apiserver (tests/e2e/envtest.py), then measures dra-guard serve:
   events  bench_view: WATCH events applied per second (no API server can
           write 50,000 objects a second; the apply path is measured alone).
 
-    tools/bench_scale.py [--runs 3] [--requests 3000] [--out build/bench-scale.json]
+    tools/bench_scale.py [--runs 3] [--requests 3000] [--out build/bench-scale.json] [--data DIR]
+
+--data DIR (or BENCH_SCALE_DATA) keeps etcd's data directory there and
+reuses it, so a second run skips the load.
 
 Needs ../shared/envtest/kube-apiserver (or KUBE_APISERVER), etcd, and
 about 4 minutes to load. Figures go to stdout and --out as JSON.
@@ -152,21 +155,27 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench-scale.json"))
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--claims", type=int, default=100000)
+    ap.add_argument("--data", default=os.environ.get("BENCH_SCALE_DATA", ""),
+                    help="keep etcd's data here and reuse it next time (skips the 4-minute load)")
     ap.add_argument("--bench-view", default=os.path.join(ROOT, "build", "release", "bench", "bench_view"))
     a = ap.parse_args()
     envtest.require("bench-scale")
     if not os.path.exists(LOADER):
         raise SystemExit("bench-scale: no %s" % LOADER)
     res = {"nodes": a.nodes, "devices": a.nodes * 8, "claims": a.claims, "client_go": CLIENT_GO}
-    env = envtest.EnvTest(etcd_quota=8 << 30,
+    loaded = os.path.join(a.data, "loaded-%d-%d" % (a.nodes, a.claims)) if a.data else None
+    env = envtest.EnvTest(etcd_quota=8 << 30, etcd_dir=os.path.join(a.data, "etcd") if a.data else None,
                           extra_args=["--max-requests-inflight=800", "--max-mutating-requests-inflight=400"])
     env.start()
     try:
         t0 = time.monotonic()
         crt, key = env.identity("admin")
-        subprocess.run([sys.executable, LOADER, "--server", env.url, "--ca", env.path("ca.crt"),
-                        "--cert", crt, "--key", key, "--nodes", str(a.nodes), "--claims", str(a.claims)],
-                       check=True)
+        if not (loaded and os.path.exists(loaded)):
+            subprocess.run([sys.executable, LOADER, "--server", env.url, "--ca", env.path("ca.crt"),
+                            "--cert", crt, "--key", key, "--nodes", str(a.nodes), "--claims", str(a.claims)],
+                           check=True)
+            if loaded:
+                open(loaded, "w").close()
         res["load_seconds"] = time.monotonic() - t0
         kc = env.kubeconfig()
         with guard.TempDir() as d:

@@ -178,15 +178,18 @@ class EnvTest:
     tokens: {token: (user, [groups])} bearer tokens (--token-auth-file).
     audit: keep an audit log (env.audit_events()).
     extra_args: more kube-apiserver flags.
+    etcd_dir: etcd's data directory, kept by stop() (reuse a loaded data set).
     """
 
-    def __init__(self, identities=None, tokens=None, audit=False, extra_args=(), etcd_quota=None):
+    def __init__(self, identities=None, tokens=None, audit=False, extra_args=(), etcd_quota=None,
+                 etcd_dir=None):
         self.dir = tempfile.mkdtemp(prefix="dra-guard-envtest-")
         self.identities = dict(identities or {})
         self.tokens = dict(tokens or {})
         self.audit = audit
         self.extra_args = list(extra_args)
         self.etcd_quota = etcd_quota
+        self.etcd_dir = etcd_dir          # kept across runs when given (not removed by stop())
         self.etcd = self.apiserver = None
         self.proxies = []
         self.etcd_port = free_port()
@@ -237,7 +240,7 @@ class EnvTest:
         return self
 
     def _start_etcd(self):
-        args = [etcd_path(), "--name", "envtest", "--data-dir", self.path("etcd"),
+        args = [etcd_path(), "--name", "envtest", "--data-dir", self.etcd_dir or self.path("etcd"),
                 "--listen-client-urls", "http://127.0.0.1:%d" % self.etcd_port,
                 "--advertise-client-urls", "http://127.0.0.1:%d" % self.etcd_port,
                 "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer_port,
