@@ -1,6 +1,7 @@
 /* doc.c - YAML and JSON documents as a tree with source positions: the tree,
- * the builder both readers share, the JSON reader and the JSON writer. The
- * YAML reader is in doc_yaml.c.
+ * the builder both readers share and the JSON reader. The YAML reader is in
+ * doc_yaml.c, streams read document by document in doc_stream.c, the JSON
+ * writer in doc_write.c.
  *
  * The builder keeps the children of every open container on one pending
  * stack; closing a container moves its entries into one arena array. Each
@@ -125,6 +126,8 @@ int doc_build_fail(struct doc_builder *b, int rc, uint32_t line, uint32_t col,
 	if (b->failed)
 		return rc;
 	b->failed = true;
+	if (rc == -ENOMEM)
+		b->fatal = true;
 	if (b->err) {
 		va_start(ap, fmt);
 		vsnprintf(b->err->msg, sizeof(b->err->msg), fmt, ap);
@@ -138,6 +141,7 @@ int doc_build_fail(struct doc_builder *b, int rc, uint32_t line, uint32_t col,
 
 static int fail_alloc(struct doc_builder *b, int rc, uint32_t line, uint32_t col)
 {
+	b->fatal = true;
 	if (rc == -E2BIG)
 		return doc_build_fail(b, rc, line, col,
 				      "the documents need more memory than their limits allow");
@@ -216,9 +220,11 @@ static int grow(void **arr, size_t *alloc, size_t need, size_t elem)
 
 static int count_node(struct doc_builder *b, uint32_t line, uint32_t col)
 {
-	if (b->nodes >= b->lim.max_nodes)
+	if (b->nodes >= b->lim.max_nodes) {
+		b->fatal = true;
 		return doc_build_fail(b, -E2BIG, line, col,
 				      "more than %zu nodes (the limit); split the input", b->lim.max_nodes);
+	}
 	b->nodes++;
 	return 0;
 }
@@ -280,11 +286,32 @@ bool doc_build_want_key(const struct doc_builder *b)
 	return f->node->type == DOC_MAP && !f->want_value;
 }
 
+/* The set's next document; error NULL for one that parsed. */
+static int add_root(struct doc_builder *b, const struct doc_node *root, const struct doc_error *error)
+{
+	struct doc_set *set = b->set;
+	size_t alloc = set->roots_alloc;
+
+	if (grow((void **)&set->roots, &set->roots_alloc, set->count + 1, sizeof(*set->roots)) ||
+	    grow((void **)&set->errors, &alloc, set->roots_alloc, sizeof(*set->errors))) {
+		b->fatal = true;
+		return doc_build_fail(b, -ENOMEM, 0, 0, "out of memory");
+	}
+	set->roots[set->count] = root;
+	set->errors[set->count] = error;
+	set->count++;
+	b->in_doc = false;
+	b->root = NULL;
+	return 0;
+}
+
 int doc_build_begin_doc(struct doc_builder *b, uint32_t line, uint32_t col)
 {
-	if (b->set->count >= b->lim.max_docs)
+	if (b->set->count >= b->lim.max_docs) {
+		b->fatal = true;
 		return doc_build_fail(b, -E2BIG, line, col,
 				      "more than %zu documents in one stream (the limit)", b->lim.max_docs);
+	}
 	b->in_doc = true;
 	b->root = NULL;
 	return 0;
@@ -302,12 +329,7 @@ int doc_build_end_doc(struct doc_builder *b)
 		if (!root)
 			return arena_error(set->arena);
 	}
-	if (grow((void **)&set->roots, &set->roots_alloc, set->count + 1, sizeof(*set->roots)))
-		return doc_build_fail(b, -ENOMEM, 0, 0, "out of memory");
-	set->roots[set->count++] = root;
-	b->in_doc = false;
-	b->root = NULL;
-	return 0;
+	return add_root(b, root, NULL);
 }
 
 int doc_build_scalar(struct doc_builder *b, enum doc_type type, const char *text,
@@ -478,6 +500,97 @@ int doc_build_close(struct doc_builder *b)
 	return attach(b, n);
 }
 
+/* Hang a node under the innermost open container as salvage does: no
+ * checks, nothing reported. */
+static int salvage_attach(struct doc_builder *b, const struct doc_node *n)
+{
+	struct doc_frame *f;
+	struct doc_member m = { { NULL, 0 }, n->line, n->col, n };
+
+	if (b->depth == 0) {
+		if (!b->root)
+			b->root = n;
+		return 0;
+	}
+	f = &b->frames[b->depth - 1];
+	if (f->node->type == DOC_SEQ) {
+		if (grow((void **)&b->pending, &b->pending_alloc, b->npending + 1, sizeof(*b->pending)))
+			return -ENOMEM;
+		b->pending[b->npending++] = m;
+	} else if (f->want_value) {
+		b->pending[b->npending - 1].value = n;
+		f->want_value = false;
+	}
+	return 0;
+}
+
+int doc_build_salvage(struct doc_builder *b)
+{
+	struct arena *a = b->set->arena;
+	const struct doc_node *root;
+	struct doc_node *null_root;
+	struct doc_error *e;
+	int rc;
+
+	while (b->depth) {
+		struct doc_frame *f = &b->frames[b->depth - 1];
+		struct doc_node *n = f->node;
+		size_t count, i;
+
+		if (n->type == DOC_MAP && f->want_value)
+			b->npending--;          /* a key whose value never came */
+		count = b->npending - f->base;
+		if (count && n->type == DOC_MAP) {
+			struct doc_member *members = arena_alloc(a, count * sizeof(*members));
+
+			if (!members)
+				return -ENOMEM;
+			memcpy(members, b->pending + f->base, count * sizeof(*members));
+			n->members = members;
+		} else if (count) {
+			const struct doc_node **items = arena_alloc(a, count * sizeof(*items));
+
+			if (!items)
+				return -ENOMEM;
+			for (i = 0; i < count; i++)
+				items[i] = b->pending[f->base + i].value;
+			n->items = items;
+		}
+		n->n = count;
+		b->npending = f->base;
+		b->depth--;
+		rc = salvage_attach(b, n);
+		if (rc)
+			return rc;
+	}
+	root = b->root;
+	if (!root) {
+		null_root = arena_calloc(a, 1, sizeof(*null_root));
+		if (!null_root)
+			return -ENOMEM;
+		null_root->type = DOC_NULL;
+		if (b->err) {
+			null_root->line = b->err->line;
+			null_root->col = b->err->col;
+		}
+		root = null_root;
+	}
+	e = arena_calloc(a, 1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	if (b->err)
+		*e = *b->err;
+	else
+		snprintf(e->msg, sizeof(e->msg), "the document does not parse");
+	e->doc_index = b->set->count;
+	rc = add_root(b, root, e);
+	if (rc)
+		return rc;
+	b->failed = false;
+	b->npending = 0;
+	return 0;
+}
+
 /* --- the set -------------------------------------------------------------- */
 
 void doc_set_free(struct doc_set *set)
@@ -486,6 +599,7 @@ void doc_set_free(struct doc_set *set)
 		return;
 	arena_free(set->arena);
 	free(set->roots);
+	free(set->errors);
 	free(set);
 }
 
@@ -497,6 +611,11 @@ size_t doc_set_count(const struct doc_set *set)
 const struct doc_node *doc_set_root(const struct doc_set *set, size_t i)
 {
 	return set && i < set->count ? set->roots[i] : NULL;
+}
+
+const struct doc_error *doc_set_error(const struct doc_set *set, size_t i)
+{
+	return set && i < set->count ? set->errors[i] : NULL;
 }
 
 const struct doc_node *doc_map_get(const struct doc_node *n, const char *key)
@@ -530,66 +649,10 @@ const char *doc_type_name(enum doc_type t)
 	return "unknown";
 }
 
-/* --- JSON writer ---------------------------------------------------------- */
-
-static int to_json(const struct doc_node *n, struct buf *out, unsigned depth)
-{
-	size_t i;
-	int rc = 0;
-
-	if (depth > DOC_DEPTH_MAX)
-		return -EINVAL;
-	switch (n->type) {
-	case DOC_NULL:
-		return buf_add(out, "null", 4);
-	case DOC_BOOL:
-		return n->boolean ? buf_add(out, "true", 4) : buf_add(out, "false", 5);
-	case DOC_NUMBER:
-		return buf_add_str(out, n->text);
-	case DOC_STRING:
-		return buf_add_json_str(out, n->text.ptr, n->text.len);
-	case DOC_SEQ:
-		rc = buf_add_char(out, '[');
-		for (i = 0; rc == 0 && i < n->n; i++) {
-			if (i)
-				rc = buf_add_char(out, ',');
-			if (rc == 0)
-				rc = to_json(n->items[i], out, depth + 1);
-		}
-		return rc ? rc : buf_add_char(out, ']');
-	case DOC_MAP:
-		rc = buf_add_char(out, '{');
-		for (i = 0; rc == 0 && i < n->n; i++) {
-			const struct doc_member *m = &n->members[i];
-
-			if (i)
-				rc = buf_add_char(out, ',');
-			if (rc == 0)
-				rc = buf_add_json_str(out, m->key.ptr, m->key.len);
-			if (rc == 0)
-				rc = buf_add_char(out, ':');
-			if (rc == 0)
-				rc = to_json(m->value, out, depth + 1);
-		}
-		return rc ? rc : buf_add_char(out, '}');
-	}
-	return -EINVAL;
-}
-
-int doc_to_json(const struct doc_node *n, struct buf *out)
-{
-	size_t start = buf_len(out);
-	int rc = to_json(n, out, 0);
-
-	if (rc)
-		buf_truncate(out, start);
-	return rc;
-}
-
 /* --- JSON reader ---------------------------------------------------------- */
 
 struct json_reader {
-	struct doc_builder b;
+	struct doc_builder *b;
 	struct jscan s;
 	const char *text;
 	size_t len;
@@ -624,7 +687,7 @@ static int json_scan_fail(struct json_reader *r)
 	if (at)
 		*at = '\0';
 	doc_position(r->text, r->len, jscan_offset(&r->s), &line, &col);
-	return doc_build_fail(&r->b, rc ? rc : -EINVAL, line, col, "%s", msg);
+	return doc_build_fail(r->b, rc ? rc : -EINVAL, line, col, "%s", msg);
 }
 
 /* Decode a string (UTF-8 checked) into the scratch arena. */
@@ -636,10 +699,10 @@ static int json_string(struct json_reader *r, const struct jscan_str *raw, struc
 	arena_reset(r->scratch);
 	rc = jscan_str_decode(raw, r->scratch, out);
 	if (rc == -EINVAL)
-		return doc_build_fail(&r->b, rc, line, col,
+		return doc_build_fail(r->b, rc, line, col,
 				      "string is not valid UTF-8 (or escapes a lone surrogate)");
 	if (rc)
-		return fail_alloc(&r->b, rc, line, col);
+		return fail_alloc(r->b, rc, line, col);
 	return 0;
 }
 
@@ -656,12 +719,12 @@ static int json_value(struct json_reader *r)
 	json_position(r, jscan_offset(&r->s), &line, &col);
 	switch (t) {
 	case JSCAN_OBJECT:
-		rc = doc_build_open(&r->b, DOC_MAP, line, col);
+		rc = doc_build_open(r->b, DOC_MAP, line, col);
 		if (rc == 0 && jscan_object_enter(&r->s))
 			return json_scan_fail(r);
 		return rc;
 	case JSCAN_ARRAY:
-		rc = doc_build_open(&r->b, DOC_SEQ, line, col);
+		rc = doc_build_open(r->b, DOC_SEQ, line, col);
 		if (rc == 0 && jscan_array_enter(&r->s))
 			return json_scan_fail(r);
 		return rc;
@@ -671,22 +734,22 @@ static int json_value(struct json_reader *r)
 		rc = json_string(r, &raw, &text, line, col);
 		if (rc)
 			return rc;
-		return doc_build_scalar(&r->b, DOC_STRING, text.ptr, text.len, false, line, col);
+		return doc_build_scalar(r->b, DOC_STRING, text.ptr, text.len, false, line, col);
 	case JSCAN_NUMBER:
 		if (jscan_number(&r->s, &text))
 			return json_scan_fail(r);
-		return doc_build_scalar(&r->b, DOC_NUMBER, text.ptr, text.len, false, line, col);
+		return doc_build_scalar(r->b, DOC_NUMBER, text.ptr, text.len, false, line, col);
 	case JSCAN_TRUE:
 	case JSCAN_FALSE:
 		if (jscan_bool(&r->s, &bv))
 			return json_scan_fail(r);
-		return doc_build_scalar(&r->b, DOC_BOOL, NULL, 0, bv, line, col);
+		return doc_build_scalar(r->b, DOC_BOOL, NULL, 0, bv, line, col);
 	case JSCAN_NULL:
 		if (jscan_null(&r->s) != 1)
 			return json_scan_fail(r);
-		return doc_build_scalar(&r->b, DOC_NULL, NULL, 0, false, line, col);
+		return doc_build_scalar(r->b, DOC_NULL, NULL, 0, false, line, col);
 	case JSCAN_EOF:
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "unexpected end of input (expected a JSON value)");
 	default:
 		if (jscan_error(&r->s))
@@ -705,29 +768,29 @@ static int json_read(struct json_reader *r)
 	bool need_value = true;
 	int rc;
 
-	rc = doc_build_begin_doc(&r->b, 1, 1);
+	rc = doc_build_begin_doc(r->b, 1, 1);
 	while (rc == 0) {
 		if (need_value) {
 			rc = json_value(r);
 			need_value = false;
 			continue;
 		}
-		if (r->b.depth == 0)
+		if (r->b->depth == 0)
 			break;
-		if (r->b.frames[r->b.depth - 1].node->type == DOC_MAP) {
+		if (r->b->frames[r->b->depth - 1].node->type == DOC_MAP) {
 			uint32_t line, col;
 			int more = jscan_object_next(&r->s, &key);
 
 			if (more < 0)
 				return json_scan_fail(r);
 			if (more == 0) {
-				rc = doc_build_close(&r->b);
+				rc = doc_build_close(r->b);
 				continue;
 			}
 			json_position(r, (size_t)(key.ptr - 1 - r->text), &line, &col);
 			rc = json_string(r, &key, &k, line, col);
 			if (rc == 0)
-				rc = doc_build_key(&r->b, k.ptr, k.len, line, col);
+				rc = doc_build_key(r->b, k.ptr, k.len, line, col);
 			need_value = true;
 		} else {
 			int more = jscan_array_next(&r->s);
@@ -735,7 +798,7 @@ static int json_read(struct json_reader *r)
 			if (more < 0)
 				return json_scan_fail(r);
 			if (more == 0)
-				rc = doc_build_close(&r->b);
+				rc = doc_build_close(r->b);
 			else
 				need_value = true;
 		}
@@ -744,42 +807,52 @@ static int json_read(struct json_reader *r)
 		return rc;
 	if (jscan_finish(&r->s))
 		return json_scan_fail(r);
-	return doc_build_end_doc(&r->b);
+	return doc_build_end_doc(r->b);
+}
+
+int doc_json_read(struct doc_builder *b, const char *text, size_t len)
+{
+	struct json_reader r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.b = b;
+	r.text = text ? text : "";
+	r.len = len;
+	r.pos_line = 1;
+	r.pos_col = 1;
+	rc = arena_new(len + 64, &r.scratch);
+	if (rc) {
+		b->fatal = true;
+		return doc_build_fail(b, rc, 0, 0, "out of memory");
+	}
+	/* The builder's depth limit trips first and says more. */
+	jscan_init(&r.s, r.text, len, DOC_DEPTH_MAX + 1);
+	rc = json_read(&r);
+	arena_free(r.scratch);
+	return rc;
 }
 
 int doc_parse_json(const char *text, size_t len, const struct doc_limits *lim,
 		   struct doc_set **out, struct doc_error *err)
 {
-	struct json_reader r;
+	struct doc_builder b;
 	int rc;
 
 	*out = NULL;
-	memset(&r, 0, sizeof(r));
-	r.text = text ? text : "";
-	r.len = len;
-	r.pos_line = 1;
-	r.pos_col = 1;
-	rc = doc_build_init(&r.b, lim, err);
+	rc = doc_build_init(&b, lim, err);
 	if (rc)
 		goto out;
-	if (len > r.b.lim.max_bytes) {
-		rc = doc_build_fail(&r.b, -E2BIG, 0, 0, "input is %zu bytes, more than the limit of %zu",
-				    len, r.b.lim.max_bytes);
+	if (len > b.lim.max_bytes) {
+		rc = doc_build_fail(&b, -E2BIG, 0, 0, "input is %zu bytes, more than the limit of %zu",
+				    len, b.lim.max_bytes);
 		goto out;
 	}
-	rc = arena_new(len + 64, &r.scratch);
-	if (rc) {
-		rc = doc_build_fail(&r.b, rc, 0, 0, "out of memory");
-		goto out;
-	}
-	/* The builder's depth limit trips first and says more. */
-	jscan_init(&r.s, r.text, len, DOC_DEPTH_MAX + 1);
-	rc = json_read(&r);
+	rc = doc_json_read(&b, text, len);
 	if (rc == 0)
-		doc_build_take(&r.b, out);
+		doc_build_take(&b, out);
 out:
-	arena_free(r.scratch);
-	doc_build_release(&r.b);
+	doc_build_release(&b);
 	return rc;
 }
 

@@ -110,6 +110,34 @@ int doc_parse_json(const char *text, size_t len, const struct doc_limits *lim,
 int doc_parse(const char *text, size_t len, const struct doc_limits *lim,
 	      struct doc_set **out, struct doc_error *err);
 
+/* Parse a stream of manifests document by document, so that one broken
+ * document hides nothing else. Text that starts with '{' or '[' is one JSON
+ * value (one document); anything else is a YAML stream, cut at its document
+ * markers (doc_next_span()) and each piece parsed on its own. A document
+ * that does not parse is kept in the set all the same: doc_set_error() gives
+ * its error (message, position, index) and doc_set_root() what could be read
+ * of it before the error (complete values up to it, open maps and sequences
+ * closed where it stopped; a DOC_NULL root when nothing was read), so a
+ * caller can still name the object it was meant to be. Returns 0 with *out
+ * (even when documents failed), or -E2BIG/-ENOMEM when the stream as a
+ * whole is over a limit (bytes, documents, nodes, memory), with *out NULL
+ * and err filled. err may be NULL. */
+int doc_parse_stream(const char *text, size_t len, const struct doc_limits *lim,
+		     struct doc_set **out, struct doc_error *err);
+
+/* One document of a YAML stream, as its markers delimit it. */
+struct doc_span {
+	size_t off, len;             /* text[off, off + len) */
+	uint32_t line;               /* 1-based line of text[off] */
+};
+
+/* The next document of the YAML stream text[0..len) from *pos (start at 0,
+ * with *line 1), found without parsing: a document runs from a line that
+ * begins with "---" (and a blank or the line's end) to the next such line;
+ * comments, blank lines and directives before a marker go with the
+ * document the marker starts. Advances *pos and *line; false at the end. */
+bool doc_next_span(const char *text, size_t len, size_t *pos, uint32_t *line, struct doc_span *out);
+
 /* doc_set_free(NULL) is a no-op. */
 void doc_set_free(struct doc_set *set);
 
@@ -118,6 +146,10 @@ size_t doc_set_count(const struct doc_set *set);
 /* Document i's root (borrowed; never NULL for i < count: an empty YAML
  * document is a DOC_NULL node). */
 const struct doc_node *doc_set_root(const struct doc_set *set, size_t i);
+
+/* Document i's error when it did not parse (doc_parse_stream()), else NULL.
+ * Borrowed from the set. */
+const struct doc_error *doc_set_error(const struct doc_set *set, size_t i);
 
 /* The member named key of a DOC_MAP, or NULL (also when n is not a map). */
 const struct doc_node *doc_map_get(const struct doc_node *n, const char *key);
@@ -129,5 +161,24 @@ const char *doc_type_name(enum doc_type t);
  * strings escaped with buf_add_json_str(). 0, -E2BIG (the buffer's cap) or
  * -ENOMEM; on failure the buffer holds what it held before. */
 int doc_to_json(const struct doc_node *n, struct buf *out);
+
+/* Where the parts of a tree's JSON came from. */
+struct doc_locator;
+
+/* doc_to_json() that also records the byte range each node and each key
+ * takes in the JSON (offsets from where it begins in out), at most
+ * max_spans of them (nodes plus keys), so that doc_locate() can turn an
+ * offset of that JSON (a decoder's error) into a source position. 0 with
+ * *loc (doc_locator_free()), -E2BIG (the buffer's cap or max_spans) or
+ * -ENOMEM, with *loc NULL and the buffer as it was. */
+int doc_to_json_located(const struct doc_node *n, struct buf *out, size_t max_spans,
+			struct doc_locator **loc);
+
+/* The source line and column of the innermost node or key whose JSON holds
+ * offset (or of the last one before it). False when nothing was recorded. */
+bool doc_locate(const struct doc_locator *loc, size_t offset, uint32_t *line, uint32_t *col);
+
+/* doc_locator_free(NULL) is a no-op. */
+void doc_locator_free(struct doc_locator *loc);
 
 #endif

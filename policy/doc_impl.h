@@ -19,6 +19,7 @@
 struct doc_set {
 	struct arena *arena;         /* every node, array and string */
 	const struct doc_node **roots;   /* malloc'd */
+	const struct doc_error **errors; /* malloc'd, parallel to roots; NULL: parsed */
 	size_t count;
 	size_t roots_alloc;
 };
@@ -45,6 +46,10 @@ struct doc_builder {
 	const struct doc_member **scratch;   /* for duplicate-key sorting */
 	size_t scratch_alloc;
 	bool failed;
+	bool fatal;                  /* the failure ends the stream, not one document:
+				      * a stream-wide limit or memory */
+	uint32_t line_base;          /* lines before the text being read (a stream's
+				      * document read on its own) */
 };
 
 /* lim NULL means doc_limits_default(); err may be NULL. 0 or -ENOMEM. */
@@ -76,6 +81,19 @@ int doc_build_key(struct doc_builder *b, const char *key, size_t len,
 /* Open a DOC_SEQ or DOC_MAP; close the innermost open one. */
 int doc_build_open(struct doc_builder *b, enum doc_type type, uint32_t line, uint32_t col);
 int doc_build_close(struct doc_builder *b);
+
+/* After a failure inside a document: keep what was read of it as the set's
+ * next document, with the error. Open containers are closed where the
+ * error left them (a key without a value dropped, duplicate keys kept), so
+ * the partial tree can still be searched, e.g. for an object's kind and
+ * name. Then the builder is ready for the next document. 0 or -ENOMEM. */
+int doc_build_salvage(struct doc_builder *b);
+
+/* The readers: one YAML text (a whole stream, or one document of one that
+ * starts after b->line_base lines), or one JSON value as one document, into
+ * b. 0 or the builder's error. */
+int doc_yaml_read(struct doc_builder *b, const char *text, size_t len);
+int doc_json_read(struct doc_builder *b, const char *text, size_t len);
 
 /* Record an error (unless one is recorded already) and return rc. */
 int doc_build_fail(struct doc_builder *b, int rc, uint32_t line, uint32_t col,

@@ -76,7 +76,7 @@ enum tag_kind {
 };
 
 struct yaml_reader {
-	struct doc_builder b;
+	struct doc_builder *b;
 	const char *text;
 	size_t len;
 	struct buf num;        /* the normalised number being built */
@@ -586,9 +586,13 @@ static const char *kind_name(enum scalar_kind k)
 
 /* --- events --------------------------------------------------------------- */
 
-static uint32_t mark_line(const yaml_mark_t *m)
+/* Lines count from the start of the stream, also when one document of it
+ * is read on its own. */
+static uint32_t mark_line(const struct yaml_reader *r, const yaml_mark_t *m)
 {
-	return m->line >= UINT32_MAX ? UINT32_MAX : (uint32_t)m->line + 1;
+	uint64_t line = (uint64_t)m->line + 1 + r->b->line_base;
+
+	return line >= UINT32_MAX ? UINT32_MAX : (uint32_t)line;
 }
 
 static uint32_t mark_col(const yaml_mark_t *m)
@@ -603,10 +607,10 @@ static int reject_tag(struct yaml_reader *r, const char *tag, const char *what,
 
 	tag_display(tag, t, sizeof(t));
 	if (classify_tag(tag) == TAG_OTHER)
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "tag %s is not allowed; use !!str, !!int, !!float, !!bool, !!null, !!map or !!seq, or no tag",
 				      t);
-	return doc_build_fail(&r->b, -EINVAL, line, col, "tag %s does not fit a %s", t, what);
+	return doc_build_fail(r->b, -EINVAL, line, col, "tag %s does not fit a %s", t, what);
 }
 
 /* Resolve an event's scalar: tag first, then style (quoted and block
@@ -632,10 +636,10 @@ static int resolve_event_scalar(struct yaml_reader *r, const yaml_event_t *ev,
 	}
 	rc = resolve_plain(r, s, n, sc);
 	if (rc == -E2BIG)
-		return doc_build_fail(&r->b, rc, line, col,
+		return doc_build_fail(r->b, rc, line, col,
 				      "integer literal longer than %d digits", YAML_BIGINT_DIGITS_MAX);
 	if (rc)
-		return doc_build_fail(&r->b, rc, line, col, "out of memory");
+		return doc_build_fail(r->b, rc, line, col, "out of memory");
 	if (tk == TAG_FLOAT && sc->kind == SK_INT && sc->fits_int64) {
 		/* go-yaml turns an int under !!float into a float64. */
 		struct dec_lit d = { 0 };
@@ -650,12 +654,12 @@ static int resolve_event_scalar(struct yaml_reader *r, const yaml_event_t *ev,
 		if (rc == 0)
 			rc = format_decimal(r, &d, &overflow);
 		if (rc)
-			return doc_build_fail(&r->b, rc, line, col, "out of memory");
+			return doc_build_fail(r->b, rc, line, col, "out of memory");
 		set_number(r, sc, SK_FLOAT);
 	}
 	if (sc->kind == SK_NONFINITE) {
 		doc_quote(q, sizeof(q), s, n);
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "%s is not a number JSON can hold (Kubernetes rejects it too); quote it to make it a string",
 				      q);
 	}
@@ -665,7 +669,7 @@ static int resolve_event_scalar(struct yaml_reader *r, const yaml_event_t *ev,
 	    (tk == TAG_NULL && sc->kind != SK_NULL)) {
 		doc_quote(q, sizeof(q), s, n);
 		tag_display(tag, t, sizeof(t));
-		return doc_build_fail(&r->b, -EINVAL, line, col, "%s reads as %s, not as %s",
+		return doc_build_fail(r->b, -EINVAL, line, col, "%s reads as %s, not as %s",
 				      q, kind_name(sc->kind), t);
 	}
 	return 0;
@@ -673,7 +677,7 @@ static int resolve_event_scalar(struct yaml_reader *r, const yaml_event_t *ev,
 
 static int on_scalar(struct yaml_reader *r, const yaml_event_t *ev)
 {
-	uint32_t line = mark_line(&ev->start_mark), col = mark_col(&ev->start_mark);
+	uint32_t line = mark_line(r, &ev->start_mark), col = mark_col(&ev->start_mark);
 	const char *s = (const char *)ev->data.scalar.value;
 	size_t n = ev->data.scalar.length;
 	struct scalar sc;
@@ -681,23 +685,23 @@ static int on_scalar(struct yaml_reader *r, const yaml_event_t *ev)
 	int rc;
 
 	if (ev->data.scalar.anchor)
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "anchors (&%.64s) are not allowed; write the content out",
 				      (const char *)ev->data.scalar.anchor);
 	rc = resolve_event_scalar(r, ev, &sc, line, col);
 	if (rc)
 		return rc;
-	if (!doc_build_want_key(&r->b)) {
+	if (!doc_build_want_key(r->b)) {
 		switch (sc.kind) {
 		case SK_NULL:
-			return doc_build_scalar(&r->b, DOC_NULL, NULL, 0, false, line, col);
+			return doc_build_scalar(r->b, DOC_NULL, NULL, 0, false, line, col);
 		case SK_BOOL:
-			return doc_build_scalar(&r->b, DOC_BOOL, NULL, 0, sc.boolean, line, col);
+			return doc_build_scalar(r->b, DOC_BOOL, NULL, 0, sc.boolean, line, col);
 		case SK_INT:
 		case SK_FLOAT:
-			return doc_build_scalar(&r->b, DOC_NUMBER, sc.text, sc.len, false, line, col);
+			return doc_build_scalar(r->b, DOC_NUMBER, sc.text, sc.len, false, line, col);
 		default:
-			return doc_build_scalar(&r->b, DOC_STRING, sc.text, sc.len, false, line, col);
+			return doc_build_scalar(r->b, DOC_STRING, sc.text, sc.len, false, line, col);
 		}
 	}
 	/* A key: JSON keys are strings, converted as sigs.k8s.io/yaml does. */
@@ -706,22 +710,22 @@ static int on_scalar(struct yaml_reader *r, const yaml_event_t *ev)
 	case SK_STRING:
 		if (n == 2 && memcmp(s, "<<", 2) == 0 && !ev->data.scalar.tag &&
 		    ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-			return doc_build_fail(&r->b, -EINVAL, line, col,
+			return doc_build_fail(r->b, -EINVAL, line, col,
 					      "merge keys (<<) are not allowed; write the keys out");
-		return doc_build_key(&r->b, s, n, line, col);
+		return doc_build_key(r->b, s, n, line, col);
 	case SK_BOOL:
-		return doc_build_key(&r->b, sc.boolean ? "true" : "false",
+		return doc_build_key(r->b, sc.boolean ? "true" : "false",
 				     sc.boolean ? 4 : 5, line, col);
 	case SK_INT:
 		if (sc.fits_int64)
-			return doc_build_key(&r->b, sc.text, sc.len, line, col);
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+			return doc_build_key(r->b, sc.text, sc.len, line, col);
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "map key %s is an integer beyond 64-bit signed range; quote it", q);
 	case SK_NULL:
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "map key %s is null; keys must be strings (quote it)", q);
 	default:
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "map key %s is %s, which Kubernetes turns into text with float32 rounding; quote it",
 				      q, kind_name(sc.kind));
 	}
@@ -729,7 +733,7 @@ static int on_scalar(struct yaml_reader *r, const yaml_event_t *ev)
 
 static int on_open(struct yaml_reader *r, const yaml_event_t *ev, enum doc_type type)
 {
-	uint32_t line = mark_line(&ev->start_mark), col = mark_col(&ev->start_mark);
+	uint32_t line = mark_line(r, &ev->start_mark), col = mark_col(&ev->start_mark);
 	const yaml_char_t *anchor, *tag;
 	enum tag_kind tk;
 
@@ -741,13 +745,13 @@ static int on_open(struct yaml_reader *r, const yaml_event_t *ev, enum doc_type 
 		tag = ev->data.mapping_start.tag;
 	}
 	if (anchor)
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "anchors (&%.64s) are not allowed; write the content out",
 				      (const char *)anchor);
 	tk = classify_tag((const char *)tag);
 	if (tk != TAG_NONE && tk != (type == DOC_SEQ ? TAG_SEQ : TAG_MAP))
 		return reject_tag(r, (const char *)tag, doc_type_name(type), line, col);
-	return doc_build_open(&r->b, type, line, col);
+	return doc_build_open(r->b, type, line, col);
 }
 
 /* Turn libyaml's error into ours, with the position. */
@@ -759,25 +763,26 @@ static int parser_fail(struct yaml_reader *r, const yaml_parser_t *p)
 
 	switch (p->error) {
 	case YAML_MEMORY_ERROR:
-		return doc_build_fail(&r->b, -ENOMEM, 0, 0, "out of memory");
+		return doc_build_fail(r->b, -ENOMEM, 0, 0, "out of memory");
 	case YAML_READER_ERROR:
 		doc_position(r->text, r->len, p->problem_offset, &line, &col);
+		line = line > UINT32_MAX - r->b->line_base ? UINT32_MAX : line + r->b->line_base;
 		if (p->problem_value != -1)
 			snprintf(extra, sizeof(extra), " (byte 0x%02x)", (unsigned)p->problem_value & 0xff);
-		return doc_build_fail(&r->b, -EINVAL, line, col,
+		return doc_build_fail(r->b, -EINVAL, line, col,
 				      "%s%s; the input must be UTF-8 text without control characters",
 				      problem, extra);
 	default:
-		line = mark_line(&p->problem_mark);
+		line = mark_line(r, &p->problem_mark);
 		col = mark_col(&p->problem_mark);
 		if (p->problem_mark.index < r->len && r->text[p->problem_mark.index] == '\t')
 			snprintf(extra, sizeof(extra), "; indent with spaces, tabs cannot indent YAML");
 		if (p->context)
-			return doc_build_fail(&r->b, -EINVAL, line, col,
+			return doc_build_fail(r->b, -EINVAL, line, col,
 					      "%s %s (started at line %u, column %u)%s", problem,
-					      p->context, mark_line(&p->context_mark),
+					      p->context, mark_line(r, &p->context_mark),
 					      mark_col(&p->context_mark), extra);
-		return doc_build_fail(&r->b, -EINVAL, line, col, "%s%s", problem, extra);
+		return doc_build_fail(r->b, -EINVAL, line, col, "%s%s", problem, extra);
 	}
 }
 
@@ -792,20 +797,20 @@ static int read_events(struct yaml_reader *r, yaml_parser_t *parser)
 
 		if (!yaml_parser_parse(parser, &ev))
 			return parser_fail(r, parser);
-		line = mark_line(&ev.start_mark);
+		line = mark_line(r, &ev.start_mark);
 		col = mark_col(&ev.start_mark);
 		switch (ev.type) {
 		case YAML_STREAM_END_EVENT:
 			done = true;
 			break;
 		case YAML_DOCUMENT_START_EVENT:
-			rc = doc_build_begin_doc(&r->b, line, col);
+			rc = doc_build_begin_doc(r->b, line, col);
 			break;
 		case YAML_DOCUMENT_END_EVENT:
-			rc = doc_build_end_doc(&r->b);
+			rc = doc_build_end_doc(r->b);
 			break;
 		case YAML_ALIAS_EVENT:
-			rc = doc_build_fail(&r->b, -EINVAL, line, col,
+			rc = doc_build_fail(r->b, -EINVAL, line, col,
 					    "aliases (*%.64s) are not allowed; write the content out",
 					    (const char *)ev.data.alias.anchor);
 			break;
@@ -820,7 +825,7 @@ static int read_events(struct yaml_reader *r, yaml_parser_t *parser)
 			break;
 		case YAML_SEQUENCE_END_EVENT:
 		case YAML_MAPPING_END_EVENT:
-			rc = doc_build_close(&r->b);
+			rc = doc_build_close(r->b);
 			break;
 		default:
 			break;
@@ -830,47 +835,54 @@ static int read_events(struct yaml_reader *r, yaml_parser_t *parser)
 	return rc;
 }
 
-int doc_parse_yaml(const char *text, size_t len, const struct doc_limits *lim,
-		   struct doc_set **out, struct doc_error *err)
+int doc_yaml_read(struct doc_builder *b, const char *text, size_t len)
 {
 	struct yaml_reader r;
 	yaml_parser_t parser;
-	bool have_parser = false;
 	size_t scratch_cap;
 	int rc;
 
-	*out = NULL;
 	memset(&r, 0, sizeof(r));
+	r.b = b;
 	r.text = text;
 	r.len = len;
-	rc = doc_build_init(&r.b, lim, err);
-	if (rc)
-		goto out;
-	if (len > r.b.lim.max_bytes) {
-		rc = doc_build_fail(&r.b, -E2BIG, 0, 0, "input is %zu bytes, more than the limit of %zu",
-				    len, r.b.lim.max_bytes);
-		goto out;
-	}
 	scratch_cap = len > SIZE_MAX / 4 ? SIZE_MAX / 2 : 2 * len + 8 * YAML_BIGINT_DIGITS_MAX;
 	buf_init(&r.num, scratch_cap);
 	buf_init(&r.plain, scratch_cap);
 	buf_init(&r.digits, scratch_cap);
 	if (!yaml_parser_initialize(&parser)) {
-		rc = doc_build_fail(&r.b, -ENOMEM, 0, 0, "out of memory");
-		goto out;
+		b->fatal = true;
+		return doc_build_fail(b, -ENOMEM, 0, 0, "out of memory");
 	}
-	have_parser = true;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)(text ? text : ""), len);
 	yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
 	rc = read_events(&r, &parser);
-	if (rc == 0)
-		doc_build_take(&r.b, out);
-out:
-	if (have_parser)
-		yaml_parser_delete(&parser);
+	yaml_parser_delete(&parser);
 	buf_free(&r.num);
 	buf_free(&r.plain);
 	buf_free(&r.digits);
-	doc_build_release(&r.b);
+	return rc;
+}
+
+int doc_parse_yaml(const char *text, size_t len, const struct doc_limits *lim,
+		   struct doc_set **out, struct doc_error *err)
+{
+	struct doc_builder b;
+	int rc;
+
+	*out = NULL;
+	rc = doc_build_init(&b, lim, err);
+	if (rc)
+		goto out;
+	if (len > b.lim.max_bytes) {
+		rc = doc_build_fail(&b, -E2BIG, 0, 0, "input is %zu bytes, more than the limit of %zu",
+				    len, b.lim.max_bytes);
+		goto out;
+	}
+	rc = doc_yaml_read(&b, text, len);
+	if (rc == 0)
+		doc_build_take(&b, out);
+out:
+	doc_build_release(&b);
 	return rc;
 }

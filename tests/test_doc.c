@@ -1057,6 +1057,254 @@ static void test_multi_document_manifest_file(void **state)
 	buf_free(&in);
 }
 
+/* --- streams read document by document ------------------------------------ */
+
+static const char *path_text(const struct doc_node *root, const char *key, const char *sub)
+{
+	const struct doc_node *n = doc_map_get(root, key);
+
+	if (n && sub)
+		n = doc_map_get(n, sub);
+	return n && n->type == DOC_STRING ? n->text.ptr : NULL;
+}
+
+static void test_stream_broken_document_hides_no_other(void **state)
+{
+	static const char text[] =
+		"apiVersion: v1\n"                          /* 1 */
+		"kind: ConfigMap\n"
+		"metadata: {name: a}\n"
+		"---\n"                                     /* 4 */
+		"apiVersion: resource.k8s.io/v1\n"
+		"kind: ResourceSlice\n"
+		"metadata:\n"
+		"  name: broken\n"
+		"spec:\n"
+		"  pool: {name: p, generation: 1\n"         /* 10: unclosed */
+		"---\n"                                     /* 11 */
+		"kind: ConfigMap\n"
+		"metadata:\n"
+		"  name: c\n";                              /* 14 */
+	struct doc_set *set = NULL, *plain = NULL;
+	struct doc_error err;
+	const struct doc_error *e;
+
+	(void)state;
+	/* The whole-stream reader gives up at the broken document ... */
+	assert_int_equal(doc_parse_yaml(text, strlen(text), NULL, &plain, &err), -EINVAL);
+	assert_int_equal(err.doc_index, 1);
+	/* ... the document-wise one reads all three. */
+	assert_int_equal(doc_parse_stream(text, strlen(text), NULL, &set, &err), 0);
+	assert_int_equal(doc_set_count(set), 3);
+	assert_null(doc_set_error(set, 0));
+	assert_string_equal(path_text(doc_set_root(set, 0), "metadata", "name"), "a");
+	e = doc_set_error(set, 1);
+	assert_non_null(e);
+	assert_int_equal(e->doc_index, 1);
+	assert_int_equal(e->line, 11);
+	assert_non_null(strstr(e->msg, "flow mapping"));
+	/* What was read before the error still names the object. */
+	assert_string_equal(path_text(doc_set_root(set, 1), "kind", NULL), "ResourceSlice");
+	assert_string_equal(path_text(doc_set_root(set, 1), "metadata", "name"), "broken");
+	assert_null(doc_set_error(set, 2));
+	assert_pos(doc_set_root(set, 2), 12, 1);
+	assert_pos(doc_map_get(doc_map_get(doc_set_root(set, 2), "metadata"), "name"), 14, 9);
+	doc_set_free(set);
+}
+
+static void test_stream_errors_count_lines_from_the_stream_start(void **state)
+{
+	static const char text[] = "a: 1\n---\nb: 2\n---\n# two\n\nc: [1,\nd: *x\n";
+	struct doc_set *set = NULL;
+	struct doc_error err;
+	const struct doc_error *e;
+
+	(void)state;
+	assert_int_equal(doc_parse_stream(text, strlen(text), NULL, &set, &err), 0);
+	assert_int_equal(doc_set_count(set), 3);
+	e = doc_set_error(set, 2);
+	assert_non_null(e);
+	assert_int_equal(e->line, 8);
+	/* What was read up to the error: c holds 1 and what followed. */
+	assert_int_equal(doc_set_root(set, 2)->type, DOC_MAP);
+	assert_int_equal(doc_map_get(doc_set_root(set, 2), "c")->type, DOC_SEQ);
+	assert_string_equal(doc_map_get(doc_set_root(set, 2), "c")->items[0]->text.ptr, "1");
+	assert_null(path_text(doc_set_root(set, 1), "b", NULL));
+	assert_int_equal(doc_set_root(set, 1)->members[0].value->type, DOC_NUMBER);
+	doc_set_free(set);
+}
+
+static void test_stream_refusals_are_per_document(void **state)
+{
+	static const char text[] =
+		"kind: A\nkind: B\n"        /* duplicate key */
+		"---\nkind: C\nx: &anchor 1\n"  /* anchor */
+		"---\nkind: D\n";
+	struct doc_set *set = NULL;
+	struct doc_error err;
+
+	(void)state;
+	assert_int_equal(doc_parse_stream(text, strlen(text), NULL, &set, &err), 0);
+	assert_int_equal(doc_set_count(set), 3);
+	assert_non_null(strstr(doc_set_error(set, 0)->msg, "duplicate key"));
+	assert_int_equal(doc_set_error(set, 0)->line, 2);
+	assert_string_equal(path_text(doc_set_root(set, 0), "kind", NULL), "A");
+	assert_non_null(strstr(doc_set_error(set, 1)->msg, "anchors"));
+	assert_int_equal(doc_set_error(set, 1)->line, 5);
+	assert_string_equal(path_text(doc_set_root(set, 1), "kind", NULL), "C");
+	assert_null(doc_set_error(set, 2));
+	doc_set_free(set);
+}
+
+static void test_stream_broken_json_keeps_what_was_read(void **state)
+{
+	static const char text[] = "{\"kind\": \"Pod\",\n \"metadata\": {\"name\": \"p\", \"x\": }}";
+	struct doc_set *set = NULL;
+	struct doc_error err;
+
+	(void)state;
+	assert_int_equal(doc_parse_stream(text, strlen(text), NULL, &set, &err), 0);
+	assert_int_equal(doc_set_count(set), 1);
+	assert_non_null(doc_set_error(set, 0));
+	assert_int_equal(doc_set_error(set, 0)->line, 2);
+	assert_string_equal(path_text(doc_set_root(set, 0), "kind", NULL), "Pod");
+	assert_string_equal(path_text(doc_set_root(set, 0), "metadata", "name"), "p");
+	doc_set_free(set);
+}
+
+static void test_stream_limits_still_bound_the_whole_stream(void **state)
+{
+	static const char text[] = "a: 1\n---\nb: 2\n---\nc: 3\n";
+	struct doc_limits lim;
+	struct doc_set *set = NULL;
+	struct doc_error err;
+
+	(void)state;
+	doc_limits_default(&lim);
+	lim.max_docs = 2;
+	assert_int_equal(doc_parse_stream(text, strlen(text), &lim, &set, &err), -E2BIG);
+	assert_null(set);
+	assert_non_null(strstr(err.msg, "documents"));
+	doc_limits_default(&lim);
+	lim.max_nodes = 4;
+	assert_int_equal(doc_parse_stream(text, strlen(text), &lim, &set, &err), -E2BIG);
+	assert_null(set);
+	lim.max_nodes = 100;
+	lim.max_bytes = 4;
+	assert_int_equal(doc_parse_stream(text, strlen(text), &lim, &set, &err), -E2BIG);
+}
+
+static void test_spans_cut_at_markers_only(void **state)
+{
+	static const char text[] =
+		"# leading comment\n"     /* 1 */
+		"%YAML 1.1\n"             /* 2 */
+		"---\n"                   /* 3 */
+		"a: |\n"                  /* 4 */
+		"  ---not a marker\n"
+		"b: '---'\n"
+		"--- {c: 1}\r\n"          /* 7 */
+		"---\n"                   /* 8 */
+		"----: 2\n";
+	struct doc_span sp[4];
+	size_t pos = 0, n = 0;
+	uint32_t line = 1;
+	struct doc_set *set = NULL, *whole = NULL;
+	struct doc_error err;
+	size_t i;
+
+	(void)state;
+	while (n < 4 && doc_next_span(text, strlen(text), &pos, &line, &sp[n]))
+		n++;
+	assert_int_equal(n, 3);
+	assert_int_equal(sp[0].off, 0);
+	assert_int_equal(sp[0].line, 1);
+	assert_int_equal(sp[1].line, 7);
+	assert_int_equal(sp[2].line, 8);
+	assert_int_equal(sp[2].off + sp[2].len, strlen(text));
+	/* Same documents, same positions, as the whole-stream reader. */
+	assert_int_equal(doc_parse_stream(text, strlen(text), NULL, &set, &err), 0);
+	assert_int_equal(doc_parse_yaml(text, strlen(text), NULL, &whole, &err), 0);
+	assert_int_equal(doc_set_count(set), doc_set_count(whole));
+	for (i = 0; i < doc_set_count(set); i++) {
+		struct buf a, b;
+
+		buf_init(&a, OUT_CAP);
+		buf_init(&b, OUT_CAP);
+		assert_null(doc_set_error(set, i));
+		assert_int_equal(doc_to_json(doc_set_root(set, i), &a), 0);
+		assert_int_equal(doc_to_json(doc_set_root(whole, i), &b), 0);
+		assert_string_equal(buf_cstr(&a), buf_cstr(&b));
+		assert_pos(doc_set_root(set, i), doc_set_root(whole, i)->line, doc_set_root(whole, i)->col);
+		buf_free(&a);
+		buf_free(&b);
+	}
+	doc_set_free(set);
+	doc_set_free(whole);
+}
+
+/* --- JSON offsets back to source positions --------------------------------- */
+
+struct locate_row {
+	const char *needle;          /* first occurrence in the JSON */
+	uint32_t line, col;
+};
+
+static void test_locator_maps_json_offsets_to_yaml_positions(void **state)
+{
+	static const char yaml[] =
+		"apiVersion: resource.k8s.io/v1\n"
+		"kind: ResourceSlice\n"
+		"spec:\n"
+		"  pool:\n"
+		"    name: p\n"
+		"    generation: abc\n"
+		"  devices:\n"
+		"  - name: d0\n"
+		"    capacity: {mem: {value: 8Gi}}\n";
+	static const struct locate_row rows[] = {
+		{ "\"abc\"", 6, 17 },
+		{ "\"generation\"", 6, 5 },
+		{ "\"d0\"", 8, 11 },
+		{ "\"8Gi\"", 9, 29 },
+		{ "{\"value\"", 9, 21 },
+		{ "\"kind\"", 2, 1 },
+	};
+	struct doc_set *set = NULL;
+	struct doc_locator *loc = NULL;
+	struct doc_error err;
+	struct buf js;
+	uint32_t line = 0, col = 0;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(doc_parse_stream(yaml, strlen(yaml), NULL, &set, &err), 0);
+	buf_init(&js, OUT_CAP);
+	assert_int_equal(buf_add_cstr(&js, "prefix"), 0);
+	assert_int_equal(doc_to_json_located(doc_set_root(set, 0), &js, 1000, &loc), 0);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const char *json = buf_cstr(&js) + 6;
+		const char *at = strstr(json, rows[i].needle);
+
+		assert_non_null(at);
+		assert_true(doc_locate(loc, (size_t)(at - json), &line, &col));
+		if (line != rows[i].line || col != rows[i].col) {
+			print_error("%s: at %u:%u, want %u:%u\n", rows[i].needle, line, col, rows[i].line, rows[i].col);
+			fail();
+		}
+	}
+	/* Past the end: the last part written. */
+	assert_true(doc_locate(loc, buf_len(&js), &line, &col));
+	doc_locator_free(loc);
+	assert_false(doc_locate(NULL, 0, &line, &col));
+	/* A cap on spans is an error, and leaves the buffer as it was. */
+	assert_int_equal(doc_to_json_located(doc_set_root(set, 0), &js, 5, &loc), -E2BIG);
+	assert_null(loc);
+	assert_int_equal(buf_len(&js), strlen("prefix") + strlen(buf_cstr(&js) + 6));
+	buf_free(&js);
+	doc_set_free(set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1080,6 +1328,13 @@ int main(void)
 		cmocka_unit_test(test_configmap_with_block_policy_round_trips),
 		cmocka_unit_test(test_list_of_resource_slices_round_trips),
 		cmocka_unit_test(test_multi_document_manifest_file),
+		cmocka_unit_test(test_stream_broken_document_hides_no_other),
+		cmocka_unit_test(test_stream_errors_count_lines_from_the_stream_start),
+		cmocka_unit_test(test_stream_refusals_are_per_document),
+		cmocka_unit_test(test_stream_broken_json_keeps_what_was_read),
+		cmocka_unit_test(test_stream_limits_still_bound_the_whole_stream),
+		cmocka_unit_test(test_spans_cut_at_markers_only),
+		cmocka_unit_test(test_locator_maps_json_offsets_to_yaml_positions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
