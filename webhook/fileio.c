@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 
@@ -35,12 +36,17 @@ out:
 int fileio_read(const char *path, size_t max, char **out, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
+	struct stat st;
 	int rc;
 
-	if (!f) {
-		*out = NULL;
-		*len = 0;
+	*out = NULL;
+	*len = 0;
+	if (!f)
 		return -errno;
+	/* fopen() opens a directory; reading it then fails as EIO. */
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return -EISDIR;
 	}
 	rc = fileio_read_stream(f, max, out, len);
 	fclose(f);

@@ -9,7 +9,8 @@
 #include <stdio.h>
 
 /* Read path whole into a malloc'd, NUL-terminated buffer (*out, free()).
- * Returns 0, -E2BIG when larger than max bytes, or -errno. */
+ * Returns 0, -E2BIG when larger than max bytes, -EISDIR for a directory,
+ * or -errno. */
 int fileio_read(const char *path, size_t max, char **out, size_t *len);
 
 /* The same for an open stream (e.g. stdin), read to its end. */
