@@ -111,8 +111,9 @@ int doc_parse(const char *text, size_t len, const struct doc_limits *lim,
 	      struct doc_set **out, struct doc_error *err);
 
 /* Parse a stream of manifests document by document, so that one broken
- * document hides nothing else. Text that starts with '{' or '[' is one JSON
- * value (one document); anything else is a YAML stream, cut at its document
+ * document hides nothing else. Text that starts with '{' or '[' and has no
+ * line beginning with "---" is one JSON value (one document); anything else
+ * is a YAML stream (JSON documents between "---" lines too), cut at its document
  * markers (doc_next_span()) and each piece parsed on its own. A document
  * that does not parse is kept in the set all the same: doc_set_error() gives
  * its error (message, position, index) and doc_set_root() what could be read

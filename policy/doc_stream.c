@@ -85,13 +85,22 @@ bool doc_next_span(const char *text, size_t len, size_t *pos, uint32_t *line, st
 	return true;
 }
 
-static bool starts_json(const char *text, size_t len)
+/* One JSON value: the text starts with '{' or '[' and no line begins with
+ * a document marker (JSON cannot hold one: its strings cannot span lines).
+ * JSON documents between "---" lines are a YAML stream. */
+static bool is_json(const char *text, size_t len)
 {
 	size_t i = 0;
+	bool broke;
 
 	while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
 		i++;
-	return i < len && (text[i] == '{' || text[i] == '[');
+	if (i == len || (text[i] != '{' && text[i] != '['))
+		return false;
+	for (i = 0; i < len; i = next_line(text, len, i, &broke))
+		if (is_marker(text, len, i))
+			return false;
+	return true;
 }
 
 int doc_parse_stream(const char *text, size_t len, const struct doc_limits *lim,
@@ -115,7 +124,7 @@ int doc_parse_stream(const char *text, size_t len, const struct doc_limits *lim,
 				    len, b.lim.max_bytes);
 		goto out;
 	}
-	if (starts_json(text, len)) {
+	if (is_json(text, len)) {
 		rc = doc_json_read(&b, text, len);
 		if (rc && !b.fatal)
 			rc = doc_build_salvage(&b);

@@ -1172,6 +1172,26 @@ static void test_stream_broken_json_keeps_what_was_read(void **state)
 	doc_set_free(set);
 }
 
+static void test_stream_json_documents_between_markers_are_yaml(void **state)
+{
+	static const char text[] = "{\"kind\": \"A\"}\n---\n{\"kind\": \"B\"}\n";
+	static const char broken[] = "{\"kind\": \"A\",\n \"x\": ---\n}";
+	struct doc_set *set = NULL;
+	struct doc_error err;
+
+	(void)state;
+	assert_int_equal(doc_parse_stream(text, strlen(text), NULL, &set, &err), 0);
+	assert_int_equal(doc_set_count(set), 2);
+	assert_string_equal(path_text(doc_set_root(set, 1), "kind", NULL), "B");
+	assert_pos(doc_set_root(set, 1), 3, 1);
+	doc_set_free(set);
+	/* "---" inside a JSON value is not a marker (it does not begin a line). */
+	assert_int_equal(doc_parse_stream(broken, strlen(broken), NULL, &set, &err), 0);
+	assert_int_equal(doc_set_count(set), 1);
+	assert_non_null(doc_set_error(set, 0));
+	doc_set_free(set);
+}
+
 static void test_stream_limits_still_bound_the_whole_stream(void **state)
 {
 	static const char text[] = "a: 1\n---\nb: 2\n---\nc: 3\n";
@@ -1332,6 +1352,7 @@ int main(void)
 		cmocka_unit_test(test_stream_errors_count_lines_from_the_stream_start),
 		cmocka_unit_test(test_stream_refusals_are_per_document),
 		cmocka_unit_test(test_stream_broken_json_keeps_what_was_read),
+		cmocka_unit_test(test_stream_json_documents_between_markers_are_yaml),
 		cmocka_unit_test(test_stream_limits_still_bound_the_whole_stream),
 		cmocka_unit_test(test_spans_cut_at_markers_only),
 		cmocka_unit_test(test_locator_maps_json_offsets_to_yaml_positions),
