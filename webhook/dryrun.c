@@ -14,10 +14,10 @@
  * --warn-exit-code N when there were warnings but no denials. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include <jansson.h>
@@ -28,6 +28,8 @@
 #include "dryrun_impl.h"
 #include "engine.h"
 #include "fileio.h"
+#include "inputs.h"
+#include "manifest.h"
 #include "policy.h"
 
 /* --- command line -------------------------------------------------------------------------- */
@@ -35,25 +37,30 @@
 static void dryrun_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dra-guard dry-run [--policy FILE] [--old FILE] [--operation CREATE|UPDATE|DELETE]\n"
+		"usage: dra-guard dry-run [--policy FILE] [--old PATH]... [--operation CREATE|UPDATE|DELETE]\n"
 		"                         [--user NAME] [--group G]... [--extra KEY=VALUE]... [--subresource S]\n"
-		"                         [--freeze] [--policy-configmap NAMESPACE/NAME]\n"
+		"                         [--namespace NS] [--freeze] [--policy-configmap NAMESPACE/NAME]\n"
 		"                         [--output text|json|junit] [--warn-exit-code N] INPUT...\n"
 		"\n"
 		"Runs the policy engine on manifests, exactly as the webhook would decide them.\n"
-		"INPUT is a file, a directory (every .yaml, .yml, .json in it) or - for stdin; each may\n"
-		"hold several YAML documents, kind: List, bare objects or whole AdmissionReviews.\n"
+		"INPUT and --old PATH are files, directories (every .yaml, .yml, .json in them) or - for\n"
+		"stdin; each may hold several YAML documents, kind: List (what kubectl get -o yaml prints),\n"
+		"bare objects or whole AdmissionReviews.\n"
 		"\n"
 		"  --policy FILE         a Policy document or the policy ConfigMap (default: built-in policy)\n"
-		"  --old FILE            the stored object(s): bare objects become UPDATEs against the one of\n"
-		"                        the same kind and name (or the only one)\n"
-		"  --operation OP        CREATE (default), UPDATE (default with --old) or DELETE\n"
-		"  --user NAME           the requesting user; without it the identity rules (slice.writer*,\n"
-		"                        status.*) are skipped\n"
+		"  --old PATH            the stored objects, e.g. kubectl get resourceslices -o yaml\n"
+		"                        (repeatable). An object with a stored namesake (same group, kind,\n"
+		"                        namespace and name) is an UPDATE of it; one without is a CREATE\n"
+		"  --operation OP        CREATE, UPDATE (needs a stored namesake) or DELETE; default: as above\n"
+		"  --user NAME           the requesting user; without it the rules about who may write\n"
+		"                        (slice.writer*, status.*) do not run, and each result says so\n"
 		"  --group G             a group of the user (repeatable)\n"
 		"  --extra KEY=VALUE     a userInfo.extra value (repeatable), e.g.\n"
 		"                        authentication.kubernetes.io/node-name=worker-1\n"
-		"  --subresource S       e.g. status, for resourceclaims/status and pods/status writes\n"
+		"  --subresource S       status, for resourceclaims/status and pods/status writes; inferred\n"
+		"                        for an UPDATE of a claim or Pod that differs from its stored\n"
+		"                        object only under status\n"
+		"  --namespace NS        the namespace of namespaced objects that name none (default: default)\n"
 		"  --freeze              act as if the policy's freeze were on\n"
 		"  --policy-configmap NS/NAME  the guard's own ConfigMap (policy.invalid; default\n"
 		"                        dra-guard/dra-guard-policy)\n"
@@ -104,31 +111,52 @@ static int load_policy(struct dryrun *d)
 	return rc;
 }
 
+/* Read every --old path. Any stored document that cannot be used fails
+ * the run: it may have been the namesake of an input, which would then be
+ * decided as a CREATE. */
 static int load_old(struct dryrun *d)
 {
-	struct doc_limits lim;
-	struct doc_error derr;
-	char *text = NULL;
-	size_t len = 0;
-	int rc;
+	struct manifest_options mopt;
+	char where[PATH_MAX + 64];
+	size_t i, bad = 0;
+	int rc = 0;
 
-	rc = fileio_read(d->old_path, DRYRUN_MAX_INPUT, &text, &len);
-	if (rc) {
-		fprintf(stderr, "dra-guard dry-run: --old %s: %s\n", d->old_path, strerror(-rc));
+	manifest_options_default(&mopt);
+	mopt.doc.max_bytes = DRYRUN_MAX_INPUT;
+	mopt.default_namespace = d->namespace;
+	rc = manifest_set_new(&mopt, &d->old_set);
+	for (i = 0; rc == 0 && i < d->nold; i++)
+		rc = inputs_read(d->old_set, d->old_paths[i], DRYRUN_MAX_INPUT);
+	if (rc == -ENOMEM) {
+		fprintf(stderr, "dra-guard dry-run: --old: out of memory\n");
 		return rc;
 	}
-	doc_limits_default(&lim);
-	lim.max_bytes = DRYRUN_MAX_INPUT;
-	rc = doc_parse(text, len, &lim, &d->old_set, &derr);
-	free(text);
-	if (rc)
-		fprintf(stderr, "dra-guard dry-run: --old %s:%u:%u: %s\n", d->old_path, derr.line, derr.col, derr.msg);
-	return rc;
+	for (i = 0; d->old_set && i < manifest_set_count(d->old_set); i++) {
+		const struct manifest_entry *e = manifest_set_entry(d->old_set, i);
+		const char *why = e->error;
+
+		if (!why && str_eq_cstr(e->id.kind, "AdmissionReview"))
+			why = "an AdmissionReview is not a stored object";
+		if (!why)
+			continue;
+		dryrun_position(e->file, e->line, e->col, where, sizeof(where));
+		fprintf(stderr, "dra-guard dry-run: --old %s: %s", where, why);
+		if (e->id.kind.len || e->id.name.len)
+			fprintf(stderr, " (%.*s \"%.*s\")", STR_FMT(e->id.kind), STR_FMT(e->id.name));
+		fputc('\n', stderr);
+		bad++;
+	}
+	if (bad) {
+		fprintf(stderr, "dra-guard dry-run: --old: %zu stored %s cannot be used; fix or remove %s\n", bad,
+			bad == 1 ? "document" : "documents", bad == 1 ? "it" : "them");
+		return -EINVAL;
+	}
+	return rc == -E2BIG ? -EINVAL : rc;
 }
 
 enum {
 	OPT_POLICY = 256, OPT_OLD, OPT_OPERATION, OPT_USER, OPT_GROUP, OPT_EXTRA, OPT_SUBRESOURCE,
-	OPT_OUTPUT, OPT_WARN_EXIT, OPT_FREEZE, OPT_SELF, OPT_HELP,
+	OPT_OUTPUT, OPT_WARN_EXIT, OPT_FREEZE, OPT_SELF, OPT_NAMESPACE, OPT_HELP,
 };
 
 static const struct option dryrun_options[] = {
@@ -143,6 +171,7 @@ static const struct option dryrun_options[] = {
 	{ "warn-exit-code", required_argument, NULL, OPT_WARN_EXIT },
 	{ "freeze", no_argument, NULL, OPT_FREEZE },
 	{ "policy-configmap", required_argument, NULL, OPT_SELF },
+	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -151,35 +180,51 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 {
 	char *end;
 	long n;
-	int c;
+	int c, i;
+	size_t k, stdins;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", dryrun_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_POLICY: d->policy_path = optarg; break;
-		case OPT_OLD: d->old_path = optarg; break;
+		case OPT_OLD:
+			if (d->nold == DRYRUN_MAX_LIST) {
+				fprintf(stderr, "dra-guard dry-run: more than %d --old paths\n", DRYRUN_MAX_LIST);
+				return 2;
+			}
+			d->old_paths[d->nold++] = optarg;
+			break;
+		case OPT_NAMESPACE:
+			if (!optarg[0]) {
+				fprintf(stderr, "dra-guard dry-run: --namespace: expected a namespace name\n");
+				return 2;
+			}
+			d->namespace = optarg;
+			break;
 		case OPT_OPERATION:
 			if (parse_op(optarg, &d->operation)) {
 				fprintf(stderr, "dra-guard dry-run: --operation %s: expected CREATE, UPDATE or DELETE\n", optarg);
 				return 2;
 			}
 			break;
-		case OPT_USER: d->user = optarg; break;
+		case OPT_USER: d->who.user = str_from_cstr(optarg); break;
 		case OPT_GROUP:
-			if (d->ngroups == DRYRUN_MAX_LIST)
+			if (d->who.ngroups == DRYRUN_MAX_LIST) {
+				fprintf(stderr, "dra-guard dry-run: more than %d --group flags\n", DRYRUN_MAX_LIST);
 				return 2;
-			d->groups[d->ngroups++] = optarg;
+			}
+			d->groups[d->who.ngroups++] = str_from_cstr(optarg);
 			break;
 		case OPT_EXTRA: {
 			const char *eq = strchr(optarg, '=');
 
-			if (!eq || eq == optarg || d->nextras == DRYRUN_MAX_LIST) {
+			if (!eq || eq == optarg || d->who.nextras == DRYRUN_MAX_LIST) {
 				fprintf(stderr, "dra-guard dry-run: --extra %s: expected KEY=VALUE\n", optarg);
 				return 2;
 			}
-			d->extras[d->nextras].key = (struct str){ optarg, (size_t)(eq - optarg) };
-			d->extras[d->nextras].value = str_from_cstr(eq + 1);
-			d->nextras++;
+			d->extras[d->who.nextras].key = (struct str){ optarg, (size_t)(eq - optarg) };
+			d->extras[d->who.nextras].value = str_from_cstr(eq + 1);
+			d->who.nextras++;
 			break;
 		}
 		case OPT_SUBRESOURCE: d->subresource = optarg; break;
@@ -225,8 +270,17 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 		dryrun_usage(stderr);
 		return 2;
 	}
-	if (d->operation == ADMISSION_OP_UPDATE && !d->old_path) {
-		fprintf(stderr, "dra-guard dry-run: --operation UPDATE needs --old FILE\n");
+	if (d->operation == ADMISSION_OP_UPDATE && d->nold == 0) {
+		fprintf(stderr, "dra-guard dry-run: --operation UPDATE needs --old with the stored objects\n");
+		return 2;
+	}
+	/* stdin can be read once. */
+	for (k = 0, stdins = 0; k < d->nold; k++)
+		stdins += strcmp(d->old_paths[k], "-") == 0;
+	for (i = optind; i < argc; i++)
+		stdins += strcmp(argv[i], "-") == 0;
+	if (stdins > 1) {
+		fprintf(stderr, "dra-guard dry-run: - (stdin) is named more than once; it can be read once\n");
 		return 2;
 	}
 	return -1;
@@ -244,12 +298,14 @@ int dryrun_main(int argc, char **argv)
 {
 	struct dryrun d;
 	struct arena *a = NULL;
-	struct stat st;
 	int rc, i, code = 2;
 
 	memset(&d, 0, sizeof(d));
 	d.warn_exit_code = -1;
-	d.user = "";
+	d.who.user = STR_LIT("");
+	d.who.groups = d.groups;
+	d.who.extras = d.extras;
+	d.namespace = "default";
 	d.subresource = "";
 	d.now_ns = wall_now_ns();
 	d.opt.mutate = true;
@@ -259,8 +315,8 @@ int dryrun_main(int argc, char **argv)
 	rc = parse_args(&d, argc, argv);
 	if (rc >= 0)
 		return rc;
-	d.opt.skip_identity_rules = d.user[0] == '\0';
-	if (load_policy(&d) || (d.old_path && load_old(&d)))
+	d.opt.skip_identity_rules = d.who.user.len == 0;
+	if (load_policy(&d) || (d.nold && load_old(&d)))
 		goto out;
 	d.results = json_array();
 	if (!d.results || arena_new(DRYRUN_ARENA_CAP, &a)) {
@@ -268,10 +324,12 @@ int dryrun_main(int argc, char **argv)
 		goto out;
 	}
 	for (i = optind; i < argc; i++) {
-		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
-			dryrun_run_dir(&d, argv[i], a);
-		else
-			dryrun_run_file(&d, argv[i], a);
+		if (dryrun_run_input(&d, argv[i], a) == -E2BIG) {
+			fprintf(stderr, "dra-guard dry-run: more than %d objects in one run; the rest was not read "
+				"(split the input)\n", DRYRUN_MAX_OBJECTS);
+			d.errors++;
+			break;
+		}
 	}
 	if (d.output == OUTPUT_JSON)
 		dryrun_print_json(&d);
@@ -290,7 +348,7 @@ int dryrun_main(int argc, char **argv)
 out:
 	json_decref(d.results);
 	arena_free(a);
-	doc_set_free(d.old_set);
+	manifest_set_free(d.old_set);
 	policy_free(d.policy);
 	return code;
 }

@@ -1,10 +1,11 @@
 /* dryrun_impl.h - what the files of dra-guard dry-run share. Private to
  * webhook/dryrun*.c.
  *
- * dryrun.c reads the command line and the policy and runs the inputs;
- * dryrun_input.c walks the inputs (files, directories, documents, lists)
- * and decides each object or review, recording one result each;
- * dryrun_output.c prints the results as text, JSON or JUnit XML. */
+ * dryrun.c reads the command line, the policy and the stored objects
+ * (--old) and runs the inputs; dryrun_input.c decides each object or review
+ * an input holds, recording one result each; dryrun_output.c prints the
+ * results as text, JSON or JUnit XML. Inputs are read through the inputs
+ * and manifest modules, the synthetic requests made by synth. */
 #ifndef DRA_GUARD_DRYRUN_IMPL_H
 #define DRA_GUARD_DRYRUN_IMPL_H
 
@@ -14,21 +15,17 @@
 
 #include "arena.h"
 #include "decode.h"
-#include "doc.h"
 #include "engine.h"
+#include "manifest.h"
 #include "policy.h"
+#include "synth.h"
 
 #define DRYRUN_MAX_INPUT (64 * 1024 * 1024)     /* one input file */
 #define DRYRUN_ARENA_CAP (256 * 1024 * 1024)    /* one object's decision */
-#define DRYRUN_MAX_LIST 4096                    /* --group, --extra, inputs */
-#define DRYRUN_MAX_OBJECTS 100000
+#define DRYRUN_MAX_LIST 4096                    /* --group, --extra, --old, inputs */
+#define DRYRUN_MAX_OBJECTS 100000               /* results of one run */
 
 enum output_format { OUTPUT_TEXT, OUTPUT_JSON, OUTPUT_JUNIT };
-
-struct extra_kv {
-	struct str key;
-	struct str value;
-};
 
 struct dryrun {
 	const char *policy_path;
@@ -36,29 +33,33 @@ struct dryrun {
 	struct engine_options opt;
 	int64_t now_ns;                       /* the wall clock when the run began */
 	struct decode_limits lim;
-	enum admission_op operation;          /* UNKNOWN: CREATE, or UPDATE with --old */
-	const char *old_path;
-	struct doc_set *old_set;
-	const char *user;
-	const char *groups[DRYRUN_MAX_LIST];
-	size_t ngroups;
-	struct extra_kv extras[DRYRUN_MAX_LIST];
-	size_t nextras;
+	enum admission_op operation;          /* UNKNOWN: CREATE, or UPDATE of a stored namesake */
+	const char *old_paths[DRYRUN_MAX_LIST];
+	size_t nold;
+	struct manifest_set *old_set;         /* NULL without --old */
+	const char *namespace;                /* for namespaced objects that name none */
+	struct synth_identity who;
+	struct str groups[DRYRUN_MAX_LIST];
+	struct synth_extra extras[DRYRUN_MAX_LIST];
 	const char *subresource;
 	enum output_format output;
 	int warn_exit_code;                   /* -1: warnings exit 0 */
 
 	json_t *results;                      /* result objects in input order */
-	unsigned allowed, denied, warned, errors;
-	size_t objects;
+	unsigned allowed, denied, warned, errors, skipped;
 };
 
-/* Decide every object in the file at path ("-" for stdin), or in every
- * manifest (.yaml, .yml, .json) of the directory dir, in name order; each
- * object, and each input that cannot be read, adds one result
- * (dryrun_input.c). a is reset for each object. */
-void dryrun_run_file(struct dryrun *d, const char *path, struct arena *a);
-void dryrun_run_dir(struct dryrun *d, const char *dir, struct arena *a);
+/* Decide every object of one INPUT (a file, a directory, or - for stdin),
+ * adding one result per object, review or unusable entry (dryrun_input.c).
+ * a is reset for each object. 0, or -E2BIG when the run holds
+ * DRYRUN_MAX_OBJECTS results (one more says so). */
+int dryrun_run_input(struct dryrun *d, const char *path, struct arena *a);
+
+/* "file#doc" or "file#doc/items[i]": where an entry came from, into buf. */
+void dryrun_source(const struct manifest_entry *e, char *buf, size_t n);
+
+/* "file:line:col" (or "file:line", or "file") of an entry, into buf. */
+void dryrun_position(const char *file, uint32_t line, uint32_t col, char *buf, size_t n);
 
 /* The results on stdout, one way each (dryrun_output.c). */
 void dryrun_print_text(struct dryrun *d);

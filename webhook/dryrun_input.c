@@ -1,14 +1,18 @@
-/* dryrun_input.c - dry-run's inputs, object by object: files and
- * directories, the documents in them (kind: List unrolled), and for each a
- * decision by the engine, recorded as one result.
+/* dryrun_input.c - dry-run's inputs, object by object: each entry of an
+ * input (see manifest.h) decided by the engine and recorded as one result.
  *
- * Bare objects are wrapped in a synthetic request (CREATE, or UPDATE
- * against --old); AdmissionReviews, and bare AdmissionRequests, are
- * answered exactly as the server would answer them. An input that cannot
- * be used is a result too (an error), so one bad file does not hide the
- * verdicts on the others. */
+ * Bare objects are wrapped in a synthetic request (synth.h): an UPDATE when
+ * --old holds a stored object with the same group, kind, namespace and
+ * name, a CREATE when it holds none, and never a pairing with anything
+ * else. A claim or Pod update whose only differences from the stored object
+ * are under status is decided as the status write it must be. What the
+ * made-up request cannot exercise (no --user, a main-resource write) is
+ * recorded as skipped, per object. AdmissionReviews, and bare
+ * AdmissionRequests, are answered exactly as the server would answer them.
+ * An entry that cannot be used is a result too (an error naming the file,
+ * line and column), so one bad document does not hide the others. */
 #include <errno.h>
-#include <dirent.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,56 +26,110 @@
 #include "doc.h"
 #include "dryrun_impl.h"
 #include "engine.h"
-#include "fileio.h"
-#include "names.h"
+#include "inputs.h"
+#include "manifest.h"
 #include "rules.h"
+#include "synth.h"
+
+/* Nodes plus keys a located conversion may record: the JSON of one object
+ * is at most DRYRUN_MAX_INPUT bytes, and each span takes at least one. */
+#define DRYRUN_MAX_SPANS ((size_t)DRYRUN_MAX_INPUT)
+
+/* Messages: a source or position is at most SOURCE_MAX bytes, what the
+ * decoder says at most DECODE_ERROR_MAX; the formats below bound each part
+ * (%.4200s, %.600s) so a message always fits MSG_MAX whole. */
+#define SOURCE_MAX (PATH_MAX + 64)
+#define MSG_MAX 16384
 
 /* --- results ---------------------------------------------------------------- */
+
+/* Everything a result says besides the verdict. */
+struct outcome {
+	const char *source;
+	struct str kind, namespace, name;
+	const char *operation;                 /* "" when there is none */
+	struct str subresource;
+	bool subresource_inferred;
+	const char *old_source;                /* the stored object, or NULL */
+	struct synth_skip skipped[SYNTH_SKIP_MAX];
+	size_t nskipped;
+	const char *error;                     /* NULL, or what is wrong, with its position */
+	const char *file;                      /* where the error is */
+	uint32_t line, col;
+};
 
 static json_t *str_json(struct str s)
 {
 	return json_stringn(s.ptr ? s.ptr : "", s.len);
 }
 
-static int add_result(struct dryrun *d, const char *source, const char *kind, struct str name,
-		      const char *operation, const struct verdict *v, const char *error)
+static json_t *skipped_json(const struct outcome *o)
 {
-	json_t *r = json_object(), *viol = json_array(), *warn = json_array(), *patch = json_null();
+	json_t *arr = json_array();
+	size_t i, j;
+
+	for (i = 0; arr && i < o->nskipped; i++) {
+		json_t *rules = json_array();
+
+		for (j = 0; rules && j < o->skipped[i].nrules; j++)
+			json_array_append_new(rules, json_string(rule_name(o->skipped[i].rules[j])));
+		json_array_append_new(arr, json_pack("{s:o?, s:s}", "rules", rules, "reason", o->skipped[i].reason));
+	}
+	return arr;
+}
+
+static json_t *violations_json(const struct verdict *v)
+{
+	json_t *arr = json_array();
 	uint32_t i;
 
-	if (!r || !viol || !warn)
+	for (i = 0; arr && i < v->nviolations; i++) {
+		const struct violation *vi = &v->violations[i];
+
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s%, s:s%}", "rule", rule_name(vi->rule),
+						     "action", action_name(vi->action), "path", vi->path.ptr,
+						     vi->path.len, "message", vi->message.ptr, vi->message.len));
+	}
+	return arr;
+}
+
+static void add_result(struct dryrun *d, const struct outcome *o, const struct verdict *v)
+{
+	json_t *r = json_object(), *warn = json_array(), *patch = json_null();
+	uint32_t i;
+
+	if (!r || !warn)
 		goto fail;
-	json_object_set_new(r, "source", json_string(source));
-	json_object_set_new(r, "kind", json_string(kind));
-	json_object_set_new(r, "name", str_json(name));
-	json_object_set_new(r, "operation", json_string(operation));
-	if (error) {
+	json_object_set_new(r, "source", json_string(o->source));
+	json_object_set_new(r, "kind", str_json(o->kind));
+	json_object_set_new(r, "namespace", str_json(o->namespace));
+	json_object_set_new(r, "name", str_json(o->name));
+	json_object_set_new(r, "operation", json_string(o->operation ? o->operation : ""));
+	json_object_set_new(r, "subresource", str_json(o->subresource));
+	json_object_set_new(r, "subresourceInferred", json_boolean(o->subresource_inferred));
+	json_object_set_new(r, "old", o->old_source ? json_string(o->old_source) : json_null());
+	if (o->error || !v) {
 		json_object_set_new(r, "allowed", json_false());
-		json_object_set_new(r, "error", json_string(error));
+		json_object_set_new(r, "error", json_string(o->error ? o->error : "out of memory"));
+		if (o->file)
+			json_object_set_new(r, "file", json_string(o->file));
+		if (o->line) {
+			json_object_set_new(r, "line", json_integer(o->line));
+			json_object_set_new(r, "column", json_integer(o->col));
+		}
+		json_object_set_new(r, "violations", json_array());
 		d->errors++;
 	} else {
 		json_object_set_new(r, "allowed", json_boolean(v->allowed));
-		for (i = 0; i < v->nviolations; i++) {
-			const struct violation *vi = &v->violations[i];
-			json_t *o = json_pack("{s:s, s:s, s:s%, s:s%}", "rule", rule_name(vi->rule),
-					      "action", action_name(vi->action),
-					      "path", vi->path.ptr, vi->path.len,
-					      "message", vi->message.ptr, vi->message.len);
-
-			if (!o)
-				goto fail;
-			json_array_append_new(viol, o);
-		}
+		json_object_set_new(r, "violations", violations_json(v));
 		for (i = 0; i < v->nwarnings; i++)
 			json_array_append_new(warn, str_json(v->warnings[i]));
 		if (!v->allowed && v->nviolations == 0)
 			json_object_set_new(r, "error", str_json(v->message));
-		if (v->patch.len) {
-			json_decref(patch);
+		if (v->patch.len)
 			patch = json_loadb(v->patch.ptr, v->patch.len, JSON_REJECT_DUPLICATES, NULL);
-			if (!patch)
-				goto fail;
-		}
+		if (!patch)
+			patch = json_null();
 		if (!v->allowed)
 			d->denied++;
 		else if (v->nwarnings)
@@ -79,199 +137,211 @@ static int add_result(struct dryrun *d, const char *source, const char *kind, st
 		else
 			d->allowed++;
 	}
-	json_object_set_new(r, "violations", viol);
 	json_object_set_new(r, "warnings", warn);
 	json_object_set_new(r, "patch", patch);
+	json_object_set_new(r, "skipped", skipped_json(o));
+	if (o->nskipped)
+		d->skipped++;
 	json_array_append_new(d->results, r);
-	return 0;
+	return;
 fail:
 	json_decref(r);
-	json_decref(viol);
 	json_decref(warn);
-	json_decref(patch);
-	return -ENOMEM;
+	d->errors++;
 }
 
-/* --- synthetic requests -------------------------------------------------------------- */
-
-static const char *plural_of(enum object_kind k)
+void dryrun_source(const struct manifest_entry *e, char *buf, size_t n)
 {
-	switch (k) {
-	case OBJECT_RESOURCE_SLICE: return "resourceslices";
-	case OBJECT_RESOURCE_CLAIM: return "resourceclaims";
-	case OBJECT_POD: return "pods";
-	case OBJECT_CONFIG_MAP: return "configmaps";
-	case OBJECT_NONE:
-	case OBJECT_OTHER:
-		break;
-	}
-	return "";
+	if (e->item != MANIFEST_NO_ITEM)
+		snprintf(buf, n, "%s#%zu/items[%zu]", e->file, e->doc, e->item);
+	else
+		snprintf(buf, n, "%s#%zu", e->file, e->doc);
 }
 
-static void fill_user(struct dryrun *d, struct arena *a, struct user_info *u)
+void dryrun_position(const char *file, uint32_t line, uint32_t col, char *buf, size_t n)
 {
-	size_t i, j;
-
-	u->username = str_from_cstr(d->user);
-	u->groups = arena_calloc(a, d->ngroups ? d->ngroups : 1, sizeof(*u->groups));
-	for (i = 0; u->groups && i < d->ngroups; i++)
-		u->groups[u->ngroups++] = str_from_cstr(d->groups[i]);
-	/* --extra KEY=V given twice for one key makes a two-value list. */
-	u->extra = arena_calloc(a, d->nextras ? d->nextras : 1, sizeof(*u->extra));
-	for (i = 0; u->extra && i < d->nextras; i++) {
-		struct user_extra *e = NULL;
-
-		for (j = 0; j < u->nextra; j++)
-			if (str_eq(u->extra[j].key, d->extras[i].key))
-				e = &u->extra[j];
-		if (!e) {
-			e = &u->extra[u->nextra++];
-			e->key = d->extras[i].key;
-			e->values = arena_calloc(a, d->nextras, sizeof(*e->values));
-			if (!e->values)
-				return;
-		}
-		e->values[e->nvalues++] = d->extras[i].value;
-	}
+	if (line && col)
+		snprintf(buf, n, "%s:%" PRIu32 ":%" PRIu32, file, line, col);
+	else if (line)
+		snprintf(buf, n, "%s:%" PRIu32, file, line);
+	else
+		snprintf(buf, n, "%s", file);
 }
 
-/* The --old object for obj: same kind and name, or the only one there is. */
-static const struct doc_node *find_old(struct dryrun *d, const struct k8s_object *obj, struct arena *a,
-				       struct k8s_object *old, char *err, size_t errlen)
+/* An error result for entry e: message prefixed with its position. */
+static void add_error(struct dryrun *d, struct outcome *o, const char *file, uint32_t line, uint32_t col,
+		      const char *msg)
 {
-	const struct doc_node *only = NULL, *match = NULL;
-	size_t i, count = 0;
-	struct buf json;
+	char where[SOURCE_MAX], text[MSG_MAX];
+
+	dryrun_position(file, line, col, where, sizeof(where));
+	snprintf(text, sizeof(text), "%.4200s: %.12000s", where, msg);
+	o->error = text;
+	o->file = file;
+	o->line = line;
+	o->col = col;
+	add_result(d, o, NULL);
+	o->error = NULL;
+}
+
+/* --- objects ----------------------------------------------------------------------- */
+
+/* Decode the object n, keeping its JSON in the arena (the model borrows
+ * from it). On a decoding error, *line and *col say where in the source the
+ * decoder stopped: the value it could not take. 0, -EPROTO (msg says why)
+ * or another errno. */
+static int decode_node(struct dryrun *d, const struct doc_node *n, struct arena *a, struct k8s_object *out,
+		       char *msg, size_t msgn, uint32_t *line, uint32_t *col)
+{
 	struct decode_error derr;
-	int rc;
-
-	buf_init(&json, DRYRUN_MAX_INPUT);
-	for (i = 0; i < doc_set_count(d->old_set); i++) {
-		const struct doc_node *n = doc_set_root(d->old_set, i);
-		const struct doc_node *meta, *name, *kind;
-
-		if (n->type != DOC_MAP)
-			continue;
-		count++;
-		only = n;
-		kind = doc_map_get(n, "kind");
-		meta = doc_map_get(n, "metadata");
-		name = meta ? doc_map_get(meta, "name") : NULL;
-		if (kind && kind->type == DOC_STRING && str_eq(kind->text, obj->kind_name) &&
-		    name && name->type == DOC_STRING && str_eq(name->text, obj->meta.name))
-			match = n;
-	}
-	if (!match && count == 1)
-		match = only;
-	if (!match) {
-		snprintf(err, errlen, "--old %s holds no %.*s named \"%.*s\"", d->old_path,
-			 STR_FMT(obj->kind_name), STR_FMT(obj->meta.name));
-		return NULL;
-	}
-	rc = doc_to_json(match, &json);
-	if (rc == 0) {
-		char *text = NULL;
-		size_t len = 0;
-
-		/* The decoded model borrows from the text: keep it in the arena. */
-		rc = buf_take(&json, &text, &len);
-		if (rc == 0) {
-			struct str copy = { NULL, 0 };
-
-			rc = arena_strdup(a, text, len, &copy);
-			free(text);
-			if (rc == 0)
-				rc = decode_object(copy.ptr, copy.len, &d->lim, a, old, &derr);
-			if (rc)
-				snprintf(err, errlen, "--old %s (line %u): %s", d->old_path, match->line,
-					 rc == -EPROTO ? derr.msg : strerror(-rc));
-		}
-	}
-	buf_free(&json);
-	return rc ? NULL : match;
-}
-
-/* Kind and name as the document spells them, for results that could not be
- * decoded: the user still needs to know which object it was. */
-static void doc_identity(const struct doc_node *n, char *kind, size_t kn, struct str *name)
-{
-	const struct doc_node *k = doc_map_get(n, "kind");
-	const struct doc_node *meta = doc_map_get(n, "metadata");
-	const struct doc_node *nm = meta ? doc_map_get(meta, "name") : NULL;
-
-	snprintf(kind, kn, "%.*s", k && k->type == DOC_STRING ? (int)k->text.len : 0,
-		 k && k->type == DOC_STRING ? k->text.ptr : "");
-	*name = nm && nm->type == DOC_STRING ? nm->text : (struct str){ "", 0 };
-}
-
-static void decide_object(struct dryrun *d, const char *source, const struct doc_node *n, struct arena *a)
-{
-	struct admission_request req;
-	struct k8s_object obj;
-	struct decode_error derr;
-	struct verdict v;
-	struct buf json;
+	struct doc_locator *loc = NULL;
 	struct str text = { NULL, 0 };
-	char err[DECODE_ERROR_MAX + 256];
-	enum admission_op op = d->operation;
-	char kind[128];
+	struct buf json;
 	int rc;
 
-	memset(&req, 0, sizeof(req));
+	*line = n->line;
+	*col = n->col;
 	buf_init(&json, DRYRUN_MAX_INPUT);
 	rc = doc_to_json(n, &json);
 	if (rc == 0)
 		rc = arena_strdup(a, buf_cstr(&json), buf_len(&json), &text);
+	if (rc == 0)
+		rc = decode_object(text.ptr, text.len, &d->lim, a, out, &derr);
+	if (rc == -EPROTO) {
+		snprintf(msg, msgn, "%s", derr.msg);
+		/* The same JSON again, remembering where each part came from. */
+		buf_reset(&json);
+		if (doc_to_json_located(n, &json, DRYRUN_MAX_SPANS, &loc) == 0)
+			doc_locate(loc, derr.offset, line, col);
+		doc_locator_free(loc);
+	} else if (rc) {
+		snprintf(msg, msgn, "%s", rc == -E2BIG ? "the object exceeds dry-run's limits" : strerror(-rc));
+	}
 	buf_free(&json);
-	if (rc) {
-		snprintf(err, sizeof(err), "line %u: %s", n->line, strerror(-rc));
-		add_result(d, source, "", (struct str){ "", 0 }, "", NULL, err);
-		return;
-	}
-	rc = decode_object(text.ptr, text.len, &d->lim, a, &obj, &derr);
-	if (rc) {
-		struct str name;
+	return rc;
+}
 
-		doc_identity(n, kind, sizeof(kind), &name);
-		snprintf(err, sizeof(err), "line %u: %s", n->line, rc == -EPROTO ? derr.msg : strerror(-rc));
-		add_result(d, source, kind, name, "", NULL, err);
+/* The stored namesake of e, decoded into *old. NULL when there is none
+ * (a CREATE) or on error (*failed set, result recorded). */
+static const struct manifest_entry *stored_namesake(struct dryrun *d, struct outcome *o,
+						    const struct manifest_entry *e, struct arena *a,
+						    struct k8s_object *old, bool *failed)
+{
+	const struct manifest_entry *m, *second = NULL;
+	char msg[MSG_MAX], dmsg[DECODE_ERROR_MAX + 64], src[2][SOURCE_MAX];
+	uint32_t line, col;
+	int rc;
+
+	*failed = false;
+	m = manifest_set_find(d->old_set, &e->id, &second, &rc);
+	if (rc) {
+		*failed = true;
+		add_error(d, o, e->file, e->line, e->col, "out of memory indexing the stored objects");
+		return NULL;
+	}
+	if (!m)
+		return NULL;
+	dryrun_source(m, src[0], sizeof(src[0]));
+	if (second) {
+		dryrun_source(second, src[1], sizeof(src[1]));
+		snprintf(msg, sizeof(msg), "--old holds more than one %.*s named \"%.*s\" (%.4200s and %.4200s); "
+			 "keep one, so it is clear which is stored", (int)(e->id.kind.len > 256 ? 256 : e->id.kind.len),
+			 e->id.kind.ptr, (int)(e->id.name.len > 256 ? 256 : e->id.name.len), e->id.name.ptr,
+			 src[0], src[1]);
+		*failed = true;
+		add_error(d, o, e->file, e->line, e->col, msg);
+		return NULL;
+	}
+	rc = decode_node(d, m->node, a, old, dmsg, sizeof(dmsg), &line, &col);
+	if (rc) {
+		char where[SOURCE_MAX];
+
+		dryrun_position(m->file, line, col, where, sizeof(where));
+		snprintf(msg, sizeof(msg), "its stored object (--old) %.4200s does not decode: %.600s", where, dmsg);
+		*failed = true;
+		add_error(d, o, e->file, e->line, e->col, msg);
+		return NULL;
+	}
+	return m;
+}
+
+static bool has_status_subresource(enum object_kind k)
+{
+	return k == OBJECT_RESOURCE_CLAIM || k == OBJECT_POD;
+}
+
+static void decide_object(struct dryrun *d, const struct manifest_entry *e, const char *source,
+			  struct arena *a)
+{
+	struct outcome o;
+	struct k8s_object obj, old;
+	struct admission_request req;
+	struct verdict v;
+	const struct manifest_entry *stored = NULL;
+	char msg[MSG_MAX], old_source[SOURCE_MAX];
+	struct synth_write w;
+	uint32_t line, col;
+	bool failed = false;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.source = source;
+	o.kind = e->id.kind;
+	o.namespace = e->id.namespace;
+	o.name = e->id.name;
+	rc = decode_node(d, e->node, a, &obj, msg, sizeof(msg), &line, &col);
+	if (rc) {
+		add_error(d, &o, e->file, line, col, msg);
 		return;
 	}
-	if (op == ADMISSION_OP_UNKNOWN)
-		op = d->old_set ? ADMISSION_OP_UPDATE : ADMISSION_OP_CREATE;
-	req.uid = STR_LIT("dry-run");
-	names_split_api_version(obj.api_version, &req.kind.group, &req.kind.version);
-	req.kind.kind = obj.kind_name;
-	req.resource.group = req.kind.group;
-	req.resource.version = req.kind.version;
-	req.resource.resource = str_from_cstr(plural_of(obj.kind));
-	req.sub_resource = str_from_cstr(d->subresource);
-	req.name = obj.meta.name;
-	req.namespace = obj.meta.namespace;
-	req.operation = op;
-	req.operation_text = str_from_cstr(model_op_name(op));
-	req.dry_run = true;
-	fill_user(d, a, &req.user);
-	if (op == ADMISSION_OP_DELETE) {
-		req.old_object = obj;
-	} else {
-		req.object = obj;
-		if (op == ADMISSION_OP_UPDATE) {
-			if (!d->old_set) {
-				snprintf(err, sizeof(err), "line %u: --operation UPDATE needs --old FILE", n->line);
-				add_result(d, source, "", obj.meta.name, "UPDATE", NULL, err);
-				return;
-			}
-			if (!find_old(d, &obj, a, &req.old_object, err, sizeof(err))) {
-				add_result(d, source, "", obj.meta.name, "UPDATE", NULL, err);
-				return;
-			}
+	memset(&w, 0, sizeof(w));
+	w.op = d->operation == ADMISSION_OP_UNKNOWN ? ADMISSION_OP_CREATE : d->operation;
+	w.subresource = str_from_cstr(d->subresource);
+	w.namespace = e->id.namespace;
+	w.object = &obj;
+	if (d->old_set && d->operation != ADMISSION_OP_CREATE && d->operation != ADMISSION_OP_DELETE) {
+		stored = stored_namesake(d, &o, e, a, &old, &failed);
+		if (failed)
+			return;
+		if (stored) {
+			w.op = ADMISSION_OP_UPDATE;
+			w.old = &old;
+			dryrun_source(stored, old_source, sizeof(old_source));
+			o.old_source = old_source;
+		} else if (d->operation == ADMISSION_OP_UPDATE) {
+			snprintf(msg, sizeof(msg), "--operation UPDATE, but --old holds no %.*s named \"%.*s\"%s%.*s%s",
+				 (int)(e->id.kind.len > 256 ? 256 : e->id.kind.len), e->id.kind.ptr,
+				 (int)(e->id.name.len > 256 ? 256 : e->id.name.len), e->id.name.ptr,
+				 e->id.namespace.len ? " in namespace \"" : "",
+				 (int)(e->id.namespace.len > 256 ? 256 : e->id.namespace.len), e->id.namespace.ptr,
+				 e->id.namespace.len ? "\"" : "");
+			add_error(d, &o, e->file, e->line, e->col, msg);
+			return;
 		}
 	}
+	/* The API server keeps status out of main-resource writes and
+	 * everything else out of status writes: a change to status alone is a
+	 * status write. */
+	if (stored && w.subresource.len == 0 && has_status_subresource(obj.kind) &&
+	    synth_only_status_differs(e->node, stored->node)) {
+		w.subresource = STR_LIT("status");
+		o.subresource_inferred = true;
+	}
+	o.operation = model_op_name(w.op);
+	o.subresource = w.subresource;
+	rc = synth_request(&d->who, &w, a, &req);
+	if (rc) {
+		snprintf(msg, sizeof(msg), "cannot build the request: %s",
+			 rc == -E2BIG ? "the user's groups and extras exceed dry-run's limits" : strerror(-rc));
+		add_error(d, &o, e->file, e->line, e->col, msg);
+		return;
+	}
 	engine_decide(d->policy, NULL, &d->opt, &req, d->now_ns, a, &v);
-	snprintf(kind, sizeof(kind), "%.*s", STR_FMT(obj.kind_name));
-	add_result(d, source, kind, obj.meta.name, model_op_name(op), &v, NULL);
+	o.nskipped = synth_skipped(&req, d->who.user.len != 0, o.skipped);
+	add_result(d, &o, &v);
 }
+
+/* --- reviews --------------------------------------------------------------------------- */
 
 /* A bare AdmissionRequest (the request member alone, as webhook test suites
  * keep them): a uid, an operation and a kind that is a group/version/kind map. */
@@ -282,188 +352,122 @@ static bool is_bare_request(const struct doc_node *n)
 	return k && k->type == DOC_MAP && doc_map_get(n, "uid") && doc_map_get(n, "operation");
 }
 
-static void decide_review(struct dryrun *d, const char *source, const struct doc_node *n, struct arena *a)
+static bool is_review(const struct manifest_entry *e)
 {
+	return str_eq_cstr(e->id.kind, "AdmissionReview") || is_bare_request(e->node);
+}
+
+static void decide_review(struct dryrun *d, const struct manifest_entry *e, const char *source,
+			  struct arena *a)
+{
+	struct outcome o;
 	struct admission_result res;
+	struct engine_options opt = d->opt;
+	struct doc_locator *loc = NULL;
 	struct buf json, out;
 	struct str text = { NULL, 0 };
-	char err[DECODE_ERROR_MAX + 64];
-	char kind[128];
+	char msg[DECODE_ERROR_MAX + 64];
+	uint32_t line = e->line, col = e->col;
+	size_t prefix = 0;
 	int rc;
 
+	memset(&o, 0, sizeof(o));
+	o.source = source;
+	o.kind = STR_LIT("AdmissionReview");
 	buf_init(&json, DRYRUN_MAX_INPUT);
 	buf_init(&out, DRYRUN_MAX_INPUT);
-	if (is_bare_request(n)) {
+	if (is_bare_request(e->node)) {
 		rc = buf_add_cstr(&json, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":");
+		prefix = buf_len(&json);
 		if (rc == 0)
-			rc = doc_to_json(n, &json);
+			rc = doc_to_json_located(e->node, &json, DRYRUN_MAX_SPANS, &loc);
 		if (rc == 0)
 			rc = buf_add_char(&json, '}');
 	} else {
-		rc = doc_to_json(n, &json);
+		rc = doc_to_json_located(e->node, &json, DRYRUN_MAX_SPANS, &loc);
 	}
 	if (rc == 0)
 		rc = arena_strdup(a, buf_cstr(&json), buf_len(&json), &text);
-	if (rc == 0) {
-		/* A review names its own writer: the identity rules always apply. */
-		struct engine_options opt = d->opt;
-
-		opt.skip_identity_rules = false;
+	/* A review names its own writer: the identity rules always apply. */
+	opt.skip_identity_rules = false;
+	if (rc == 0)
 		rc = admission_handle(d->policy, NULL, d->now_ns, &opt, &d->lim, text.ptr, text.len, a, &out, &res);
-	}
 	if (rc) {
-		snprintf(err, sizeof(err), "line %u: %s", n->line, strerror(-rc));
-		add_result(d, source, "AdmissionReview", (struct str){ "", 0 }, "", NULL, err);
-	} else if (res.http_status != 200) {
-		snprintf(err, sizeof(err), "line %u: %s", n->line, res.error);
-		add_result(d, source, "AdmissionReview", (struct str){ "", 0 }, "", NULL, err);
+		add_error(d, &o, e->file, line, col, strerror(-rc));
+	} else if (res.error[0]) {
+		/* Decode it again for the offset of the error. */
+		struct admission_request req;
+		struct decode_error derr;
+
+		if (decode_review(text.ptr, text.len, &d->lim, a, &req, &derr) != 0 && derr.offset >= prefix)
+			doc_locate(loc, derr.offset - prefix, &line, &col);
+		snprintf(msg, sizeof(msg), "%s", res.error);
+		o.kind = res.decoded ? res.req.kind.kind : o.kind;
+		o.name = res.decoded ? res.req.name : o.name;
+		o.operation = res.decoded ? model_op_name(res.req.operation) : "";
+		add_error(d, &o, e->file, line, col, msg);
 	} else {
-		snprintf(kind, sizeof(kind), "%.*s", STR_FMT(res.req.kind.kind));
-		add_result(d, source, kind, res.req.name, model_op_name(res.req.operation), &res.verdict, NULL);
+		o.kind = res.req.kind.kind;
+		o.namespace = res.req.namespace;
+		o.name = res.req.name;
+		o.operation = model_op_name(res.req.operation);
+		o.subresource = res.req.sub_resource;
+		add_result(d, &o, &res.verdict);
 	}
+	doc_locator_free(loc);
 	buf_free(&json);
 	buf_free(&out);
 }
 
-static bool is_review(const struct doc_node *n)
+/* --- inputs ---------------------------------------------------------------------------- */
+
+static void decide_entry(struct dryrun *d, const struct manifest_entry *e, struct arena *a)
 {
-	const struct doc_node *k = doc_map_get(n, "kind");
+	char source[SOURCE_MAX];
+	struct outcome o;
 
-	return k && k->type == DOC_STRING && str_eq_cstr(k->text, "AdmissionReview");
-}
-
-
-static bool is_list(const struct doc_node *n)
-{
-	const struct doc_node *k = doc_map_get(n, "kind");
-	const struct doc_node *items = doc_map_get(n, "items");
-
-	return k && k->type == DOC_STRING && k->text.len >= 4 &&
-	       memcmp(k->text.ptr + k->text.len - 4, "List", 4) == 0 && items && items->type == DOC_SEQ;
-}
-
-static void decide_node(struct dryrun *d, const char *source, const struct doc_node *n, struct arena *a)
-{
-	if (++d->objects > DRYRUN_MAX_OBJECTS) {
-		if (d->objects == DRYRUN_MAX_OBJECTS + 1)
-			add_result(d, source, "", (struct str){ "", 0 }, "", NULL,
-				   "more than 100000 objects in one run; split the input");
-		return;
-	}
 	arena_reset(a);
-	if (n->type != DOC_MAP) {
-		char err[128];
-
-		snprintf(err, sizeof(err), "line %u: expected an object (a map), got a %s", n->line,
-			 doc_type_name(n->type));
-		add_result(d, source, "", (struct str){ "", 0 }, "", NULL, err);
+	dryrun_source(e, source, sizeof(source));
+	if (e->error) {
+		memset(&o, 0, sizeof(o));
+		o.source = e->line ? source : e->file;
+		o.kind = e->id.kind;
+		o.namespace = e->id.namespace;
+		o.name = e->id.name;
+		add_error(d, &o, e->file, e->line, e->col, e->error);
 		return;
 	}
-	if (is_review(n) || is_bare_request(n))
-		decide_review(d, source, n, a);
+	if (is_review(e))
+		decide_review(d, e, source, a);
 	else
-		decide_object(d, source, n, a);
+		decide_object(d, e, source, a);
 }
 
-static void run_text(struct dryrun *d, const char *name, const char *text, size_t len, struct arena *a)
+int dryrun_run_input(struct dryrun *d, const char *path, struct arena *a)
 {
-	struct doc_limits lim;
-	struct doc_error derr;
-	struct doc_set *set = NULL;
-	char source[PATH_MAX + 64], err[DOC_ERROR_MAX + 64];
-	size_t i, j;
+	struct manifest_options mopt;
+	struct manifest_set *set = NULL;
+	size_t i, done = json_array_size(d->results);
 	int rc;
 
-	doc_limits_default(&lim);
-	lim.max_bytes = DRYRUN_MAX_INPUT;
-	rc = doc_parse(text, len, &lim, &set, &derr);
-	if (rc) {
-		snprintf(source, sizeof(source), "%s#%zu", name, derr.doc_index);
-		snprintf(err, sizeof(err), "line %u, column %u: %s", derr.line, derr.col, derr.msg);
-		add_result(d, source, "", (struct str){ "", 0 }, "", NULL, err);
-		return;
+	if (done >= DRYRUN_MAX_OBJECTS)
+		return -E2BIG;
+	manifest_options_default(&mopt);
+	mopt.doc.max_bytes = DRYRUN_MAX_INPUT;
+	mopt.max_entries = DRYRUN_MAX_OBJECTS - done;
+	mopt.default_namespace = d->namespace;
+	rc = manifest_set_new(&mopt, &set);
+	if (rc == 0)
+		rc = inputs_read(set, path, DRYRUN_MAX_INPUT);
+	for (i = 0; set && i < manifest_set_count(set); i++)
+		decide_entry(d, manifest_set_entry(set, i), a);
+	if (rc == -ENOMEM) {
+		struct outcome o;
+
+		memset(&o, 0, sizeof(o));
+		o.source = path;
+		add_error(d, &o, path, 0, 0, "out of memory reading this input");
 	}
-	for (i = 0; i < doc_set_count(set); i++) {
-		const struct doc_node *root = doc_set_root(set, i);
-
-		if (root->type == DOC_NULL)
-			continue;       /* an empty document between --- markers */
-		if (root->type == DOC_MAP && is_list(root)) {
-			const struct doc_node *items = doc_map_get(root, "items");
-
-			for (j = 0; j < items->n; j++) {
-				snprintf(source, sizeof(source), "%s#%zu/items[%zu]", name, i, j);
-				decide_node(d, source, items->items[j], a);
-			}
-			continue;
-		}
-		snprintf(source, sizeof(source), "%s#%zu", name, i);
-		decide_node(d, source, root, a);
-	}
-	doc_set_free(set);
-}
-
-void dryrun_run_file(struct dryrun *d, const char *path, struct arena *a)
-{
-	char *text = NULL;
-	size_t len = 0;
-	char err[PATH_MAX + 128];
-	int rc = strcmp(path, "-") == 0 ? fileio_read_stream(stdin, DRYRUN_MAX_INPUT, &text, &len)
-					: fileio_read(path, DRYRUN_MAX_INPUT, &text, &len);
-
-	if (rc) {
-		snprintf(err, sizeof(err), "cannot read: %s", rc == -E2BIG ? "larger than 64 MiB" : strerror(-rc));
-		add_result(d, path, "", (struct str){ "", 0 }, "", NULL, err);
-		return;
-	}
-	run_text(d, strcmp(path, "-") == 0 ? "<stdin>" : path, text, len, a);
-	free(text);
-}
-
-static bool has_manifest_suffix(const char *name)
-{
-	size_t n = strlen(name);
-
-	return (n > 5 && strcmp(name + n - 5, ".yaml") == 0) || (n > 4 && strcmp(name + n - 4, ".yml") == 0) ||
-	       (n > 5 && strcmp(name + n - 5, ".json") == 0);
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void dryrun_run_dir(struct dryrun *d, const char *dir, struct arena *a)
-{
-	char *names[DRYRUN_MAX_LIST];
-	size_t n = 0, i;
-	DIR *dp = opendir(dir);
-	struct dirent *e;
-	char path[PATH_MAX];
-
-	if (!dp) {
-		add_result(d, dir, "", (struct str){ "", 0 }, "", NULL, "cannot open directory");
-		return;
-	}
-	while ((e = readdir(dp)) != NULL) {
-		if (e->d_name[0] == '.' || !has_manifest_suffix(e->d_name))
-			continue;
-		if (n == DRYRUN_MAX_LIST) {
-			add_result(d, dir, "", (struct str){ "", 0 }, "", NULL,
-				   "more than 4096 manifests in one directory");
-			break;
-		}
-		names[n] = strdup(e->d_name);
-		if (names[n])
-			n++;
-	}
-	closedir(dp);
-	qsort(names, n, sizeof(names[0]), cmp_names);
-	for (i = 0; i < n; i++) {
-		size_t dlen = strlen(dir);
-
-		snprintf(path, sizeof(path), "%s%s%s", dir, dlen && dir[dlen - 1] == '/' ? "" : "/", names[i]);
-		dryrun_run_file(d, path, a);
-		free(names[i]);
-	}
+	manifest_set_free(set);
+	return rc == -E2BIG ? rc : 0;
 }

@@ -12,26 +12,60 @@
 
 /* --- output -------------------------------------------------------------------------------- */
 
+/* "ResourceClaim/team-a/claim" or "ResourceSlice/slice". */
+static void print_object(const json_t *r)
+{
+	const char *ns = json_string_value(json_object_get(r, "namespace"));
+
+	printf("%s/", json_string_value(json_object_get(r, "kind")));
+	if (ns && ns[0])
+		printf("%s/", ns);
+	printf("%s", json_string_value(json_object_get(r, "name")));
+}
+
+static void print_skipped(const json_t *r, const char *indent)
+{
+	json_t *sk, *rule;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(r, "skipped"), i, sk) {
+		printf("%sskipped ", indent);
+		json_array_foreach(json_object_get(sk, "rules"), j, rule)
+			printf("%s%s", j ? ", " : "", json_string_value(rule));
+		printf(": %s\n", json_string_value(json_object_get(sk, "reason")));
+	}
+}
+
 void dryrun_print_text(struct dryrun *d)
 {
-	size_t i, j;
+	size_t i, j, n = json_array_size(d->results);
 	json_t *r;
 
 	json_array_foreach(d->results, i, r) {
 		const char *error = json_string_value(json_object_get(r, "error"));
+		const char *op = json_string_value(json_object_get(r, "operation"));
+		const char *sub = json_string_value(json_object_get(r, "subresource"));
+		const char *old = json_string_value(json_object_get(r, "old"));
 		json_t *viol = json_object_get(r, "violations"), *vi;
 		bool allowed = json_is_true(json_object_get(r, "allowed"));
 		const char *verdict = error && json_array_size(viol) == 0 ? "ERROR" : allowed ? "ALLOW" : "DENY";
 
-		printf("%-5s %s %s/%s %s\n", verdict, json_string_value(json_object_get(r, "operation")),
-		       json_string_value(json_object_get(r, "kind")), json_string_value(json_object_get(r, "name")),
-		       json_string_value(json_object_get(r, "source")));
+		printf("%-5s %s%s%s ", verdict, op && op[0] ? op : "-", sub && sub[0] ? " " : "", sub ? sub : "");
+		print_object(r);
+		printf(" %s", json_string_value(json_object_get(r, "source")));
+		if (old)
+			printf(" (stored: %s)", old);
+		printf("\n");
 		if (error && json_array_size(viol) == 0)
 			printf("      %s\n", error);
 		json_array_foreach(viol, j, vi)
 			printf("      %-6s %s: %s\n", json_string_value(json_object_get(vi, "action")),
 			       json_string_value(json_object_get(vi, "rule")),
 			       json_string_value(json_object_get(vi, "message")));
+		if (json_is_true(json_object_get(r, "subresourceInferred")))
+			printf("      note   decided as a status write (--subresource status): only status differs "
+			       "from the stored object\n");
+		print_skipped(r, "      ");
 		if (!json_is_null(json_object_get(r, "patch"))) {
 			char *p = json_dumps(json_object_get(r, "patch"), JSON_COMPACT);
 
@@ -39,15 +73,19 @@ void dryrun_print_text(struct dryrun *d)
 			free(p);
 		}
 	}
-	printf("%zu objects: %u allowed (%u with warnings), %u denied, %u unusable\n",
-	       json_array_size(d->results), d->allowed, d->warned, d->denied, d->errors);
+	printf("%zu %s: %u allowed (%u with warnings), %u denied, %u unusable", n, n == 1 ? "object" : "objects",
+	       d->allowed, d->warned, d->denied, d->errors);
+	if (d->skipped)
+		printf("; for %u of them some rules did not run (see \"skipped\")", d->skipped);
+	printf("\n");
 }
 
 void dryrun_print_json(struct dryrun *d)
 {
-	json_t *top = json_pack("{s:O, s:{s:i, s:i, s:i, s:i}}", "results", d->results, "summary",
-				"allowed", (int)d->allowed, "denied", (int)d->denied, "warned", (int)d->warned,
-				"errors", (int)d->errors);
+	json_t *top = json_pack("{s:O, s:{s:I, s:I, s:I, s:I, s:I, s:I}}", "results", d->results, "summary",
+				"objects", (json_int_t)json_array_size(d->results), "allowed", (json_int_t)d->allowed,
+				"denied", (json_int_t)d->denied, "warned", (json_int_t)d->warned,
+				"errors", (json_int_t)d->errors, "skipped", (json_int_t)d->skipped);
 	char *s = top ? json_dumps(top, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 
 	if (s)
@@ -111,7 +149,10 @@ void dryrun_print_junit(struct dryrun *d)
 			}
 			printf("</failure>\n");
 		}
-		if (json_array_size(viol)) {
+		if (json_array_size(viol) || json_array_size(json_object_get(r, "skipped"))) {
+			json_t *sk, *rule;
+			size_t k;
+
 			printf("    <system-out>");
 			json_array_foreach(viol, j, vi) {
 				xml_escaped(stdout, json_string_value(json_object_get(vi, "action")));
@@ -119,6 +160,16 @@ void dryrun_print_junit(struct dryrun *d)
 				xml_escaped(stdout, json_string_value(json_object_get(vi, "rule")));
 				printf("] ");
 				xml_escaped(stdout, json_string_value(json_object_get(vi, "message")));
+				printf("\n");
+			}
+			json_array_foreach(json_object_get(r, "skipped"), j, sk) {
+				printf("skipped [");
+				json_array_foreach(json_object_get(sk, "rules"), k, rule) {
+					printf("%s", k ? ", " : "");
+					xml_escaped(stdout, json_string_value(rule));
+				}
+				printf("] ");
+				xml_escaped(stdout, json_string_value(json_object_get(sk, "reason")));
 				printf("\n");
 			}
 			printf("</system-out>\n");

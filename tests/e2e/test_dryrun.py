@@ -223,9 +223,12 @@ class DryRun(unittest.TestCase):
             "scalar.yaml": "just a string\n",
         }
         for name, text in cases.items():
-            code, doc, _ = self.json_run(self.write(name, text))
+            path = self.write(name, text)
+            code, doc, _ = self.json_run(path)
             self.assertEqual(code, 2, name)
-            self.assertIn("line", doc["results"][0]["error"], name)
+            r = doc["results"][0]
+            self.assertGreater(r["line"], 0, name)
+            self.assertTrue(r["error"].startswith("%s:%d:%d: " % (path, r["line"], r["column"])), (name, r))
         code, _, err = run("dry-run", os.path.join(self.dir, "missing.json"))
         self.assertEqual(code, 2)
 
@@ -251,6 +254,362 @@ class DryRun(unittest.TestCase):
                      []):
             code, _, _ = run("dry-run", *args)
             self.assertEqual(code, 2, args)
+
+
+DUMP = os.path.join(ROOT, "tests", "fixtures", "kubectl-get-resourceslices.yaml")
+NODE_SA = ["--user", DRIVER_SA, "--group", "system:serviceaccounts"]
+
+
+def slice_yaml(name, node, pool, generation, count, devices=(("accel-0", 0, "8Gi", "2"),), labels=None):
+    """A ResourceSlice manifest as a driver's published object would read."""
+    text = ("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: %s\n" % name)
+    if labels:
+        text += "  labels:\n" + "".join("    %s: %s\n" % kv for kv in labels.items())
+    text += ("spec:\n  driver: dra.example.com\n  nodeName: %s\n"
+             "  pool:\n    name: %s\n    generation: %d\n    resourceSliceCount: %d\n  devices:\n"
+             % (node, pool, generation, count))
+    for dev, numa, mem, cpu in devices:
+        text += ("  - name: %s\n    attributes:\n      dra.example.com/numaNode: {int: %d}\n"
+                 "    capacity:\n      dra.example.com/memory: {value: 80Gi}\n"
+                 "    nodeAllocatableResourceMappings:\n      memory: {allocationMultiplier: %s}\n"
+                 "      cpu: {allocationMultiplier: \"%s\"}\n" % (dev, numa, mem, cpu))
+    return text
+
+
+def by_name(doc):
+    return {r["name"]: r for r in doc["results"]}
+
+
+class StoredObjects(unittest.TestCase):
+    """--old: files, directories, multi-document YAML and kind: List, paired by identity."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.dir, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text if isinstance(text, str) else json.dumps(text))
+        return path
+
+    def json_run(self, *args, stdin=None):
+        code, out, err = run("dry-run", "--output", "json", *args, stdin=stdin)
+        try:
+            return code, json.loads(out), err
+        except ValueError:
+            self.fail("not JSON (exit %d): %r %r" % (code, out, err))
+
+    def test_old_directory_list_and_multi_document(self):
+        stored = slice_obj()
+        new = slice_obj()
+        new["metadata"]["labels"] = {"team": "a"}
+        newp = self.write("new.json", new)
+        olddir = os.path.join(self.dir, "old")
+        self.write("old/a.json", stored)
+        listp = self.write("list.json", {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                                         "items": [stored]})
+        other = slice_obj()
+        other["metadata"]["name"] = "other"
+        multi = self.write("multi.yaml", json.dumps(other) + "\n---\n" + json.dumps(stored) + "\n")
+        for old, source in ((olddir, os.path.join(olddir, "a.json#0")), (listp, listp + "#0/items[0]"),
+                            (multi, multi + "#1")):
+            code, doc, err = self.json_run("--old", old, newp)
+            self.assertEqual(code, 0, (old, doc, err))
+            r = doc["results"][0]
+            self.assertEqual(r["operation"], "UPDATE", old)
+            self.assertEqual(r["old"], source)
+
+    def test_object_without_stored_namesake_is_a_create(self):
+        # A stored slice of another pool at generation 5, and a new slice at
+        # generation 1: they are unrelated, so the new one is a CREATE.
+        stored = slice_obj()
+        stored["spec"]["pool"]["generation"] = 5
+        new = slice_obj()
+        new["metadata"]["name"] = "worker-9-dra.example.com-new"
+        new["spec"]["nodeName"] = new["spec"]["pool"]["name"] = "worker-9"
+        new["spec"]["pool"]["generation"] = 1
+        code, doc, _ = self.json_run("--old", self.write("old.json", stored), self.write("new.json", new))
+        self.assertEqual(code, 0, doc)
+        r = doc["results"][0]
+        self.assertEqual(r["operation"], "CREATE")
+        self.assertIsNone(r["old"])
+        self.assertEqual(r["violations"], [])
+        # Same name, another kind or group: still no namesake.
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": stored["metadata"]["name"]}}
+        code, doc, _ = self.json_run("--old", self.write("old.json", stored), self.write("cm.json", cm))
+        self.assertEqual(doc["results"][0]["operation"], "CREATE")
+        # --operation UPDATE without a namesake is unusable, and says which object it wanted.
+        code, doc, _ = self.json_run("--operation", "UPDATE", "--old", self.write("old.json", stored),
+                                     self.write("new.json", new))
+        self.assertEqual(code, 2)
+        self.assertIn('no ResourceSlice named "worker-9-dra.example.com-new"', doc["results"][0]["error"])
+
+    def test_two_stored_namesakes_are_an_error_not_a_guess(self):
+        stored = slice_obj()
+        a = self.write("old/a.json", stored)
+        b = self.write("old/b.json", stored)
+        code, doc, _ = self.json_run("--old", os.path.dirname(a), FIXTURE)
+        self.assertEqual(code, 2)
+        err = doc["results"][0]["error"]
+        self.assertIn("more than one ResourceSlice", err)
+        self.assertIn(a + "#0", err)
+        self.assertIn(b + "#0", err)
+
+    def test_unusable_stored_documents_fail_the_run(self):
+        dump = self.write("dump.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: resource.k8s.io/v1\n"
+                          "  kind: ResourceSlice\n  metadata: {name: s, uid: [\n")
+        code, out, err = run("dry-run", "--old", dump, FIXTURE)
+        self.assertEqual(code, 2)
+        self.assertIn("--old %s:" % dump, err)
+        self.assertIn('(List "")', err)
+        code, out, err = run("dry-run", "--old", os.path.join(self.dir, "missing.yaml"), FIXTURE)
+        self.assertEqual(code, 2)
+        self.assertIn("No such file", err)
+        # A stored object that reads as YAML but not as its kind: named with its position.
+        bad = slice_obj()
+        bad["spec"]["pool"]["generation"] = "three"
+        code, doc, _ = self.json_run("--old", self.write("bad.json", bad), FIXTURE)
+        self.assertEqual(code, 2)
+        self.assertIn("its stored object (--old)", doc["results"][0]["error"])
+        self.assertIn("spec.pool.generation", doc["results"][0]["error"])
+
+    def test_namespace_of_objects_that_name_none(self):
+        with open(CLAIM_FIXTURE) as f:
+            stored = json.load(f)                       # namespace team-a
+        new = copy.deepcopy(stored)
+        del new["metadata"]["namespace"]
+        oldp, newp = self.write("old.json", stored), self.write("new.json", new)
+        code, doc, _ = self.json_run("--old", oldp, newp)
+        r = doc["results"][0]
+        self.assertEqual((r["operation"], r["namespace"]), ("CREATE", "default"))
+        code, doc, _ = self.json_run("--namespace", "team-a", "--old", oldp, newp)
+        r = doc["results"][0]
+        self.assertEqual((r["operation"], r["namespace"], r["old"]), ("UPDATE", "team-a", oldp + "#0"))
+
+    def test_stdin_once(self):
+        code, _, err = run("dry-run", "--old", "-", "-", stdin="")
+        self.assertEqual(code, 2)
+        self.assertIn("stdin", err)
+
+
+class CIDryRun(unittest.TestCase):
+    """What a CI job does: kubectl get resourceslices -o yaml > dump.yaml, then
+    dra-guard dry-run --old dump.yaml manifests/."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = os.path.join(self.tmp.name, "manifests")
+        os.makedirs(self.dir)
+        def w(name, text):
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(text)
+        # Unchanged but for a label: an UPDATE of dump item 0.
+        w("10-worker-1.yaml", slice_yaml("worker-1-dra.example.com-abcde", "worker-1", "worker-1", 3, 1,
+                                         labels={"rollout": "wave-2"}))
+        # Generation 5 -> 4: a stale writer.
+        w("20-worker-2.yaml", slice_yaml("worker-2-dra.example.com-fghij", "worker-2", "worker-2", 4, 1,
+                                         devices=(("accel-0", 0, "8Gi", "2"), ("accel-1", 1, "8Gi", "2"))))
+        # A two-slice pool: one slice as stored, the other with its mapping
+        # changed at the same generation.
+        w("30-worker-3.yaml",
+          slice_yaml("worker-3-dra.example.com-kq7zt", "worker-3", "worker-3-accel", 7, 2) + "---\n" +
+          slice_yaml("worker-3-dra.example.com-m2x9p", "worker-3", "worker-3-accel", 7, 2,
+                     devices=(("accel-1", 1, "16Gi", "2"),)))
+        # A node the dump does not know: a CREATE at generation 1, not a
+        # regression against some other pool's generation.
+        w("40-worker-4.yaml", slice_yaml("worker-4-dra.example.com-zzzzz", "worker-4", "worker-4", 1, 1))
+        w("README.md", "not a manifest\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def check(self, doc):
+        r = by_name(doc)
+        self.assertEqual(len(doc["results"]), 5)
+        want = {
+            "worker-1-dra.example.com-abcde": ("UPDATE", DUMP + "#0/items[0]", True, []),
+            "worker-2-dra.example.com-fghij": ("UPDATE", DUMP + "#0/items[1]", False, ["slice.generation.regress"]),
+            "worker-3-dra.example.com-kq7zt": ("UPDATE", DUMP + "#0/items[2]", True, []),
+            "worker-3-dra.example.com-m2x9p": ("UPDATE", DUMP + "#0/items[3]", False, ["slice.mapping.unversioned"]),
+            "worker-4-dra.example.com-zzzzz": ("CREATE", None, True, []),
+        }
+        for name, (op, old, allowed, rules) in want.items():
+            got = r[name]
+            if got["old"] and got["old"].startswith("<stdin>"):
+                old = old and old.replace(DUMP, "<stdin>")
+            self.assertEqual((got["operation"], got["old"], got["allowed"]), (op, old, allowed), name)
+            self.assertEqual([v["rule"] for v in got["violations"] if v["action"] == "deny"], rules, name)
+        self.assertEqual(doc["summary"]["denied"], 2)
+
+    def test_dump_and_manifest_directory(self):
+        code, out, err = run("dry-run", "--output", "json", *NODE_SA, "--old", DUMP, self.dir)
+        self.assertEqual(code, 1, err)
+        doc = json.loads(out)
+        self.check(doc)
+        # The driver's ServiceAccount without its node: the writer rules ran.
+        self.assertEqual([x["skipped"] for x in doc["results"]], [[]] * 5)
+
+    def test_dump_on_stdin_and_text_output(self):
+        with open(DUMP) as f:
+            dump = f.read()
+        code, out, err = run("dry-run", "--output", "json", "--old", "-", self.dir, stdin=dump)
+        self.assertEqual(code, 1, err)
+        doc = json.loads(out)
+        self.check(doc)
+        # Without --user every slice says the writer rules did not run.
+        for x in doc["results"]:
+            self.assertEqual([s["rules"] for s in x["skipped"]], [["slice.writer", "slice.writer.node"]])
+        self.assertEqual(doc["summary"]["skipped"], 5)
+        code, out, _ = run("dry-run", "--old", DUMP, self.dir)
+        self.assertIn("UPDATE ResourceSlice/worker-2-dra.example.com-fghij %s/20-worker-2.yaml#0 (stored: %s#0/items[1])"
+                      % (self.dir, DUMP), out)
+        self.assertIn("skipped slice.writer, slice.writer.node: no user was given (--user)", out)
+        self.assertTrue(out.rstrip().endswith("5 objects: 3 allowed (0 with warnings), 2 denied, 0 unusable; "
+                                              "for 5 of them some rules did not run (see \"skipped\")"), out)
+
+
+class Positions(unittest.TestCase):
+    """Errors point at the value that is wrong: file:line:column."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_decode_error_names_the_line_and_column_of_the_value(self):
+        text = slice_yaml("s", "worker-1", "worker-1", 1, 1).replace("generation: 1", "generation: abc")
+        line = text.splitlines().index("    generation: abc") + 1
+        p = self.write("bad.yaml", "# leading comment\n---\n" + text)
+        code, out, _ = run("dry-run", "--output", "json", p)
+        self.assertEqual(code, 2)
+        r = json.loads(out)["results"][0]
+        self.assertEqual((r["line"], r["column"]), (line + 2, 17))
+        self.assertEqual(r["error"], "%s:%d:17: spec.pool.generation: expected an integer, got a string" % (p, line + 2))
+        self.assertEqual((r["kind"], r["name"]), ("ResourceSlice", "s"))
+
+    def test_broken_document_hides_no_other(self):
+        text = ("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: broken\n"
+                "spec: {driver: dra.example.com\n"
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+        p = self.write("three.yaml", text)
+        code, out, _ = run("dry-run", "--output", "json", p)
+        self.assertEqual(code, 2)
+        doc = json.loads(out)
+        self.assertEqual(doc["summary"]["objects"], 3)
+        first = doc["results"][0]
+        self.assertEqual((first["kind"], first["name"], first["source"]), ("ResourceSlice", "broken", p + "#0"))
+        self.assertEqual(first["line"], 6)
+        self.assertIn("flow mapping", first["error"])
+        self.assertEqual([(r["name"], r["allowed"]) for r in doc["results"][1:]], [("b", True), ("c", True)])
+        code, out, _ = run("dry-run", p)
+        self.assertIn("3 objects: 2 allowed (0 with warnings), 0 denied, 1 unusable", out)
+
+    def test_review_error_position(self):
+        with open(os.path.join(ROOT, "tests", "golden", "cases", "writer-own-sa-other-node.json")) as f:
+            review = json.load(f)["review"]
+        review["request"]["object"]["spec"]["pool"]["generation"] = "x"
+        text = json.dumps(review, indent=1)
+        p = self.write("review.json", text)
+        line = next(i for i, l in enumerate(text.splitlines(), 1) if '"generation": "x"' in l)
+        col = text.splitlines()[line - 1].index('"x"') + 1
+        code, out, _ = run("dry-run", "--output", "json", p)
+        self.assertEqual(code, 2)
+        r = json.loads(out)["results"][0]
+        self.assertEqual((r["line"], r["column"]), (line, col), r)
+
+
+class SkippedRules(unittest.TestCase):
+    """Rules a dry-run cannot exercise are named per object, never skipped silently."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        with open(CLAIM_FIXTURE) as f:
+            self.claim = json.load(f)
+        with open(os.path.join(ROOT, "tests", "fixtures", "pod-status-node-allocatable.json")) as f:
+            self.pod = json.load(f)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, obj):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        return path
+
+    def json_run(self, *args):
+        code, out, err = run("dry-run", "--output", "json", *args)
+        return code, json.loads(out), err
+
+    def test_without_user_the_writer_rules_are_named(self):
+        code, doc, _ = self.json_run("--policy", STRICT, FIXTURE)
+        self.assertEqual(code, 0)
+        sk = doc["results"][0]["skipped"]
+        self.assertEqual(sk[0]["rules"], ["slice.writer", "slice.writer.node"])
+        self.assertIn("--user", sk[0]["reason"])
+        code, doc, _ = self.json_run("--policy", STRICT, "--user", "mallory", FIXTURE)
+        self.assertEqual(code, 1)
+        self.assertEqual(doc["results"][0]["skipped"], [])
+        code, out, _ = run("dry-run", "--output", "junit", FIXTURE)
+        self.assertIn("skipped [slice.writer, slice.writer.node]", out)
+
+    def test_status_inferred_when_only_status_differs(self):
+        # The stored claim has no allocation; the new one has: only status
+        # differs, so this can only be a status write, and a stranger may not
+        # write an allocation.
+        old = copy.deepcopy(self.claim)
+        del old["status"]
+        oldp, newp = self.write("old.json", old), self.write("new.json", self.claim)
+        code, doc, _ = self.json_run("--user", "mallory", "--old", oldp, newp)
+        self.assertEqual(code, 1, doc)
+        r = doc["results"][0]
+        self.assertEqual((r["operation"], r["subresource"], r["subresourceInferred"]), ("UPDATE", "status", True))
+        self.assertIn("status.allocation.writer", [v["rule"] for v in r["violations"]])
+        code, doc, _ = self.json_run("--user", "system:kube-scheduler", "--old", oldp, newp)
+        self.assertEqual(code, 0, doc)
+        code, out, _ = run("dry-run", "--user", "mallory", "--old", oldp, newp)
+        self.assertIn("DENY  UPDATE status ResourceClaim/team-a/cpu-claim", out)
+        self.assertIn("note   decided as a status write", out)
+        # Same for a Pod's node-allocatable claim statuses.
+        old = copy.deepcopy(self.pod)
+        del old["status"]["nodeAllocatableResourceClaimStatuses"]
+        code, doc, _ = self.json_run("--user", "system:node:worker-1", "--old", self.write("pod-old.json", old),
+                                     self.write("pod-new.json", self.pod))
+        self.assertEqual(code, 1)
+        self.assertEqual(doc["results"][0]["violations"][0]["rule"], "status.pod.writer")
+
+    def test_main_resource_write_names_the_status_rules(self):
+        # spec and status both differ: not a status write, so the status
+        # rules do not run, and the result says so.
+        old = copy.deepcopy(self.claim)
+        del old["status"]
+        old["metadata"]["labels"] = {"was": "different"}
+        code, doc, _ = self.json_run("--user", "mallory", "--old", self.write("old.json", old),
+                                     self.write("new.json", self.claim))
+        self.assertEqual(code, 0)
+        r = doc["results"][0]
+        self.assertEqual((r["subresource"], r["subresourceInferred"]), ("", False))
+        self.assertEqual(r["skipped"][0]["rules"],
+                         ["claim.freeze.allocate", "status.allocation.writer", "status.devices.writer"])
+        self.assertIn("--subresource status", r["skipped"][0]["reason"])
+        # With --subresource status and no user: the writer rules are named.
+        code, doc, _ = self.json_run("--subresource", "status", "--old", self.write("old.json", old),
+                                     self.write("new.json", self.claim))
+        self.assertEqual(doc["results"][0]["skipped"][0]["rules"],
+                         ["status.allocation.writer", "status.devices.writer"])
 
 
 class Lint(unittest.TestCase):
