@@ -56,9 +56,14 @@ int rules_main(int argc, char **argv)
 {
 	int i;
 
-	(void)argv;
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("usage: dra-guard rules\n\n"
+		       "Lists every rule: its id (what messages, metrics and the policy's\n"
+		       "enforcement.rules name), its built-in action and what it checks.\n");
+		return 0;
+	}
 	if (argc > 1) {
-		fprintf(stderr, "usage: dra-guard rules\n");
+		fprintf(stderr, "dra-guard rules: unexpected argument '%s'\nusage: dra-guard rules\n", argv[1]);
 		return 2;
 	}
 	printf("%-28s %-8s %s\n", "RULE", "DEFAULT", "CHECKS");

@@ -1,4 +1,9 @@
-/* main.c - the dra-guard command line: dispatch to a subcommand. */
+/* main.c - the dra-guard command line: dispatch to a subcommand.
+ *
+ * Every command and subcommand answers --help (and -h) with its usage on
+ * stdout and exit status 0; a usage error prints the usage on stderr and
+ * exits 2. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,21 +23,66 @@ static void usage(FILE *f)
 		"  policy lint    check a policy document or policy ConfigMap\n"
 		"  rules          list the rule ids, their default actions and what they check\n"
 		"  convert        print YAML/JSON documents as JSON lines, read as the guard reads them\n"
-		"  version        print the version\n");
+		"  version        print the version\n"
+		"\n"
+		"dra-guard COMMAND --help describes each command.\n");
+}
+
+static bool is_help(const char *arg)
+{
+	return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+static void policy_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dra-guard policy COMMAND [ARGS]\n"
+		"\n"
+		"commands:\n"
+		"  lint FILE...   check Policy documents or policy ConfigMap manifests (- reads stdin);\n"
+		"                 dra-guard policy lint --help says more\n");
+}
+
+static int policy_main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "lint") == 0)
+		return lint_main(argc - 1, argv + 1);
+	if (argc > 1 && is_help(argv[1])) {
+		policy_usage(stdout);
+		return 0;
+	}
+	if (argc > 1)
+		fprintf(stderr, "dra-guard policy: unknown command '%s'\n\n", argv[1]);
+	policy_usage(stderr);
+	return 2;
+}
+
+static int version_main(int argc, char **argv)
+{
+	if (argc > 1 && is_help(argv[1])) {
+		printf("usage: dra-guard version\n\nPrints the version of this build.\n");
+		return 0;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "dra-guard version: unexpected argument '%s'\nusage: dra-guard version\n", argv[1]);
+		return 2;
+	}
+	printf("dra-guard %s\n", dra_guard_version);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
-	if (!cmd || strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+	if (!cmd || strcmp(cmd, "help") == 0 || is_help(cmd)) {
 		usage(cmd ? stdout : stderr);
 		return cmd ? 0 : 2;
 	}
-	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-		printf("dra-guard %s\n", dra_guard_version);
-		return 0;
-	}
+	if (strcmp(cmd, "version") == 0)
+		return version_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "--version") == 0)
+		return version_main(1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return serve_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "dry-run") == 0)
@@ -41,8 +91,8 @@ int main(int argc, char **argv)
 		return rules_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "convert") == 0)
 		return convert_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "policy") == 0 && argc > 2 && strcmp(argv[2], "lint") == 0)
-		return lint_main(argc - 2, argv + 2);
+	if (strcmp(cmd, "policy") == 0)
+		return policy_main(argc - 1, argv + 1);
 	fprintf(stderr, "dra-guard: unknown command '%s'\n\n", cmd);
 	usage(stderr);
 	return 2;

@@ -612,6 +612,26 @@ class SkippedRules(unittest.TestCase):
                          ["status.allocation.writer", "status.devices.writer"])
 
 
+class Help(unittest.TestCase):
+    COMMANDS = [["rules"], ["policy"], ["version"], ["dry-run"], ["serve"], ["convert"], ["policy", "lint"]]
+
+    def test_every_command_answers_help_on_stdout_with_status_0(self):
+        for cmd in self.COMMANDS:
+            for flag in ("--help", "-h"):
+                code, out, err = run(*(cmd + [flag]))
+                self.assertEqual((code, err), (0, ""), cmd + [flag])
+                self.assertTrue(out.startswith("usage: dra-guard %s" % " ".join(cmd)), (cmd, out))
+        code, out, err = run("--help")
+        self.assertEqual((code, err), (0, ""))
+        self.assertIn("dry-run", out)
+
+    def test_usage_errors_exit_2_on_stderr(self):
+        for args in (["policy"], ["policy", "frobnicate"], ["rules", "extra"], ["version", "extra"], ["nope"]):
+            code, out, err = run(*args)
+            self.assertEqual((code, out), (2, ""), args)
+            self.assertIn("usage: dra-guard", err, args)
+
+
 class Lint(unittest.TestCase):
     def test_lint(self):
         code, out, _ = run("policy", "lint", EXAMPLE, STRICT, FROZEN)
