@@ -14,17 +14,21 @@
 
 #include <openssl/evp.h>
 
+/* Longest file name shown in an error line. */
+#define PATH_MAX_LEN 4096
+
 #include "doc.h"
 #include "policy_impl.h"
 
 /* --- assembling a snapshot ------------------------------------------------------ */
 
-static int loader_init(struct loader *l, struct policy_error *err)
+int policy_loader_init(struct loader *l, struct policy_error *errs, size_t cap)
 {
 	memset(l, 0, sizeof(*l));
-	l->err = err;
-	if (err)
-		memset(err, 0, sizeof(*err));
+	l->err = errs;
+	l->err_cap = errs ? cap : 0;
+	if (l->err_cap)
+		memset(errs, 0, l->err_cap * sizeof(*errs));
 	if (arena_new(POLICY_STORAGE_CAP, &l->a) != 0)
 		return -ENOMEM;
 	l->p = arena_calloc(l->a, 1, sizeof(*l->p));
@@ -133,7 +137,7 @@ static void load_freeze_keys(struct loader *l, bool has_freeze, const char *free
 			policy_fail(l, 1, 1, "freeze must be \"true\" or \"false\", not \"%.*s\"",
 			     (int)(v.len > 64 ? 64 : v.len), v.ptr);
 	}
-	if (!l->rc && has_reason) {
+	if (!l->stop && has_reason) {
 		struct str v = trim(reason, reason_len);
 
 		l->source = POLICY_KEY_FREEZE_REASON;
@@ -186,10 +190,10 @@ static void parse_policy_text(struct loader *l, const char *doc, size_t doc_len)
 	doc_set_free(set);
 }
 
-int policy_load_parts(const char *doc, size_t doc_len,
-		      bool has_freeze, const char *freeze, size_t freeze_len,
-		      bool has_reason, const char *reason, size_t reason_len,
-		      struct policy **out, struct policy_error *err)
+int policy_load_parts_all(const char *doc, size_t doc_len,
+			  bool has_freeze, const char *freeze, size_t freeze_len,
+			  bool has_reason, const char *reason, size_t reason_len,
+			  struct policy **out, struct policy_error *errs, size_t cap, size_t *nerr)
 {
 	struct loader l;
 	struct hash_part parts[3] = {
@@ -200,122 +204,111 @@ int policy_load_parts(const char *doc, size_t doc_len,
 	int rc;
 
 	*out = NULL;
-	rc = loader_init(&l, err);
+	*nerr = 0;
+	rc = policy_loader_init(&l, errs, cap);
 	if (rc)
 		return rc;
 	l.source = POLICY_KEY_DOCUMENT;
 	parse_policy_text(&l, doc, doc_len);
-	if (!l.rc)
+	if (!l.stop)
 		load_freeze_keys(&l, has_freeze, freeze, freeze_len, has_reason, reason, reason_len);
+	*nerr = l.nerr;
 	return finish(&l, parts, 3, out);
 }
 
-static const char *const configmap_keys[] = {
-	"apiVersion", "kind", "metadata", "data", "immutable", NULL
-};
-static const char *const configmap_data_keys[] = {
-	POLICY_KEY_DOCUMENT, POLICY_KEY_FREEZE, POLICY_KEY_FREEZE_REASON, NULL
-};
-
-/* A ConfigMap manifest: check its shape here, then load its keys as parts. */
-static int load_configmap(const struct doc_node *root, struct policy **out, struct policy_error *err)
+int policy_load_parts(const char *doc, size_t doc_len,
+		      bool has_freeze, const char *freeze, size_t freeze_len,
+		      bool has_reason, const char *reason, size_t reason_len,
+		      struct policy **out, struct policy_error *err)
 {
-	struct loader l;
-	const struct doc_node *data, *doc = NULL, *freeze = NULL, *reason = NULL;
-	size_t saved;
-	int rc;
+	size_t nerr;
 
-	rc = loader_init(&l, err);
-	if (rc)
-		return rc;
-	if (!policy_check_type_meta(&l, root, "v1", "ConfigMap") || !policy_check_keys(&l, root, configmap_keys))
-		goto fail;
-	data = doc_map_get(root, "data");
-	saved = policy_path_push_key(&l, STR_LIT("data"));
-	if (!data) {
-		policy_fail(&l, root->line, root->col, "data is missing (expected data[\"%s\"])", POLICY_KEY_DOCUMENT);
-	} else if (policy_expect(&l, data, DOC_MAP) && policy_check_keys(&l, data, configmap_data_keys)) {
-		doc = doc_map_get(data, POLICY_KEY_DOCUMENT);
-		freeze = doc_map_get(data, POLICY_KEY_FREEZE);
-		reason = doc_map_get(data, POLICY_KEY_FREEZE_REASON);
-		if (!doc)
-			policy_fail(&l, data->line, data->col, "data[\"%s\"] is missing", POLICY_KEY_DOCUMENT);
-		else
-			policy_expect(&l, doc, DOC_STRING);
-		if (!l.rc && freeze)
-			policy_expect(&l, freeze, DOC_STRING);
-		if (!l.rc && reason)
-			policy_expect(&l, reason, DOC_STRING);
-	}
-	policy_path_pop(&l, saved);
-	if (l.rc)
-		goto fail;
-	arena_free(l.a);
-	rc = policy_load_parts(doc->text.ptr, doc->text.len,
-			       freeze != NULL, freeze ? freeze->text.ptr : NULL, freeze ? freeze->text.len : 0,
-			       reason != NULL, reason ? reason->text.ptr : NULL, reason ? reason->text.len : 0,
-			       out, err);
-	if (rc == -EINVAL && err && doc && err->source[0] && strcmp(err->source, POLICY_KEY_DOCUMENT) == 0) {
-		/* Lines inside the embedded document are the document's own; say
-		 * where it starts in the manifest. */
-		size_t used = strlen(err->msg);
-
-		snprintf(err->msg + used, sizeof(err->msg) - used,
-			 " (in data[\"%s\"], which starts at line %u of the manifest)",
-			 POLICY_KEY_DOCUMENT, doc->line);
-	}
-	return rc;
-fail:
-	rc = l.rc;
-	arena_free(l.a);
-	return rc;
+	return policy_load_parts_all(doc, doc_len, has_freeze, freeze, freeze_len, has_reason, reason,
+				     reason_len, out, err, err ? 1 : 0, &nerr);
 }
 
-int policy_load(const char *text, size_t len, struct policy **out, struct policy_error *err)
+/* In the order of their position (an error without one first), so a lint
+ * reads top to bottom. Few errors: insertion sort, stable. */
+static void sort_errors(struct policy_error *errs, size_t n)
+{
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		struct policy_error e = errs[i];
+
+		for (j = i; j > 0 && (errs[j - 1].line > e.line ||
+				      (errs[j - 1].line == e.line && errs[j - 1].col > e.col)); j--)
+			errs[j] = errs[j - 1];
+		errs[j] = e;
+	}
+}
+
+static void one_error(struct policy_error *errs, size_t cap, size_t *nerr, uint32_t line, uint32_t col,
+		      const char *msg)
+{
+	*nerr = 1;
+	if (!cap)
+		return;
+	snprintf(errs[0].msg, sizeof(errs[0].msg), "%s", msg);
+	errs[0].line = line;
+	errs[0].col = col;
+}
+
+int policy_load_all(const char *text, size_t len, struct policy **out,
+		    struct policy_error *errs, size_t cap, size_t *nerr)
 {
 	struct doc_limits lim;
 	struct doc_error derr;
 	struct doc_set *set = NULL;
 	const struct doc_node *root, *kind;
+	char msg[POLICY_ERROR_MAX];
+	size_t i;
 	int rc;
 
 	*out = NULL;
-	if (err)
-		memset(err, 0, sizeof(*err));
+	*nerr = 0;
+	if (!errs)
+		cap = 0;
+	if (cap)
+		memset(errs, 0, cap * sizeof(*errs));
 	doc_limits_default(&lim);
 	lim.max_bytes = 2 * POLICY_TEXT_MAX;
 	lim.max_docs = 2;
 	rc = doc_parse(text, len, &lim, &set, &derr);
 	if (rc) {
-		if (err) {
-			snprintf(err->msg, sizeof(err->msg), "%s", derr.msg);
-			err->line = derr.line;
-			err->col = derr.col;
-		}
+		one_error(errs, cap, nerr, derr.line, derr.col, derr.msg);
 		return rc == -ENOMEM ? rc : -EINVAL;
 	}
 	if (doc_set_count(set) != 1) {
-		if (err) {
-			snprintf(err->msg, sizeof(err->msg),
-				 "expected exactly one document (a Policy or a ConfigMap), found %zu",
-				 doc_set_count(set));
-			err->line = 1;
-		}
+		snprintf(msg, sizeof(msg), "expected exactly one document (a Policy or a ConfigMap), found %zu",
+			 doc_set_count(set));
+		one_error(errs, cap, nerr, 1, 1, msg);
 		rc = -EINVAL;
 		goto out;
 	}
 	root = doc_set_root(set, 0);
 	kind = doc_map_get(root, "kind");
 	if (kind && kind->type == DOC_STRING && str_eq_cstr(kind->text, "ConfigMap")) {
-		rc = load_configmap(root, out, err);
-		goto out;
+		rc = policy_load_configmap(text, len, root, out, errs, cap, nerr);
+	} else {
+		/* A Policy document: load it from the text so the hash covers
+		 * exactly what a policy.yaml file with this content would. Its
+		 * positions are the text's own. */
+		rc = policy_load_parts_all(text, len, false, NULL, 0, false, NULL, 0, out, errs, cap, nerr);
+		for (i = 0; i < cap && i < *nerr; i++)
+			errs[i].source[0] = '\0';
 	}
-	/* A Policy document: load it from the text so the hash covers exactly
-	 * what a policy.yaml file with this content would. */
-	rc = policy_load_parts(text, len, false, NULL, 0, false, NULL, 0, out, err);
+	sort_errors(errs, *nerr < cap ? *nerr : cap);
 out:
 	doc_set_free(set);
 	return rc;
+}
+
+int policy_load(const char *text, size_t len, struct policy **out, struct policy_error *err)
+{
+	size_t nerr;
+
+	return policy_load_all(text, len, out, err, err ? 1 : 0, &nerr);
 }
 
 int policy_builtin(struct policy **out)
@@ -325,7 +318,7 @@ int policy_builtin(struct policy **out)
 	int rc;
 
 	*out = NULL;
-	rc = loader_init(&l, NULL);
+	rc = policy_loader_init(&l, NULL, 0);
 	if (rc)
 		return rc;
 	return finish(&l, &part, 1, out);
@@ -406,4 +399,21 @@ void policy_error_format(const struct policy_error *err, char *buf, size_t n)
 		snprintf(buf, n, "%s: %s: %s", src, err->path, err->msg);
 	else
 		snprintf(buf, n, "%s: %s", src, err->msg);
+}
+
+void policy_error_format_in(const struct policy_error *err, const char *file, char *buf, size_t n)
+{
+	char where[PATH_MAX_LEN + 128];
+	int w;
+
+	if (err->source[0])
+		w = snprintf(where, sizeof(where), "%.*s[\"%s\"]", PATH_MAX_LEN, file, err->source);
+	else
+		w = snprintf(where, sizeof(where), "%.*s", PATH_MAX_LEN, file);
+	if (w > 0 && err->line)
+		snprintf(where + w, sizeof(where) - (size_t)w, ":%u:%u", err->line, err->col);
+	if (err->path[0])
+		snprintf(buf, n, "%s: %s: %s", where, err->path, err->msg);
+	else
+		snprintf(buf, n, "%s: %s", where, err->msg);
 }

@@ -112,14 +112,24 @@ struct policy {
 struct policy_error {
 	char msg[POLICY_ERROR_MAX];   /* what is wrong and what would be accepted */
 	char path[256];               /* "drivers[\"gpu.example.com\"].scope"; "" at top */
-	char source[64];              /* "policy.yaml", "freeze", "" for the whole input */
+	char source[64];              /* the key the position is in ("policy.yaml", "freeze"),
+				       * "" for the input itself */
 	uint32_t line, col;           /* 1-based within source; 0 when unknown */
 };
 
 /* Load a Policy document (YAML or JSON) or a ConfigMap manifest holding one.
  * Returns 0 with *out owned by the caller (policy_free()), or -EINVAL with err
- * filled, or -ENOMEM. */
+ * filled (the first error found), or -ENOMEM. Positions are in text: also
+ * those inside a ConfigMap's data["policy.yaml"], which are moved to where
+ * that line is in the manifest (a literal block scalar), or else point at
+ * the value and say where in it. */
 int policy_load(const char *text, size_t len, struct policy **out, struct policy_error *err);
+
+/* policy_load() that reads on past errors: every error it can find is
+ * counted in *nerr, the first cap of them (in the order they were found)
+ * kept in errs[] and then sorted by position. */
+int policy_load_all(const char *text, size_t len, struct policy **out,
+		    struct policy_error *errs, size_t cap, size_t *nerr);
 
 /* Load from the keys of a mounted ConfigMap: the document, and freeze /
  * freeze-reason when present (has_* false: the key does not exist). The
@@ -156,5 +166,10 @@ bool policy_list_glob(const struct string_list *l, struct str s);
 
 /* "file:line:col: path: msg" style one-liner of err into buf (n bytes). */
 void policy_error_format(const struct policy_error *err, char *buf, size_t n);
+
+/* The same, naming the input: "FILE:LINE:COL: PATH: MSG" when the position
+ * is in FILE itself (err->source ""), FILE["freeze"]:... when it is in a key
+ * of a ConfigMap directory. */
+void policy_error_format_in(const struct policy_error *err, const char *file, char *buf, size_t n);
 
 #endif

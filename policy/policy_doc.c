@@ -51,19 +51,20 @@ static void load_enforcement(struct loader *l, const struct doc_node *n)
 	const struct doc_node *v;
 	size_t i, saved;
 
-	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, enforcement_keys))
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
 		return;
+	policy_check_keys(l, n, enforcement_keys);
 	if ((v = doc_map_get(n, "default")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("default"));
 		policy_read_action(l, v, &l->p->default_action);
 		policy_path_pop(l, saved);
 	}
 	v = doc_map_get(n, "rules");
-	if (!v || v->type == DOC_NULL || l->rc)
+	if (!v || v->type == DOC_NULL || l->stop)
 		return;
 	saved = policy_path_push_key(l, STR_LIT("rules"));
 	if (policy_expect(l, v, DOC_MAP)) {
-		for (i = 0; i < v->n && !l->rc; i++) {
+		for (i = 0; i < v->n && !l->stop; i++) {
 			const struct doc_member *m = &v->members[i];
 			int id = rule_lookup(m->key);
 			size_t s2 = policy_path_push_key(l, m->key);
@@ -87,14 +88,15 @@ static void load_writers(struct loader *l, const struct doc_node *n)
 	const struct doc_node *v;
 	size_t saved;
 
-	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, writers_keys))
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
 		return;
+	policy_check_keys(l, n, writers_keys);
 	if ((v = doc_map_get(n, "admins")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("admins"));
 		policy_read_string_list(l, v, &l->p->admin_groups, NULL);
 		policy_path_pop(l, saved);
 	}
-	if (!l->rc && (v = doc_map_get(n, "allocators")) != NULL) {
+	if (!l->stop && (v = doc_map_get(n, "allocators")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("allocators"));
 		l->p->has_allocators = policy_read_string_list(l, v, &l->p->allocators, NULL) && v->type != DOC_NULL;
 		policy_path_pop(l, saved);
@@ -106,7 +108,7 @@ static const char *const resource_keys[] = { "max", NULL };
 static bool load_driver_resources(struct loader *l, const struct doc_node *n, struct driver_policy *d)
 {
 	struct resource_limit *res;
-	size_t i;
+	size_t i, errors = l->nerr;
 
 	d->has_resources = true;
 	if (n->type == DOC_NULL)
@@ -118,17 +120,20 @@ static bool load_driver_resources(struct loader *l, const struct doc_node *n, st
 		policy_fail_nomem(l);
 		return false;
 	}
-	for (i = 0; i < n->n && !l->rc; i++) {
+	for (i = 0; i < n->n && !l->stop; i++) {
 		const struct doc_member *m = &n->members[i];
 		const struct doc_node *v = m->value, *max;
 		size_t saved = policy_path_push_key(l, m->key);
 
-		if (names_node_resource(m->key, NULL) == NODE_RESOURCE_INVALID) {
+		if (names_node_resource(m->key, NULL) == NODE_RESOURCE_INVALID)
 			policy_fail(l, m->line, m->col, "\"%.*s\" is not a node resource (accepted: %s)",
 			     STR_FMT(m->key), NAMES_NODE_RESOURCES_ACCEPTED);
-		} else if (policy_copy_str(l, m->key, &res[i].name) && v->type != DOC_NULL &&
-			   policy_expect(l, v, DOC_MAP) && policy_check_keys(l, v, resource_keys) &&
-			   (max = doc_map_get(v, "max")) != NULL) {
+		else if (policy_copy_str(l, m->key, &res[i].name) && v->type != DOC_NULL &&
+			 policy_expect(l, v, DOC_MAP))
+			policy_check_keys(l, v, resource_keys);
+		else
+			v = NULL;
+		if (v && v->type == DOC_MAP && (max = doc_map_get(v, "max")) != NULL) {
 			size_t s2 = policy_path_push_key(l, STR_LIT("max"));
 
 			if (policy_read_quantity(l, max, &res[i].max)) {
@@ -143,7 +148,7 @@ static bool load_driver_resources(struct loader *l, const struct doc_node *n, st
 	}
 	d->resources = res;
 	d->nresources = n->n;
-	return !l->rc;
+	return l->nerr == errors;
 }
 
 static const char *const driver_keys[] = { "resources", "serviceAccounts", "scope", "deviceClasses", NULL };
@@ -156,24 +161,25 @@ static void load_driver(struct loader *l, const struct doc_member *m, struct dri
 	if (!check_dns_subdomain(l, n, m->key) || !policy_copy_str(l, m->key, &d->name))
 		return;
 	d->scope = DRIVER_SCOPE_NODE;
-	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, driver_keys))
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
 		return;
+	policy_check_keys(l, n, driver_keys);
 	if ((v = doc_map_get(n, "resources")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("resources"));
 		load_driver_resources(l, v, d);
 		policy_path_pop(l, saved);
 	}
-	if (!l->rc && (v = doc_map_get(n, "serviceAccounts")) != NULL) {
+	if (!l->stop && (v = doc_map_get(n, "serviceAccounts")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("serviceAccounts"));
 		policy_read_string_list(l, v, &d->service_accounts, check_serviceaccount);
 		policy_path_pop(l, saved);
 	}
-	if (!l->rc && (v = doc_map_get(n, "deviceClasses")) != NULL) {
+	if (!l->stop && (v = doc_map_get(n, "deviceClasses")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("deviceClasses"));
 		policy_read_string_list(l, v, &d->device_classes, NULL);
 		policy_path_pop(l, saved);
 	}
-	if (!l->rc && (v = doc_map_get(n, "scope")) != NULL) {
+	if (!l->stop && (v = doc_map_get(n, "scope")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("scope"));
 		if (policy_expect(l, v, DOC_STRING)) {
 			if (str_eq_cstr(v->text, "node"))
@@ -206,7 +212,7 @@ static void load_drivers(struct loader *l, const struct doc_node *n)
 		policy_fail_nomem(l);
 		return;
 	}
-	for (i = 0; i < n->n && !l->rc; i++) {
+	for (i = 0; i < n->n && !l->stop; i++) {
 		size_t saved = policy_path_push_key(l, n->members[i].key);
 
 		load_driver(l, &n->members[i], &drivers[i]);
@@ -224,8 +230,9 @@ static void load_canary(struct loader *l, const struct doc_node *n)
 	const struct doc_node *v;
 	size_t saved;
 
-	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, canary_keys))
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
 		return;
+	policy_check_keys(l, n, canary_keys);
 	v = doc_map_get(n, "nodes");
 	if (!v)
 		return;
@@ -245,7 +252,7 @@ static void load_list_member(struct loader *l, const struct doc_node *map, const
 	const struct doc_node *v = doc_map_get(map, key);
 	size_t saved;
 
-	if (!v || l->rc)
+	if (!v || l->stop)
 		return;
 	saved = policy_path_push_key(l, str_from_cstr(key));
 	policy_read_string_list(l, v, out, check);
@@ -257,17 +264,23 @@ static void load_freeze(struct loader *l, const struct doc_node *n)
 	const struct doc_node *v;
 	size_t saved;
 
-	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, freeze_keys))
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
 		return;
+	policy_check_keys(l, n, freeze_keys);
 	v = doc_map_get(n, "scope");
 	if (v && v->type != DOC_NULL) {
 		saved = policy_path_push_key(l, STR_LIT("scope"));
-		if (policy_expect(l, v, DOC_MAP) && policy_check_keys(l, v, freeze_scope_keys)) {
+		if (policy_expect(l, v, DOC_MAP)) {
+			/* An empty scope is an error only when every list read:
+			 * a list that failed is empty too. */
+			size_t errors = l->nerr;
+
+			policy_check_keys(l, v, freeze_scope_keys);
 			l->p->freeze_scoped = true;
 			load_list_member(l, v, "drivers", &l->p->freeze_drivers, check_dns_subdomain);
 			load_list_member(l, v, "deviceClasses", &l->p->freeze_device_classes, NULL);
 			load_list_member(l, v, "namespaces", &l->p->freeze_namespaces, NULL);
-			if (!l->rc && l->p->freeze_drivers.n == 0 && l->p->freeze_device_classes.n == 0 &&
+			if (l->nerr == errors && l->p->freeze_drivers.n == 0 && l->p->freeze_device_classes.n == 0 &&
 			    l->p->freeze_namespaces.n == 0)
 				policy_fail(l, v->line, v->col, "an empty scope would freeze nothing; "
 				     "name drivers, deviceClasses or namespaces, or leave scope out to freeze everything");
@@ -275,16 +288,17 @@ static void load_freeze(struct loader *l, const struct doc_node *n)
 		policy_path_pop(l, saved);
 	}
 	v = doc_map_get(n, "breakGlass");
-	if (!l->rc && v && v->type != DOC_NULL) {
+	if (!l->stop && v && v->type != DOC_NULL) {
 		saved = policy_path_push_key(l, STR_LIT("breakGlass"));
-		if (policy_expect(l, v, DOC_MAP) && policy_check_keys(l, v, break_glass_keys)) {
+		if (policy_expect(l, v, DOC_MAP)) {
+			policy_check_keys(l, v, break_glass_keys);
 			load_list_member(l, v, "groups", &l->p->break_glass_groups, NULL);
 			load_list_member(l, v, "users", &l->p->break_glass_users, NULL);
 		}
 		policy_path_pop(l, saved);
 	}
 	v = doc_map_get(n, "alertAfter");
-	if (!l->rc && v && v->type != DOC_NULL) {
+	if (!l->stop && v && v->type != DOC_NULL) {
 		saved = policy_path_push_key(l, STR_LIT("alertAfter"));
 		policy_read_duration(l, v, POLICY_FREEZE_ALERT_AFTER_MIN_S, POLICY_FREEZE_ALERT_AFTER_MAX_S,
 				     &l->p->freeze_alert_after_s);
@@ -296,8 +310,9 @@ static const char *const numa_keys[] = { "attributes", NULL };
 
 static void load_numa(struct loader *l, const struct doc_node *n)
 {
-	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, numa_keys))
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
 		return;
+	policy_check_keys(l, n, numa_keys);
 	load_list_member(l, n, "attributes", &l->p->numa_attributes, NULL);
 }
 
@@ -311,8 +326,9 @@ static void load_cluster_view(struct loader *l, const struct doc_node *n)
 	struct str t;
 	size_t i, saved;
 
-	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP) || !policy_check_keys(l, n, view_keys))
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
 		return;
+	policy_check_keys(l, n, view_keys);
 	v = doc_map_get(n, "maxAge");
 	if (!v)
 		return;
@@ -348,7 +364,7 @@ bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
 			    const char *api_version, const char *kind)
 {
 	const struct doc_node *v = doc_map_get(root, "apiVersion");
-	size_t saved;
+	size_t saved, errors = l->nerr;
 
 	saved = policy_path_push_key(l, STR_LIT("apiVersion"));
 	if (!v)
@@ -357,7 +373,7 @@ bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
 		policy_fail(l, v->line, v->col, "apiVersion \"%.*s\" is not supported (expected %s)",
 		     STR_FMT(v->text), api_version);
 	policy_path_pop(l, saved);
-	if (l->rc)
+	if (l->nerr != errors)
 		return false;
 	v = doc_map_get(root, "kind");
 	saved = policy_path_push_key(l, STR_LIT("kind"));
@@ -367,7 +383,7 @@ bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
 		policy_fail(l, v->line, v->col, "kind \"%.*s\" is not supported here (expected %s)",
 		     STR_FMT(v->text), kind);
 	policy_path_pop(l, saved);
-	return !l->rc;
+	return l->nerr == errors;
 }
 
 typedef void (*section_fn)(struct loader *l, const struct doc_node *n);
@@ -407,10 +423,11 @@ void policy_load_document(struct loader *l, const struct doc_node *root)
 		     POLICY_API_VERSION, POLICY_KIND);
 		return;
 	}
-	if (!policy_expect(l, root, DOC_MAP) || !policy_check_type_meta(l, root, POLICY_API_VERSION, POLICY_KIND) ||
-	    !policy_check_keys(l, root, policy_keys))
+	/* Another kind of document: its keys would only be noise. */
+	if (!policy_expect(l, root, DOC_MAP) || !policy_check_type_meta(l, root, POLICY_API_VERSION, POLICY_KIND))
 		return;
-	for (i = 0; i < sizeof(sections) / sizeof(sections[0]) && !l->rc; i++) {
+	policy_check_keys(l, root, policy_keys);
+	for (i = 0; i < sizeof(sections) / sizeof(sections[0]) && !l->stop; i++) {
 		const struct doc_node *v = doc_map_get(root, sections[i].key);
 		size_t saved;
 

@@ -2,8 +2,9 @@
  *
  * policy_read.c reads typed values out of a doc tree and keeps the path
  * stack that errors name; policy_doc.c loads the sections of a Policy
- * document with them; policy.c assembles snapshots (ConfigMap keys, freeze,
- * hash) and answers lookups. Not part of the policy.h interface. */
+ * document with them; policy_configmap.c reads the policy ConfigMap
+ * manifest; policy.c assembles snapshots (keys, freeze, hash) and answers
+ * lookups. Not part of the policy.h interface. */
 #ifndef DRA_GUARD_POLICY_IMPL_H
 #define DRA_GUARD_POLICY_IMPL_H
 
@@ -21,23 +22,31 @@
 #define POLICY_PATH_MAX 256
 
 /* One load in progress: the snapshot being built (in its own arena), the
- * first error, and the path of the node being read. */
+ * errors found so far, and the path of the node being read.
+ *
+ * A load does not stop at the first error: every section and value is
+ * read, and each error is recorded (up to err_cap of them; all are
+ * counted), so a lint shows them all at once. What depends on a value that
+ * failed is skipped, not guessed. Only running out of memory stops it. */
 struct loader {
 	struct arena *a;
 	struct policy *p;
-	struct policy_error *err;
+	struct policy_error *err;     /* err[0 .. err_cap) */
+	size_t err_cap;
+	size_t nerr;                  /* errors found (may exceed err_cap) */
 	const char *source;
 	char path[POLICY_PATH_MAX];
 	size_t path_len;
-	int rc;
+	int rc;                       /* 0, -EINVAL once an error is found, -ENOMEM */
+	bool stop;                    /* out of memory: read nothing more */
 };
 
-/* Record the first error (later ones are dropped): -EINVAL with the message,
- * the current path and the position. */
+/* Record an error: -EINVAL with the message, the current path and the
+ * position. */
 void policy_fail(struct loader *l, uint32_t line, uint32_t col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Record -ENOMEM (the arena is out of room or memory). */
+/* Record -ENOMEM (the arena is out of room or memory) and stop the load. */
 void policy_fail_nomem(struct loader *l);
 
 /* Push ".key" (or "[\"key\"]", or "[i]") on the path; returns the length to
@@ -73,5 +82,22 @@ bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
 
 /* Load a Policy document's sections into l->p. */
 void policy_load_document(struct loader *l, const struct doc_node *root);
+
+/* A loader recording up to cap errors in errs (NULL: none kept, all
+ * counted), with an empty snapshot in its own arena. 0 or -ENOMEM. */
+int policy_loader_init(struct loader *l, struct policy_error *errs, size_t cap);
+
+/* policy_load_parts() that keeps up to cap errors and counts all in *nerr;
+ * each error's source names the key its position is in. */
+int policy_load_parts_all(const char *doc, size_t doc_len,
+			  bool has_freeze, const char *freeze, size_t freeze_len,
+			  bool has_reason, const char *reason, size_t reason_len,
+			  struct policy **out, struct policy_error *errs, size_t cap, size_t *nerr);
+
+/* The ConfigMap manifest root (read from text[0..len)): its shape, then its
+ * keys as parts, with every error placed in the manifest (source ""). Same
+ * returns as policy_load_parts_all(). policy_configmap.c. */
+int policy_load_configmap(const char *text, size_t len, const struct doc_node *root, struct policy **out,
+			  struct policy_error *errs, size_t cap, size_t *nerr);
 
 #endif

@@ -1,8 +1,8 @@
 /* policy_read.c - typed values out of a doc tree, and the path errors name.
  *
- * Every reader checks the node's type and records the first error with the
- * line, the column and the path of the node being read (pushed and popped by
- * the section loaders), so a policy error always says where it is. */
+ * Every reader checks the node's type and records an error with the line,
+ * the column and the path of the node being read (pushed and popped by the
+ * section loaders), so a policy error always says where it is. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,28 +14,32 @@
 
 void policy_fail(struct loader *l, uint32_t line, uint32_t col, const char *fmt, ...)
 {
+	struct policy_error *e;
 	va_list ap;
 
-	if (l->rc)
+	if (l->stop)
 		return;
-	l->rc = -EINVAL;
-	if (!l->err)
+	if (!l->rc)
+		l->rc = -EINVAL;
+	if (l->nerr++ >= l->err_cap || !l->err)
 		return;
+	e = &l->err[l->nerr - 1];
 	va_start(ap, fmt);
-	vsnprintf(l->err->msg, sizeof(l->err->msg), fmt, ap);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
-	snprintf(l->err->path, sizeof(l->err->path), "%s", l->path);
-	snprintf(l->err->source, sizeof(l->err->source), "%s", l->source ? l->source : "");
-	l->err->line = line;
-	l->err->col = col;
+	snprintf(e->path, sizeof(e->path), "%s", l->path);
+	snprintf(e->source, sizeof(e->source), "%s", l->source ? l->source : "");
+	e->line = line;
+	e->col = col;
 }
 
 void policy_fail_nomem(struct loader *l)
 {
-	if (l->rc)
+	if (l->stop)
 		return;
 	policy_fail(l, 0, 0, "out of memory (or over the %d byte policy size limit)", POLICY_STORAGE_CAP);
 	l->rc = -ENOMEM;
+	l->stop = true;
 }
 
 static bool key_needs_brackets(struct str key)
@@ -102,9 +106,11 @@ bool policy_expect(struct loader *l, const struct doc_node *n, enum doc_type t)
 	return false;
 }
 
-/* Reject members of map n whose names are not in allowed (NULL-terminated). */
+/* Report every member of map n whose name is not in allowed
+ * (NULL-terminated); true when there is none. */
 bool policy_check_keys(struct loader *l, const struct doc_node *n, const char *const *allowed)
 {
+	bool all_known = true;
 	size_t i, j;
 
 	for (i = 0; i < n->n; i++) {
@@ -126,9 +132,9 @@ bool policy_check_keys(struct loader *l, const struct doc_node *n, const char *c
 			len += (size_t)w;
 		}
 		policy_fail(l, m->line, m->col, "unknown key \"%.*s\" (accepted: %s)", STR_FMT(m->key), list);
-		return false;
+		all_known = false;
 	}
-	return true;
+	return all_known;
 }
 
 bool policy_copy_str(struct loader *l, struct str in, struct str *out)
@@ -167,6 +173,7 @@ bool policy_read_string_list(struct loader *l, const struct doc_node *n,
 			     struct string_list *out, item_check_fn check)
 {
 	struct str *items;
+	bool all_ok = true;
 	size_t i, j;
 
 	out->items = NULL;
@@ -184,22 +191,23 @@ bool policy_read_string_list(struct loader *l, const struct doc_node *n,
 		policy_fail_nomem(l);
 		return false;
 	}
-	for (i = 0; i < n->n; i++) {
+	for (i = 0; i < n->n && !l->stop; i++) {
 		const struct doc_node *it = n->items[i];
 		size_t saved = policy_path_push_index(l, i);
 		bool ok = policy_read_nonempty_string(l, it, &items[i]) &&
 			  (!check || check(l, it, items[i]));
 
 		for (j = 0; ok && j < i; j++) {
-			if (str_eq(items[j], items[i])) {
+			if (items[j].len && str_eq(items[j], items[i])) {
 				policy_fail(l, it->line, it->col, "duplicate entry \"%.*s\"", STR_FMT(items[i]));
 				ok = false;
 			}
 		}
 		policy_path_pop(l, saved);
-		if (!ok)
-			return false;
+		all_ok = all_ok && ok;
 	}
+	if (!all_ok || l->stop)
+		return false;
 	out->items = items;
 	out->n = n->n;
 	return true;

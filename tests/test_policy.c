@@ -97,12 +97,12 @@ static const struct bad_case bad_cases[] = {
 	  5, "data", "unknown key \"freze\"" },
 	{ "configmap bad freeze", "apiVersion: v1\nkind: ConfigMap\ndata:\n  freeze: \"yes\"\n  policy.yaml: |\n"
 	  "    apiVersion: dra-guard.io/v1alpha1\n    kind: Policy\n",
-	  1, NULL, "freeze must be \"true\" or \"false\"" },
+	  4, NULL, "freeze must be \"true\" or \"false\"" },
 	{ "configmap freeze not a string", "apiVersion: v1\nkind: ConfigMap\ndata:\n  freeze: true\n  policy.yaml: x\n",
 	  4, NULL, "expected a string" },
 	{ "configmap inner error", "apiVersion: v1\nkind: ConfigMap\ndata:\n  policy.yaml: |\n"
-	  "    apiVersion: dra-guard.io/v1alpha1\n    kind: Policy\n    canary: {nodez: [a]}\n", 3, "canary",
-	  "starts at line 4 of the manifest" },
+	  "    apiVersion: dra-guard.io/v1alpha1\n    kind: Policy\n    canary: {nodez: [a]}\n", 7, "canary",
+	  "unknown key \"nodez\"" },
 };
 
 static void test_invalid_policies_say_where(void **state)
@@ -393,9 +393,188 @@ static void test_json_policy_loads(void **state)
 	policy_free(p);
 }
 
+/* --- every error, where the user wrote it ------------------------------------ */
+
+struct want_error {
+	uint32_t line, col;
+	const char *path;
+	const char *msg_part;
+};
+
+static void check_errors(const char *name, const char *text, const struct want_error *want, size_t n)
+{
+	struct policy_error errs[16];
+	struct policy *p = NULL;
+	size_t nerr = 0, i;
+	int rc = policy_load_all(text, strlen(text), &p, errs, 16, &nerr);
+
+	if (rc != -EINVAL || p)
+		fail_msg("%s: rc %d", name, rc);
+	if (nerr != n) {
+		for (i = 0; i < nerr && i < 16; i++)
+			print_error("%s: %u:%u %s: %s\n", name, errs[i].line, errs[i].col, errs[i].path, errs[i].msg);
+		fail_msg("%s: %zu errors, expected %zu", name, nerr, n);
+	}
+	for (i = 0; i < n; i++) {
+		if (errs[i].line != want[i].line || errs[i].col != want[i].col || strcmp(errs[i].path, want[i].path) ||
+		    !strstr(errs[i].msg, want[i].msg_part) || errs[i].source[0])
+			fail_msg("%s: error %zu is %u:%u %s: %s (source \"%s\")", name, i, errs[i].line, errs[i].col,
+				 errs[i].path, errs[i].msg, errs[i].source);
+	}
+}
+
+static void test_every_error_is_reported_in_order(void **state)
+{
+	static const char text[] =
+		HEAD                                                    /* 1-2 */
+		"drivers:\n"                                            /* 3 */
+		"  gpu.example.com:\n"
+		"    scope: global\n"                                   /* 5 */
+		"    resources:\n"
+		"      pods: {max: 2}\n"                                /* 7 */
+		"      memory: {max: lots, min: 1}\n"                   /* 8 */
+		"canary:\n"
+		"  nodes: [\"worker-[1\", \"\"]\n"                      /* 10 */
+		"enforcement:\n"
+		"  default: block\n"                                    /* 12 */
+		"freeze:\n"
+		"  scope:\n"
+		"    namespaces: [a, a]\n"                              /* 15: no "empty scope" after this */
+		"numa: {attribute: [x]}\n";                             /* 16 */
+	static const struct want_error want[] = {
+		{ 5, 12, "drivers[\"gpu.example.com\"].scope", "unknown scope \"global\"" },
+		{ 7, 7, "drivers[\"gpu.example.com\"].resources.pods", "not a node resource" },
+		{ 8, 21, "drivers[\"gpu.example.com\"].resources.memory.max", "not a quantity" },
+		{ 8, 27, "drivers[\"gpu.example.com\"].resources.memory", "unknown key \"min\"" },
+		{ 10, 11, "canary.nodes[0]", "unclosed" },
+		{ 10, 24, "canary.nodes[1]", "must not be empty" },
+		{ 12, 12, "enforcement.default", "unknown action" },
+		{ 15, 21, "freeze.scope.namespaces[1]", "duplicate entry" },
+		{ 16, 8, "numa", "unknown key \"attribute\"" },
+	};
+
+	(void)state;
+	check_errors("sections", text, want, sizeof(want) / sizeof(want[0]));
+}
+
+static void test_error_cap_counts_all_and_keeps_the_first(void **state)
+{
+	static const char text[] = HEAD "schedulers: [\"\", \"\", \"\", \"\"]\n";
+	struct policy_error errs[2], one;
+	struct policy *p = NULL;
+	size_t nerr = 0;
+
+	(void)state;
+	assert_int_equal(policy_load_all(text, strlen(text), &p, errs, 2, &nerr), -EINVAL);
+	assert_int_equal(nerr, 4);
+	assert_string_equal(errs[0].path, "schedulers[0]");
+	assert_string_equal(errs[1].path, "schedulers[1]");
+	assert_int_equal(policy_load(text, strlen(text), &p, &one), -EINVAL);
+	assert_string_equal(one.path, "schedulers[0]");
+	assert_int_equal(policy_load_all(text, strlen(text), &p, NULL, 0, &nerr), -EINVAL);
+	assert_int_equal(nerr, 4);
+}
+
+static void test_configmap_errors_are_placed_in_the_manifest(void **state)
+{
+	static const char literal[] =
+		"apiVersion: v1\n"                                      /* 1 */
+		"kind: ConfigMap\n"
+		"metadata: {name: dra-guard-policy, namespace: dra-guard}\n"
+		"data:\n"                                               /* 4 */
+		"  freeze: \"maybe\"\n"                                 /* 5 */
+		"  policy.yaml: |\n"                                    /* 6 */
+		"    apiVersion: dra-guard.io/v1alpha1\n"
+		"    kind: Policy\n"
+		"\n"                                                    /* 9: blank, still a line */
+		"    canary:\n"                                         /* 10 */
+		"      nodez: [a]\n"                                    /* 11 */
+		"    enforcement: {default: never}\n"                   /* 12 */
+		"  extra: x\n";                                         /* 13 */
+	static const struct want_error literal_want[] = {
+		{ 5, 11, "data[\"freeze\"]", "freeze must be" },
+		{ 11, 7, "canary", "unknown key \"nodez\"" },
+		{ 12, 28, "enforcement.default", "unknown action \"never\"" },
+		{ 13, 3, "data", "unknown key \"extra\"" },
+	};
+	/* Characters, not bytes: a multi-byte name before the value. */
+	static const char utf8[] =
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"caf\xc3\xa9\"}\ndata:\n"
+		"  policy.yaml: |\n"                                   /* 5 */
+		"    apiVersion: dra-guard.io/v1alpha1\n"
+		"    kind: Policy\n"
+		"    canary: {nodes: [\"\xc3\xa9\xc3\xa9\", \"\"]}\n";  /* 8 */
+	static const struct want_error utf8_want[] = {
+		{ 8, 28, "canary.nodes[1]", "must not be empty" },
+	};
+	static const char explicit_indent[] =
+		"apiVersion: v1\nkind: ConfigMap\ndata:\n"
+		"  policy.yaml: |2-\n"                                  /* 4 */
+		"      apiVersion: dra-guard.io/v1alpha1\n"             /* 5: two spaces of content */
+		"      kind: Policy\n"
+		"      numa: 1\n";                                      /* 7 */
+	static const struct want_error explicit_want[] = {
+		{ 7, 13, "numa", "expected a map" },
+	};
+	/* Quoted: the lines of the string are not lines of the manifest. */
+	static const char quoted[] =
+		"apiVersion: v1\nkind: ConfigMap\ndata:\n"
+		"  policy.yaml: \"apiVersion: dra-guard.io/v1alpha1\\nkind: Policy\\nnuma: 1\\n\"\n";
+	static const struct want_error quoted_want[] = {
+		{ 4, 16, "numa", "(at line 3, column 7 of data[\"policy.yaml\"])" },
+	};
+	static const char json[] =
+		"{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\",\n"
+		" \"data\": {\"policy.yaml\": \"{\\\"apiVersion\\\": \\\"dra-guard.io/v1alpha1\\\", \\\"kind\\\": \\\"Policy\\\", \\\"x\\\": 1}\"}}";
+	static const struct want_error json_want[] = {
+		{ 2, 26, "", "unknown key \"x\" (accepted: apiVersion" },
+	};
+
+	(void)state;
+	check_errors("literal", literal, literal_want, sizeof(literal_want) / sizeof(literal_want[0]));
+	check_errors("explicit indent", explicit_indent, explicit_want, 1);
+	check_errors("utf-8", utf8, utf8_want, 1);
+	check_errors("quoted", quoted, quoted_want, 1);
+	check_errors("json", json, json_want, 1);
+}
+
+static void test_the_example_configmap_errors_point_into_it(void **state)
+{
+	size_t len = 0, nerr = 0;
+	char *text = testutil_read_file(testutil_repo_path("examples/policy-configmap.yaml"), &len);
+	const char *at, *line_begin, *c;
+	struct policy_error err;
+	struct policy *p = NULL;
+	uint32_t line = 1;
+
+	(void)state;
+	assert_non_null(text);
+	/* Break the first "scope: node" of the embedded policy. */
+	at = strstr(text, "scope: node");
+	assert_non_null(at);
+	memcpy(text + (at - text), "scope: nope", 11);
+	for (c = line_begin = text; c < at; c++) {
+		if (*c == '\n') {
+			line++;
+			line_begin = c + 1;
+		}
+	}
+	assert_int_equal(policy_load_all(text, len, &p, &err, 1, &nerr), -EINVAL);
+	assert_int_equal(nerr, 1);
+	assert_string_equal(err.source, "");
+	assert_int_equal(err.line, line);
+	assert_int_equal(err.col, (uint32_t)(at + 7 - line_begin) + 1);
+	assert_non_null(strstr(err.msg, "unknown scope \"nope\""));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_error_is_reported_in_order),
+		cmocka_unit_test(test_error_cap_counts_all_and_keeps_the_first),
+		cmocka_unit_test(test_configmap_errors_are_placed_in_the_manifest),
+		cmocka_unit_test(test_the_example_configmap_errors_point_into_it),
 		cmocka_unit_test(test_invalid_policies_say_where),
 		cmocka_unit_test(test_cluster_view_max_age),
 		cmocka_unit_test(test_full_document_loads),

@@ -89,10 +89,8 @@ static int parse_self(const char *s, struct engine_options *opt)
 
 static int load_policy(struct dryrun *d)
 {
-	struct policy_error err;
 	char *text = NULL;
 	size_t len = 0;
-	char line[POLICY_ERROR_MAX + 512];
 	int rc;
 
 	if (!d->policy_path)
@@ -102,12 +100,8 @@ static int load_policy(struct dryrun *d)
 		fprintf(stderr, "dra-guard dry-run: --policy %s: %s\n", d->policy_path, strerror(-rc));
 		return rc;
 	}
-	rc = policy_load(text, len, &d->policy, &err);
+	rc = dryrun_policy_load(d->policy_path, "dra-guard dry-run: --policy ", text, len, &d->policy);
 	free(text);
-	if (rc) {
-		policy_error_format(&err, line, sizeof(line));
-		fprintf(stderr, "dra-guard dry-run: --policy %s: %s\n", d->policy_path, line);
-	}
 	return rc;
 }
 

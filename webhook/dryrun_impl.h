@@ -61,6 +61,13 @@ void dryrun_source(const struct manifest_entry *e, char *buf, size_t n);
 /* "file:line:col" (or "file:line", or "file") of an entry, into buf. */
 void dryrun_position(const char *file, uint32_t line, uint32_t col, char *buf, size_t n);
 
+/* Load the policy in text[0..len), called name in messages. On failure
+ * every error found is printed to stderr, one a line, each after prefix,
+ * then a line that counts them; returns policy_load_all()'s error
+ * (dryrun_lint.c). */
+int dryrun_policy_load(const char *name, const char *prefix, const char *text, size_t len,
+		       struct policy **out);
+
 /* The results on stdout, one way each (dryrun_output.c). */
 void dryrun_print_text(struct dryrun *d);
 void dryrun_print_json(struct dryrun *d);

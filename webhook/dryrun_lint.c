@@ -1,52 +1,104 @@
 /* dryrun_lint.c - dra-guard policy lint and dra-guard rules: the policy
  * checked and the rule catalogue printed, offline like dry-run but without
- * inputs or the engine, so they share nothing with it but the policy
- * loader. */
+ * inputs or the engine. dry-run's --policy is read the same way, so both
+ * list every error the policy has. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "dryrun_impl.h"
 #include "fileio.h"
 #include "policy.h"
 #include "rules.h"
 
+/* Errors one policy file may list; more are counted. */
+#define LINT_ERRORS_MAX 100
+/* A policy file: a ConfigMap holds at most 1 MiB, with room for comments. */
+#define LINT_POLICY_MAX (4 * 1024 * 1024)
+
+int dryrun_policy_load(const char *name, const char *prefix, const char *text, size_t len,
+		       struct policy **out)
+{
+	struct policy_error *errs = calloc(LINT_ERRORS_MAX, sizeof(*errs));
+	char line[POLICY_ERROR_MAX + 4096 + 512];
+	size_t nerr = 0, i;
+	int rc;
+
+	*out = NULL;
+	if (!errs) {
+		fprintf(stderr, "%s%s: out of memory\n", prefix, name);
+		return -ENOMEM;
+	}
+	rc = policy_load_all(text, len, out, errs, LINT_ERRORS_MAX, &nerr);
+	for (i = 0; rc && i < nerr && i < LINT_ERRORS_MAX; i++) {
+		policy_error_format_in(&errs[i], name, line, sizeof(line));
+		fprintf(stderr, "%s%s\n", prefix, line);
+	}
+	if (rc && nerr > LINT_ERRORS_MAX)
+		fprintf(stderr, "%s%s: %zu more errors not shown\n", prefix, name, nerr - LINT_ERRORS_MAX);
+	if (rc == -EINVAL)
+		fprintf(stderr, "%s%s: not a valid policy (%zu %s)\n", prefix, name, nerr, nerr == 1 ? "error" : "errors");
+	else if (rc)
+		fprintf(stderr, "%s%s: %s\n", prefix, name, strerror(-rc));
+	free(errs);
+	return rc;
+}
+
 /* --- policy lint, rules -------------------------------------------------------------------- */
+
+static void lint_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dra-guard policy lint FILE...\n"
+		"\n"
+		"Checks Policy documents or policy ConfigMap manifests; - reads one from stdin.\n"
+		"Every error found is listed on stderr, one a line, as FILE:LINE:COLUMN: PATH: what\n"
+		"is wrong and what would be accepted; positions inside a ConfigMap's policy.yaml\n"
+		"are lines of the manifest. Exit 0 when all are valid, 2 otherwise.\n");
+}
 
 int lint_main(int argc, char **argv)
 {
-	int i, code = 0;
+	int i, code = 0, stdins = 0;
 
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fprintf(argc < 2 ? stderr : stdout,
-			"usage: dra-guard policy lint FILE...\n\n"
-			"Checks Policy documents or policy ConfigMap manifests. Exit 0 when all are valid,\n"
-			"2 otherwise; each error names the file, line and path.\n");
-		return argc < 2 ? 2 : 0;
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		lint_usage(stdout);
+		return 0;
+	}
+	if (argc < 2) {
+		lint_usage(stderr);
+		return 2;
+	}
+	for (i = 1; i < argc; i++)
+		stdins += strcmp(argv[i], "-") == 0;
+	if (stdins > 1) {
+		fprintf(stderr, "dra-guard policy lint: - (stdin) is named more than once; it can be read once\n");
+		return 2;
 	}
 	for (i = 1; i < argc; i++) {
-		struct policy_error err;
+		bool is_stdin = strcmp(argv[i], "-") == 0;
+		const char *name = is_stdin ? "<stdin>" : argv[i];
 		struct policy *p = NULL;
-		char line[POLICY_ERROR_MAX + 512];
 		char *text = NULL;
 		size_t len = 0;
-		int rc = fileio_read(argv[i], 4 * 1024 * 1024, &text, &len);
+		int rc = is_stdin ? fileio_read_stream(stdin, LINT_POLICY_MAX, &text, &len)
+				  : fileio_read(argv[i], LINT_POLICY_MAX, &text, &len);
 
 		if (rc) {
-			fprintf(stderr, "%s: %s\n", argv[i], strerror(-rc));
+			fprintf(stderr, "%s: cannot read: %s\n", name,
+				rc == -E2BIG ? "larger than 4 MiB (the limit)" : strerror(-rc));
 			code = 2;
 			continue;
 		}
-		rc = policy_load(text, len, &p, &err);
+		rc = dryrun_policy_load(name, "", text, len, &p);
 		free(text);
-		if (rc) {
-			policy_error_format(&err, line, sizeof(line));
-			fprintf(stderr, "%s: %s\n", argv[i], line);
+		if (rc)
 			code = 2;
-		} else {
-			printf("%s: valid (policy hash %.12s, freeze %s)\n", argv[i], p->hash,
-			       p->frozen ? "on" : "off");
-		}
+		else
+			printf("%s: valid (policy hash %.12s, freeze %s)\n", name, p->hash, p->frozen ? "on" : "off");
 		policy_free(p);
 	}
 	return code;

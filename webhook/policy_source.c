@@ -181,7 +181,7 @@ static int load(struct policy_source *ps, struct policy **out, struct policy_err
 		{ .name = POLICY_KEY_FREEZE, .max = POLICY_SOURCE_KEY_MAX, .optional = true },
 		{ .name = POLICY_KEY_FREEZE_REASON, .max = POLICY_SOURCE_KEY_MAX, .optional = true },
 	};
-	char why[512];
+	char why[1024];
 	int rc;
 
 	*out = NULL;
@@ -218,8 +218,12 @@ static int load(struct policy_source *ps, struct policy **out, struct policy_err
 		break;
 	}
 	if (rc == -EINVAL) {
-		policy_error_format(perr, why, sizeof(why));
-		snprintf(msg, msgn, "%.400s: %.500s", ps->path, why);
+		/* file already names the key the position is in. */
+		struct policy_error e = *perr;
+
+		e.source[0] = '\0';
+		policy_error_format_in(&e, file, why, sizeof(why));
+		snprintf(msg, msgn, "%.900s", why);
 	} else if (rc) {
 		snprintf(msg, msgn, "%.400s: %.200s", ps->path, strerror(-rc));
 	}

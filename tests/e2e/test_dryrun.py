@@ -647,6 +647,54 @@ class Lint(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def test_lint_lists_every_error_where_it_is_in_the_file(self):
+        text = ("apiVersion: v1\n"
+                "kind: ConfigMap\n"
+                "metadata: {name: dra-guard-policy, namespace: dra-guard}\n"
+                "data:\n"
+                "  freeze: \"maybe\"\n"
+                "  policy.yaml: |\n"
+                "    apiVersion: dra-guard.io/v1alpha1\n"
+                "    kind: Policy\n"
+                "    drivers:\n"
+                "      gpu.example.com:\n"
+                "        scope: global\n"
+                "        resources:\n"
+                "          pods: {max: 2}\n"
+                "    canary: {nodez: [a]}\n")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "policy-configmap.yaml")
+            with open(path, "w") as f:
+                f.write(text)
+            want = [
+                '%s:5:11: data["freeze"]: freeze must be "true" or "false", not "maybe"' % path,
+                '%s:11:16: drivers["gpu.example.com"].scope: unknown scope "global"' % path,
+                '%s:13:11: drivers["gpu.example.com"].resources.pods: "pods" is not a node resource' % path,
+                '%s:14:14: canary: unknown key "nodez" (accepted: nodes)' % path,
+                '%s: not a valid policy (4 errors)' % path,
+            ]
+            code, out, err = run("policy", "lint", path)
+            self.assertEqual(code, 2)
+            lines = err.splitlines()
+            self.assertEqual(len(lines), len(want), err)
+            for line, w in zip(lines, want):
+                self.assertTrue(line.startswith(w), (line, w))
+            # The same from stdin, and from dry-run --policy.
+            code, out, err = run("policy", "lint", "-", stdin=text)
+            self.assertEqual(code, 2)
+            self.assertEqual(err.splitlines()[1], lines[1].replace(path, "<stdin>"))
+            code, out, err = run("dry-run", "--policy", path, FIXTURE)
+            self.assertEqual(code, 2)
+            self.assertEqual([l.replace("dra-guard dry-run: --policy ", "") for l in err.splitlines()], lines)
+
+    def test_lint_stdin(self):
+        with open(STRICT) as f:
+            code, out, err = run("policy", "lint", "-", stdin=f.read())
+        self.assertEqual(code, 0, err)
+        self.assertTrue(out.startswith("<stdin>: valid"))
+        code, _, err = run("policy", "lint", "-", "-", stdin="")
+        self.assertEqual(code, 2)
+
     def test_rules_lists_every_rule(self):
         code, out, _ = run("rules")
         self.assertEqual(code, 0)
