@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "mutant.h"
 
@@ -76,6 +77,42 @@ struct str check_printf(struct check *c, const char *fmt, ...)
 	if (arena_strdup(c->arena, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1, &out))
 		c->error = arena_error(c->arena);
 	return out;
+}
+
+struct str check_names(struct check *c, const void *items, size_t n, size_t stride, size_t offset)
+{
+	char text[1024];
+	size_t i, shown = n < CHECK_NAMES_SHOWN ? n : CHECK_NAMES_SHOWN, used = 0;
+	struct str out = { "", 0 };
+	int w;
+
+	if (c->error)
+		return out;
+	if (n == 0)
+		return STR_LIT("none");
+	text[0] = '\0';
+	for (i = 0; i < shown && used < sizeof(text); i++) {
+		const struct str *name = (const struct str *)(const void *)((const char *)items + i * stride + offset);
+		const char *sep = i == 0 ? "" : i + 1 == n ? " and " : ", ";
+
+		w = snprintf(text + used, sizeof(text) - used, "%s%.*s", sep,
+			     (int)(name->len > CHECK_NAME_MAX ? CHECK_NAME_MAX : name->len), name->ptr);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	if (shown < n && used < sizeof(text))
+		snprintf(text + used, sizeof(text) - used, " and %zu more", n - shown);
+	if (arena_strdup(c->arena, text, strnlen(text, sizeof(text)), &out)) {
+		c->error = arena_error(c->arena);
+		return (struct str){ "", 0 };
+	}
+	return out;
+}
+
+struct str check_list_names(struct check *c, const struct string_list *l)
+{
+	return check_names(c, l->items, l->n, sizeof(*l->items), 0);
 }
 
 struct str check_who(struct check *c)

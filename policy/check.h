@@ -9,6 +9,8 @@
 #ifndef DRA_GUARD_CHECK_H
 #define DRA_GUARD_CHECK_H
 
+#include <stddef.h>
+
 #include "arena.h"
 #include "engine.h"
 #include "model.h"
@@ -38,6 +40,23 @@ void check_violation_at(struct check *c, enum rule_id id, struct str path, const
 
 /* Format into the arena; on failure records c->error and returns "". */
 struct str check_printf(struct check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* At most this many names of a list go into a message, each at most
+ * CHECK_NAME_MAX bytes. */
+#define CHECK_NAMES_SHOWN 8
+#define CHECK_NAME_MAX 64
+
+/* "a, b and c": the names of a list, for messages that must say what they
+ * count ("and 4 more" past CHECK_NAMES_SHOWN; "none" when n is 0). Item i's
+ * name is the struct str at byte offset offset of element i (stride bytes
+ * each) of items; use CHECK_NAMES(). In the arena; failures go to
+ * c->error. */
+struct str check_names(struct check *c, const void *items, size_t n, size_t stride, size_t offset);
+#define CHECK_NAMES(c, items, n, type, member) \
+	check_names((c), (items), (n), sizeof(type), offsetof(type, member))
+
+/* check_names() of a policy list. */
+struct str check_list_names(struct check *c, const struct string_list *l);
 
 /* "user \"alice\"" plus ", node-name \"worker-1\"" when the token carries
  * one; for messages that must say who tried. */

@@ -54,6 +54,7 @@ struct resource_limit {
 	struct str name;              /* "memory", "hugepages-2Mi" */
 	bool has_max;
 	struct quantity max;          /* most one allocation may map */
+	struct str max_text;          /* max as the policy writes it, for messages */
 };
 
 enum driver_scope {

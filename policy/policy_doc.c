@@ -136,7 +136,7 @@ static bool load_driver_resources(struct loader *l, const struct doc_node *n, st
 		if (v && v->type == DOC_MAP && (max = doc_map_get(v, "max")) != NULL) {
 			size_t s2 = policy_path_push_key(l, STR_LIT("max"));
 
-			if (policy_read_quantity(l, max, &res[i].max)) {
+			if (policy_read_quantity(l, max, &res[i].max) && policy_copy_str(l, max->text, &res[i].max_text)) {
 				if (quantity_sign(&res[i].max) <= 0)
 					policy_fail(l, max->line, max->col, "max must be greater than zero "
 					     "(to forbid a resource, leave it out of resources)");

@@ -321,19 +321,24 @@ static void rule_mapping_units(struct slice_ctx *x, const struct device *d, cons
 
 /* --- slice.mapping.bounds -------------------------------------------------------------------------- */
 
+/* Amounts are shown as the object and the policy write them: the parsed
+ * value of 16Ei is capped at 2^63-1, which would say nothing to the user. */
 static void check_bound(struct slice_ctx *x, const struct device *d, const struct mapping *m,
 			const struct resource_limit *lim, const struct quantity *amount,
-			const char *suffix, const char *what)
+			const char *suffix, struct str what)
 {
-	char have[QUANTITY_STR_MAX], max[QUANTITY_STR_MAX];
-
 	if (quantity_cmp(amount, &lim->max) <= 0)
 		return;
-	quantity_format(amount, have);
-	quantity_format(&lim->max, max);
 	check_violation_at(x->c, RULE_SLICE_MAPPING_BOUNDS, mapping_path(x, d, m, suffix),
-			   "%s %s of %.*s is over driver %.*s's max of %s", what, have,
-			   shown(m->resource), m->resource.ptr, shown(x->s->driver), x->s->driver.ptr, max);
+			   "%.*s of %.*s, more than driver %.*s's max of %.*s", STR_FMT(what),
+			   shown(m->resource), m->resource.ptr, shown(x->s->driver), x->s->driver.ptr,
+			   shown(lim->max_text), lim->max_text.ptr);
+}
+
+/* A multiplier as written, or the API server's default. */
+static struct str multiplier_text(const struct quantity_field *f)
+{
+	return f->present ? f->text : STR_LIT("1 (the default multiplier)");
 }
 
 static void rule_mapping_bounds(struct slice_ctx *x, const struct device *d, const struct mapping *m,
@@ -348,28 +353,40 @@ static void rule_mapping_bounds(struct slice_ctx *x, const struct device *d, con
 	if (!lim || !lim->has_max || !f->has_unit)
 		return;
 	if (!m->has_capacity_key) {
-		check_bound(x, d, m, lim, &f->unit, multiplier_suffix(m), "one allocation maps");
+		struct str text = multiplier_text(&m->multiplier);
+
+		check_bound(x, d, m, lim, &f->unit, multiplier_suffix(m),
+			    check_printf(x->c, "one allocation maps %.*s", shown(text), text.ptr));
 	} else {
 		/* One allocation can consume the whole capacity. */
 		const struct named_quantity *cap = device_capacity(d, m->capacity_key);
 
 		if (cap && cap->value.present && cap->value.err == 0) {
+			struct str text = multiplier_text(capacity_scale(m));
+
 			if (quantity_mul(&cap->value.value, &f->unit, &most) == 0)
 				check_bound(x, d, m, lim, &most, capacity_key_suffix(m),
-					    "one allocation of the whole capacity maps");
+					    check_printf(x->c, "one allocation of the whole capacity \"%.*s\" maps "
+							 "%.*s times %.*s", shown(m->capacity_key), m->capacity_key.ptr,
+							 shown(cap->value.text), cap->value.text.ptr,
+							 shown(text), text.ptr));
 			else
 				check_violation_at(x->c, RULE_SLICE_MAPPING_BOUNDS,
 						   mapping_path(x, d, m, capacity_key_suffix(m)),
-						   "capacity \"%.*s\" times the multiplier is too large to hold; "
-						   "the max of %.*s is exceeded", shown(m->capacity_key),
-						   m->capacity_key.ptr, shown(m->resource), m->resource.ptr);
+						   "capacity \"%.*s\" (%.*s) times the multiplier %.*s is too large to "
+						   "hold; the max of %.*s is exceeded", shown(m->capacity_key),
+						   m->capacity_key.ptr, shown(cap->value.text), cap->value.text.ptr,
+						   shown(text), text.ptr, shown(m->resource), m->resource.ptr);
 		}
 	}
 	if (m->overhead_per_pod.present && !m->overhead_per_pod.err)
-		check_bound(x, d, m, lim, &m->overhead_per_pod.value, ".overhead.perPod", "the per-Pod overhead");
+		check_bound(x, d, m, lim, &m->overhead_per_pod.value, ".overhead.perPod",
+			    check_printf(x->c, "the per-Pod overhead is %.*s", shown(m->overhead_per_pod.text),
+					 m->overhead_per_pod.text.ptr));
 	if (m->overhead_per_container.present && !m->overhead_per_container.err)
 		check_bound(x, d, m, lim, &m->overhead_per_container.value, ".overhead.perContainer",
-			    "the per-container overhead");
+			    check_printf(x->c, "the per-container overhead is %.*s",
+					 shown(m->overhead_per_container.text), m->overhead_per_container.text.ptr));
 }
 
 /* --- slice.driver ------------------------------------------------------------------------------------------ */
@@ -380,22 +397,27 @@ static void rule_driver_listed(struct slice_ctx *x)
 
 	if (!p->has_drivers || x->driver)
 		return;
+	struct str listed = CHECK_NAMES(x->c, p->drivers, p->ndrivers, struct driver_policy, name);
+
 	check_violation(x->c, RULE_SLICE_DRIVER, "spec.driver",
 			"driver \"%.*s\" is not listed in the policy's drivers, so it may not publish "
-			"node-allocatable mappings (%zu drivers are listed)", shown(x->s->driver),
-			x->s->driver.ptr, p->ndrivers);
+			"node-allocatable mappings (the policy lists %.*s)", shown(x->s->driver),
+			x->s->driver.ptr, STR_FMT(listed));
 }
 
 static void rule_driver_resource(struct slice_ctx *x, const struct device *d, const struct mapping *m,
 				const struct mapping_facts *f)
 {
+	struct str allowed;
+
 	(void)f;
 	if (!x->driver || !x->driver->has_resources || policy_driver_resource(x->driver, m->resource))
 		return;
+	allowed = CHECK_NAMES(x->c, x->driver->resources, x->driver->nresources, struct resource_limit, name);
 	check_violation_at(x->c, RULE_SLICE_DRIVER, mapping_path(x, d, m, ""),
-			   "driver \"%.*s\" may not map %.*s (the policy allows it %zu resources)",
+			   "driver \"%.*s\" may not map %.*s; the policy allows it %.*s",
 			   shown(x->s->driver), x->s->driver.ptr, shown(m->resource), m->resource.ptr,
-			   x->driver->nresources);
+			   STR_FMT(allowed));
 }
 
 /* --- slice.canary ----------------------------------------------------------------------------------------------- */
@@ -416,8 +438,8 @@ static void rule_canary(struct slice_ctx *x)
 		else if (!policy_list_glob(&p->canary_nodes, s->node_name))
 			check_violation(x->c, RULE_SLICE_CANARY, "spec.nodeName",
 					"node \"%.*s\" is not a canary node, so its slices may not carry mappings yet "
-					"(canary.nodes lists %zu patterns)", shown(s->node_name), s->node_name.ptr,
-					p->canary_nodes.n);
+					"(canary.nodes: %.*s)", shown(s->node_name), s->node_name.ptr,
+					STR_FMT(check_list_names(x->c, &p->canary_nodes)));
 		return;
 	}
 	for (i = 0; i < s->ndevices; i++) {

@@ -22,6 +22,15 @@ static uint32_t token_node(const struct check *c, struct str *node)
 	return n;
 }
 
+/* The node-name values of the token, named for a message. */
+static struct str token_nodes(struct check *c)
+{
+	uint32_t n;
+	const struct str *v = model_user_extra(&c->req->user, MODEL_EXTRA_NODE_NAME, &n);
+
+	return check_names(c, v, n, sizeof(*v), 0);
+}
+
 static bool is_scheduler(const struct check *c)
 {
 	return check_user_is(c, &c->policy->schedulers);
@@ -73,8 +82,8 @@ static void check_slice_node(struct check *c, const struct driver_policy *d,
 				s->node_name.ptr, shown(d->name), d->name.ptr);
 	else if (n > 1)
 		check_violation(c, RULE_SLICE_WRITER_NODE, path,
-				"%.*s carries %u %s values; exactly one is expected", STR_FMT(check_who(c)),
-				n, MODEL_EXTRA_NODE_NAME);
+				"%.*s carries %u %s values (%.*s); exactly one is expected", STR_FMT(check_who(c)),
+				n, MODEL_EXTRA_NODE_NAME, STR_FMT(token_nodes(c)));
 	else if (!str_eq(node, s->node_name))
 		check_violation(c, RULE_SLICE_WRITER_NODE, path,
 				"%.*s runs on node \"%.*s\" and may write only that node's slices of driver %.*s, "
@@ -118,11 +127,11 @@ void writer_rules_slice(struct check *c)
 		return;
 	}
 	check_violation(c, RULE_SLICE_WRITER, "spec.driver",
-			"%.*s may not %s ResourceSlices of driver %.*s; only its ServiceAccounts (%zu listed), "
+			"%.*s may not %s ResourceSlices of driver %.*s; only its ServiceAccounts (%.*s), "
 			"the kubelet of the slice's node (delete only) and writers.admins groups may",
 			STR_FMT(check_who(c)), req->operation == ADMISSION_OP_DELETE ? "delete" :
 			req->operation == ADMISSION_OP_CREATE ? "create" : "update",
-			shown(d->name), d->name.ptr, d->service_accounts.n);
+			shown(d->name), d->name.ptr, STR_FMT(check_list_names(c, &d->service_accounts)));
 }
 
 /* --- status.allocation.writer -------------------------------------------------------- */
@@ -137,11 +146,12 @@ static void rule_allocation_writer(struct check *c)
 	if ((!alloc_changed && !reserved_changed) || is_allocator(c))
 		return;
 	check_violation(c, RULE_STATUS_ALLOCATION_WRITER, alloc_changed ? "status.allocation" : "status.reservedFor",
-			"%.*s changed %s; only the scheduler (schedulers: %zu listed) or an allocation "
-			"controller (writers.allocators) may", STR_FMT(check_who(c)),
+			"%.*s changed %s; only the scheduler (schedulers: %.*s) or an allocation "
+			"controller (writers.allocators: %.*s) may", STR_FMT(check_who(c)),
 			alloc_changed && reserved_changed ? "status.allocation and status.reservedFor" :
 			alloc_changed ? "status.allocation" : "status.reservedFor",
-			c->policy->schedulers.n);
+			STR_FMT(check_list_names(c, &c->policy->schedulers)),
+			STR_FMT(check_list_names(c, &c->policy->allocators)));
 }
 
 /* --- status.devices.writer ---------------------------------------------------------------- */
@@ -204,9 +214,9 @@ static void check_device_entry(struct check *c, const struct device_status *e, u
 	if (!policy_list_has(&d->service_accounts, c->req->user.username)) {
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 				   "%.*s %s an entry of driver %.*s (device \"%.*s\"); only that driver's "
-				   "ServiceAccounts (%zu listed) may", STR_FMT(check_who(c)), how,
+				   "ServiceAccounts (%.*s) may", STR_FMT(check_who(c)), how,
 				   shown(d->name), d->name.ptr, shown(e->device), e->device.ptr,
-				   d->service_accounts.n);
+				   STR_FMT(check_list_names(c, &d->service_accounts)));
 		return;
 	}
 	if (d->scope != DRIVER_SCOPE_NODE)
@@ -220,9 +230,9 @@ static void check_device_entry(struct check *c, const struct device_status *e, u
 	else if (n != 1)
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 				   "%.*s %s an entry of node-scoped driver %.*s but its token carries %u %s values "
-				   "(exactly one, the claim's node \"%.*s\", is needed)", STR_FMT(check_who(c)), how,
-				   shown(d->name), d->name.ptr, n, MODEL_EXTRA_NODE_NAME,
-				   shown(claim_at), claim_at.ptr);
+				   "(%.*s; exactly one, the claim's node \"%.*s\", is needed)", STR_FMT(check_who(c)),
+				   how, shown(d->name), d->name.ptr, n, MODEL_EXTRA_NODE_NAME,
+				   STR_FMT(token_nodes(c)), shown(claim_at), claim_at.ptr);
 	else if (!str_eq(node, claim_at))
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 				   "%.*s %s an entry of driver %.*s for a claim allocated on node \"%.*s\"; a "
@@ -273,7 +283,11 @@ void writer_rules_pod_status(struct check *c)
 		return;
 	check_violation(c, RULE_STATUS_POD_WRITER, "status.nodeAllocatableResourceClaimStatuses",
 			"%.*s changed the node-allocatable amounts the scheduler accounts for this Pod "
-			"(%u entries before, %u after); only the scheduler (schedulers: %zu listed) writes them, "
-			"in PreBind, and clears them on Unreserve", STR_FMT(check_who(c)), old->nclaim_statuses,
-			cur->nclaim_statuses, c->policy->schedulers.n);
+			"(claims before: %.*s; after: %.*s); only the scheduler (schedulers: %.*s) writes them, "
+			"in PreBind, and clears them on Unreserve", STR_FMT(check_who(c)),
+			STR_FMT(CHECK_NAMES(c, old->claim_statuses, old->nclaim_statuses, struct claim_resource_status,
+					    claim_name)),
+			STR_FMT(CHECK_NAMES(c, cur->claim_statuses, cur->nclaim_statuses, struct claim_resource_status,
+					    claim_name)),
+			STR_FMT(check_list_names(c, &c->policy->schedulers)));
 }

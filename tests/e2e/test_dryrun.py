@@ -612,6 +612,89 @@ class SkippedRules(unittest.TestCase):
                          ["status.allocation.writer", "status.devices.writer"])
 
 
+class Messages(unittest.TestCase):
+    """Messages name what they count, and echo quantities as they were written."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, obj):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(obj if isinstance(obj, str) else json.dumps(obj))
+        return path
+
+    def messages(self, *args):
+        code, out, err = run("dry-run", "--output", "json", *args)
+        doc = json.loads(out)
+        return code, {v["rule"]: v["message"] for r in doc["results"] for v in r["violations"]}, out
+
+    def test_lists_are_named(self):
+        s = slice_obj()
+        s["spec"]["nodeName"] = s["spec"]["pool"]["name"] = "worker-7"
+        s["spec"]["devices"][0]["nodeAllocatableResourceMappings"]["hugepages-1Gi"] = {"allocationMultiplier": "1Gi"}
+        code, msgs, _ = self.messages("--policy", STRICT, "--user", "mallory", self.write("s.json", s))
+        self.assertEqual(code, 1)
+        self.assertIn("may not map hugepages-1Gi; the policy allows it cpu, memory, hugepages-2Mi and "
+                      "ephemeral-storage", msgs["slice.driver"])
+        self.assertIn("(canary.nodes: worker-1 and gpu-canary-*)", msgs["slice.canary"])
+        self.assertIn("only its ServiceAccounts (system:serviceaccount:dra-system:dra-example-driver)",
+                      msgs["slice.writer"])
+        s["spec"]["driver"] = "other.example.com"
+        code, msgs, _ = self.messages("--policy", STRICT, self.write("s.json", s))
+        self.assertIn("(the policy lists dra.example.com, gpu.example.com and ctrl.example.com)", msgs["slice.driver"])
+        # Claim and Pod status writers name the schedulers, allocators and claims.
+        with open(CLAIM_FIXTURE) as f:
+            claim = json.load(f)
+        old = copy.deepcopy(claim)
+        del old["status"]
+        code, msgs, _ = self.messages("--policy", STRICT, "--user", "mallory", "--subresource", "status",
+                                      "--old", self.write("old.json", old), self.write("new.json", claim))
+        self.assertIn("(schedulers: system:kube-scheduler) or an allocation controller (writers.allocators: "
+                      "system:serviceaccount:kube-system:resource-claim-controller and system:kube-controller-manager)",
+                      msgs["status.allocation.writer"])
+        with open(os.path.join(ROOT, "tests", "fixtures", "pod-status-node-allocatable.json")) as f:
+            pod = json.load(f)
+        old = copy.deepcopy(pod)
+        del old["status"]["nodeAllocatableResourceClaimStatuses"]
+        code, msgs, _ = self.messages("--user", "mallory", "--subresource", "status",
+                                      "--old", self.write("pod-old.json", old), self.write("pod.json", pod))
+        self.assertIn("(claims before: none; after: cpu-claim)", msgs["status.pod.writer"])
+
+    def test_quantities_are_echoed_as_written(self):
+        s = slice_obj()
+        s["spec"]["devices"][0]["nodeAllocatableResourceMappings"]["memory"]["allocationMultiplier"] = "16Ei"
+        code, msgs, out = self.messages("--policy", STRICT, self.write("s.json", s))
+        self.assertEqual(code, 1)
+        self.assertIn("one allocation maps 16Ei of memory, more than driver dra.example.com's max of 64Gi",
+                      msgs["slice.mapping.bounds"])
+        self.assertNotIn("9223372036854775807", out)
+
+    def test_no_message_shows_a_capped_quantity(self):
+        # Every quantity of the fixture, and of a policy's bounds, written
+        # past int64: whatever the rules say, they say it with 16Ei.
+        def huge(o):
+            if isinstance(o, dict):
+                return {k: (huge(v) if k not in ("name", "driver", "nodeName", "apiVersion", "kind") else v)
+                        for k, v in o.items()}
+            if isinstance(o, list):
+                return [huge(v) for v in o]
+            if isinstance(o, str) and o[:1].isdigit():
+                return "16Ei"
+            return o
+        s = huge(slice_obj())
+        policy = ("apiVersion: dra-guard.io/v1alpha1\nkind: Policy\ndrivers:\n  dra.example.com:\n"
+                  "    resources:\n      memory: {max: 8Ei}\n      cpu: {max: 1}\n")
+        for args in (["--policy", STRICT], ["--policy", self.write("p.yaml", policy)], []):
+            code, msgs, out = self.messages(*args, self.write("s.json", s))
+            self.assertNotIn("9223372036854775807", out, args)
+            for m in msgs.values():
+                self.assertNotRegex(m, r"\b\d{19}\b", args)
+
+
 class Help(unittest.TestCase):
     COMMANDS = [["rules"], ["policy"], ["version"], ["dry-run"], ["serve"], ["convert"], ["policy", "lint"]]
 
