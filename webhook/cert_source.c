@@ -98,7 +98,9 @@ static void log_failure(const struct cert_source *cs, const char *why, const cha
 {
 	struct log_line l;
 
-	if (log_begin(&l, LOG_ERROR, "certificate not loaded; the serving one stays")) {
+	/* Before the first good pair there is no serving one to keep. */
+	if (log_begin(&l, LOG_ERROR, cs->serving_hash[0] ? "certificate not loaded; the serving one stays"
+							 : "no usable certificate: not serving")) {
 		log_str(&l, "trigger", why);
 		log_str(&l, "cert", cs->cert_path);
 		log_str(&l, "key", cs->key_path);

@@ -3,7 +3,8 @@
  * Holds the current TLS credential in a snapshot slot. A reload reads the
  * pair, checks it (tls_check) and swaps it in only when it is good: a broken
  * pair is logged and counted (dra_guard_tls_reload_total{result="error"})
- * and the serving one stays. A pair identical to the serving one is not
+ * and the serving one stays; before any pair has loaded, the log says that
+ * there is no usable certificate (serve then exits). A pair identical to the serving one is not
  * reloaded. Handshakes take a reference to the credential they use
  * (cert_source_acquire) and keep it until their connection closes, so a
  * credential is freed only once no connection can still need it. */

@@ -127,6 +127,24 @@ def test_port_in_use_fails_at_start():
             check(srv.stop() == 0, "exit code")
 
 
+def test_no_usable_certificate_at_start_says_so():
+    with guard.TempDir() as tmp:
+        certs = guard.make_certs(os.path.join(tmp, "certs"))
+        other = guard.make_certs(os.path.join(tmp, "other"))
+        for cert, key, why in ((os.path.join(tmp, "missing.crt"), os.path.join(tmp, "missing.key"),
+                                "No such file"),
+                               (os.path.join(certs, "tls.crt"), os.path.join(other, "tls.key"), "does not match")):
+            p = subprocess.run([guard.binary(), "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off",
+                                "--tls-cert", cert, "--tls-key", key], capture_output=True, timeout=30)
+            lines = [json.loads(x) for x in p.stderr.decode().splitlines() if x.startswith("{")]
+            msgs = [x.get("msg") for x in lines]
+            check(p.returncode == 1, "exit %d: %s" % (p.returncode, msgs))
+            check("no usable certificate: not serving" in msgs, "messages: %s" % msgs)
+            check("certificate not loaded; the serving one stays" not in msgs, "claims a serving one: %s" % msgs)
+            line = lines[msgs.index("no usable certificate: not serving")]
+            check(why in line.get("error", ""), "error: %s" % line)
+
+
 def test_silent_and_slow_clients_do_not_stall_others():
     with guard.TempDir() as tmp:
         certs = guard.make_certs(os.path.join(tmp, "certs"))
@@ -197,6 +215,7 @@ def main():
         test_shutdown_timeout_bounds_the_drain,
         test_bad_flags_exit_2_with_a_message,
         test_port_in_use_fails_at_start,
+        test_no_usable_certificate_at_start_says_so,
         test_silent_and_slow_clients_do_not_stall_others,
         test_connection_limit_keeps_serving,
     ])
