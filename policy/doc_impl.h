@@ -95,6 +95,10 @@ int doc_build_salvage(struct doc_builder *b);
 int doc_yaml_read(struct doc_builder *b, const char *text, size_t len);
 int doc_json_read(struct doc_builder *b, const char *text, size_t len);
 
+/* Record an allocation failure (rc -E2BIG: over the limits, else out of
+ * memory) as the error that ends the stream, and return it. */
+int doc_build_fail_alloc(struct doc_builder *b, int rc, uint32_t line, uint32_t col);
+
 /* Record an error (unless one is recorded already) and return rc. */
 int doc_build_fail(struct doc_builder *b, int rc, uint32_t line, uint32_t col,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -105,5 +109,9 @@ void doc_quote(char *dst, size_t dstsz, const char *text, size_t n);
 
 /* 1-based line and column (in characters) of text[off]. */
 void doc_position(const char *text, size_t len, size_t off, uint32_t *line, uint32_t *col);
+
+/* Move a 1-based line and column from text[from] to text[to] (to >= from). */
+void doc_advance_position(const char *text, size_t len, size_t from, size_t to,
+			  uint32_t *line, uint32_t *col);
 
 #endif
