@@ -142,6 +142,13 @@ bool doc_next_span(const char *text, size_t len, size_t *pos, uint32_t *line, st
 /* doc_set_free(NULL) is a no-op. */
 void doc_set_free(struct doc_set *set);
 
+/* The source position of what path names under root, the path written as
+ * messages write it: members by name (a.b) or quoted (a["b.c"]), sequence
+ * items by index ([3]). A member's position is its key's. As far as the
+ * path resolves: a part that is not there leaves the position of the last
+ * part found (root for none). False only without a root. */
+bool doc_path_position(const struct doc_node *root, struct str path, uint32_t *line, uint32_t *col);
+
 size_t doc_set_count(const struct doc_set *set);
 
 /* Document i's root (borrowed; never NULL for i < count: an empty YAML

@@ -1263,6 +1263,57 @@ static void test_spans_cut_at_markers_only(void **state)
 	doc_set_free(whole);
 }
 
+/* --- paths as messages write them --------------------------------------------- */
+
+struct path_row {
+	const char *path;
+	uint32_t line, col;
+};
+
+static void test_path_positions(void **state)
+{
+	static const char yaml[] =
+		"spec:\n"                                           /* 1 */
+		"  pool: {name: p, generation: 3}\n"
+		"  devices:\n"
+		"  - name: d0\n"                                     /* 4 */
+		"    nodeAllocatableResourceMappings:\n"
+		"      memory: {allocationMultiplier: 8Gi}\n"        /* 6 */
+		"      hugepages-2Mi:\n"
+		"        capacityKey: x\n"                          /* 8 */
+		"data:\n"
+		"  policy.yaml: |\n"                                /* 10 */
+		"    x\n";
+	static const struct path_row rows[] = {
+		{ "", 1, 1 },
+		{ "spec.pool.generation", 2, 19 },
+		{ "spec.devices[0]", 4, 5 },
+		{ "spec.devices[0].nodeAllocatableResourceMappings[\"memory\"].allocationMultiplier", 6, 16 },
+		{ "spec.devices[0].nodeAllocatableResourceMappings[\"hugepages-2Mi\"].capacityKey", 8, 9 },
+		{ "data[\"policy.yaml\"]", 10, 3 },
+		/* As far as it resolves. */
+		{ "spec.devices[0].nodeAllocatableResourceMappings[\"cpu\"].capacityKey", 5, 5 },
+		{ "spec.devices[7].name", 3, 3 },
+		{ "spec.pool.name.deeper", 2, 10 },
+		{ "spec.devices[x]", 3, 3 },
+		{ "spec.devices[\"unterminated", 3, 3 },
+	};
+	struct doc_set *set = NULL;
+	struct doc_error err;
+	uint32_t line, col;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(doc_parse_yaml(yaml, strlen(yaml), NULL, &set, &err), 0);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_true(doc_path_position(doc_set_root(set, 0), str_from_cstr(rows[i].path), &line, &col));
+		if (line != rows[i].line || col != rows[i].col)
+			fail_msg("%s: at %u:%u, want %u:%u", rows[i].path, line, col, rows[i].line, rows[i].col);
+	}
+	assert_false(doc_path_position(NULL, STR_LIT("a"), &line, &col));
+	doc_set_free(set);
+}
+
 /* --- JSON offsets back to source positions --------------------------------- */
 
 struct locate_row {
@@ -1356,6 +1407,7 @@ int main(void)
 		cmocka_unit_test(test_stream_limits_still_bound_the_whole_stream),
 		cmocka_unit_test(test_spans_cut_at_markers_only),
 		cmocka_unit_test(test_locator_maps_json_offsets_to_yaml_positions),
+		cmocka_unit_test(test_path_positions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

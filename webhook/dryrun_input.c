@@ -54,8 +54,9 @@ struct outcome {
 	struct synth_skip skipped[SYNTH_SKIP_MAX];
 	size_t nskipped;
 	const char *error;                     /* NULL, or what is wrong, with its position */
-	const char *file;                      /* where the error is */
+	const char *file;                      /* where the error is, or the object */
 	uint32_t line, col;
+	const struct doc_node *object;         /* the object violation paths are in, or NULL */
 };
 
 static json_t *str_json(struct str s)
@@ -78,17 +79,25 @@ static json_t *skipped_json(const struct outcome *o)
 	return arr;
 }
 
-static json_t *violations_json(const struct verdict *v)
+/* Each violation with the rule, action, path and message, and where in
+ * the file its path is (for CI annotations). */
+static json_t *violations_json(const struct outcome *o, const struct verdict *v)
 {
 	json_t *arr = json_array();
-	uint32_t i;
+	uint32_t i, line, col;
 
 	for (i = 0; arr && i < v->nviolations; i++) {
 		const struct violation *vi = &v->violations[i];
+		json_t *j = json_pack("{s:s, s:s, s:s%, s:s%}", "rule", rule_name(vi->rule),
+				      "action", action_name(vi->action), "path", vi->path.ptr,
+				      vi->path.len, "message", vi->message.ptr, vi->message.len);
 
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s%, s:s%}", "rule", rule_name(vi->rule),
-						     "action", action_name(vi->action), "path", vi->path.ptr,
-						     vi->path.len, "message", vi->message.ptr, vi->message.len));
+		if (j && o->object && o->file && doc_path_position(o->object, vi->path, &line, &col)) {
+			json_object_set_new(j, "file", json_string(o->file));
+			json_object_set_new(j, "line", json_integer(line));
+			json_object_set_new(j, "column", json_integer(col));
+		}
+		json_array_append_new(arr, j);
 	}
 	return arr;
 }
@@ -121,7 +130,7 @@ static void add_result(struct dryrun *d, const struct outcome *o, const struct v
 		d->errors++;
 	} else {
 		json_object_set_new(r, "allowed", json_boolean(v->allowed));
-		json_object_set_new(r, "violations", violations_json(v));
+		json_object_set_new(r, "violations", violations_json(o, v));
 		for (i = 0; i < v->nwarnings; i++)
 			json_array_append_new(warn, str_json(v->warnings[i]));
 		if (!v->allowed && v->nviolations == 0)
@@ -289,6 +298,8 @@ static void decide_object(struct dryrun *d, const struct manifest_entry *e, cons
 	o.kind = e->id.kind;
 	o.namespace = e->id.namespace;
 	o.name = e->id.name;
+	o.file = e->file;
+	o.object = e->node;
 	rc = decode_node(d, e->node, a, &obj, msg, sizeof(msg), &line, &col);
 	if (rc) {
 		add_error(d, &o, e->file, line, col, msg);
@@ -407,11 +418,15 @@ static void decide_review(struct dryrun *d, const struct manifest_entry *e, cons
 		o.operation = res.decoded ? model_op_name(res.req.operation) : "";
 		add_error(d, &o, e->file, line, col, msg);
 	} else {
+		const struct doc_node *req = is_bare_request(e->node) ? e->node : doc_map_get(e->node, "request");
+
 		o.kind = res.req.kind.kind;
 		o.namespace = res.req.namespace;
 		o.name = res.req.name;
 		o.operation = model_op_name(res.req.operation);
 		o.subresource = res.req.sub_resource;
+		o.file = e->file;
+		o.object = doc_map_get(req, res.req.operation == ADMISSION_OP_DELETE ? "oldObject" : "object");
 		add_result(d, &o, &res.verdict);
 	}
 	doc_locator_free(loc);

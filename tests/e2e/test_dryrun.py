@@ -499,6 +499,16 @@ class Positions(unittest.TestCase):
         self.assertEqual(r["error"], "%s:%d:17: spec.pool.generation: expected an integer, got a string" % (p, line + 2))
         self.assertEqual((r["kind"], r["name"]), ("ResourceSlice", "s"))
 
+    def test_violations_say_where_their_path_is(self):
+        text = slice_yaml("s", "worker-1", "worker-1", 1, 1).replace("memory: {allocationMultiplier: 8Gi}",
+                                                                   "pods: {allocationMultiplier: 8Gi}")
+        p = self.write("pods.yaml", "---\n" + text)
+        line = ("---\n" + text).splitlines().index("      pods: {allocationMultiplier: 8Gi}") + 1
+        code, out, _ = run("dry-run", "--output", "json", p)
+        self.assertEqual(code, 1)
+        v = json.loads(out)["results"][0]["violations"][0]
+        self.assertEqual((v["rule"], v["file"], v["line"], v["column"]), ("slice.mapping.name", p, line, 7))
+
     def test_broken_document_hides_no_other(self):
         text = ("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: broken\n"
                 "spec: {driver: dra.example.com\n"
