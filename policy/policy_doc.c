@@ -1,6 +1,6 @@
 /* policy_doc.c - the sections of a Policy document.
  *
- * One loader per top-level key, in the order the README documents them:
+ * One loader per top-level key, in the order docs/rules.md documents them:
  * enforcement, schedulers, writers, drivers, canary, freeze, numa. Each
  * checks its keys (unknown ones are errors) and its values' meaning (rule ids,
  * node resources, ServiceAccount names, globs). */

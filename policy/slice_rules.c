@@ -1,4 +1,4 @@
-/* slice_rules.c - the slice.* rules, in the order the README lists them.
+/* slice_rules.c - the slice.* rules, in the order docs/rules.md lists them.
  *
  * Paths name the field as the object spells it: devices of resource.k8s.io
  * v1beta1 keep their fields under "basic", and the Kubernetes 1.37 shape

@@ -140,7 +140,7 @@ for s in "${steps[@]}"; do
 			peer-go-fast) exe="$PEER_DIR/peerfast" ;;
 			*) die "unknown peer '$peer' (peer-go peer-go-fast)" ;;
 			esac
-			# Build when missing or older than its sources (the README's commands).
+			# Build when missing or older than its sources (the commands in docs/performance.md).
 			if [ ! -x "$exe" ] || [ -n "$(find "$SHARED/bench/$peer" -newer "$exe" -type f | head -n1)" ]; then
 				echo "building $peer into $exe"
 				(cd "$SHARED/bench/$peer" && go build -o "$exe" .)

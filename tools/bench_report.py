@@ -124,7 +124,7 @@ def print_compare(peer, cmp):
 
 
 def markdown(res, soak):
-    """The figures as Markdown tables, for the README."""
+    """The figures as Markdown tables, for docs/performance.md."""
     m = res["machine"]
     out = ["Measured %s on %d CPUs (%s), Linux %s; load average at the end %s." % (
         res["generated"][:10], m["cpus"], m["cpu_model"], m["kernel"], " ".join(res.get("load_avg", [])))]

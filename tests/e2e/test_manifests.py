@@ -6,8 +6,8 @@ Every kustomization under manifests/ is rendered with `kubectl kustomize`
 copy) and parsed with `dra-guard convert`, the project's own loader. Then:
 the webhook rules cover exactly what the server handles (the expected set is
 written out here, not read from the manifests), each entry sets its safety
-fields, the failurePolicy of each concern is the one the README argues for,
-no fail-closed webhook can lock the guard out of its own namespace, the
+fields, the failurePolicy of each concern is the one docs/operations.md argues
+for, no fail-closed webhook can lock the guard out of its own namespace, the
 Deployment passes Pod Security "restricted" and mounts its policy and
 certificate as directories, the Service and probes reach the ports the binary
 listens on, the binary starts with the Deployment's own arguments, the policy
@@ -56,7 +56,7 @@ VALIDATE_CONCERNS = {
 MUTATE_CONCERNS = {
     "resourceslices": _tuples(DRA, DRA_VERSIONS, "resourceslices", ("CREATE", "UPDATE")),
 }
-# The failurePolicy each concern must have, and why (the README's long form):
+# The failurePolicy each concern must have, and why (docs/operations.md has the long form):
 # slices, claims and claim status fail closed (overcommit, the freeze, who
 # writes allocations); Pod status and the policy ConfigMap fail open (kubelets
 # must keep reporting; the policy must stay editable); the label is advisory.
@@ -899,15 +899,15 @@ def test_network_policy_sample_admits_the_webhook_and_metrics_ports():
 
 
 def _readme_driver_rules():
-    """The driver ClusterRole rules in the README's Least privilege section."""
-    text = open(os.path.join(ml.ROOT, "README.md")).read()
+    """The driver ClusterRole rules in docs/rules.md's Least privilege section."""
+    text = open(os.path.join(ml.ROOT, "docs", "rules.md")).read()
     section = text.split("## Least privilege", 1)
-    check(len(section) == 2, "README has no Least privilege section")
+    check(len(section) == 2, "docs/rules.md has no Least privilege section")
     for block in re.findall(r"```yaml\n(.*?)```", section[1], re.S):
-        for doc in ml.convert(block, "README yaml block"):
+        for doc in ml.convert(block, "docs/rules.md yaml block"):
             if isinstance(doc, dict) and doc.get("kind") == "ClusterRole":
                 return doc["rules"]
-    fail("no driver ClusterRole in the README's Least privilege section")
+    fail("no driver ClusterRole in docs/rules.md's Least privilege section")
 
 
 def test_driver_rbac_sample_fits_the_least_privilege_rules():
@@ -947,7 +947,7 @@ def test_driver_rbac_sample_fits_the_least_privilege_rules():
         for g in r["apiGroups"]:
             for res in r["resources"]:
                 for v in r["verbs"]:
-                    check((g, res, v, names) in grants, "README grants %s %s %s; the sample does not" % (g, res, v))
+                    check((g, res, v, names) in grants, "docs/rules.md grants %s %s %s; the sample does not" % (g, res, v))
 
 
 def main():
