@@ -44,7 +44,7 @@ static int setup(void **state)
 	    policy_source_reload(f->ps, "start") != 1 || admit_init(&f->a, &f->cfg, f->m, f->ps, NULL) != 0)
 		return -1;
 	buf_init(&f->out, 1 << 20);
-	f->slice = testutil_read_file(testutil_shared_path("fixtures/resourceslice-v1-node-allocatable.json"), NULL);
+	f->slice = testutil_read_file(testutil_fixture_path("resourceslice-v1-node-allocatable.json"), NULL);
 	if (!f->slice)
 		return -1;
 	*state = f;

@@ -321,7 +321,7 @@ static void test_depth_limit_is_clamped_and_spans_bit_words(void **state)
 
 static void test_every_truncation_of_a_body_is_an_error(void **state)
 {
-	const char *path = testutil_shared_path("fixtures/resourceclaim-v1-allocated.json");
+	const char *path = testutil_fixture_path("resourceclaim-v1-allocated.json");
 	struct arena *a = NULL;
 	size_t len, n;
 	char *body = testutil_read_file(path, &len);
@@ -1046,26 +1046,24 @@ static void truncate_dir(const char *dir, struct arena *a, size_t *count)
 
 static void test_truncation_at_block_boundaries_is_an_error(void **state)
 {
-	static const char *const dirs[] = {
-		"fixtures", "fixtures/real/resourceslices", "fixtures/real/resourceclaims",
-		"fixtures/real/pods", "fixtures/real/admissionreviews",
-	};
 	const char *bench = getenv("DRA_GUARD_BENCH_BODIES");
+	const char *dir;
 	struct arena *a = NULL;
-	char dir[4096];
-	size_t i, count = 0;
+	size_t i, count = 0, own;
 
 	(void)state;
 	assert_int_equal(arena_new(64 << 20, &a), 0);
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(dir, sizeof(dir), "%s", testutil_shared_path(dirs[i]));
-		truncate_dir(dir, a, &count);
-	}
+	for (i = 0; testutil_json_dirs[i]; i++)
+		truncate_dir(testutil_repo_dir(testutil_json_dirs[i]), a, &count);
+	own = count;
+	for (i = 0; testutil_shared_json_dirs[i]; i++)
+		if ((dir = testutil_shared_extra(testutil_shared_json_dirs[i])) != NULL)
+			truncate_dir(dir, a, &count);
 	if (bench && *bench)
 		truncate_dir(bench, a, &count);
 	arena_free(a);
-	print_message("%zu cuts\n", count);
-	assert_true(count > 1000);
+	print_message("%zu cuts, %zu of them in the project's own documents\n", count, own);
+	assert_true(own > 1000);
 }
 
 /* Everything a walk reads, in order, as text: keys, strings (decoded),
@@ -1147,57 +1145,58 @@ static char *record(const char *text, size_t len, struct arena *a, size_t *n)
 
 /* The same documents compact (the calls' quick paths) and pretty-printed
  * (whitespace everywhere: the precise paths) read the same. */
+static void compact_and_pretty_in_dir(const char *dir, struct arena *a, size_t *docs)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[8192];
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name), n1, n2;
+		char *compact, *pretty, *r1, *r2;
+		json_error_t jerr;
+		json_t *j;
+
+		if (l < 5 || strcmp(e->d_name + l - 5, ".json") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		j = json_load_file(path, JSON_DECODE_ANY, &jerr);
+		if (!j)
+			fail_msg("%s: not JSON (line %d: %s)", path, jerr.line, jerr.text);
+		compact = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+		pretty = json_dumps(j, JSON_INDENT(3) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+		assert_non_null(compact);
+		assert_non_null(pretty);
+		r1 = record(compact, strlen(compact), a, &n1);
+		r2 = record(pretty, strlen(pretty), a, &n2);
+		if (n1 != n2 || memcmp(r1, r2, n1) != 0)
+			fail_msg("%s reads differently compact and pretty", path);
+		free(r1);
+		free(r2);
+		free(compact);
+		free(pretty);
+		json_decref(j);
+		(*docs)++;
+	}
+	closedir(d);
+}
+
 static void test_compact_and_pretty_text_read_the_same(void **state)
 {
-	static const char *const dirs[] = {
-		"fixtures", "fixtures/real/resourceslices", "fixtures/real/resourceclaims",
-		"fixtures/real/pods", "fixtures/real/admissionreviews",
-	};
 	struct arena *a = NULL;
-	char dir[4096], path[8192];
+	const char *dir;
 	size_t i, docs = 0;
 
 	(void)state;
 	assert_int_equal(arena_new(64 << 20, &a), 0);
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		DIR *d;
-		struct dirent *e;
-
-		snprintf(dir, sizeof(dir), "%s", testutil_shared_path(dirs[i]));
-		d = opendir(dir);
-		if (!d)
-			continue;
-		while ((e = readdir(d)) != NULL) {
-			size_t l = strlen(e->d_name), n1, n2;
-			char *compact, *pretty, *r1, *r2;
-			json_error_t jerr;
-			json_t *j;
-
-			if (l < 5 || strcmp(e->d_name + l - 5, ".json") != 0)
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			j = json_load_file(path, JSON_DECODE_ANY, &jerr);
-			if (!j)
-				fail_msg("%s: not JSON (line %d: %s)", path, jerr.line, jerr.text);
-			compact = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-			pretty = json_dumps(j, JSON_INDENT(3) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-			assert_non_null(compact);
-			assert_non_null(pretty);
-			r1 = record(compact, strlen(compact), a, &n1);
-			r2 = record(pretty, strlen(pretty), a, &n2);
-			if (n1 != n2 || memcmp(r1, r2, n1) != 0)
-				fail_msg("%s reads differently compact and pretty", path);
-			free(r1);
-			free(r2);
-			free(compact);
-			free(pretty);
-			json_decref(j);
-			docs++;
-		}
-		closedir(d);
-	}
+	for (i = 0; testutil_json_dirs[i]; i++)
+		compact_and_pretty_in_dir(testutil_repo_dir(testutil_json_dirs[i]), a, &docs);
+	assert_true(docs > 100);
+	for (i = 0; testutil_shared_json_dirs[i]; i++)
+		if ((dir = testutil_shared_extra(testutil_shared_json_dirs[i])) != NULL)
+			compact_and_pretty_in_dir(dir, a, &docs);
 	arena_free(a);
-	assert_true(docs > 20);
 }
 
 /* --- differential check against jansson ------------------------------- */
@@ -1367,34 +1366,32 @@ static void diff_dir(const char *dir, struct arena *a, struct diff_stats *st, ui
 
 static void test_verdicts_match_jansson_on_mutated_bodies(void **state)
 {
-	static const char *const dirs[] = {
-		"fixtures", "fixtures/real/resourceslices", "fixtures/real/resourceslices/illustrative-kep",
-		"fixtures/real/resourceclaims", "fixtures/real/resourceclaims/illustrative-kep",
-		"fixtures/real/pods", "fixtures/real/admissionreviews",
-		"fixtures/real/admissionreviews/requests-only", "fixtures/real/audit",
-	};
 	struct diff_stats st = { 0, 0, 0 };
 	struct arena *a = NULL;
 	uint64_t rng = 0x9e3779b97f4a7c15ULL;
 	const char *bench = getenv("DRA_GUARD_BENCH_BODIES");
-	char dir[4096];
+	const char *dir;
 	size_t i;
 
 	(void)state;
 	assert_int_equal(arena_new(64 << 20, &a), 0);
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(dir, sizeof(dir), "%s", testutil_shared_path(dirs[i]));
-		diff_dir(dir, a, &st, &rng);
-	}
-	/* The generated benchmark bodies (bench/gen.py) when they are there. */
-	if (bench && *bench)
-		diff_dir(bench, a, &st, &rng);
-	arena_free(a);
+	for (i = 0; testutil_json_dirs[i]; i++)
+		diff_dir(testutil_repo_dir(testutil_json_dirs[i]), a, &st, &rng);
 	print_message("%zu documents, %zu valid, %zu verdicts compared with jansson\n",
 		      st.docs, st.valid, st.compared);
 	/* The fixtures are there and most mutations break them. */
 	assert_true(st.docs > 10000);
 	assert_true(st.valid > 100 && st.valid < st.docs / 2);
+	assert_true(st.compared > st.docs * 9 / 10);
+	for (i = 0; testutil_shared_json_dirs[i]; i++)
+		if ((dir = testutil_shared_extra(testutil_shared_json_dirs[i])) != NULL)
+			diff_dir(dir, a, &st, &rng);
+	/* The generated benchmark bodies (bench/gen.py) when they are there. */
+	if (bench && *bench)
+		diff_dir(bench, a, &st, &rng);
+	arena_free(a);
+	print_message("%zu documents in all, %zu valid, %zu verdicts compared with jansson\n",
+		      st.docs, st.valid, st.compared);
 	assert_true(st.compared > st.docs * 9 / 10);
 }
 

@@ -3,10 +3,12 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -51,10 +53,66 @@ const char *testutil_repo_path(const char *rel)
 	return join("DRA_GUARD_ROOT", ".", rel);
 }
 
+const char *testutil_repo_dir(const char *rel)
+{
+	const char *dir = testutil_repo_path(rel);
+
+	if (access(dir, R_OK | X_OK) != 0)
+		fail_msg("%s is missing", dir);
+	return dir;
+}
+
+const char *testutil_fixture_path(const char *rel)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s", testutil_repo_path("tests/fixtures"));
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", rel);
+	return path;
+}
+
 const char *testutil_shared_path(const char *rel)
 {
 	return join("DRA_GUARD_SHARED", "../shared", rel);
 }
+
+const char *testutil_shared_extra(const char *rel)
+{
+	static bool said;
+	const char *path = testutil_shared_path(rel);
+
+	if (access(path, F_OK) == 0)
+		return path;
+	if (!said) {
+		printf("skipped: the real objects in %s (not there; the project's own fixtures were checked)\n",
+		       testutil_shared_path("fixtures/real"));
+		fflush(stdout);
+		said = true;
+	}
+	return NULL;
+}
+
+const char *const testutil_json_dirs[] = {
+	"tests/fixtures",
+	"tests/fixtures/versions",
+	"tests/fixtures/refused",
+	"tests/fixtures/admissionreviews",
+	"tests/fixtures/admissionreviews/requests",
+	"tests/golden/cases",
+	NULL,
+};
+
+const char *const testutil_shared_json_dirs[] = {
+	"fixtures/real/resourceslices",
+	"fixtures/real/resourceslices/illustrative-kep",
+	"fixtures/real/resourceclaims",
+	"fixtures/real/resourceclaims/illustrative-kep",
+	"fixtures/real/pods",
+	"fixtures/real/admissionreviews",
+	"fixtures/real/admissionreviews/requests-only",
+	"fixtures/real/audit",
+	NULL,
+};
 
 void testutil_run(const char *fmt, ...)
 {

@@ -4,7 +4,8 @@
 #   tools/fuzz.sh BINARY SECONDS smoke|full
 #
 # The corpus lives in build/fuzz-corpus/<target>/ (grown by every run) and is
-# seeded from tests/fuzz/seeds/<target>/ plus the shared fixtures. A crash,
+# seeded from tests/fuzz/seeds/<target>/, tests/fixtures, the golden cases and,
+# when ../shared is there, the real objects in ../shared/fixtures. A crash,
 # leak, sanitizer report or timeout fails the run and leaves the input as
 # build/fuzz-artifacts/<target>/crash-* ; turn it into a regression test.
 set -eu
@@ -27,12 +28,14 @@ if [ -d "$seeds" ]; then
 fi
 case "$name" in
 fuzz_review | fuzz_jscan | fuzz_doc | fuzz_policy)
-	if [ -d "$shared/fixtures" ]; then
-		find "$shared/fixtures" -type f \( -name '*.json' -o -name '*.yaml' \) -size -256k |
-			while read -r f; do
-				cp -n "$f" "$corpus/seed-$(echo "$f" | md5sum | cut -c1-16)" 2>/dev/null || true
-			done
-	fi
+	# Without ../shared, tests/fuzz/review_seeds.py (run first) says so.
+	dirs="$root/tests/fixtures"
+	[ -d "$shared/fixtures" ] && dirs="$dirs $shared/fixtures"
+	# shellcheck disable=SC2086 # dirs is a list
+	find $dirs -type f \( -name '*.json' -o -name '*.yaml' \) -size -256k |
+		while read -r f; do
+			cp -n "$f" "$corpus/seed-$(echo "$f" | md5sum | cut -c1-16)" 2>/dev/null || true
+		done
 	for f in "$root"/tests/golden/cases/*.json "$root"/tests/golden/policies/*.yaml "$root"/examples/*.yaml; do
 		[ -f "$f" ] && cp -n "$f" "$corpus/seed-$(basename "$f")" 2>/dev/null || true
 	done

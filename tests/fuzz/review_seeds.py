@@ -5,10 +5,13 @@
 
 - every golden case's AdmissionReview (tests/golden/cases/*.json, "review"),
   which between them reach every rule;
-- the real objects in ../shared/fixtures/real/ (ResourceSlices, ResourceClaims,
-  Pods: every API version there) wrapped in AdmissionReviews as CREATE, as an
-  UPDATE against themselves, and as a status UPDATE by the scheduler;
-- the real AdmissionReviews there as they are.
+- the objects in tests/fixtures/ (ResourceSlices, ResourceClaims, Pods in
+  every API version, and the refused ones) wrapped in AdmissionReviews as
+  CREATE, as an UPDATE against themselves, and as a status UPDATE by the
+  scheduler; the AdmissionReviews and AdmissionRequests there as they are;
+- when ../shared is there, the same for the real objects in
+  ../shared/fixtures/real/ (published by other projects); without it one line
+  on stderr says they are skipped (for tools/fuzz.sh's seeds too).
 
 Compact JSON, named after a hash of the content, so running it again adds
 nothing and a file never changes name. Standard library only.
@@ -57,6 +60,18 @@ def review(obj, operation, old=None, sub=None, user="system:serviceaccount:dra-s
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
 
 
+def paths(patterns):
+    return [p for pattern in patterns for p in sorted(glob.glob(pattern, recursive=True))]
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except ValueError:
+        return None
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
@@ -69,25 +84,31 @@ def main():
             case = json.load(f)
         if "review" in case:
             seeds.append(case["review"])
+    own = os.path.join(ROOT, "tests", "fixtures")
+    objects = [os.path.join(own, "*.json")] + [os.path.join(own, d, "*.json") for d in ("versions", "refused")]
+    reviews = [os.path.join(own, "admissionreviews", "*.json")]
+    requests = [os.path.join(own, "admissionreviews", "requests", "*.json")]
     real = os.path.join(SHARED, "fixtures", "real")
-    for sub in ("resourceslices", "resourceclaims", "pods"):
-        for path in sorted(glob.glob(os.path.join(real, sub, "**", "*.json"), recursive=True)):
-            try:
-                with open(path) as f:
-                    obj = json.load(f)
-            except ValueError:
-                continue
-            if not isinstance(obj, dict):
-                continue
-            seeds.append(review(obj, "CREATE"))
-            seeds.append(review(obj, "UPDATE", old=obj))
-            seeds.append(review(obj, "UPDATE", old=obj, sub="status", user="system:kube-scheduler"))
-    for path in sorted(glob.glob(os.path.join(real, "admissionreviews", "**", "*.json"), recursive=True)):
-        try:
-            with open(path) as f:
-                seeds.append(json.load(f))
-        except ValueError:
+    if os.path.isdir(real):
+        objects += [os.path.join(real, sub, "**", "*.json") for sub in ("resourceslices", "resourceclaims", "pods")]
+        reviews += [os.path.join(real, "admissionreviews", "**", "*.json")]
+    else:
+        print("fuzz: skipped the seeds from the real objects in %s (not there)" % real, file=sys.stderr)
+    for path in paths(objects):
+        obj = load(path)
+        if not isinstance(obj, dict):
             continue
+        seeds.append(review(obj, "CREATE"))
+        seeds.append(review(obj, "UPDATE", old=obj))
+        seeds.append(review(obj, "UPDATE", old=obj, sub="status", user="system:kube-scheduler"))
+    for path in paths(reviews):
+        obj = load(path)
+        if obj is not None:
+            seeds.append(obj)
+    for path in paths(requests):
+        obj = load(path)
+        if obj is not None:
+            seeds.append({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": obj})
     n = 0
     for s in seeds:
         text = json.dumps(s, separators=(",", ":")).encode()
