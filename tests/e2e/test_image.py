@@ -9,7 +9,11 @@
   mapped with dpkg -S), less the C runtime every Debian image has. Everything
   else ldd loads must come in through those packages' Depends, so apt installs
   it: that is checked too, against the dpkg database.
-- The build stage installs what `make deps` (tools/deps.sh build) would.
+- The build stage installs what `make deps` (tools/deps.sh build) would, and
+  python3 for the release build's training; it makes the release build.
+
+These read the Dockerfile; `make image` builds the image and runs it
+(tests/image/test_image_build.py).
 """
 
 import json
@@ -55,12 +59,27 @@ def instructions(text):
     return out
 
 
+def expand(text, args):
+    """${NAME} and $NAME replaced by the ARG defaults declared before the
+    first FROM; an unknown or default-less one is an error."""
+    def one(m):
+        name = m.group(1) or m.group(2)
+        check(args.get(name) is not None, "FROM uses $%s, which has no default before the first FROM" % name)
+        return args[name]
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", one, text)
+
+
 def stages():
-    """[{"from": image, "name": alias or None, "ins": [(INSTR, args)]}]"""
-    out = []
+    """[{"from": image, "name": alias or None, "ins": [(INSTR, args)]}]; FROM
+    images with the defaults of the ARGs before the first FROM (what a plain
+    `docker build` uses)."""
+    out, args = [], {}
     for word, rest in instructions(open(DOCKERFILE).read()):
-        if word == "FROM":
-            parts = [p for p in rest.split() if not p.startswith("--")]
+        if word == "ARG" and not out:
+            name, eq, value = rest.partition("=")
+            args[name.strip()] = value.strip() if eq else None
+        elif word == "FROM":
+            parts = [p for p in expand(rest, args).split() if not p.startswith("--")]
             name = parts[2] if len(parts) == 3 and parts[1].upper() == "AS" else None
             out.append({"from": parts[0], "name": name, "ins": []})
         else:
@@ -254,6 +273,19 @@ def test_build_stage_installs_what_make_deps_installs():
         check("libc6-dev" in got, "gcc without libc6-dev cannot compile")
 
 
+def test_build_stage_makes_the_release_build_with_what_it_runs():
+    """The image ships the profile-guided release build, whose training runs
+    tools/pgo_corpus.py: the build stage needs python3 for it."""
+    build = stages()[0]
+    makes = [shlex.split(cmd) for w, r in build["ins"] if w == "RUN"
+             for cmd in re.split(r"&&|;|\|\|", r) if cmd.split()[:1] == ["make"]]
+    check(makes, "the build stage runs no make")
+    check(any("release" in m[1:] for m in makes), "the build stage makes %s, not the release build" % makes)
+    first = open(os.path.join(ml.ROOT, "tools", "pgo_corpus.py")).readline()
+    check("python3" in first, "tools/pgo_corpus.py is not a python3 script any more: %s" % first.strip())
+    check("python3" in apt_installs(build), "the build stage has no python3 for tools/pgo_corpus.py")
+
+
 def test_dockerignore_keeps_history_build_output_and_keys_out():
     check(os.path.isfile(DOCKERIGNORE), "no .dockerignore")
     lines = {l.strip() for l in open(DOCKERIGNORE) if l.strip() and not l.startswith("#")}
@@ -271,6 +303,7 @@ def main():
         test_entrypoint_is_the_binary_and_the_deployment_passes_a_subcommand,
         test_runtime_packages_are_exactly_what_the_binary_links,
         test_build_stage_installs_what_make_deps_installs,
+        test_build_stage_makes_the_release_build_with_what_it_runs,
         test_dockerignore_keeps_history_build_output_and_keys_out,
     ])
 
