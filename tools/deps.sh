@@ -1,7 +1,7 @@
 #!/bin/sh
 # deps.sh - install the Debian packages a make target needs, only when missing.
 #
-#   tools/deps.sh GROUP...     groups: build test bench fuzz
+#   tools/deps.sh GROUP...     groups: build test bench fuzz image
 #
 # A no-op (one dpkg query) when everything is there; otherwise one apt-get
 # update and one apt-get install of exactly what is missing.
@@ -22,7 +22,9 @@ for group in "$@"; do
 		;;
 	bench) pkgs="$pkgs wrk golang-go python3 curl iproute2 gawk procps valgrind" ;;
 	fuzz) pkgs="$pkgs clang libclang-rt-14-dev" ;;
-	*) echo "deps.sh: unknown group '$group' (build test bench fuzz)" >&2; exit 2 ;;
+	# make image: build with podman, run with buildah, a Debian base from mmdebstrap
+	image) pkgs="$pkgs podman buildah mmdebstrap binutils python3 git" ;;
+	*) echo "deps.sh: unknown group '$group' (build test bench fuzz image)" >&2; exit 2 ;;
 	esac
 done
 
