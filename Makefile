@@ -20,6 +20,8 @@
 #   make mutation-check  break each rule in turn (the "mutant" flavour); the
 #                  golden cases must notice every break
 #   make soak      the release server under load for SOAK_SECONDS, sampling RSS and fds
+#   make image     build the container image with podman and run it (both stages,
+#                  checked: tests/image/test_image_build.py)
 #   make clean
 #
 # Output is one line per target; V=1 shows the commands.
@@ -106,8 +108,8 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
-.PHONY: all release deps deps-test deps-bench deps-fuzz test unit-test e2e-test fuzz-smoke \
-	golden-update mutation-check run bench bench-compare bench-scale fuzz fuzz-seeds soak clean FORCE
+.PHONY: all release deps deps-test deps-bench deps-fuzz deps-image test unit-test e2e-test fuzz-smoke \
+	golden-update mutation-check run bench bench-compare bench-scale fuzz fuzz-seeds soak image clean FORCE
 
 all: dra-guard
 
@@ -119,6 +121,8 @@ deps-bench:
 	@tools/deps.sh build bench
 deps-fuzz:
 	@tools/deps.sh build fuzz
+deps-image:
+	@tools/deps.sh build image
 
 dra-guard: $(BUILD)/rel/dra-guard
 	$(call msg,CP,$@)
@@ -216,7 +220,9 @@ $(PGO_DATA)/.trained: $(BUILD)/pgogen/bench/pgo_train $(BUILD)/pgogen/dra-guard 
 	$(Q)$(BUILD)/pgogen/dra-guard version >/dev/null
 	@touch $@
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# $(BUILD)/image holds container storage (whole root filesystems, /etc/rc2.d
+# and all): not searched.
+-include $(shell find $(BUILD) -path '$(BUILD)/image' -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # --- tests ------------------------------------------------------------------
 # tools/run_tests.py runs every suite (a failure does not stop the others),
@@ -318,6 +324,11 @@ bench-scale: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_view | deps
 SOAK_SECONDS ?= 600
 soak: $(BUILD)/release/dra-guard | deps-bench
 	@BUILD=$(BUILD) SOAK_SECONDS=$(SOAK_SECONDS) tools/soak.sh
+
+# The image is built inside podman from the Dockerfile, not from $(BUILD);
+# its storage and base image are kept in $(BUILD)/image between runs.
+image: | deps-image
+	@IMAGE_DIR=$(abspath $(BUILD))/image $(PYTHON) tools/run_tests.py e2e:tests/image/test_image_build.py
 
 clean:
 	rm -rf $(BUILD) dra-guard
