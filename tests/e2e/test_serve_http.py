@@ -60,7 +60,7 @@ def test_denials_name_rule_and_path():
         check(r["status"]["code"] == 403, r)
         check(rule in r["status"]["message"], "%s not in %r" % (rule, r["status"]["message"]))
         check(path in r["status"]["message"], "%s not in %r" % (path, r["status"]["message"]))
-        check(rule in r.get("auditAnnotations", {}).get("dra-guard.io/denied-rules", ""), r)
+        check(rule in r.get("auditAnnotations", {}).get("denied-rules", ""), r)
         # The same denial through curl.
         code, body, _, err = guard.curl(SERVER, "/validate", rev, headers=["Content-Type: application/json"])
         check(code == 200 and json.loads(body)["response"]["allowed"] is False, (code, body, err))
