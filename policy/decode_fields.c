@@ -202,11 +202,12 @@ static int key_cmp(const void *a, const void *b)
 int decode_map_sort(struct dctx *d, void *arr, uint32_t from, uint32_t n, size_t size, const char *what,
 		    size_t at)
 {
-	char *base = (char *)arr + (size_t)from * size, tmp[DECODE_MAP_ELEM_MAX];
+	char *base, tmp[DECODE_MAP_ELEM_MAX];
 	uint32_t count = n - from, i, j;
 
 	if (count < 2)
 		return 0;
+	base = (char *)arr + (size_t)from * size;
 	if (count > SORT_INSERTION_MAX || size > sizeof(tmp)) {
 		qsort(base, count, size, key_cmp);
 	} else {
