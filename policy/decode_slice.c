@@ -111,6 +111,8 @@ static int decode_capacity(struct dctx *d, void *obj)
 	}
 	if (r < 0)
 		return r;
+	dev->capacity_raw.ptr = d->text + at;
+	dev->capacity_raw.len = decode_here(d) - at;
 	return decode_map_sort(d, dev->capacity, 0, dev->ncapacity, sizeof(*dev->capacity), "key", at);
 }
 

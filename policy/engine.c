@@ -139,7 +139,7 @@ int engine_decide(const struct policy *pol, const struct view *view,
 		  const struct engine_options *opt, const struct admission_request *req,
 		  int64_t now_ns, struct arena *a, struct verdict *out)
 {
-	struct check c = { pol, view, now_ns, opt, req, a, out, 0 };
+	struct check c = { pol, view, now_ns, opt, req, a, out, 0, false };
 	enum api_version ver;
 	enum object_kind kind;
 	const char *missing;

@@ -101,6 +101,7 @@ struct device {
 	bool allow_multiple_allocations;
 	struct device_capacity *capacity; /* sorted by name */
 	uint32_t ncapacity;
+	struct str capacity_raw;    /* the capacity map's JSON text, len 0 when absent */
 	struct mapping *mappings;   /* both shapes, sorted by shape then resource */
 	uint32_t nmappings;
 	bool has_v136;              /* nodeAllocatableResourceMappings present */

@@ -19,6 +19,10 @@ struct slice_ctx {
 	const struct resource_slice *s;
 	const struct driver_policy *driver;     /* the policy's entry for s->driver, or NULL */
 	struct quantity milli;                  /* 1m, the cpu accounting unit */
+	const bool *unchanged;                  /* UPDATE: per device index, what the mapping
+						 * rules read of it is as stored; NULL otherwise */
+	bool slice_unchanged;                   /* UPDATE: no mapping changed or appeared, on
+						 * the same driver and node */
 };
 
 /* What the rules need to know about one mapping, worked out once. */
@@ -708,6 +712,7 @@ static void rule_canary(struct slice_ctx *x)
 
 		if (d->nmappings == 0)
 			continue;
+		x->c->preexisting = x->unchanged && x->unchanged[i];
 		if (d->node_name.len == 0)
 			check_violation_at(x->c, RULE_SLICE_CANARY,
 					   check_printf(x->c, "spec.devices[%u]%s.nodeName", d->index, device_prefix(x)),
@@ -719,6 +724,7 @@ static void rule_canary(struct slice_ctx *x)
 					   "node \"%.*s\" is not a canary node, so device \"%.*s\" may not carry mappings yet",
 					   shown(d->node_name), d->node_name.ptr, shown(d->name), d->name.ptr);
 	}
+	x->c->preexisting = false;
 }
 
 /* --- slice.generation.regress and slice.mapping.unversioned (UPDATE) -------------------------------------- */
@@ -916,10 +922,67 @@ static const mapping_rule_fn mapping_rules[] = {
 	rule_shape_future,
 };
 
+/* --- what an UPDATE leaves as it was ---------------------------------------------------
+ *
+ * A violation the stored slice already holds is not made by this write:
+ * denying the write (a driver republishing after the policy tightened, to
+ * withdraw a failed device or change an attribute) would leave the
+ * violation in place and block every other change. Such violations are
+ * warned (check.preexisting). What a mapping rule reads of a device is its
+ * mappings, its capacity and allowMultipleAllocations, and where it is;
+ * what the slice-wide rules read is the driver, the node and whether any
+ * mapping changed or appeared. */
+
+static bool device_inputs_equal(const struct device *d, const struct device *o)
+{
+	if (d->raw.len && str_eq(d->raw, o->raw))
+		return true;
+	return d->allow_multiple_allocations == o->allow_multiple_allocations &&
+	       d->has_v136 == o->has_v136 && d->has_v137 == o->has_v137 &&
+	       str_eq(d->capacity_raw, o->capacity_raw) && str_eq(d->node_name, o->node_name) &&
+	       d->all_nodes == o->all_nodes && d->has_node_selector == o->has_node_selector &&
+	       device_mappings_equal(d, o);
+}
+
+static void find_unchanged(struct slice_ctx *x, const struct resource_slice *old)
+{
+	const struct resource_slice *s = x->s;
+	const struct device **sorted = NULL;
+	bool *unchanged = arena_calloc(x->c->arena, s->ndevices ? s->ndevices : 1, sizeof(*unchanged));
+	bool all = true;
+	uint32_t i;
+
+	if (!unchanged) {
+		x->c->error = arena_error(x->c->arena);
+		return;
+	}
+	for (i = 0; i < s->ndevices && !x->c->error; i++) {
+		const struct device *d = &s->devices[i];
+		const struct device *o;
+
+		if (i < old->ndevices && old->devices[i].same_as_object) {
+			unchanged[i] = true;
+			continue;
+		}
+		o = find_device(x->c, old, &sorted, d, i);
+		unchanged[i] = o && device_inputs_equal(d, o);
+		if (d->nmappings && !unchanged[i])
+			all = false;
+	}
+	x->unchanged = unchanged;
+	x->slice_unchanged = all && str_eq(s->driver, old->driver) && str_eq(s->node_name, old->node_name) &&
+			     s->all_nodes == old->all_nodes && s->has_node_selector == old->has_node_selector &&
+			     s->per_device_node_selection == old->per_device_node_selection &&
+			     model_slice_has_mappings(old);
+}
+
 void slice_rules_check(struct check *c)
 {
 	const struct admission_request *req = c->req;
-	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL, { 0, 0, 0 } };
+	const struct resource_slice *old = req->operation == ADMISSION_OP_UPDATE &&
+					   req->old_object.kind == OBJECT_RESOURCE_SLICE ?
+					   &req->old_object.u.slice : NULL;
+	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL, { 0, 0, 0 }, NULL, false };
 	struct mapping_facts f;
 	uint32_t i, j, k;
 	bool mapped;
@@ -928,9 +991,12 @@ void slice_rules_check(struct check *c)
 	if (c->policy->has_drivers)
 		x.driver = policy_driver(c->policy, x.s->driver);
 	mapped = model_slice_has_mappings(x.s);
+	if (old)
+		find_unchanged(&x, old);
 	for (i = 0; i < x.s->ndevices && !c->error; i++) {
 		const struct device *d = &x.s->devices[i];
 
+		c->preexisting = x.unchanged && x.unchanged[i];
 		rule_device_schema(&x, d);
 		for (j = 0; j < d->nmappings; j++) {
 			const struct mapping *m = &d->mappings[j];
@@ -942,12 +1008,15 @@ void slice_rules_check(struct check *c)
 				mapping_rules[k](&x, d, m, &f);
 		}
 	}
+	c->preexisting = false;
 	if (mapped) {
+		c->preexisting = x.slice_unchanged;
 		rule_driver_listed(&x);
 		rule_canary(&x);
+		c->preexisting = false;
 	}
-	if (req->operation == ADMISSION_OP_UPDATE && req->old_object.kind == OBJECT_RESOURCE_SLICE) {
-		rule_generation_regress(&x, &req->old_object.u.slice);
-		rule_mapping_unversioned(&x, &req->old_object.u.slice);
+	if (old) {
+		rule_generation_regress(&x, old);
+		rule_mapping_unversioned(&x, old);
 	}
 }
