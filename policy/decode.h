@@ -6,11 +6,13 @@
  * kind); kinds no rule reads are skipped whole (OBJECT_OTHER).
  *
  * Strict where it reads: a member of the wrong type, a duplicate member, a
- * duplicate map key (capacity, mappings, labels, data, extra), an unsupported
- * version of a guarded kind, or more entries than the limits allow is an
- * error that names the JSON path ("request.object.spec.devices[3].capacity:
- * expected an object, got a string"). Everything in the model borrows from
- * the text and the arena. Thread-safe as long as each call has its own arena. */
+ * duplicate map key (capacity, mappings, consumed capacity, and the keys it
+ * reads of labels, data and extra), an unsupported version of a guarded
+ * kind, or more entries than the limits allow is an error that names the
+ * JSON path ("request.object.spec.devices[3].capacity: expected an object,
+ * got a string"). What no rule reads is only validated. Everything in the
+ * model borrows from the text and the arena. Thread-safe as long as each
+ * call has its own arena. */
 #ifndef DRA_GUARD_DECODE_H
 #define DRA_GUARD_DECODE_H
 
