@@ -48,7 +48,7 @@ int policy_loader_init(struct loader *l, struct policy_error *errs, size_t cap)
 /* A list of static items already in sorted order, with no patterns. */
 static struct string_list static_list(const struct str *items, size_t n)
 {
-	struct string_list l = { items, n, items, NULL, 0 };
+	struct string_list l = { items, n, items, NULL, NULL, 0 };
 
 	return l;
 }
@@ -463,7 +463,7 @@ bool policy_list_has(const struct string_list *l, struct str s)
 bool policy_list_glob(const struct string_list *l, struct str s)
 {
 	char name[512];
-	size_t i;
+	size_t i, k;
 
 	/* Node and Pod names are at most 253 bytes; a longer one matches nothing. */
 	if (s.len >= sizeof(name) || memchr(s.ptr, '\0', s.len))
@@ -478,9 +478,23 @@ bool policy_list_glob(const struct string_list *l, struct str s)
 				return true;
 		return false;
 	}
-	for (i = 0; i < l->npatterns; i++)
-		if (fnmatch(l->patterns[i].ptr, name, 0) == 0)
-			return true;
+	for (k = 0; k <= s.len && l->npatterns; k++) {
+		struct str head = { s.ptr, k };
+		size_t lo = 0, hi = l->npatterns;
+
+		/* The first pattern whose prefix is not below head. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (str_cmp(l->prefixes[mid], head) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (i = lo; i < l->npatterns && str_eq(l->prefixes[i], head); i++)
+			if (fnmatch(l->patterns[i].ptr, name, 0) == 0)
+				return true;
+	}
 	return false;
 }
 

@@ -53,7 +53,9 @@ struct string_list {
 	const struct str *items;      /* as written */
 	size_t n;
 	const struct str *sorted;     /* the same, sorted: lookups are binary searches */
-	const struct str *patterns;   /* the items with glob characters (* ? [ \\) */
+	const struct str *patterns;   /* the items with glob characters (* ? [ \\), */
+	const struct str *prefixes;   /* ... sorted by their literal prefix (prefixes[i],
+				       * the text before the first glob character) */
 	size_t npatterns;
 };
 
@@ -193,7 +195,9 @@ const struct resource_limit *policy_driver_resource(const struct driver_policy *
 bool policy_list_has(const struct string_list *l, struct str s);
 
 /* True when s matches one of the list's globs (fnmatch: * ? [..]): an item
- * without glob characters by binary search, the rest one by one. */
+ * without glob characters by binary search; of the patterns, only those whose
+ * literal prefix is a prefix of s are tried, each prefix of s found by binary
+ * search, so a long list costs about len(s) log n, not n calls of fnmatch(). */
 bool policy_list_glob(const struct string_list *l, struct str s);
 
 /* "file:line:col: path: msg" style one-liner of err into buf (n bytes). */

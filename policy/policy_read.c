@@ -174,29 +174,44 @@ static int str_ptr_cmp(const void *a, const void *b)
 	return str_cmp(*(const struct str *)a, *(const struct str *)b);
 }
 
-static bool is_pattern(struct str s)
+/* The length of s before its first glob character; s.len when it has none. */
+static size_t literal_prefix(struct str s)
 {
 	size_t i;
 
 	for (i = 0; i < s.len; i++)
 		if (s.ptr[i] == '*' || s.ptr[i] == '?' || s.ptr[i] == '[' || s.ptr[i] == '\\')
-			return true;
-	return false;
+			return i;
+	return s.len;
+}
+
+struct pattern_pair {
+	struct str prefix;
+	struct str pattern;
+};
+
+static int pattern_pair_cmp(const void *a, const void *b)
+{
+	return str_cmp(((const struct pattern_pair *)a)->prefix, ((const struct pattern_pair *)b)->prefix);
 }
 
 bool policy_index_list(struct loader *l, struct string_list *list, struct str *dup)
 {
-	struct str *sorted, *patterns;
+	struct str *sorted, *patterns, *prefixes;
+	struct pattern_pair *pairs;
 	size_t i, np = 0;
 
 	list->sorted = NULL;
 	list->patterns = NULL;
+	list->prefixes = NULL;
 	list->npatterns = 0;
 	if (list->n == 0)
 		return true;
 	sorted = arena_calloc(l->a, list->n, sizeof(*sorted));
 	patterns = arena_calloc(l->a, list->n, sizeof(*patterns));
-	if (!sorted || !patterns) {
+	prefixes = arena_calloc(l->a, list->n, sizeof(*prefixes));
+	pairs = arena_calloc(l->a, list->n, sizeof(*pairs));
+	if (!sorted || !patterns || !prefixes || !pairs) {
 		policy_fail_nomem(l);
 		return false;
 	}
@@ -208,11 +223,24 @@ bool policy_index_list(struct loader *l, struct string_list *list, struct str *d
 			return false;
 		}
 	}
-	for (i = 0; i < list->n; i++)
-		if (is_pattern(list->items[i]))
-			patterns[np++] = list->items[i];
+	for (i = 0; i < list->n; i++) {
+		size_t plen = literal_prefix(list->items[i]);
+
+		if (plen == list->items[i].len)
+			continue;
+		pairs[np].prefix.ptr = list->items[i].ptr;
+		pairs[np].prefix.len = plen;
+		pairs[np].pattern = list->items[i];
+		np++;
+	}
+	qsort(pairs, np, sizeof(*pairs), pattern_pair_cmp);
+	for (i = 0; i < np; i++) {
+		prefixes[i] = pairs[i].prefix;
+		patterns[i] = pairs[i].pattern;
+	}
 	list->sorted = sorted;
 	list->patterns = patterns;
+	list->prefixes = prefixes;
 	list->npatterns = np;
 	return true;
 }

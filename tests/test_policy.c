@@ -663,7 +663,8 @@ static void test_list_lookups(void **state)
 	for (i = 4095; i >= 0; i--)
 		fprintf(f, "%sg-%04d", i == 4095 ? "" : ", ", i);
 	fclose(f);
-	assert_true(asprintf(&text, HEAD "writers: {admins: [%s]}\ncanary: {nodes: [\"gpu-*\", worker-7, \"w?\"]}\n"
+	assert_true(asprintf(&text, HEAD "writers: {admins: [%s]}\ncanary: {nodes: [\"gpu-*\", worker-7, \"w?\", "
+			     "\"*-canary\", \"gpu-[ab]*-x\", \"rack-1?-*\"]}\n"
 			     "drivers:\n  a.example.com: {deviceClasses: [fast, slow]}\n  b.example.com: {deviceClasses: [fast]}\n"
 			     "freeze: {scope: {drivers: [a.example.com, b.example.com]}}\n", items) > 0);
 	p = load_ok(text);
@@ -675,7 +676,13 @@ static void test_list_lookups(void **state)
 	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("gpu-3")));
 	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("w1")));
 	assert_false(policy_list_glob(&p->canary_nodes, STR_LIT("worker-8")));
-	assert_int_equal(p->canary_nodes.npatterns, 2);
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("edge-canary")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("rack-12-n3")));
+	assert_false(policy_list_glob(&p->canary_nodes, STR_LIT("rack-2-n3")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("gpu-a1-x")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("gpu-")));
+	assert_false(policy_list_glob(&p->canary_nodes, STR_LIT("gp")));
+	assert_int_equal(p->canary_nodes.npatterns, 5);
 	assert_int_equal(p->freeze_driver_classes.n, 4);
 	assert_true(policy_list_has(&p->freeze_driver_classes, STR_LIT("fast")));
 	assert_true(policy_list_has(&p->freeze_driver_classes, STR_LIT("b.example.com")));
