@@ -226,8 +226,8 @@ def worst_policy_configmap(rng):
 
 
 def worst_policy():
-    """4096 drivers, admin groups, canary patterns and frozen drivers: every
-    policy list as long as the loader takes."""
+    """4096 drivers, admin groups, canary patterns and frozen drivers, the
+    freeze on: every policy list as long as the loader takes."""
     lines = ["apiVersion: dra-guard.io/v1alpha1", "kind: Policy", "enforcement: {default: deny}",
              "writers:", "  admins:"]
     lines += ["  - admin-%04d.example.com" % i for i in range(LIST_MAX)]
@@ -242,7 +242,10 @@ def worst_policy():
     lines += ["  - \"canary-%04d-*\"" % i for i in range(LIST_MAX)]
     lines += ["freeze:", "  scope:", "    drivers:"]
     lines += ["    - d%04d.example.com" % i for i in range(LIST_MAX - 2)]
-    return "\n".join(lines) + "\n"
+    # A ConfigMap manifest, so the freeze is on.
+    doc = "\n".join("    " + ln for ln in lines)
+    return ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dra-guard-policy, namespace: dra-guard}\n"
+            "data:\n  freeze: \"true\"\n  freeze-reason: worst shapes\n  policy.yaml: |\n" + doc + "\n")
 
 
 WORST = (("worst-device-statuses.json", worst_device_statuses), ("worst-slice.json", worst_slice),

@@ -217,7 +217,7 @@ static int decode_object_value(struct dctx *d, struct k8s_object *o, bool bare)
 	struct jscan marks[3], end;
 	bool marked[3] = { false, false, false };
 	bool have_av = false, have_kind = false, known = !bare;
-	struct jscan_str key;
+	struct jscan_str key = { NULL, 0, false };
 	uint32_t seen = 0;
 	unsigned npath;
 	size_t start;
