@@ -144,8 +144,10 @@ def worst_slice(rng):
     by key, and every device's mappings compared with the old ones (5.6 MB,
     under the server's 8 MiB --max-body)."""
     def device(i):
-        caps = {"c%03d" % k: {"value": "%dGi" % (k + 1)} for k in reversed(range(MAP_MAX))}
-        maps = {"hugepages-%dKi" % (k + 1): {"capacityKey": "c%03d" % k, "allocationMultiplier": "1"}
+        # One unit of each capacity maps one page: every rule passes, so the
+        # verdict is the work of the comparisons alone.
+        caps = {"c%03d" % k: {"value": "%d" % (k + 1)} for k in reversed(range(MAP_MAX))}
+        maps = {"hugepages-%dKi" % (k + 1): {"capacityKey": "c%03d" % k, "allocationMultiplier": "%dKi" % (k + 1)}
                 for k in reversed(range(MAP_MAX))}
         return {"name": "dev-%03d" % i, "allowMultipleAllocations": True, "capacity": caps,
                 "nodeAllocatableResourceMappings": maps}
