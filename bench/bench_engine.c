@@ -1,19 +1,24 @@
 /* bench_engine.c - where the time of one decision goes: scan, decode, decide, encode.
  *
- *   bench_engine [-d DIR] [-r ROUNDS] [-m MIN_MS] [-o results.json] [-n COUNT] [BODY...]
+ *   bench_engine [-d DIR] [-r ROUNDS] [-m MIN_MS] [-o results.json] [-n COUNT] [-p POLICY] [-w]
+ *                [-c] [BODY...]
  *
  * For each AdmissionReview body (default: the slice-N.json UPDATE reviews for
  * N = 1 8 32 128, claim-status.json and pod-status.json from
- * bench/gen_bodies.py in DIR) it times, separately:
+ * bench/gen_bodies.py in DIR; with -w the worst-*.json bodies, the worst
+ * shape of each rule's input, under DIR/worst-policy.yaml) it times,
+ * separately:
  *   skip    a validating jscan_skip of the whole body (the floor for any decoder)
  *   decode  decode_review() into the typed model
- *   decide  engine_decide() on the decoded request (built-in policy)
+ *   decide  engine_decide() on the decoded request (the built-in policy, or
+ *           -p POLICY)
  *   encode  review_encode() of the verdict
  *   total   admission_handle(): all of it, as the server runs it
  * and prints ns per operation, decisions per second and MB/s, best of ROUNDS
  * rounds each lasting at least MIN_MS (the minimum is the figure least
  * disturbed by whatever else the machine runs; rounds visit the bodies in
- * turn). With -o it also writes the figures as JSON. A benchmark, not a
+ * turn); -c measures the thread's CPU time instead of the wall clock. With -o
+ * it also writes the figures as JSON. A benchmark, not a
  * test: nothing here passes or fails, except that every body must decode and
  * be decided.
  *
@@ -61,11 +66,15 @@ struct bench {
 	struct verdict verdict;
 };
 
+/* -c: CPU time of this thread instead of the wall clock, for a machine
+ * shared with other work (the figures then leave out time spent waiting). */
+static clockid_t bench_clock = CLOCK_MONOTONIC;
+
 static double now_ns(void)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(bench_clock, &t);
 	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
@@ -134,13 +143,13 @@ static int prepare(struct bench *b, struct body *body)
 	return rc;
 }
 
-static void write_json(FILE *f, struct body *bodies, size_t n, int rounds, double min_ms)
+static void write_json(FILE *f, struct body *bodies, size_t n, int rounds, double min_ms, const char *policy_name)
 {
 	size_t i;
 	int p;
 
-	fprintf(f, "{\"benchmark\":\"engine\",\"rounds\":%d,\"min_ms\":%.0f,\"policy\":\"built-in\",\"bodies\":[",
-		rounds, min_ms);
+	fprintf(f, "{\"benchmark\":\"engine\",\"rounds\":%d,\"min_ms\":%.0f,\"policy\":\"%s\",\"bodies\":[",
+		rounds, min_ms, policy_name);
 	for (i = 0; i < n; i++) {
 		fprintf(f, "%s{\"name\":\"%s\",\"bytes\":%zu,\"allowed\":%s,\"violations\":%u", i ? "," : "",
 			bodies[i].name, bodies[i].len, bodies[i].allowed ? "true" : "false", bodies[i].violations);
@@ -156,7 +165,14 @@ static void write_json(FILE *f, struct body *bodies, size_t n, int rounds, doubl
 int main(int argc, char **argv)
 {
 	static const char *const defaults[] = { "slice-1.json", "slice-8.json", "slice-32.json",
-						"slice-128.json", "claim-status.json", "pod-status.json" };
+						"slice-128.json", "claim-status.json", "pod-status.json", NULL };
+	static const char *const worst[] = { "worst-device-statuses.json", "worst-slice.json",
+					     "worst-groups.json", "worst-freeze-classes.json",
+					     "worst-canary.json", "worst-pod-statuses.json",
+					     "worst-policy-configmap.json", NULL };
+	const char *const *list = defaults;
+	const char *policy_path = NULL;
+	char worst_policy[4096];
 	static struct body bodies[MAX_BODIES];
 	struct policy *pol = NULL;
 	struct bench b;
@@ -166,20 +182,28 @@ int main(int argc, char **argv)
 	long profile_count = 0;
 	size_t n = 0, i;
 
-	while ((c = getopt(argc, argv, "d:r:m:o:n:")) != -1) {
+	while ((c = getopt(argc, argv, "d:r:m:o:n:p:wc")) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'r': rounds = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
 		case 'm': min_ms = atof(optarg) > 0 ? atof(optarg) : 1; break;
 		case 'o': json_out = optarg; break;
 		case 'n': profile_count = atol(optarg) > 0 ? atol(optarg) : 1; break;
+		case 'p': policy_path = optarg; break;
+		case 'w': list = worst; break;
+		case 'c': bench_clock = CLOCK_THREAD_CPUTIME_ID; break;
 		default:
-			fprintf(stderr, "usage: bench_engine [-d DIR] [-r ROUNDS] [-m MIN_MS] [-o FILE] [-n COUNT] [BODY...]\n");
+			fprintf(stderr, "usage: bench_engine [-d DIR] [-r ROUNDS] [-m MIN_MS] [-o FILE] [-n COUNT] "
+				"[-p POLICY] [-w] [-c] [BODY...]\n");
 			return 2;
 		}
 	}
-	for (i = 0; optind + (int)i < argc || (optind == argc && i < sizeof(defaults) / sizeof(defaults[0])); i++) {
-		const char *name = optind < argc ? argv[optind + (int)i] : defaults[i];
+	if (list == worst && !policy_path) {
+		snprintf(worst_policy, sizeof(worst_policy), "%s/worst-policy.yaml", dir);
+		policy_path = worst_policy;
+	}
+	for (i = 0; optind + (int)i < argc || (optind == argc && list[i]); i++) {
+		const char *name = optind < argc ? argv[optind + (int)i] : list[i];
 		char path[4096];
 		int rc;
 
@@ -196,9 +220,30 @@ int main(int argc, char **argv)
 		n++;
 	}
 	memset(&b, 0, sizeof(b));
-	if (policy_builtin(&pol) || arena_new(256 << 20, &b.decode_arena) || arena_new(256 << 20, &b.work_arena))
+	if (policy_path) {
+		struct policy_error perr;
+		char *text = NULL;
+		size_t len = 0;
+		int rc = fileio_read(policy_path, 16 * 1024 * 1024, &text, &len);
+
+		if (rc == 0)
+			rc = policy_load(text, len, &pol, &perr);
+		free(text);
+		if (rc) {
+			char line[1024];
+
+			policy_error_format(&perr, line, sizeof(line));
+			fprintf(stderr, "bench_engine: %s: %s\n", policy_path, rc == -EINVAL ? line : strerror(-rc));
+			return 1;
+		}
+	} else if (policy_builtin(&pol)) {
+		return 1;
+	}
+	if (arena_new(256 << 20, &b.decode_arena) || arena_new(256 << 20, &b.work_arena))
 		return 1;
 	b.pol = pol;
+	b.opt.self_name = str_from_cstr("dra-guard-policy");
+	b.opt.self_namespace = str_from_cstr("dra-guard");
 	decode_limits_default(&b.lim);
 	buf_init(&b.out, 64 << 20);
 	if (profile_count > 0) {
@@ -216,7 +261,7 @@ int main(int argc, char **argv)
 		}
 		goto out;
 	}
-	printf("%-14s %8s %10s %10s %10s %10s %10s %12s %9s\n", "body", "bytes", "skip ns", "decode ns",
+	printf("%-24s %8s %10s %10s %10s %10s %10s %12s %9s\n", "body", "bytes", "skip ns", "decode ns",
 	       "decide ns", "encode ns", "total ns", "decisions/s", "decode MB/s");
 	for (i = 0; i < n; i++)
 		for (p = 0; p < PHASE_COUNT; p++)
@@ -235,7 +280,7 @@ int main(int argc, char **argv)
 			}
 		}
 	for (i = 0; i < n; i++) {
-		printf("%-14s %8zu %10.0f %10.0f %10.0f %10.0f %10.0f %12.0f %9.0f\n", bodies[i].name, bodies[i].len,
+		printf("%-24s %8zu %10.0f %10.0f %10.0f %10.0f %10.0f %12.0f %9.0f\n", bodies[i].name, bodies[i].len,
 		       bodies[i].best_ns[PHASE_SKIP], bodies[i].best_ns[PHASE_DECODE], bodies[i].best_ns[PHASE_DECIDE],
 		       bodies[i].best_ns[PHASE_ENCODE], bodies[i].best_ns[PHASE_TOTAL],
 		       1e9 / bodies[i].best_ns[PHASE_TOTAL],
@@ -248,7 +293,7 @@ int main(int argc, char **argv)
 			perror(json_out);
 			return 1;
 		}
-		write_json(f, bodies, n, rounds, min_ms);
+		write_json(f, bodies, n, rounds, min_ms, policy_path ? policy_path : "built-in");
 		fclose(f);
 	}
 out:

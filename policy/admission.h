@@ -16,7 +16,8 @@
 
 struct admission_result {
 	int http_status;                /* 200, or 400 when the body is not an AdmissionReview */
-	bool decoded;                   /* req is filled (at least uid, kind, operation) */
+	bool decoded;                   /* req.uid is set; the rest of req as far as the
+					 * decoder got (empty views otherwise) */
 	struct admission_request req;   /* borrowed from the body and the arena */
 	struct verdict verdict;         /* valid when http_status is 200 */
 	char error[DECODE_ERROR_MAX];   /* why decoding failed, "" otherwise */
@@ -24,11 +25,13 @@ struct admission_result {
 
 /* Answer the AdmissionReview in body[0..len) under pol and view (NULL:
  * none) at now_ns, as engine_decide() takes them. out receives the
- * response body: an AdmissionReview (http_status 200; a request that cannot
- * be decided is a denial with status 400 or 500 inside it) or, for a body
- * that is not an AdmissionReview at all, a JSON Status object (http_status
- * 400). Returns 0, or -ENOMEM/-E2BIG when even the answer could not be
- * written (out is then empty: the caller answers 500). */
+ * response body: an AdmissionReview (http_status 200; a review that cannot
+ * be decided, whatever the reason, is a denial with status 400 or 500
+ * inside it, or on the mutating endpoint an allow without a patch) or, for
+ * a body that is not JSON, not an AdmissionReview v1 or has no
+ * request.uid, a JSON Status object (http_status 400). Returns 0, or
+ * -ENOMEM/-E2BIG when even the answer could not be written (out is then
+ * empty: the caller answers 500). */
 int admission_handle(const struct policy *pol, const struct view *view, int64_t now_ns,
 		     const struct engine_options *opt,
 		     const struct decode_limits *lim, const char *body, size_t len,

@@ -9,15 +9,24 @@
 
 #define CHECK_TEXT_MAX 2048
 
+/* A denial of something the stored object already holds would refuse every
+ * later write of it (a driver's republish after the policy tightened)
+ * while leaving what it objects to in place: it is warned instead. */
+#define UNCHANGED_NOTE "unchanged from the stored object, so warned, not denied: "
+
 static void record(struct check *c, enum rule_id id, struct str path, const char *msg)
 {
-	enum action action;
+	enum action action = policy_action(c->policy, id);
+	const char *note = "";
 	struct str message;
 	int rc;
 
 	if (c->error)
 		return;
-	action = policy_action(c->policy, id);
+	if (c->preexisting && action == ACTION_DENY) {
+		action = ACTION_WARN;
+		note = UNCHANGED_NOTE;
+	}
 #ifdef DRA_GUARD_MUTANT
 	rc = mutant_action(id, action, c->verdict);
 	if (rc < 0)
@@ -25,9 +34,9 @@ static void record(struct check *c, enum rule_id id, struct str path, const char
 	action = (enum action)rc;
 #endif
 	if (path.len)
-		rc = arena_printf(c->arena, &message, "%.*s: %s", STR_FMT(path), msg);
+		rc = arena_printf(c->arena, &message, "%.*s: %s%s", STR_FMT(path), note, msg);
 	else
-		rc = arena_strdup(c->arena, msg, strlen(msg), &message);
+		rc = arena_printf(c->arena, &message, "%s%s", note, msg);
 	if (rc == 0)
 		rc = verdict_add(c->verdict, c->arena, id, action, path, message);
 	if (rc)

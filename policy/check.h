@@ -26,11 +26,16 @@ struct check {
 	struct arena *arena;
 	struct verdict *verdict;
 	int error;                   /* first failure (arena, cap): the engine fails closed */
+	bool preexisting;            /* what is reported now is already in the stored
+				      * object, unchanged by this UPDATE: a deny is
+				      * reported as a warning (set by the rule) */
 };
 
 /* Record a violation of rule id at path (a fixed string, may be "") with a
  * message (printf format) that names the value and what would be accepted.
- * The stored message is "<path>: <message>". Failures are kept in c->error. */
+ * The stored message is "<path>: <message>". Failures are kept in c->error.
+ * While c->preexisting is set, a violation whose action is deny is recorded
+ * as warn, its message marked as unchanged from the stored object. */
 void check_violation(struct check *c, enum rule_id id, const char *path, const char *msg_fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 

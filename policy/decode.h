@@ -6,11 +6,13 @@
  * kind); kinds no rule reads are skipped whole (OBJECT_OTHER).
  *
  * Strict where it reads: a member of the wrong type, a duplicate member, a
- * duplicate map key (capacity, mappings, labels, data, extra), an unsupported
- * version of a guarded kind, or more entries than the limits allow is an
- * error that names the JSON path ("request.object.spec.devices[3].capacity:
- * expected an object, got a string"). Everything in the model borrows from
- * the text and the arena. Thread-safe as long as each call has its own arena. */
+ * duplicate map key (capacity, mappings, consumed capacity, and the keys it
+ * reads of labels, data and extra), an unsupported version of a guarded
+ * kind, or more entries than the limits allow is an error that names the
+ * JSON path ("request.object.spec.devices[3].capacity: expected an object,
+ * got a string"). What no rule reads is only validated. Everything in the
+ * model borrows from the text and the arena. Thread-safe as long as each
+ * call has its own arena. */
 #ifndef DRA_GUARD_DECODE_H
 #define DRA_GUARD_DECODE_H
 
@@ -23,11 +25,19 @@
 /* The API server's own limit on devices in one ResourceSlice. */
 #define DECODE_API_MAX_DEVICES 128
 
+/* Limits on what the decoder keeps. Content no rule reads (other labels,
+ * other ConfigMap keys, other extra keys, opaque parameters, managed
+ * fields) is validated and skipped, bounded only by the body's size and
+ * max_depth: Kubernetes sets no count limit on it, and refusing it would
+ * refuse ordinary writes. */
 struct decode_limits {
-	unsigned max_depth;          /* JSON nesting */
+	unsigned max_depth;          /* JSON nesting, counted from the review's root */
 	uint32_t max_devices;        /* spec.devices per slice */
-	uint32_t max_map_entries;    /* capacity names, mappings, extra keys per map */
-	uint32_t max_list;           /* groups, extra values, results, reservedFor, devices status, claim statuses, requests */
+	uint32_t max_map_entries;    /* capacity names, mappings, consumed capacity, claim
+				      * resources per map */
+	uint32_t max_list;           /* groups, values of a read extra key, results,
+				      * reservedFor, device statuses, claim statuses,
+				      * requests, device classes, valid values */
 };
 
 #define DECODE_ERROR_MAX 512
@@ -37,8 +47,8 @@ struct decode_error {
 	size_t offset;               /* byte offset in the text */
 };
 
-/* max_depth 64, max_devices DECODE_API_MAX_DEVICES, max_map_entries 256,
- * max_list 4096. */
+/* max_depth JSCAN_DEPTH_LIMIT (all the API server can send), max_devices
+ * DECODE_API_MAX_DEVICES, max_map_entries 256, max_list 4096. */
 void decode_limits_default(struct decode_limits *lim);
 
 /* Decode an admission.k8s.io/v1 AdmissionReview request body. lim NULL
@@ -55,6 +65,15 @@ void decode_limits_default(struct decode_limits *lim);
 int decode_review(const char *body, size_t len, const struct decode_limits *lim,
 		  struct arena *a, struct admission_request *out,
 		  struct decode_error *err);
+
+/* Find request.uid in an AdmissionReview the full decoder refused (a limit,
+ * the nesting depth, a member of the wrong type), so the refusal can still
+ * be answered inside a review. Reads nothing else, and validates the whole
+ * text as JSON nested at most JSCAN_DEPTH_LIMIT deep. Returns 0 with *uid
+ * (borrowed from body or a): the text is JSON, an admission.k8s.io/v1
+ * AdmissionReview, with a non-empty string request.uid; -EBADMSG otherwise,
+ * or the arena's error. */
+int decode_review_uid(const char *body, size_t len, struct arena *a, struct str *uid);
 
 /* Decode one bare object (dry-run input): its kind comes from its own
  * apiVersion and kind members, which may come anywhere in it. Kinds no rule

@@ -8,6 +8,7 @@
  * doubling; every map checks its cap and refuses a duplicate key before
  * an entry is made. Every kind's decoder is built from these. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "decode_impl.h"
@@ -175,47 +176,76 @@ int decode_read_str_list(struct dctx *d, struct str **out, uint32_t *n)
 }
 
 int decode_map_entry(struct dctx *d, const struct jscan_str *key, void *arr, uint32_t from,
-		     uint32_t n, size_t size, size_t key_off, const char *what, struct str *k,
-		     void **grown)
+		     uint32_t n, size_t size, const char *what, struct str *k, void **grown)
 {
-	uint32_t i;
 	int rc;
 
 	if (n - from >= d->lim->max_map_entries)
 		return decode_limit_fail(d, what, d->lim->max_map_entries);
 	if ((rc = decode_read_key(d, key, k)) != 0)
 		return rc;
-	for (i = from; i < n; i++) {
-		struct str seen;
-
-		memcpy(&seen, (const char *)arr + i * size + key_off, sizeof(seen));
-		if (str_eq(seen, *k))
-			return decode_key_fail(d, "key", key);
-	}
 	if (!(arr = decode_reserve(d, arr, n, size)))
 		return d->rc;
 	*grown = arr;
 	return 0;
 }
 
-int decode_map_key(struct dctx *d, const struct jscan_str *key, struct str **keys, uint32_t *n,
-		   const char *what, struct str *k)
+static int key_cmp(const void *a, const void *b)
 {
-	void *grown = NULL;
-	int rc = decode_map_entry(d, key, *keys, 0, *n, sizeof(**keys), 0, what, k, &grown);
+	return str_cmp(*(const struct str *)a, *(const struct str *)b);
+}
 
-	if (rc == 0) {
-		*keys = grown;
-		(*keys)[(*n)++] = *k;
+/* Small maps are sorted in place by insertion: no call, and linear when the
+ * keys already come in order, as the API server writes them. */
+#define SORT_INSERTION_MAX 16
+
+int decode_map_sort(struct dctx *d, void *arr, uint32_t from, uint32_t n, size_t size, const char *what,
+		    size_t at)
+{
+	char *base, tmp[DECODE_MAP_ELEM_MAX];
+	uint32_t count = n - from, i, j;
+
+	if (count < 2)
+		return 0;
+	base = (char *)arr + (size_t)from * size;
+	if (count > SORT_INSERTION_MAX || size > sizeof(tmp)) {
+		qsort(base, count, size, key_cmp);
+	} else {
+		for (i = 1; i < count; i++) {
+			for (j = i; j > 0 && key_cmp(base + (j - 1) * size, base + i * size) > 0; j--)
+				;
+			if (j == i)
+				continue;
+			memcpy(tmp, base + i * size, size);
+			memmove(base + (j + 1) * size, base + j * size, (i - j) * size);
+			memcpy(base + j * size, tmp, size);
+		}
 	}
-	return rc;
+	for (i = 1; i < count; i++) {
+		const struct str *prev = (const struct str *)(base + (i - 1) * size);
+		const struct str *cur = (const struct str *)(base + i * size);
+
+		if (str_eq(*prev, *cur)) {
+			int shown = cur->len > MSG_KEY_MAX ? MSG_KEY_MAX : (int)cur->len;
+
+			/* A key that needed no unescaping points into the text. */
+			if (cur->ptr > d->text && cur->ptr < d->text + jscan_offset(&d->s))
+				at = (size_t)(cur->ptr - 1 - d->text);
+			return decode_fail_at(d, d->schema_err, at, "duplicate %s \"%.*s\"", what, shown,
+					      cur->ptr);
+		}
+	}
+	return 0;
 }
 
 int decode_quantity_map(struct dctx *d, struct named_quantity **out, uint32_t *nout)
 {
 	struct jscan_str key;
+	size_t at;
 	int r, rc;
 
+	jscan_peek(&d->s);
+	at = decode_here(d);
 	if ((r = decode_enter_object(d)) <= 0)
 		return r;
 	while ((r = decode_next_key(d, &key)) == 1) {
@@ -224,8 +254,7 @@ int decode_quantity_map(struct dctx *d, struct named_quantity **out, uint32_t *n
 		void *grown = NULL;
 
 		decode_path_push(d, key.ptr, key.len);
-		if ((rc = decode_map_entry(d, &key, *out, 0, *nout, sizeof(*q),
-					   offsetof(struct named_quantity, name), "entries", &name,
+		if ((rc = decode_map_entry(d, &key, *out, 0, *nout, sizeof(*q), "entries", &name,
 					   &grown)) != 0)
 			return rc;
 		*out = grown;
@@ -236,7 +265,7 @@ int decode_quantity_map(struct dctx *d, struct named_quantity **out, uint32_t *n
 		(*nout)++;
 		decode_path_pop(d);
 	}
-	return r;
+	return r < 0 ? r : decode_map_sort(d, *out, 0, *nout, sizeof(**out), "key", at);
 }
 
 int decode_count_list(struct dctx *d, uint32_t *count, int (*first)(struct dctx *d, void *obj),

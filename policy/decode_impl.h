@@ -276,19 +276,25 @@ int decode_count_list(struct dctx *d, uint32_t *count, int (*first)(struct dctx 
 		      void *obj);
 
 /* Start element n of an arena array of size-byte elements keyed by a map
- * key (a struct str at key_off in each element): check the cap, decode the
- * key into *k, refuse one already among elements [from, n), and make room.
- * *grown gets the array (moved or not); element n is the caller's to fill
- * (a constant-size initialisation there is far cheaper than a memset of a
- * size known only here). 0 or an error (reported). */
+ * key: check the cap (at most max_map_entries among [from, n)), decode the
+ * key into *k and make room. *grown gets the array (moved or not); element
+ * n is the caller's to fill (a constant-size initialisation there is far
+ * cheaper than a memset of a size known only here). 0 or an error
+ * (reported). Duplicates are found by decode_map_sort() once the map has
+ * been read. */
 int decode_map_entry(struct dctx *d, const struct jscan_str *key, void *arr, uint32_t from,
-		     uint32_t n, size_t size, size_t key_off, const char *what, struct str *k,
-		     void **grown);
+		     uint32_t n, size_t size, const char *what, struct str *k, void **grown);
 
-/* A map key of an object whose values are only looked at, not kept:
- * refuse duplicates among the keys seen so far (kept in *keys). */
-int decode_map_key(struct dctx *d, const struct jscan_str *key, struct str **keys, uint32_t *n,
-		   const char *what, struct str *k);
+/* Largest element decode_map_sort() moves through its own buffer. */
+#define DECODE_MAP_ELEM_MAX 512
+
+/* Sort elements [from, n) of a keyed arena array by key (a struct str that
+ * must be each element's first member) and refuse a key that appears twice
+ * ("duplicate <what> ..."; at is the map's offset, used when the key's own
+ * cannot be told). n log n, so a map of many keys costs no more than its
+ * reading; rules look keys up by binary search. 0 or the error reported. */
+int decode_map_sort(struct dctx *d, void *arr, uint32_t from, uint32_t n, size_t size, const char *what,
+		    size_t at);
 
 /* name -> Quantity, for consumedCapacity and a Pod's claim resources. */
 int decode_quantity_map(struct dctx *d, struct named_quantity **out, uint32_t *nout);

@@ -13,14 +13,12 @@
 
 /* --- Pod ----------------------------------------------------------------- */
 
+/* Counted, not kept: the body's size bounds the count. */
 static int count_claims(struct dctx *d, void *obj)
 {
 	struct pod *p = obj;
-	int rc = decode_count_list(d, &p->nresource_claims, NULL, NULL);
 
-	if (rc == 0 && p->nresource_claims > d->lim->max_list)
-		return decode_limit_fail(d, "resource claims", d->lim->max_list);
-	return rc;
+	return decode_count_list(d, &p->nresource_claims, NULL, NULL);
 }
 
 const struct field decode_pod_spec_fields[] = {
@@ -93,33 +91,39 @@ const int decode_pod_status_nfields = COUNT(decode_pod_status_fields);
 
 /* --- ConfigMap ----------------------------------------------------------- */
 
-/* data: an object of strings; the guard's keys are kept. */
+/* data: the guard's keys are read; every other key is validated and
+ * skipped (a ConfigMap may hold any number of them, and no rule reads
+ * them). One of the guard's keys given twice is an error. */
 int decode_config_data(struct dctx *d, struct config_map *cm)
 {
-	struct str *keys = NULL;
-	uint32_t n = 0;
 	struct jscan_str key;
 	int r, rc;
 
 	if ((r = decode_enter_object(d)) <= 0)
 		return r;
 	while ((r = decode_next_key(d, &key)) == 1) {
-		struct str k, v = { NULL, 0 };
+		bool *has = NULL;
+		struct str *v = NULL;
 
 		decode_path_push(d, key.ptr, key.len);
-		if ((rc = decode_map_key(d, &key, &keys, &n, "data entries", &k)) != 0 ||
-		    (rc = decode_read_str(d, &v)) != 0)
-			return rc;
-		if (str_eq_cstr(k, "policy.yaml")) {
-			cm->has_policy = true;
-			cm->policy = v;
-		} else if (str_eq_cstr(k, "freeze")) {
-			cm->has_freeze = true;
-			cm->freeze = v;
-		} else if (str_eq_cstr(k, "freeze-reason")) {
-			cm->has_freeze_reason = true;
-			cm->freeze_reason = v;
+		if (jscan_str_is(&key, "policy.yaml")) {
+			has = &cm->has_policy;
+			v = &cm->policy;
+		} else if (jscan_str_is(&key, "freeze")) {
+			has = &cm->has_freeze;
+			v = &cm->freeze;
+		} else if (jscan_str_is(&key, "freeze-reason")) {
+			has = &cm->has_freeze_reason;
+			v = &cm->freeze_reason;
 		}
+		if (!has)
+			rc = decode_skip(d);
+		else if (*has)
+			rc = decode_key_fail(d, "data entry", &key);
+		else if ((rc = decode_read_str(d, v)) == 0)
+			*has = true;
+		if (rc)
+			return rc;
 		decode_path_pop(d);
 	}
 	return r;

@@ -21,12 +21,12 @@
 
 #define MAPPING_LABEL "dra-guard.io/mappings"
 
-/* labels: an object of strings; only the guard's own label is kept. */
+/* labels: only the guard's own label is read. Every other label is
+ * validated and skipped: Kubernetes sets no limit on how many a slice
+ * carries, and no rule reads them. */
 static int decode_labels(struct dctx *d, void *obj)
 {
 	struct object_meta *m = obj;
-	struct str *keys = NULL;
-	uint32_t n = 0;
 	struct jscan_str key;
 	int r, rc;
 
@@ -34,16 +34,17 @@ static int decode_labels(struct dctx *d, void *obj)
 		return r;
 	m->has_labels = true;
 	while ((r = decode_next_key(d, &key)) == 1) {
-		struct str k, v = { NULL, 0 };
-
 		decode_path_push(d, key.ptr, key.len);
-		if ((rc = decode_map_key(d, &key, &keys, &n, "labels", &k)) != 0 ||
-		    (rc = decode_read_str(d, &v)) != 0)
-			return rc;
-		if (str_eq_cstr(k, MAPPING_LABEL)) {
+		if (!jscan_str_is(&key, MAPPING_LABEL)) {
+			rc = decode_skip(d);
+		} else if (m->has_mapping_label) {
+			rc = decode_key_fail(d, "label", &key);
+		} else {
 			m->has_mapping_label = true;
-			m->mapping_label = v;
+			rc = decode_read_str(d, &m->mapping_label);
 		}
+		if (rc)
+			return rc;
 		decode_path_pop(d);
 	}
 	return r;
@@ -183,16 +184,43 @@ static int classify_bare(struct dctx *d, struct k8s_object *o)
 	return 0;
 }
 
+/* Keep the text of a top-level member other than metadata: key, and the
+ * value between start and the scanner's position. Past
+ * MODEL_OBJECT_MEMBERS_MAX members the object is marked incomplete (an
+ * UPDATE of it then always runs the rules). */
+static int keep_member(struct dctx *d, struct k8s_object *o, const struct jscan_str *key, size_t start)
+{
+	struct object_member *m;
+
+	if (!o->members_complete)
+		return 0;
+	if (o->nmembers >= MODEL_OBJECT_MEMBERS_MAX) {
+		o->members_complete = false;
+		return 0;
+	}
+	if (!(o->members = decode_reserve(d, o->members, o->nmembers, sizeof(*m))))
+		return d->rc;
+	m = &o->members[o->nmembers++];
+	m->key.ptr = key->ptr;
+	m->key.len = key->len;
+	m->value.ptr = d->text + start;
+	m->value.len = decode_here(d) - start;
+	return 0;
+}
+
 /* Decode the object value here into o. In a review, o->kind and o->version
  * come from request.kind; a bare object (bare) names its own, and spec,
- * status and data seen before both are decoded from marks afterwards. */
+ * status and data seen before both are decoded from marks afterwards.
+ * Every member but metadata is also kept as text (keep_member()). */
 static int decode_object_value(struct dctx *d, struct k8s_object *o, bool bare)
 {
 	struct jscan marks[3], end;
 	bool marked[3] = { false, false, false };
 	bool have_av = false, have_kind = false, known = !bare;
+	struct jscan_str key = { NULL, 0, false };
 	uint32_t seen = 0;
 	unsigned npath;
+	size_t start;
 	int r, rc = 0, id = -1, i;
 
 	if (!bare && o->kind == OBJECT_OTHER)
@@ -203,7 +231,20 @@ static int decode_object_value(struct dctx *d, struct k8s_object *o, bool bare)
 		return decode_type_fail(d, "an object");
 	if (jscan_object_enter(&d->s) < 0)
 		return decode_scan_fail(d);
-	while ((r = decode_next_member(d, object_fields, COUNT(object_fields), &seen, &id, NULL)) == 1) {
+	o->members_complete = true;
+	while ((r = decode_next_member(d, object_fields, COUNT(object_fields), &seen, &id, &key)) != 0) {
+		if (r < 0)
+			return r;
+		jscan_peek(&d->s);
+		start = decode_here(d);
+		if (r == NEXT_UNKNOWN) {
+			/* A member no rule reads: validated, skipped, kept as text. */
+			decode_path_push(d, key.ptr, key.len);
+			if ((rc = decode_skip(d)) != 0 || (rc = keep_member(d, o, &key, start)) != 0)
+				return rc;
+			decode_path_pop(d);
+			continue;
+		}
 		switch (id) {
 		case OB_API_VERSION: rc = decode_read_str_opt(d, &o->api_version, &have_av); break;
 		case OB_KIND: rc = decode_read_str_opt(d, &o->kind_name, &have_kind); break;
@@ -221,19 +262,23 @@ static int decode_object_value(struct dctx *d, struct k8s_object *o, bool bare)
 			if (known) {
 				rc = decode_section(d, o, id);
 			} else {
-				jscan_peek(&d->s);
 				marks[id - OB_SPEC] = d->s;
 				marked[id - OB_SPEC] = true;
 				rc = decode_skip(d);
 			}
 			break;
 		}
+		if (rc == 0 && id != OB_METADATA) {
+			key.ptr = object_fields[id].name;
+			key.len = object_fields[id].len;
+			rc = keep_member(d, o, &key, start);
+		}
 		if (rc)
 			return rc;
 		decode_path_pop(d);
 	}
-	if (r < 0 || known)
-		return r;
+	if (known)
+		return 0;
 	/* A bare object whose apiVersion and kind came late, or never. */
 	if (!have_av || !have_kind || o->kind_name.len == 0)
 		return decode_fail(d, -EPROTO, "%s is missing: a Kubernetes object names its kind with "
@@ -301,10 +346,14 @@ static const struct field gvr_fields[] = {
 	FSTR("resource", struct group_version_resource, resource),
 };
 
+/* The extra keys a rule reads; every other key is validated and skipped. */
+static const char *const read_extra_keys[] = { MODEL_EXTRA_NODE_NAME, MODEL_EXTRA_POD_NAME };
+
 static int decode_extra(struct dctx *d, void *obj)
 {
 	struct user_info *u = obj;
 	struct jscan_str key;
+	size_t i;
 	int r, rc;
 
 	if ((r = decode_enter_object(d)) <= 0)
@@ -313,13 +362,25 @@ static int decode_extra(struct dctx *d, void *obj)
 		struct user_extra *e;
 		struct str k;
 		void *grown = NULL;
+		uint32_t j;
 
 		decode_path_push(d, key.ptr, key.len);
-		if ((rc = decode_map_entry(d, &key, u->extra, 0, u->nextra, sizeof(*e),
-					   offsetof(struct user_extra, key), "extra keys", &k,
+		for (i = 0; i < sizeof(read_extra_keys) / sizeof(read_extra_keys[0]); i++)
+			if (jscan_str_is(&key, read_extra_keys[i]))
+				break;
+		if (i == sizeof(read_extra_keys) / sizeof(read_extra_keys[0])) {
+			if ((rc = decode_skip(d)) != 0)
+				return rc;
+			decode_path_pop(d);
+			continue;
+		}
+		if ((rc = decode_map_entry(d, &key, u->extra, 0, u->nextra, sizeof(*e), "extra keys", &k,
 					   &grown)) != 0)
 			return rc;
 		u->extra = grown;
+		for (j = 0; j < u->nextra; j++)
+			if (str_eq(u->extra[j].key, k))
+				return decode_key_fail(d, "key", &key);
 		e = &u->extra[u->nextra];
 		*e = (struct user_extra){ .key = k };
 		if ((rc = decode_read_str_list(d, &e->values, &e->nvalues)) != 0)
@@ -558,7 +619,7 @@ static void ctx_init(struct dctx *d, const char *text, size_t len, const struct 
 
 void decode_limits_default(struct decode_limits *lim)
 {
-	lim->max_depth = 64;
+	lim->max_depth = JSCAN_DEPTH_LIMIT;
 	lim->max_devices = DECODE_API_MAX_DEVICES;
 	lim->max_map_entries = 256;
 	lim->max_list = 4096;
@@ -655,4 +716,50 @@ int decode_object_as(const char *json, size_t len, enum object_kind kind, enum a
 	if (rc == 0 && jscan_finish(&d.s) < 0)
 		rc = decode_scan_fail(&d);
 	return rc;
+}
+
+static int decode_uid_only(struct dctx *d, void *obj)
+{
+	return decode_read_str(d, obj);
+}
+
+static const struct field uid_only_fields[] = {
+	FCALL("uid", decode_uid_only),
+};
+
+int decode_review_uid(const char *body, size_t len, struct arena *a, struct str *uid)
+{
+	struct decode_limits lim;
+	struct decode_error err;
+	struct dctx d;
+	struct str api = { NULL, 0 }, kind = { NULL, 0 }, found = { NULL, 0 };
+	bool have_api = false, have_kind = false;
+	uint32_t seen = 0;
+	int r, rc = 0, id = -1;
+
+	decode_limits_default(&lim);
+	lim.max_depth = JSCAN_DEPTH_LIMIT;
+	ctx_init(&d, body, len, &lim, a, &err, -EBADMSG);
+	if (jscan_peek(&d.s) != JSCAN_OBJECT || jscan_object_enter(&d.s) < 0)
+		return -EBADMSG;
+	while ((r = decode_next_member(&d, review_fields, COUNT(review_fields), &seen, &id, NULL)) == 1) {
+		switch (id) {
+		case TOP_API_VERSION: rc = decode_read_str_opt(&d, &api, &have_api); break;
+		case TOP_KIND: rc = decode_read_str_opt(&d, &kind, &have_kind); break;
+		case TOP_REQUEST:
+			/* Only uid is read; the rest is validated and skipped. */
+			rc = decode_fields(&d, uid_only_fields, COUNT(uid_only_fields), &found, NULL);
+			break;
+		}
+		if (rc)
+			return rc;
+		decode_path_pop(&d);
+	}
+	if (r < 0 || jscan_finish(&d.s) < 0)
+		return -EBADMSG;
+	if (!have_api || !str_eq_cstr(api, "admission.k8s.io/v1") || !have_kind ||
+	    !str_eq_cstr(kind, "AdmissionReview") || found.len == 0)
+		return -EBADMSG;
+	*uid = found;
+	return 0;
 }

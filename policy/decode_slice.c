@@ -12,38 +12,94 @@
 #include "decode_impl.h"
 #include "jscan.h"
 
+/* requestPolicy.validValues: a list of quantities. */
+static int read_quantity_elem(struct dctx *d, void *e)
+{
+	return decode_read_quantity(d, e);
+}
+
+static int decode_valid_values(struct dctx *d, void *obj)
+{
+	struct capacity_policy *p = obj;
+	void *arr = p->valid_values;
+	int rc = decode_list(d, &arr, &p->nvalid_values, sizeof(*p->valid_values), "valid values",
+			     read_quantity_elem);
+
+	p->valid_values = arr;
+	return rc;
+}
+
+static const struct field range_fields[] = {
+	FQTY("min", struct capacity_policy, min),
+	FQTY("max", struct capacity_policy, max),
+	FQTY("step", struct capacity_policy, step),
+};
+
+static int decode_valid_range(struct dctx *d, void *obj)
+{
+	struct capacity_policy *p = obj;
+
+	if (jscan_peek(&d->s) == JSCAN_OBJECT)
+		p->has_range = true;
+	return decode_fields(d, range_fields, COUNT(range_fields), p, NULL);
+}
+
+static const struct field policy_fields[] = {
+	FQTY("default", struct capacity_policy, default_value),
+	FCALL("validValues", decode_valid_values),
+	FCALL("validRange", decode_valid_range),
+};
+
 static int decode_request_policy(struct dctx *d, void *obj)
 {
-	return decode_read_raw_object(d, &((struct named_quantity *)obj)->policy_raw);
+	struct device_capacity *c = obj;
+	size_t start;
+	int rc;
+
+	if (jscan_peek(&d->s) != JSCAN_OBJECT)
+		return decode_fields(d, policy_fields, COUNT(policy_fields), &c->policy, NULL);
+	start = decode_here(d);
+	c->policy.present = true;
+	if ((rc = decode_fields(d, policy_fields, COUNT(policy_fields), &c->policy, NULL)) != 0)
+		return rc;
+	/* The cluster view reads it again as text. */
+	c->policy_raw.ptr = d->text + start;
+	c->policy_raw.len = decode_here(d) - start;
+	return 0;
 }
 
 static const struct field capacity_fields[] = {
-	FQTY("value", struct named_quantity, value),
+	FQTY("value", struct device_capacity, value),
 	FCALL("requestPolicy", decode_request_policy),
 };
 
-/* capacity: name -> DeviceCapacity (only its value is read). */
+_Static_assert(offsetof(struct device_capacity, name) == 0, "capacity is sorted by its first member");
+_Static_assert(offsetof(struct mapping, resource) == 0, "mappings are sorted by their first member");
+
+/* capacity: name -> DeviceCapacity (value and requestPolicy are read). */
 static int decode_capacity(struct dctx *d, void *obj)
 {
 	struct device *dev = obj;
 	struct jscan_str key;
+	size_t at;
 	int r, rc;
 
+	jscan_peek(&d->s);
+	at = decode_here(d);
 	if ((r = decode_enter_object(d)) <= 0)
 		return r;
 	while ((r = decode_next_key(d, &key)) == 1) {
-		struct named_quantity *c;
+		struct device_capacity *c;
 		struct str name;
 		void *grown = NULL;
 
 		decode_path_push(d, key.ptr, key.len);
 		if ((rc = decode_map_entry(d, &key, dev->capacity, 0, dev->ncapacity, sizeof(*c),
-					   offsetof(struct named_quantity, name), "capacity entries",
-					   &name, &grown)) != 0)
+					   "capacity entries", &name, &grown)) != 0)
 			return rc;
 		dev->capacity = grown;
 		c = &dev->capacity[dev->ncapacity];
-		*c = (struct named_quantity){ .name = name };
+		*c = (struct device_capacity){ .name = name };
 		if (jscan_peek(&d->s) != JSCAN_OBJECT && jscan_peek(&d->s) != JSCAN_NULL)
 			return decode_type_fail(d, "an object (a DeviceCapacity such as "
 						"{\"value\": \"80Gi\"})");
@@ -53,7 +109,11 @@ static int decode_capacity(struct dctx *d, void *obj)
 		dev->ncapacity++;
 		decode_path_pop(d);
 	}
-	return r;
+	if (r < 0)
+		return r;
+	dev->capacity_raw.ptr = d->text + at;
+	dev->capacity_raw.len = decode_here(d) - at;
+	return decode_map_sort(d, dev->capacity, 0, dev->ncapacity, sizeof(*dev->capacity), "key", at);
 }
 
 /* nodeAllocatableResourceMappings[key]: {allocationMultiplier, capacityKey} */
@@ -96,16 +156,19 @@ static const struct field v137_fields[] = {
 	FCALL("overhead", decode_v137_overhead),
 };
 
-/* One mapping map of a device. Entries of both shapes go to dev->mappings
- * in document order, so one map's entries are contiguous. */
+/* One mapping map of a device. Entries of both shapes go to dev->mappings,
+ * one map's entries contiguous and sorted by resource. */
 static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shape shape)
 {
 	const struct field *f = shape == MAPPING_V136 ? v136_fields : v137_fields;
 	int nf = shape == MAPPING_V136 ? COUNT(v136_fields) : COUNT(v137_fields);
 	uint32_t first = dev->nmappings;
 	struct jscan_str key;
+	size_t at;
 	int r, rc;
 
+	jscan_peek(&d->s);
+	at = decode_here(d);
 	if ((r = decode_enter_object(d)) <= 0)
 		return r;
 	if (shape == MAPPING_V136)
@@ -120,8 +183,7 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 
 		decode_path_push(d, key.ptr, key.len);
 		if ((rc = decode_map_entry(d, &key, dev->mappings, first, dev->nmappings, sizeof(*m),
-					   offsetof(struct mapping, resource), "mappings", &name,
-					   &grown)) != 0)
+					   "mappings", &name, &grown)) != 0)
 			return rc;
 		dev->mappings = grown;
 		m = &dev->mappings[dev->nmappings];
@@ -136,7 +198,9 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 		dev->nmappings++;
 		decode_path_pop(d);
 	}
-	return r;
+	if (r < 0)
+		return r;
+	return decode_map_sort(d, dev->mappings, first, dev->nmappings, sizeof(*dev->mappings), "key", at);
 }
 
 static int decode_v136_map(struct dctx *d, void *obj)
@@ -192,6 +256,10 @@ static int decode_device(struct dctx *d, struct device *dev, uint32_t index)
 		rc = decode_fields(d, device_fields, COUNT(device_fields), dev, NULL);
 	if (rc)
 		return rc;
+	/* Both shapes on one device (a schema violation the rules report):
+	 * order the whole array by shape, then resource, for lookups. */
+	if (dev->has_v136 && dev->has_v137 && dev->nmappings > 1 && dev->mappings[0].shape != MAPPING_V136)
+		model_sort_mappings(dev);
 	dev->raw.ptr = d->text + start;
 	dev->raw.len = decode_here(d) - start;
 	return 0;

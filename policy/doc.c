@@ -27,7 +27,7 @@
 void doc_limits_default(struct doc_limits *lim)
 {
 	lim->max_bytes = (size_t)16 << 20;
-	lim->max_depth = 64;
+	lim->max_depth = DOC_DEPTH_MAX;
 	lim->max_nodes = (size_t)4 << 20;
 	lim->max_docs = 10000;
 }

@@ -87,7 +87,9 @@ struct doc_error {
 
 struct doc_set;
 
-/* max_bytes 16 MiB, max_depth 64, max_nodes 4 Mi, max_docs 10000. */
+/* max_bytes 16 MiB, max_depth DOC_DEPTH_MAX (a claim's opaque parameters
+ * may nest deep, and dry-run must read what the cluster takes), max_nodes
+ * 4 Mi, max_docs 10000. */
 void doc_limits_default(struct doc_limits *lim);
 
 /* Parse a YAML stream (one or more documents; JSON is YAML too, but use

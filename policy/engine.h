@@ -21,7 +21,9 @@
 #define ENGINE_MAX_VIOLATIONS 4096
 
 struct engine_options {
-	bool mutate;                  /* the mutating endpoint: compute the patch */
+	bool mutate;                  /* compute the label patch of an allowed slice */
+	bool mutating_endpoint;       /* the server's /mutate: only the label patch,
+				       * always allowed; every rule is /validate's */
 	bool force_freeze;            /* dry-run --freeze: act as if frozen */
 	bool skip_identity_rules;     /* dry-run without --user: the request names no
 				       * real identity, so slice.writer* and status.*
@@ -38,7 +40,8 @@ struct engine_options {
  * borrowed for the call. Returns 0 with *out filled (allowed or not); a
  * negative errno only when the arena ran out, in which case *out is a
  * denial (code 500) all the same, so a caller that ignores the code still
- * never allows. */
+ * never allows. With opt->mutating_endpoint the verdict always allows, with
+ * the label patch when there is one to make. */
 int engine_decide(const struct policy *pol, const struct view *view,
 		  const struct engine_options *opt, const struct admission_request *req,
 		  int64_t now_ns, struct arena *a, struct verdict *out);

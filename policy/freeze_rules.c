@@ -13,20 +13,11 @@ static const char *reason_text(const struct check *c)
 
 /* A device class counts for a driver when the policy lists it under the
  * driver's deviceClasses, or when it carries the driver's own name (the
- * common convention: class gpu.example.com for driver gpu.example.com). */
+ * common convention: class gpu.example.com for driver gpu.example.com).
+ * The loader joined both for every frozen driver into one sorted list. */
 static bool class_in_driver_scope(const struct policy *p, struct str cls)
 {
-	size_t i;
-
-	for (i = 0; i < p->freeze_drivers.n; i++) {
-		const struct driver_policy *d = policy_driver(p, p->freeze_drivers.items[i]);
-
-		if (str_eq(cls, p->freeze_drivers.items[i]))
-			return true;
-		if (d && policy_list_has(&d->device_classes, cls))
-			return true;
-	}
-	return false;
+	return policy_list_has(&p->freeze_driver_classes, cls);
 }
 
 /* Is this claim inside freeze.scope? No scope means everything is. A claim

@@ -26,8 +26,11 @@
 /* Default nesting limit (encoding/json's is 10000; objects here are shallow). */
 #define JSCAN_DEFAULT_MAX_DEPTH 512
 /* The largest max_depth honoured; larger values are clamped to it. The skip
- * keeps one bit per open container on the C stack, so this bounds that. */
-#define JSCAN_DEPTH_LIMIT 10000
+ * keeps one bit per open container on the C stack, so this bounds that.
+ * The API server decodes objects with encoding/json's scanner, which
+ * refuses nesting deeper than 10000, so no object reaches a webhook deeper
+ * than that; an AdmissionReview adds three levels around it. */
+#define JSCAN_DEPTH_LIMIT 10240
 
 enum jscan_type {
 	JSCAN_EOF = 0,          /* no more input (only whitespace left) */

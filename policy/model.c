@@ -1,6 +1,8 @@
 /* model.c - small helpers over the typed objects. */
 #include "model.h"
 
+#include <stdlib.h>
+
 const struct str *model_user_extra(const struct user_info *u, const char *key, uint32_t *n)
 {
 	uint32_t i;
@@ -23,6 +25,19 @@ bool model_user_in_group(const struct user_info *u, struct str g)
 		if (str_eq(u->groups[i], g))
 			return true;
 	return false;
+}
+
+bool model_only_metadata_changed(const struct k8s_object *a, const struct k8s_object *b)
+{
+	uint32_t i;
+
+	if (a->kind != b->kind || a->kind == OBJECT_NONE || a->kind == OBJECT_OTHER ||
+	    !a->members_complete || !b->members_complete || a->nmembers != b->nmembers)
+		return false;
+	for (i = 0; i < a->nmembers; i++)
+		if (!str_eq(a->members[i].key, b->members[i].key) || !str_eq(a->members[i].value, b->members[i].value))
+			return false;
+	return true;
 }
 
 bool model_slice_has_mappings(const struct resource_slice *s)
@@ -72,4 +87,44 @@ const char *model_kind_name(enum object_kind k)
 		break;
 	}
 	return "";
+}
+
+static int mapping_cmp(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+
+	if (x->shape != y->shape)
+		return x->shape < y->shape ? -1 : 1;
+	return str_cmp(x->resource, y->resource);
+}
+
+void model_sort_mappings(struct device *d)
+{
+	qsort(d->mappings, d->nmappings, sizeof(*d->mappings), mapping_cmp);
+}
+
+const struct mapping *model_find_mapping(const struct device *d, enum mapping_shape shape, struct str resource)
+{
+	struct mapping key;
+
+	key.resource = resource;
+	key.shape = shape;
+	if (d->nmappings == 0)
+		return NULL;
+	return bsearch(&key, d->mappings, d->nmappings, sizeof(*d->mappings), mapping_cmp);
+}
+
+static int capacity_cmp(const void *a, const void *b)
+{
+	return str_cmp(((const struct device_capacity *)a)->name, ((const struct device_capacity *)b)->name);
+}
+
+const struct device_capacity *model_device_capacity(const struct device *d, struct str name)
+{
+	struct device_capacity key;
+
+	key.name = name;
+	if (d->ncapacity == 0)
+		return NULL;
+	return bsearch(&key, d->capacity, d->ncapacity, sizeof(*d->capacity), capacity_cmp);
 }

@@ -49,10 +49,8 @@ struct quantity_field {
 };
 
 struct named_quantity {
-	struct str name;
+	struct str name;            /* first member: a map's key */
 	struct quantity_field value;
-	struct str policy_raw;      /* a capacity's requestPolicy JSON text, len 0
-				     * when absent (read by the cluster view) */
 };
 
 enum mapping_shape {
@@ -64,7 +62,8 @@ enum mapping_shape {
  * allocationMultiplier; in the 1.37 shape it is mapping.deviceMultiplier and
  * capacity_multiplier is mapping.capacityMultiplier. */
 struct mapping {
-	struct str resource;        /* the map key, e.g. "memory", "hugepages-2Mi" */
+	struct str resource;        /* the map key, e.g. "memory", "hugepages-2Mi"
+				     * (first member: maps are sorted by it) */
 	enum mapping_shape shape;
 	bool is_null;               /* the entry's value was null */
 	struct quantity_field multiplier;
@@ -76,14 +75,34 @@ struct mapping {
 	struct str unknown_field;   /* first member not in the schema, len 0 if none */
 };
 
+/* A capacity's requestPolicy (DRAConsumableCapacity): which amounts one
+ * allocation may consume. Absent, a claim may consume any amount up to the
+ * capacity's value, and one that asks for none consumes all of it. */
+struct capacity_policy {
+	bool present;
+	struct quantity_field default_value;  /* consumed when a claim asks for none */
+	struct quantity_field *valid_values;  /* the only amounts, ascending */
+	uint32_t nvalid_values;
+	bool has_range;                       /* validRange */
+	struct quantity_field min, max, step; /* a request rounds up to min + k*step */
+};
+
+struct device_capacity {
+	struct str name;                      /* first member: the map's key */
+	struct quantity_field value;
+	struct capacity_policy policy;
+	struct str policy_raw;                /* requestPolicy's JSON text, len 0 when
+					       * absent (read by the cluster view) */
+};
+
 struct device {
 	uint32_t index;             /* position in spec.devices */
 	struct str name;
 	bool allow_multiple_allocations;
-	struct named_quantity *capacity;  /* capacity entries: name and value
-					   * (the "value" member of each entry) */
+	struct device_capacity *capacity; /* sorted by name */
 	uint32_t ncapacity;
-	struct mapping *mappings;   /* both shapes, in document order */
+	struct str capacity_raw;    /* the capacity map's JSON text, len 0 when absent */
+	struct mapping *mappings;   /* both shapes, sorted by shape then resource */
 	uint32_t nmappings;
 	bool has_v136;              /* nodeAllocatableResourceMappings present */
 	bool has_v137;              /* nodeAllocatableResources present */
@@ -199,12 +218,28 @@ struct object_meta {
 	bool deleting;              /* deletionTimestamp set */
 };
 
+/* A top-level member of an object other than metadata, as text. */
+struct object_member {
+	struct str key;             /* the key's raw bytes */
+	struct str value;           /* the value's JSON text */
+};
+
+/* Most top-level members an object's content is kept for; a Kubernetes
+ * object has about six. */
+#define MODEL_OBJECT_MEMBERS_MAX 32
+
 struct k8s_object {
 	enum object_kind kind;
 	enum api_version version;
 	struct str api_version;     /* as written, e.g. "resource.k8s.io/v1" */
 	struct str kind_name;       /* as written, e.g. "ResourceSlice" */
 	struct object_meta meta;
+	/* Every member but metadata, in document order, when the object has at
+	 * most MODEL_OBJECT_MEMBERS_MAX of them (members_complete): what tells
+	 * an UPDATE that changed only metadata. */
+	struct object_member *members;
+	uint32_t nmembers;
+	bool members_complete;
 	union {
 		struct resource_slice slice;
 		struct resource_claim claim;
@@ -255,8 +290,12 @@ struct admission_request {
 	struct k8s_object old_object;
 };
 
-/* The extra key ServiceAccount tokens bound to a Pod carry. */
+/* The extra keys a ServiceAccount token bound to a Pod carries
+ * (k8s.io/apiserver/pkg/authentication/serviceaccount, ServiceAccountInfo.
+ * UserInfo): the Pod's node, and the Pod's name (with pod-uid; the two are
+ * set together). The only extras the guard reads. */
 #define MODEL_EXTRA_NODE_NAME "authentication.kubernetes.io/node-name"
+#define MODEL_EXTRA_POD_NAME "authentication.kubernetes.io/pod-name"
 
 /* The values of extra[key], or NULL (with *n = 0) when absent. Borrowed. */
 const struct str *model_user_extra(const struct user_info *u, const char *key, uint32_t *n);
@@ -269,6 +308,23 @@ const char *model_op_name(enum admission_op op);
 
 /* Parse "CREATE", "UPDATE", "DELETE", "CONNECT"; ADMISSION_OP_UNKNOWN otherwise. */
 enum admission_op model_op_parse(struct str s);
+
+/* True when a and b were both decoded with all their members kept and
+ * every member but metadata has the same text in both, in the same order:
+ * an UPDATE from b to a then changed labels, annotations, ownerReferences,
+ * finalizers or managedFields and nothing a rule reads. Equal text is the
+ * same value; different text may still be (then this says false, and the
+ * rules run). */
+bool model_only_metadata_changed(const struct k8s_object *a, const struct k8s_object *b);
+
+/* Order d's mappings by shape, then resource (the decoder does it). */
+void model_sort_mappings(struct device *d);
+
+/* d's mapping of resource in shape, or NULL: a binary search. */
+const struct mapping *model_find_mapping(const struct device *d, enum mapping_shape shape, struct str resource);
+
+/* d's capacity named name, or NULL: a binary search. */
+const struct device_capacity *model_device_capacity(const struct device *d, struct str name);
 
 /* True when any device of s maps a node resource (either shape). */
 bool model_slice_has_mappings(const struct resource_slice *s);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -44,24 +45,78 @@ int policy_loader_init(struct loader *l, struct policy_error *errs, size_t cap)
 	return 0;
 }
 
+/* A list of static items already in sorted order, with no patterns. */
+static struct string_list static_list(const struct str *items, size_t n)
+{
+	struct string_list l = { items, n, items, NULL, NULL, 0 };
+
+	return l;
+}
+
 static void apply_defaults(struct loader *l)
 {
 	static const struct str default_scheduler = { POLICY_DEFAULT_SCHEDULER,
 						      sizeof(POLICY_DEFAULT_SCHEDULER) - 1 };
-
+	/* Sorted: the lists are searched by bisection. */
 	static const struct str default_allocators[] = {
-		{ POLICY_DEFAULT_ALLOCATOR_SA, sizeof(POLICY_DEFAULT_ALLOCATOR_SA) - 1 },
 		{ POLICY_DEFAULT_ALLOCATOR_KCM, sizeof(POLICY_DEFAULT_ALLOCATOR_KCM) - 1 },
+		{ POLICY_DEFAULT_ALLOCATOR_SA, sizeof(POLICY_DEFAULT_ALLOCATOR_SA) - 1 },
+	};
+	static const struct str default_collectors[] = {
+		{ POLICY_DEFAULT_ALLOCATOR_KCM, sizeof(POLICY_DEFAULT_ALLOCATOR_KCM) - 1 },
+		{ POLICY_DEFAULT_COLLECTOR_SA, sizeof(POLICY_DEFAULT_COLLECTOR_SA) - 1 },
 	};
 
-	if (l->p->schedulers.n == 0) {
-		l->p->schedulers.items = &default_scheduler;
-		l->p->schedulers.n = 1;
+	if (l->p->schedulers.n == 0)
+		l->p->schedulers = static_list(&default_scheduler, 1);
+	if (!l->p->has_allocators)
+		l->p->allocators = static_list(default_allocators, 2);
+	if (!l->p->has_collectors)
+		l->p->collectors = static_list(default_collectors, 2);
+}
+
+/* The device classes a freeze scoped to drivers covers: each listed
+ * driver's name (the usual class name) and the classes it serves, as one
+ * sorted list, so a claim's classes are each one lookup. */
+static int str_key_cmp(const void *a, const void *b)
+{
+	return str_cmp(*(const struct str *)a, *(const struct str *)b);
+}
+
+static void index_freeze_classes(struct loader *l)
+{
+	const struct policy *p = l->p;
+	struct str *all, dup;
+	size_t i, j, n = 0, total = p->freeze_drivers.n;
+
+	for (i = 0; i < p->freeze_drivers.n; i++) {
+		const struct driver_policy *d = policy_driver(p, p->freeze_drivers.items[i]);
+
+		if (d)
+			total += d->device_classes.n;
 	}
-	if (!l->p->has_allocators) {
-		l->p->allocators.items = default_allocators;
-		l->p->allocators.n = sizeof(default_allocators) / sizeof(default_allocators[0]);
+	if (total == 0)
+		return;
+	all = arena_calloc(l->a, total, sizeof(*all));
+	if (!all) {
+		policy_fail_nomem(l);
+		return;
 	}
+	for (i = 0; i < p->freeze_drivers.n; i++) {
+		const struct driver_policy *d = policy_driver(p, p->freeze_drivers.items[i]);
+
+		all[n++] = p->freeze_drivers.items[i];
+		for (j = 0; d && j < d->device_classes.n; j++)
+			all[n++] = d->device_classes.items[j];
+	}
+	/* The same class may come from two drivers: keep one of each. */
+	qsort(all, n, sizeof(*all), str_key_cmp);
+	for (i = 1, j = 1; i < n; i++)
+		if (!str_eq(all[i], all[j - 1]))
+			all[j++] = all[i];
+	l->p->freeze_driver_classes.items = all;
+	l->p->freeze_driver_classes.n = j;
+	policy_index_list(l, &l->p->freeze_driver_classes, &dup);
 }
 
 struct hash_part {
@@ -157,14 +212,31 @@ static int finish(struct loader *l, const struct hash_part *parts, size_t nparts
 
 	if (!rc) {
 		apply_defaults(l);
-		rc = hash_parts(parts, nparts, l->p->hash);
+		index_freeze_classes(l);
+		rc = l->rc;
 	}
+	if (!rc)
+		rc = hash_parts(parts, nparts, l->p->hash);
 	if (rc) {
 		arena_free(l->a);
 		return rc;
 	}
 	*out = l->p;
 	return 0;
+}
+
+/* What a policy may cost to read. The guard parses a policy on every write
+ * of its own ConfigMap (policy.invalid), so the parse is bounded by what a
+ * real policy needs, not by the 1 MiB a ConfigMap may hold: a YAML flow
+ * sequence of a million bytes would otherwise build half a million nodes
+ * before the first list limit is even checked. */
+static void policy_doc_limits(struct doc_limits *lim, size_t max_bytes)
+{
+	doc_limits_default(lim);
+	lim->max_bytes = max_bytes;
+	lim->max_docs = 2;
+	lim->max_depth = POLICY_DEPTH_MAX;
+	lim->max_nodes = POLICY_NODES_MAX;
 }
 
 static void parse_policy_text(struct loader *l, const char *doc, size_t doc_len)
@@ -174,9 +246,7 @@ static void parse_policy_text(struct loader *l, const char *doc, size_t doc_len)
 	struct doc_set *set = NULL;
 	int rc;
 
-	doc_limits_default(&lim);
-	lim.max_bytes = POLICY_TEXT_MAX;
-	lim.max_docs = 2;
+	policy_doc_limits(&lim, POLICY_TEXT_MAX);
 	rc = doc_parse(doc, doc_len, &lim, &set, &derr);
 	if (rc == -ENOMEM) {
 		policy_fail_nomem(l);
@@ -271,9 +341,8 @@ int policy_load_all(const char *text, size_t len, struct policy **out,
 		cap = 0;
 	if (cap)
 		memset(errs, 0, cap * sizeof(*errs));
-	doc_limits_default(&lim);
-	lim.max_bytes = 2 * POLICY_TEXT_MAX;
-	lim.max_docs = 2;
+	/* A ConfigMap manifest: the document is one string node inside it. */
+	policy_doc_limits(&lim, 2 * POLICY_TEXT_MAX);
 	rc = doc_parse(text, len, &lim, &set, &derr);
 	if (rc) {
 		one_error(errs, cap, nerr, derr.line, derr.col, derr.msg);
@@ -341,30 +410,50 @@ enum action policy_action(const struct policy *p, enum rule_id id)
 	return p->default_action > builtin ? p->default_action : builtin;
 }
 
+static int driver_key_cmp(const void *key, const void *elem)
+{
+	return str_cmp(*(const struct str *)key, ((const struct driver_policy *)elem)->name);
+}
+
 const struct driver_policy *policy_driver(const struct policy *p, struct str name)
 {
-	size_t i;
+	if (p->ndrivers == 0)
+		return NULL;
+	return bsearch(&name, p->drivers, p->ndrivers, sizeof(*p->drivers), driver_key_cmp);
+}
 
-	for (i = 0; i < p->ndrivers; i++)
-		if (str_eq(p->drivers[i].name, name))
-			return &p->drivers[i];
-	return NULL;
+static int resource_key_cmp(const void *key, const void *elem)
+{
+	return str_cmp(*(const struct str *)key, ((const struct resource_limit *)elem)->name);
 }
 
 const struct resource_limit *policy_driver_resource(const struct driver_policy *d, struct str name)
 {
-	size_t i;
+	if (d->nresources == 0)
+		return NULL;
+	return bsearch(&name, d->resources, d->nresources, sizeof(*d->resources), resource_key_cmp);
+}
 
-	for (i = 0; i < d->nresources; i++)
-		if (str_eq(d->resources[i].name, name))
-			return &d->resources[i];
-	return NULL;
+static int account_key_cmp(const void *key, const void *elem)
+{
+	return str_cmp(*(const struct str *)key, ((const struct service_account_policy *)elem)->name);
+}
+
+const struct service_account_policy *policy_driver_account(const struct driver_policy *d, struct str user)
+{
+	if (d->naccounts == 0)
+		return NULL;
+	return bsearch(&user, d->accounts, d->naccounts, sizeof(*d->accounts), account_key_cmp);
 }
 
 bool policy_list_has(const struct string_list *l, struct str s)
 {
 	size_t i;
 
+	if (l->n == 0)
+		return false;
+	if (l->sorted)
+		return bsearch(&s, l->sorted, l->n, sizeof(*l->sorted), str_key_cmp) != NULL;
 	for (i = 0; i < l->n; i++)
 		if (str_eq(l->items[i], s))
 			return true;
@@ -374,16 +463,38 @@ bool policy_list_has(const struct string_list *l, struct str s)
 bool policy_list_glob(const struct string_list *l, struct str s)
 {
 	char name[512];
-	size_t i;
+	size_t i, k;
 
-	/* Node names are at most 253 bytes; a longer one matches nothing. */
+	/* Node and Pod names are at most 253 bytes; a longer one matches nothing. */
 	if (s.len >= sizeof(name) || memchr(s.ptr, '\0', s.len))
 		return false;
+	if (policy_list_has(l, s))
+		return true;
 	memcpy(name, s.ptr, s.len);
 	name[s.len] = '\0';
-	for (i = 0; i < l->n; i++)
-		if (fnmatch(l->items[i].ptr, name, 0) == 0)
-			return true;
+	if (!l->sorted) {
+		for (i = 0; i < l->n; i++)
+			if (fnmatch(l->items[i].ptr, name, 0) == 0)
+				return true;
+		return false;
+	}
+	for (k = 0; k <= s.len && l->npatterns; k++) {
+		struct str head = { s.ptr, k };
+		size_t lo = 0, hi = l->npatterns;
+
+		/* The first pattern whose prefix is not below head. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (str_cmp(l->prefixes[mid], head) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (i = lo; i < l->npatterns && str_eq(l->prefixes[i], head); i++)
+			if (fnmatch(l->patterns[i].ptr, name, 0) == 0)
+				return true;
+	}
 	return false;
 }
 

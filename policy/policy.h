@@ -29,6 +29,10 @@
  * manager's identity without --use-service-account-credentials. */
 #define POLICY_DEFAULT_ALLOCATOR_SA "system:serviceaccount:kube-system:resource-claim-controller"
 #define POLICY_DEFAULT_ALLOCATOR_KCM "system:kube-controller-manager"
+/* The garbage collector deletes the slices whose Node is gone (node-local
+ * slices are owned by their Node) as its own ServiceAccount, or as the
+ * controller manager when controllers share its credentials. */
+#define POLICY_DEFAULT_COLLECTOR_SA "system:serviceaccount:kube-system:generic-garbage-collector"
 /* ConfigMap keys (also the file names of a mounted ConfigMap directory). */
 #define POLICY_KEY_DOCUMENT "policy.yaml"
 #define POLICY_KEY_FREEZE "freeze"
@@ -46,8 +50,13 @@
 #define POLICY_FREEZE_ALERT_AFTER_MAX_S (30 * 24 * 3600)
 
 struct string_list {
-	const struct str *items;
+	const struct str *items;      /* as written */
 	size_t n;
+	const struct str *sorted;     /* the same, sorted: lookups are binary searches */
+	const struct str *patterns;   /* the items with glob characters (* ? [ \\), */
+	const struct str *prefixes;   /* ... sorted by their literal prefix (prefixes[i],
+				       * the text before the first glob character) */
+	size_t npatterns;
 };
 
 struct resource_limit {
@@ -62,14 +71,28 @@ enum driver_scope {
 	DRIVER_SCOPE_CLUSTER,         /* a controller: may write any node's objects */
 };
 
+/* One of a driver's ServiceAccounts, with the scope it writes at. A
+ * ServiceAccount shared by the kubelet plugin (DaemonSet) and the
+ * controller (Deployment) is scope node with controller_pods: a token bound
+ * to a Pod whose name matches one of those globs writes at cluster scope.
+ * Every token of a Pod carries that Pod's node, the controller's too, so the
+ * node says nothing about which role wrote; the Pod's name does. */
+struct service_account_policy {
+	struct str name;              /* system:serviceaccount:<ns>:<name> */
+	enum driver_scope scope;
+	struct string_list controller_pods;   /* Pod name globs */
+};
+
 struct driver_policy {
 	struct str name;
 	bool has_resources;           /* resources listed: only these may be mapped */
-	const struct resource_limit *resources;
+	const struct resource_limit *resources;   /* sorted by name */
 	size_t nresources;
-	struct string_list service_accounts;
+	struct string_list service_accounts;      /* the names of accounts[] */
+	const struct service_account_policy *accounts;   /* sorted by name */
+	size_t naccounts;
 	struct string_list device_classes;   /* classes this driver serves (freeze scope) */
-	enum driver_scope scope;
+	enum driver_scope scope;      /* of entries that name no scope of their own */
 };
 
 struct policy {
@@ -82,9 +105,13 @@ struct policy {
 					       * (default: the resourceclaim controller) */
 	bool has_allocators;
 	struct string_list admin_groups;      /* writers.admins: break-glass slice writers */
+	struct string_list collectors;        /* writers.collectors: may delete any listed
+					       * driver's slices (default: the garbage
+					       * collector's identities) */
+	bool has_collectors;
 
 	bool has_drivers;                     /* drivers listed: others may not map */
-	const struct driver_policy *drivers;
+	const struct driver_policy *drivers;  /* sorted by name */
 	size_t ndrivers;
 
 	bool has_canary;
@@ -96,6 +123,8 @@ struct policy {
 	struct string_list freeze_drivers;
 	struct string_list freeze_device_classes;
 	struct string_list freeze_namespaces;
+	struct string_list freeze_driver_classes;  /* freeze_drivers and every class they
+						    * serve: a class in driver scope */
 	struct string_list break_glass_groups;
 	struct string_list break_glass_users;
 	uint32_t freeze_alert_after_s;        /* freeze.alertAfter, seconds (exported for the alert) */
@@ -156,13 +185,19 @@ enum action policy_action(const struct policy *p, enum rule_id id);
 /* The driver entry named name, or NULL. */
 const struct driver_policy *policy_driver(const struct policy *p, struct str name);
 
+/* d's entry for the ServiceAccount user name, or NULL. */
+const struct service_account_policy *policy_driver_account(const struct driver_policy *d, struct str user);
+
 /* The resource entry of a driver, or NULL. */
 const struct resource_limit *policy_driver_resource(const struct driver_policy *d, struct str name);
 
 /* True when s is in the list. */
 bool policy_list_has(const struct string_list *l, struct str s);
 
-/* True when s matches one of the list's globs (fnmatch: * ? [..]). */
+/* True when s matches one of the list's globs (fnmatch: * ? [..]): an item
+ * without glob characters by binary search; of the patterns, only those whose
+ * literal prefix is a prefix of s are tried, each prefix of s found by binary
+ * search, so a long list costs about len(s) log n, not n calls of fnmatch(). */
 bool policy_list_glob(const struct string_list *l, struct str s);
 
 /* "file:line:col: path: msg" style one-liner of err into buf (n bytes). */

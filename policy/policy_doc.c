@@ -5,6 +5,7 @@
  * checks its keys (unknown ones are errors) and its values' meaning (rule ids,
  * node resources, ServiceAccount names, globs). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "names.h"
@@ -81,7 +82,7 @@ static void load_enforcement(struct loader *l, const struct doc_node *n)
 	policy_path_pop(l, saved);
 }
 
-static const char *const writers_keys[] = { "admins", "allocators", NULL };
+static const char *const writers_keys[] = { "admins", "allocators", "collectors", NULL };
 
 static void load_writers(struct loader *l, const struct doc_node *n)
 {
@@ -101,9 +102,19 @@ static void load_writers(struct loader *l, const struct doc_node *n)
 		l->p->has_allocators = policy_read_string_list(l, v, &l->p->allocators, NULL) && v->type != DOC_NULL;
 		policy_path_pop(l, saved);
 	}
+	if (!l->stop && (v = doc_map_get(n, "collectors")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("collectors"));
+		l->p->has_collectors = policy_read_string_list(l, v, &l->p->collectors, NULL) && v->type != DOC_NULL;
+		policy_path_pop(l, saved);
+	}
 }
 
 static const char *const resource_keys[] = { "max", NULL };
+
+static int resource_cmp(const void *a, const void *b)
+{
+	return str_cmp(((const struct resource_limit *)a)->name, ((const struct resource_limit *)b)->name);
+}
 
 static bool load_driver_resources(struct loader *l, const struct doc_node *n, struct driver_policy *d)
 {
@@ -146,9 +157,118 @@ static bool load_driver_resources(struct loader *l, const struct doc_node *n, st
 		}
 		policy_path_pop(l, saved);
 	}
+	if (!l->rc)
+		qsort(res, n->n, sizeof(*res), resource_cmp);
 	d->resources = res;
 	d->nresources = n->n;
 	return l->nerr == errors;
+}
+
+static bool read_scope(struct loader *l, const struct doc_node *v, enum driver_scope *out)
+{
+	if (!policy_expect(l, v, DOC_STRING))
+		return false;
+	if (str_eq_cstr(v->text, "node"))
+		*out = DRIVER_SCOPE_NODE;
+	else if (str_eq_cstr(v->text, "cluster"))
+		*out = DRIVER_SCOPE_CLUSTER;
+	else {
+		policy_fail(l, v->line, v->col, "unknown scope \"%.*s\" (accepted: node, cluster)", STR_FMT(v->text));
+		return false;
+	}
+	return true;
+}
+
+static int account_cmp(const void *a, const void *b)
+{
+	return str_cmp(((const struct service_account_policy *)a)->name,
+		       ((const struct service_account_policy *)b)->name);
+}
+
+static const char *const account_keys[] = { "name", "scope", "controllerPods", NULL };
+
+/* One serviceAccounts entry: a user name (the driver's scope), or
+ * {name, scope, controllerPods}. */
+static bool load_account(struct loader *l, const struct doc_node *it, const struct driver_policy *d,
+			 struct service_account_policy *a)
+{
+	const struct doc_node *v;
+	size_t saved, errors = l->nerr;
+
+	a->scope = d->scope;
+	if (it->type == DOC_STRING)
+		return policy_read_nonempty_string(l, it, &a->name) && check_serviceaccount(l, it, a->name);
+	if (it->type != DOC_MAP) {
+		policy_fail(l, it->line, it->col, "expected a ServiceAccount user name or a map with name, "
+			    "scope and controllerPods, got a %s", doc_type_name(it->type));
+		return false;
+	}
+	policy_check_keys(l, it, account_keys);
+	if (!(v = doc_map_get(it, "name"))) {
+		policy_fail(l, it->line, it->col, "name is missing (the ServiceAccount's user name, "
+			    "system:serviceaccount:<namespace>:<name>)");
+	} else {
+		saved = policy_path_push_key(l, STR_LIT("name"));
+		if (policy_read_nonempty_string(l, v, &a->name))
+			check_serviceaccount(l, v, a->name);
+		policy_path_pop(l, saved);
+	}
+	if (!l->stop && (v = doc_map_get(it, "scope")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("scope"));
+		read_scope(l, v, &a->scope);
+		policy_path_pop(l, saved);
+	}
+	if (!l->stop && (v = doc_map_get(it, "controllerPods")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("controllerPods"));
+		if (policy_read_string_list(l, v, &a->controller_pods, check_glob) && a->controller_pods.n &&
+		    a->scope == DRIVER_SCOPE_CLUSTER)
+			policy_fail(l, v->line, v->col, "controllerPods only matter for scope: node (with scope: "
+				    "cluster every Pod of the ServiceAccount writes at cluster scope)");
+		policy_path_pop(l, saved);
+	}
+	return !l->stop && l->nerr == errors;
+}
+
+static void load_service_accounts(struct loader *l, const struct doc_node *n, struct driver_policy *d)
+{
+	struct service_account_policy *accounts;
+	struct str *names, dup = { NULL, 0 };
+	size_t i, errors = l->nerr;
+
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_SEQ))
+		return;
+	if (n->n > POLICY_LIST_MAX) {
+		policy_fail(l, n->line, n->col, "%zu entries exceed the limit of %d", n->n, POLICY_LIST_MAX);
+		return;
+	}
+	accounts = arena_calloc(l->a, n->n ? n->n : 1, sizeof(*accounts));
+	names = arena_calloc(l->a, n->n ? n->n : 1, sizeof(*names));
+	if (!accounts || !names) {
+		policy_fail_nomem(l);
+		return;
+	}
+	for (i = 0; i < n->n && !l->stop; i++) {
+		size_t saved = policy_path_push_index(l, i);
+
+		if (load_account(l, n->items[i], d, &accounts[i]))
+			names[i] = accounts[i].name;
+		policy_path_pop(l, saved);
+	}
+	/* An entry that failed has no name to compare: what depends on it
+	 * is skipped. */
+	if (l->stop || l->nerr != errors)
+		return;
+	d->service_accounts.items = names;
+	d->service_accounts.n = n->n;
+	if (!policy_index_list(l, &d->service_accounts, &dup)) {
+		if (l->stop)
+			return;
+		policy_fail_duplicates(l, n, names, "ServiceAccount", "is listed twice");
+		return;
+	}
+	qsort(accounts, n->n, sizeof(*accounts), account_cmp);
+	d->accounts = accounts;
+	d->naccounts = n->n;
 }
 
 static const char *const driver_keys[] = { "resources", "serviceAccounts", "scope", "deviceClasses", NULL };
@@ -169,9 +289,15 @@ static void load_driver(struct loader *l, const struct doc_member *m, struct dri
 		load_driver_resources(l, v, d);
 		policy_path_pop(l, saved);
 	}
+	/* The driver's scope first: it is the scope of accounts that name none. */
+	if (!l->stop && (v = doc_map_get(n, "scope")) != NULL) {
+		saved = policy_path_push_key(l, STR_LIT("scope"));
+		read_scope(l, v, &d->scope);
+		policy_path_pop(l, saved);
+	}
 	if (!l->stop && (v = doc_map_get(n, "serviceAccounts")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("serviceAccounts"));
-		policy_read_string_list(l, v, &d->service_accounts, check_serviceaccount);
+		load_service_accounts(l, v, d);
 		policy_path_pop(l, saved);
 	}
 	if (!l->stop && (v = doc_map_get(n, "deviceClasses")) != NULL) {
@@ -179,19 +305,11 @@ static void load_driver(struct loader *l, const struct doc_member *m, struct dri
 		policy_read_string_list(l, v, &d->device_classes, NULL);
 		policy_path_pop(l, saved);
 	}
-	if (!l->stop && (v = doc_map_get(n, "scope")) != NULL) {
-		saved = policy_path_push_key(l, STR_LIT("scope"));
-		if (policy_expect(l, v, DOC_STRING)) {
-			if (str_eq_cstr(v->text, "node"))
-				d->scope = DRIVER_SCOPE_NODE;
-			else if (str_eq_cstr(v->text, "cluster"))
-				d->scope = DRIVER_SCOPE_CLUSTER;
-			else
-				policy_fail(l, v->line, v->col, "unknown scope \"%.*s\" (accepted: node, cluster)",
-				     STR_FMT(v->text));
-		}
-		policy_path_pop(l, saved);
-	}
+}
+
+static int driver_cmp(const void *a, const void *b)
+{
+	return str_cmp(((const struct driver_policy *)a)->name, ((const struct driver_policy *)b)->name);
 }
 
 static void load_drivers(struct loader *l, const struct doc_node *n)
@@ -218,6 +336,8 @@ static void load_drivers(struct loader *l, const struct doc_node *n)
 		load_driver(l, &n->members[i], &drivers[i]);
 		policy_path_pop(l, saved);
 	}
+	if (!l->rc)
+		qsort(drivers, n->n, sizeof(*drivers), driver_cmp);
 	l->p->has_drivers = true;
 	l->p->drivers = drivers;
 	l->p->ndrivers = n->n;

@@ -19,6 +19,10 @@
 #define POLICY_TEXT_MAX (1024 * 1024)
 #define POLICY_STORAGE_CAP (8 * 1024 * 1024)
 #define POLICY_LIST_MAX 4096
+/* YAML nodes and nesting of one policy document: many times what the
+ * largest real policy needs (a few lists of POLICY_LIST_MAX entries). */
+#define POLICY_NODES_MAX 65536
+#define POLICY_DEPTH_MAX 64
 #define POLICY_PATH_MAX 256
 
 /* One load in progress: the snapshot being built (in its own arena), the
@@ -65,6 +69,16 @@ bool policy_read_nonempty_string(struct loader *l, const struct doc_node *n, str
 
 /* A check of one list item beyond being a non-empty string. */
 typedef bool (*item_check_fn)(struct loader *l, const struct doc_node *n, struct str s);
+
+/* Sort list's items into list->sorted and pick its glob patterns, for
+ * lookups in log n. false with *dup set when an item appears twice (nothing
+ * recorded), or with the error recorded (out of memory). */
+bool policy_index_list(struct loader *l, struct string_list *list, struct str *dup);
+
+/* Record "<what> \"item\" <after>" at every item of seq after the first
+ * occurrence of its value (n log n). */
+void policy_fail_duplicates(struct loader *l, const struct doc_node *seq, const struct str *items,
+			    const char *what, const char *after);
 
 /* A sequence of distinct non-empty strings; null means an empty list. */
 bool policy_read_string_list(struct loader *l, const struct doc_node *n,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy_impl.h"
@@ -168,16 +169,92 @@ bool policy_read_nonempty_string(struct loader *l, const struct doc_node *n, str
 	return true;
 }
 
-/* A sequence of distinct non-empty strings; null means an empty list. */
+static int str_ptr_cmp(const void *a, const void *b)
+{
+	return str_cmp(*(const struct str *)a, *(const struct str *)b);
+}
+
+/* The length of s before its first glob character; s.len when it has none. */
+static size_t literal_prefix(struct str s)
+{
+	size_t i;
+
+	for (i = 0; i < s.len; i++)
+		if (s.ptr[i] == '*' || s.ptr[i] == '?' || s.ptr[i] == '[' || s.ptr[i] == '\\')
+			return i;
+	return s.len;
+}
+
+struct pattern_pair {
+	struct str prefix;
+	struct str pattern;
+};
+
+static int pattern_pair_cmp(const void *a, const void *b)
+{
+	return str_cmp(((const struct pattern_pair *)a)->prefix, ((const struct pattern_pair *)b)->prefix);
+}
+
+bool policy_index_list(struct loader *l, struct string_list *list, struct str *dup)
+{
+	struct str *sorted, *patterns, *prefixes;
+	struct pattern_pair *pairs;
+	size_t i, np = 0;
+
+	list->sorted = NULL;
+	list->patterns = NULL;
+	list->prefixes = NULL;
+	list->npatterns = 0;
+	if (list->n == 0)
+		return true;
+	sorted = arena_calloc(l->a, list->n, sizeof(*sorted));
+	patterns = arena_calloc(l->a, list->n, sizeof(*patterns));
+	prefixes = arena_calloc(l->a, list->n, sizeof(*prefixes));
+	pairs = arena_calloc(l->a, list->n, sizeof(*pairs));
+	if (!sorted || !patterns || !prefixes || !pairs) {
+		policy_fail_nomem(l);
+		return false;
+	}
+	memcpy(sorted, list->items, list->n * sizeof(*sorted));
+	qsort(sorted, list->n, sizeof(*sorted), str_ptr_cmp);
+	for (i = 1; i < list->n; i++) {
+		if (str_eq(sorted[i - 1], sorted[i])) {
+			*dup = sorted[i];
+			return false;
+		}
+	}
+	for (i = 0; i < list->n; i++) {
+		size_t plen = literal_prefix(list->items[i]);
+
+		if (plen == list->items[i].len)
+			continue;
+		pairs[np].prefix.ptr = list->items[i].ptr;
+		pairs[np].prefix.len = plen;
+		pairs[np].pattern = list->items[i];
+		np++;
+	}
+	qsort(pairs, np, sizeof(*pairs), pattern_pair_cmp);
+	for (i = 0; i < np; i++) {
+		prefixes[i] = pairs[i].prefix;
+		patterns[i] = pairs[i].pattern;
+	}
+	list->sorted = sorted;
+	list->patterns = patterns;
+	list->prefixes = prefixes;
+	list->npatterns = np;
+	return true;
+}
+
+/* A sequence of distinct non-empty strings; null means an empty list.
+ * Duplicates are found by sorting, so a list of many entries costs n log n. */
 bool policy_read_string_list(struct loader *l, const struct doc_node *n,
 			     struct string_list *out, item_check_fn check)
 {
-	struct str *items;
+	struct str *items, dup = { NULL, 0 };
 	bool all_ok = true;
-	size_t i, j;
+	size_t i;
 
-	out->items = NULL;
-	out->n = 0;
+	memset(out, 0, sizeof(*out));
 	if (n->type == DOC_NULL)
 		return true;
 	if (!policy_expect(l, n, DOC_SEQ))
@@ -197,12 +274,6 @@ bool policy_read_string_list(struct loader *l, const struct doc_node *n,
 		bool ok = policy_read_nonempty_string(l, it, &items[i]) &&
 			  (!check || check(l, it, items[i]));
 
-		for (j = 0; ok && j < i; j++) {
-			if (items[j].len && str_eq(items[j], items[i])) {
-				policy_fail(l, it->line, it->col, "duplicate entry \"%.*s\"", STR_FMT(items[i]));
-				ok = false;
-			}
-		}
 		policy_path_pop(l, saved);
 		all_ok = all_ok && ok;
 	}
@@ -210,7 +281,59 @@ bool policy_read_string_list(struct loader *l, const struct doc_node *n,
 		return false;
 	out->items = items;
 	out->n = n->n;
-	return true;
+	if (policy_index_list(l, out, &dup))
+		return true;
+	if (!l->stop)
+		policy_fail_duplicates(l, n, items, "duplicate entry", "");
+	memset(out, 0, sizeof(*out));
+	return false;
+}
+
+struct indexed_str {
+	struct str s;
+	size_t i;
+};
+
+static int indexed_str_cmp(const void *a, const void *b)
+{
+	const struct indexed_str *x = a, *y = b;
+	int c = str_cmp(x->s, y->s);
+
+	return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+void policy_fail_duplicates(struct loader *l, const struct doc_node *seq, const struct str *items,
+			    const char *what, const char *after)
+{
+	struct indexed_str *v;
+	bool *later;
+	size_t i, n = seq->n;
+
+	v = arena_calloc(l->a, n ? n : 1, sizeof(*v));
+	later = arena_calloc(l->a, n ? n : 1, sizeof(*later));
+	if (!v || !later) {
+		policy_fail_nomem(l);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		v[i].s = items[i];
+		v[i].i = i;
+	}
+	qsort(v, n, sizeof(*v), indexed_str_cmp);
+	for (i = 1; i < n; i++)
+		if (str_eq(v[i - 1].s, v[i].s))
+			later[v[i].i] = true;
+	/* Every occurrence after the first, where the reader's eye is. */
+	for (i = 0; i < n; i++) {
+		size_t saved;
+
+		if (!later[i])
+			continue;
+		saved = policy_path_push_index(l, i);
+		policy_fail(l, seq->items[i]->line, seq->items[i]->col, "%s \"%.*s\"%s%s", what, STR_FMT(items[i]),
+			    *after ? " " : "", after);
+		policy_path_pop(l, saved);
+	}
 }
 
 bool policy_read_action(struct loader *l, const struct doc_node *n, enum action *out)

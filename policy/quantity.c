@@ -108,7 +108,12 @@ void quantity_from_int(int64_t n, struct quantity *out)
 	v.neg = n < 0;
 	v.mag = v.neg ? (u128)(-(n + 1)) + 1 : (u128)n;
 	v.scale = 0;
-	quantity_qv_put(v, QUANTITY_DECIMAL_SI, out);
+	/* An int64 always fits; the branch tells the compiler out is set. */
+	if (quantity_qv_put(v, QUANTITY_DECIMAL_SI, out) != 0) {
+		out->mant = 0;
+		out->scale = 0;
+		out->format = QUANTITY_DECIMAL_SI;
+	}
 }
 
 /* ---- arithmetic -------------------------------------------------------- */
@@ -283,6 +288,53 @@ int quantity_add(const struct quantity *a, const struct quantity *b, struct quan
 	}
 	r.scale = lo->scale;
 	return quantity_qv_put(r, a->format, out);
+}
+
+int quantity_div_floor(const struct quantity *a, const struct quantity *b, int64_t *n)
+{
+	struct qv x = quantity_qv_get(a), y = quantity_qv_get(b);
+	u128 num, den, q, r;
+	int64_t d;
+
+	quantity_strip_zeros(&x);
+	quantity_strip_zeros(&y);
+	if (x.neg || y.neg || y.mag == 0)
+		return -EINVAL;
+	if (x.mag == 0) {
+		*n = 0;
+		return 0;
+	}
+	/* a / b = (x.mag / y.mag) * 10^d. */
+	d = x.scale - y.scale;
+	num = x.mag;
+	den = y.mag;
+	if (d < 0) {
+		/* A divisor that passes 128 bits is larger than any mantissa. */
+		if (!mul_pow10(&den, -d)) {
+			*n = 0;
+			return 0;
+		}
+		d = 0;
+	}
+	q = num / den;
+	r = num % den;
+	/* Long division, one decimal digit of 10^d at a time: once the
+	 * quotient has 19 digits it is past INT64_MAX, so at most about 57
+	 * rounds run whatever d is (a remainder below den < 10^38 reaches den
+	 * again within 38 rounds). */
+	for (; d > 0; d--) {
+		if (q > (u128)INT64_MAX)
+			return -ERANGE;
+		if (r > U128_MAX / 10)
+			return -ERANGE;     /* a 38-digit divisor; no real step is one */
+		r *= 10;
+		q = q * 10 + r / den;
+		r %= den;
+	}
+	if (q > (u128)INT64_MAX)
+		return -ERANGE;
+	*n = (int64_t)q;
+	return 0;
 }
 
 int quantity_to_int64(const struct quantity *q, int64_t *out)

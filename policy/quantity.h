@@ -89,6 +89,11 @@ int quantity_mul(const struct quantity *a, const struct quantity *b, struct quan
  * Quantity.Add). 0 or -ERANGE (out untouched). out may be a or b. */
 int quantity_add(const struct quantity *a, const struct quantity *b, struct quantity *out);
 
+/* *n = floor(a / b) for a >= 0 and b > 0, exactly: 0, -EINVAL for a < 0 or
+ * b <= 0, -ERANGE when the quotient passes INT64_MAX. How many steps of a
+ * capacity's validRange fit under a bound. */
+int quantity_div_floor(const struct quantity *a, const struct quantity *b, int64_t *n);
+
 /* The value as an int64 when it is a whole number in range: 0, or -ERANGE. */
 int quantity_to_int64(const struct quantity *q, int64_t *out);
 

@@ -55,22 +55,19 @@ int review_encode(struct str uid, const struct verdict *v, bool mutating, struct
 			rc = buf_add_char(out, ']');
 	}
 	if (rc == 0 && v->naudit) {
+		/* Keys go out bare: the API server prefixes each with the webhook's
+		 * name and a '/', and drops a key that then is not a qualified name
+		 * (one '/' at most), so a key of our own with a '/' would vanish. */
 		rc = buf_add_cstr(out, ",\"auditAnnotations\":{");
 		for (i = 0; i < v->naudit && rc == 0; i++) {
-			char key[256];
-			size_t klen = sizeof(VERDICT_AUDIT_PREFIX) - 1;
-
-			if (v->audit[i].key.len > sizeof(key) - klen - 1) {
-				rc = -E2BIG;
+			if (!verdict_audit_key_valid(v->audit[i].key)) {
+				rc = -EINVAL;
 				break;
 			}
-			memcpy(key, VERDICT_AUDIT_PREFIX, klen);
-			memcpy(key + klen, v->audit[i].key.ptr, v->audit[i].key.len);
-			klen += v->audit[i].key.len;
 			if (i)
 				rc = buf_add_char(out, ',');
 			if (rc == 0)
-				rc = buf_add_json_str(out, key, klen);
+				rc = buf_add_json_str(out, v->audit[i].key.ptr, v->audit[i].key.len);
 			if (rc == 0)
 				rc = buf_add_char(out, ':');
 			if (rc == 0)

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "names.h"
 
@@ -18,6 +19,10 @@ struct slice_ctx {
 	const struct resource_slice *s;
 	const struct driver_policy *driver;     /* the policy's entry for s->driver, or NULL */
 	struct quantity milli;                  /* 1m, the cpu accounting unit */
+	const bool *unchanged;                  /* UPDATE: per device index, what the mapping
+						 * rules read of it is as stored; NULL otherwise */
+	bool slice_unchanged;                   /* UPDATE: no mapping changed or appeared, on
+						 * the same driver and node */
 };
 
 /* What the rules need to know about one mapping, worked out once. */
@@ -66,14 +71,9 @@ static int shown(struct str s)
 	return (int)(s.len > SHOW_MAX ? SHOW_MAX : s.len);
 }
 
-static const struct named_quantity *device_capacity(const struct device *d, struct str key)
+static const struct device_capacity *device_capacity(const struct device *d, struct str key)
 {
-	uint32_t i;
-
-	for (i = 0; i < d->ncapacity; i++)
-		if (str_eq(d->capacity[i].name, key))
-			return &d->capacity[i];
-	return NULL;
+	return model_device_capacity(d, key);
 }
 
 /* The multiplier that scales capacity in capacity mode. */
@@ -303,17 +303,275 @@ static void check_overhead(struct slice_ctx *x, const struct device *d, const st
 	check_amount_units(x, d, m, r, page, &f->value, suffix, f->text, "overhead");
 }
 
+/* --- capacity mode: the amounts one allocation can consume -----------------------
+ *
+ * The scheduler adds consumedCapacity[capacityKey] x multiplier, and a claim
+ * consumes only what the capacity's requestPolicy lets it
+ * (k8s.io/dynamic-resource-allocation structured allocator,
+ * calculateConsumedCapacity and violatesPolicy): a claim that asks for
+ * nothing consumes requestPolicy.default, or the whole value when there is
+ * no default; a request rounds up to the next validValues entry, or to
+ * validRange.min + k * step; an amount over validRange.max or off the
+ * validValues is refused; with no policy any requested amount up to the
+ * value is consumed as asked. Units and bounds are judged over those
+ * amounts, so a mapping is flagged only when an amount a claim can really
+ * consume maps something that cannot be real, and the message names it. */
+
+static bool usable(const struct quantity_field *f)
+{
+	return f->present && f->err == 0 && quantity_sign(&f->value) >= 0;
+}
+
+static bool usable_step(const struct capacity_policy *p)
+{
+	return usable(&p->step) && quantity_sign(&p->step.value) > 0;
+}
+
+/* validRange applies when it has a min (as the scheduler reads it). */
+static bool has_range(const struct capacity_policy *p)
+{
+	return p->present && p->has_range && usable(&p->min);
+}
+
+/* a - b, or -ERANGE. */
+static int quantity_sub(const struct quantity *a, const struct quantity *b, struct quantity *out)
+{
+	struct quantity neg;
+	int rc = quantity_mul_int(b, -1, &neg);
+
+	return rc ? rc : quantity_add(a, &neg, out);
+}
+
+/* May one allocation consume amount a under p (violatesPolicy, with the
+ * range's lower end as roundUpRange gives it)? */
+static bool policy_allows(const struct capacity_policy *p, const struct quantity *a)
+{
+	struct quantity off;
+	uint32_t i;
+
+	if (!p->present)
+		return true;
+	if (usable(&p->default_value) && quantity_cmp(a, &p->default_value.value) == 0)
+		return true;
+	if (has_range(p)) {
+		if (quantity_cmp(a, &p->min.value) < 0)
+			return false;
+		if (usable(&p->max) && quantity_cmp(a, &p->max.value) > 0)
+			return false;
+		if (usable_step(p))
+			return quantity_sub(a, &p->min.value, &off) == 0 &&
+			       quantity_is_multiple_of(&off, &p->step.value);
+		return true;
+	}
+	if (p->nvalid_values) {
+		for (i = 0; i < p->nvalid_values; i++)
+			if (usable(&p->valid_values[i]) && quantity_cmp(a, &p->valid_values[i].value) == 0)
+				return true;
+		return false;
+	}
+	return true;
+}
+
+/* The top of what one allocation can consume before the lattice: the
+ * value, or validRange.max below it. */
+static const struct quantity *range_upper(const struct device_capacity *cap, const char **from)
+{
+	const struct capacity_policy *p = &cap->policy;
+
+	if (has_range(p) && usable(&p->max) && quantity_cmp(&p->max.value, &cap->value.value) < 0) {
+		*from = "requestPolicy.validRange.max";
+		return &p->max.value;
+	}
+	*from = "the capacity's value";
+	return &cap->value.value;
+}
+
+/* True when a claim picks any amount in an interval (no policy, a policy
+ * with only a default, or a validRange without a step): the driver fixes
+ * no granularity, so a unit finding there is a guess about what claims ask
+ * for, reported by the advisory slice.mapping.units.open. */
+static bool open_ended(const struct capacity_policy *p)
+{
+	if (!p->present)
+		return true;
+	if (has_range(p))
+		return !usable_step(p);
+	return p->nvalid_values == 0;
+}
+
+typedef void (*amount_fn)(struct slice_ctx *x, void *ctx, const struct quantity *amount, const char *from);
+
+/* Every amount one allocation can certainly consume that decides units:
+ * the amount of a claim that asks for none; validRange.min and min + step
+ * (every other step is min + k*step, so these two decide all of them),
+ * and max; each of validValues. */
+static void visit_certain_amounts(struct slice_ctx *x, const struct device_capacity *cap, amount_fn fn, void *ctx)
+{
+	const struct capacity_policy *p = &cap->policy;
+	const struct quantity *upper;
+	struct quantity next;
+	const char *upper_from;
+	char from[64];
+	uint32_t i;
+
+	if (!usable(&cap->value))
+		return;
+	if (p->present && usable(&p->default_value))
+		fn(x, ctx, &p->default_value.value, "requestPolicy.default, what a claim that asks for none consumes");
+	else if (policy_allows(p, &cap->value.value))
+		fn(x, ctx, &cap->value.value, "the whole value, what a claim that asks for none consumes");
+	if (!p->present)
+		return;
+	if (has_range(p)) {
+		upper = range_upper(cap, &upper_from);
+		fn(x, ctx, &p->min.value, "requestPolicy.validRange.min");
+		if (usable_step(p) && quantity_add(&p->min.value, &p->step.value, &next) == 0 &&
+		    quantity_cmp(&next, upper) <= 0)
+			fn(x, ctx, &next, "requestPolicy.validRange.min + step");
+		if (usable(&p->max) && policy_allows(p, &p->max.value))
+			fn(x, ctx, &p->max.value, "requestPolicy.validRange.max");
+		return;
+	}
+	for (i = 0; i < p->nvalid_values && !x->c->error; i++) {
+		const struct quantity_field *v = &p->valid_values[i];
+
+		if (!usable(v) || quantity_cmp(&v->value, &cap->value.value) > 0)
+			continue;
+		snprintf(from, sizeof(from), "requestPolicy.validValues[%u]", i);
+		fn(x, ctx, &v->value, from);
+	}
+}
+
+/* The most one allocation can consume: the largest amount the policy lets
+ * it consume, never more than the value. false when nothing is consumable
+ * or the values cannot be used (another rule reports them). */
+static bool largest_amount(const struct device_capacity *cap, struct quantity *out, struct str *text,
+			   const char **from)
+{
+	const struct capacity_policy *p = &cap->policy;
+	const struct quantity *upper;
+	struct quantity span, steps;
+	const char *best = NULL;
+	int64_t k;
+	uint32_t i;
+
+	if (!usable(&cap->value))
+		return false;
+	if (has_range(p)) {
+		upper = range_upper(cap, from);
+		if (quantity_cmp(&p->min.value, upper) > 0)
+			return false;
+		*out = *upper;
+		*text = upper == &p->max.value ? p->max.text : cap->value.text;
+		if (!usable_step(p))
+			return true;
+		/* The largest min + k*step under the top: requests round up to
+		 * the lattice, and one past the top is refused. */
+		if (quantity_sub(upper, &p->min.value, &span) != 0 ||
+		    quantity_div_floor(&span, &p->step.value, &k) != 0 ||
+		    quantity_mul_int(&p->step.value, k, &steps) != 0 || quantity_add(&p->min.value, &steps, out) != 0) {
+			*out = *upper;       /* cannot hold it: judge the top, as before */
+			return true;
+		}
+		if (quantity_cmp(out, upper) != 0) {
+			*from = "the largest validRange.min + k * step under the top of the range";
+			*text = (struct str){ NULL, 0 };
+		}
+		return true;
+	}
+	if (p->present && p->nvalid_values) {
+		for (i = 0; i < p->nvalid_values; i++) {
+			const struct quantity_field *v = &p->valid_values[i];
+
+			if (!usable(v) || quantity_cmp(&v->value, &cap->value.value) > 0)
+				continue;
+			if (!best || quantity_cmp(&v->value, out) > 0) {
+				*out = v->value;
+				*text = v->text;
+				best = "the largest of requestPolicy.validValues";
+			}
+		}
+		*from = best;
+		return best != NULL;
+	}
+	*out = cap->value.value;
+	*text = cap->value.text;
+	*from = "the capacity's value";
+	return true;
+}
+
+/* --- slice.mapping.units, slice.mapping.units.open -------------------------------------- */
+
+struct units_ctx {
+	const struct device *d;
+	const struct mapping *m;
+	const struct mapping_facts *f;
+	const struct device_capacity *cap;
+};
+
+static void check_consumed_units(struct slice_ctx *x, void *ctx, const struct quantity *amount, const char *from)
+{
+	const struct units_ctx *u = ctx;
+	char have[QUANTITY_STR_MAX], maps[QUANTITY_STR_MAX];
+	struct quantity product;
+	const char *why;
+
+	if (quantity_mul(amount, &u->f->unit, &product) != 0)
+		return;         /* too large to hold: slice.mapping.bounds says so */
+	why = units_problem(x, u->f->resource, &product, &u->f->page);
+	if (!why)
+		return;
+	quantity_format(amount, have);
+	quantity_format(&product, maps);
+	check_violation_at(x->c, RULE_SLICE_MAPPING_UNITS, mapping_path(x, u->d, u->m, capacity_key_suffix(u->m)),
+			   "consuming %s of capacity \"%.*s\" (%s) maps %s of %.*s, which cannot be real: %s",
+			   have, shown(u->cap->name), u->cap->name.ptr, from, maps, shown(u->m->resource),
+			   u->m->resource.ptr, why);
+}
+
+/* With no step, claims pick their amounts: whole units of the capacity is
+ * the guess (a claim asks for 3, not 2.5), and one unit must map something
+ * real for every whole amount to. */
+static void check_open_units(struct slice_ctx *x, const struct units_ctx *u)
+{
+	char maps[QUANTITY_STR_MAX], top[QUANTITY_STR_MAX];
+	const struct quantity *upper;
+	struct quantity one;
+	const char *why, *upper_from;
+
+	if (!usable(&u->cap->value) || !open_ended(&u->cap->policy))
+		return;
+	quantity_from_int(1, &one);
+	upper = range_upper(u->cap, &upper_from);
+	if (quantity_cmp(upper, &one) < 0)
+		return;
+	why = units_problem(x, u->f->resource, &u->f->unit, &u->f->page);
+	if (!why)
+		return;
+	quantity_format(&u->f->unit, maps);
+	quantity_format(upper, top);
+	check_violation_at(x->c, RULE_SLICE_MAPPING_UNITS_OPEN, mapping_path(x, u->d, u->m, capacity_key_suffix(u->m)),
+			   "capacity \"%.*s\" lets a claim consume any amount up to %s (no requestPolicy.validRange.step), "
+			   "and one unit maps %s of %.*s, which cannot be real: %s; set a step so that every "
+			   "consumable amount maps a real one", shown(u->cap->name), u->cap->name.ptr, top, maps,
+			   shown(u->m->resource), u->m->resource.ptr, why);
+}
+
 static void rule_mapping_units(struct slice_ctx *x, const struct device *d, const struct mapping *m,
 				const struct mapping_facts *f)
 {
 	if (f->resource == NODE_RESOURCE_INVALID || m->is_null)
 		return;
-	if (f->has_unit && (m->multiplier.present || (m->has_capacity_key && capacity_scale(m)->present))) {
-		const struct quantity_field *q = m->has_capacity_key ? capacity_scale(m) : &m->multiplier;
-		const char *suffix = q == &m->multiplier ? multiplier_suffix(m) : ".mapping.capacityMultiplier";
+	if (f->has_unit && m->has_capacity_key) {
+		struct units_ctx u = { d, m, f, device_capacity(d, m->capacity_key) };
 
-		check_amount_units(x, d, m, f->resource, &f->page, &f->unit, suffix, q->text,
-				   m->has_capacity_key ? "the amount per unit of capacity" : "the amount per device");
+		if (u.cap) {
+			visit_certain_amounts(x, u.cap, check_consumed_units, &u);
+			check_open_units(x, &u);
+		}
+	} else if (f->has_unit && m->multiplier.present) {
+		check_amount_units(x, d, m, f->resource, &f->page, &f->unit, multiplier_suffix(m), m->multiplier.text,
+				   "the amount per device");
 	}
 	check_overhead(x, d, m, f->resource, &f->page, &m->overhead_per_pod, ".overhead.perPod");
 	check_overhead(x, d, m, f->resource, &f->page, &m->overhead_per_container, ".overhead.perContainer");
@@ -345,7 +603,11 @@ static void rule_mapping_bounds(struct slice_ctx *x, const struct device *d, con
 				const struct mapping_facts *f)
 {
 	const struct resource_limit *lim;
-	struct quantity most;
+	const struct device_capacity *cap;
+	char have[QUANTITY_STR_MAX];
+	struct quantity most, product;
+	struct str most_text;
+	const char *from;
 
 	if (!x->driver || m->is_null)
 		return;
@@ -357,27 +619,30 @@ static void rule_mapping_bounds(struct slice_ctx *x, const struct device *d, con
 
 		check_bound(x, d, m, lim, &f->unit, multiplier_suffix(m),
 			    check_printf(x->c, "one allocation maps %.*s", shown(text), text.ptr));
-	} else {
-		/* One allocation can consume the whole capacity. */
-		const struct named_quantity *cap = device_capacity(d, m->capacity_key);
+	} else if ((cap = device_capacity(d, m->capacity_key)) != NULL &&
+		   largest_amount(cap, &most, &most_text, &from)) {
+		/* The bound is the most one allocation can consume, not the
+		 * whole capacity when the policy stops it below. Amounts are
+		 * shown as written; only a step lattice's top is computed. */
+		struct str text = multiplier_text(capacity_scale(m));
 
-		if (cap && cap->value.present && cap->value.err == 0) {
-			struct str text = multiplier_text(capacity_scale(m));
-
-			if (quantity_mul(&cap->value.value, &f->unit, &most) == 0)
-				check_bound(x, d, m, lim, &most, capacity_key_suffix(m),
-					    check_printf(x->c, "one allocation of the whole capacity \"%.*s\" maps "
-							 "%.*s times %.*s", shown(m->capacity_key), m->capacity_key.ptr,
-							 shown(cap->value.text), cap->value.text.ptr,
-							 shown(text), text.ptr));
-			else
-				check_violation_at(x->c, RULE_SLICE_MAPPING_BOUNDS,
-						   mapping_path(x, d, m, capacity_key_suffix(m)),
-						   "capacity \"%.*s\" (%.*s) times the multiplier %.*s is too large to "
-						   "hold; the max of %.*s is exceeded", shown(m->capacity_key),
-						   m->capacity_key.ptr, shown(cap->value.text), cap->value.text.ptr,
-						   shown(text), text.ptr, shown(m->resource), m->resource.ptr);
+		if (!most_text.ptr) {
+			quantity_format(&most, have);
+			most_text = str_from_cstr(have);
 		}
+		if (quantity_mul(&most, &f->unit, &product) != 0)
+			check_violation_at(x->c, RULE_SLICE_MAPPING_BOUNDS,
+					   mapping_path(x, d, m, capacity_key_suffix(m)),
+					   "capacity \"%.*s\" (up to %.*s per allocation) times the multiplier %.*s is "
+					   "too large to hold; the max of %.*s is exceeded", shown(m->capacity_key),
+					   m->capacity_key.ptr, shown(most_text), most_text.ptr, shown(text), text.ptr,
+					   shown(m->resource), m->resource.ptr);
+		else
+			check_bound(x, d, m, lim, &product, capacity_key_suffix(m),
+				    check_printf(x->c, "one allocation can consume up to %.*s of capacity \"%.*s\" "
+						 "(%s), which maps %.*s times %.*s", shown(most_text), most_text.ptr,
+						 shown(cap->name), cap->name.ptr, from, shown(most_text),
+						 most_text.ptr, shown(text), text.ptr));
 	}
 	if (m->overhead_per_pod.present && !m->overhead_per_pod.err)
 		check_bound(x, d, m, lim, &m->overhead_per_pod.value, ".overhead.perPod",
@@ -447,6 +712,7 @@ static void rule_canary(struct slice_ctx *x)
 
 		if (d->nmappings == 0)
 			continue;
+		x->c->preexisting = x->unchanged && x->unchanged[i];
 		if (d->node_name.len == 0)
 			check_violation_at(x->c, RULE_SLICE_CANARY,
 					   check_printf(x->c, "spec.devices[%u]%s.nodeName", d->index, device_prefix(x)),
@@ -458,6 +724,7 @@ static void rule_canary(struct slice_ctx *x)
 					   "node \"%.*s\" is not a canary node, so device \"%.*s\" may not carry mappings yet",
 					   shown(d->node_name), d->node_name.ptr, shown(d->name), d->name.ptr);
 	}
+	x->c->preexisting = false;
 }
 
 /* --- slice.generation.regress and slice.mapping.unversioned (UPDATE) -------------------------------------- */
@@ -503,60 +770,93 @@ static bool mapping_equal(const struct mapping *a, const struct mapping *b)
 	       quantity_field_equal(&a->overhead_per_container, &b->overhead_per_container, false);
 }
 
-static const struct mapping *find_mapping(const struct device *d, const struct mapping *m)
-{
-	uint32_t i;
-
-	for (i = 0; i < d->nmappings; i++)
-		if (d->mappings[i].shape == m->shape && str_eq(d->mappings[i].resource, m->resource))
-			return &d->mappings[i];
-	return NULL;
-}
-
+/* Mappings are sorted by shape, then resource (the decoder sorts them), so
+ * equal sets are equal element by element: one linear walk. */
 static bool device_mappings_equal(const struct device *a, const struct device *b)
 {
 	uint32_t i;
 
 	if (a->nmappings != b->nmappings)
 		return false;
-	/* The decoder rejects duplicate keys, so equal counts and every entry
-	 * of a found equal in b means equal sets. */
-	for (i = 0; i < a->nmappings; i++) {
-		const struct mapping *o = find_mapping(b, &a->mappings[i]);
-
-		if (!o || !mapping_equal(&a->mappings[i], o))
+	for (i = 0; i < a->nmappings; i++)
+		if (a->mappings[i].shape != b->mappings[i].shape ||
+		    !str_eq(a->mappings[i].resource, b->mappings[i].resource) ||
+		    !mapping_equal(&a->mappings[i], &b->mappings[i]))
 			return false;
-	}
 	return true;
 }
 
-static const struct device *find_device(const struct resource_slice *s, const struct device *d, uint32_t hint)
+static int device_ptr_cmp(const void *a, const void *b)
 {
+	return str_cmp((*(const struct device *const *)a)->name, (*(const struct device *const *)b)->name);
+}
+
+/* s's devices by name, for lookups in n log n: NULL (and c->error set)
+ * when the arena is out of room. */
+static const struct device **devices_by_name(struct check *c, const struct resource_slice *s)
+{
+	const struct device **v = arena_calloc(c->arena, s->ndevices ? s->ndevices : 1, sizeof(*v));
 	uint32_t i;
+
+	if (!v) {
+		c->error = arena_error(c->arena);
+		return NULL;
+	}
+	for (i = 0; i < s->ndevices; i++)
+		v[i] = &s->devices[i];
+	qsort(v, s->ndevices, sizeof(*v), device_ptr_cmp);
+	return v;
+}
+
+/* The device of s named like d: at index hint (where a republish keeps it),
+ * else by binary search in sorted (built on first need). */
+static const struct device *find_device(struct check *c, const struct resource_slice *s,
+					const struct device ***sorted, const struct device *d, uint32_t hint)
+{
+	const struct device *const *found;
 
 	if (hint < s->ndevices && str_eq(s->devices[hint].name, d->name))
 		return &s->devices[hint];
-	for (i = 0; i < s->ndevices; i++)
-		if (str_eq(s->devices[i].name, d->name))
-			return &s->devices[i];
-	return NULL;
+	if (!*sorted && !(*sorted = devices_by_name(c, s)))
+		return NULL;
+	found = s->ndevices ? bsearch(&d, *sorted, s->ndevices, sizeof(**sorted), device_ptr_cmp) : NULL;
+	return found ? *found : NULL;
 }
 
 static void report_unversioned(struct slice_ctx *x, const struct resource_slice *old, struct str path,
-			       const char *what, const struct device *d)
+			       const char *what, const struct device *d, int64_t count)
 {
 	check_violation_at(x->c, RULE_SLICE_MAPPING_UNVERSIONED, path,
 			   "%s of device \"%.*s\" changed while spec.pool.generation stayed at %lld "
-			   "(was %lld); bump the pool generation with every mapping change",
-			   what, shown(d->name), d->name.ptr, (long long)x->s->pool_generation,
-			   (long long)old->pool_generation);
+			   "(was %lld) in a pool of %lld slices; bump the pool generation when the mappings of "
+			   "more than one of its slices change", what, shown(d->name), d->name.ptr,
+			   (long long)x->s->pool_generation, (long long)old->pool_generation, (long long)count);
 }
 
+/* How the ResourceSlice controller every kubelet-plugin driver uses
+ * (k8s.io/dynamic-resource-allocation/resourceslice, Controller.syncPool)
+ * writes: it keeps spec.pool.generation when no slice is new and at most
+ * one slice changes ("Kept generation because at most one update API call
+ * is necessary") and bumps it otherwise. A one-slice pool is therefore
+ * updated in place at the same generation when devices come and go or
+ * mappings change: each slice is written whole, so the scheduler never
+ * sees half of a change, and the version of its mappings is the slice's
+ * resourceVersion and the dra-guard.io/mappings label. Only a pool of
+ * several slices needs the generation to keep its slices consistent, so
+ * only there is a change at the same generation flagged. Even there the
+ * controller keeps the generation when this is the only slice that
+ * changes, which one request cannot tell; the rule is advisory (warn) by
+ * default for that reason. */
 static void rule_mapping_unversioned(struct slice_ctx *x, const struct resource_slice *old)
 {
 	const struct resource_slice *s = x->s;
+	const struct device **old_sorted = NULL, **new_sorted = NULL;
+	int64_t count = s->resource_slice_count > old->resource_slice_count ? s->resource_slice_count
+									  : old->resource_slice_count;
 	uint32_t i;
 
+	if (count <= 1)
+		return;
 	if (s->has_pool_generation && old->has_pool_generation && s->pool_generation > old->pool_generation)
 		return;
 	for (i = 0; i < s->ndevices && !x->c->error; i++) {
@@ -568,11 +868,13 @@ static void rule_mapping_unversioned(struct slice_ctx *x, const struct resource_
 		if (i < old->ndevices && (old->devices[i].same_as_object ||
 					  (d->raw.len && str_eq(d->raw, old->devices[i].raw))))
 			continue;
-		o = find_device(old, d, i);
+		o = find_device(x->c, old, &old_sorted, d, i);
+		if (x->c->error)
+			break;
 		if (!o) {
 			if (d->nmappings)
 				report_unversioned(x, old, check_printf(x->c, "spec.devices[%u]", d->index),
-						   "the mappings (a new device)", d);
+						   "the mappings (a new device)", d, count);
 			continue;
 		}
 		if (!device_mappings_equal(d, o))
@@ -581,13 +883,13 @@ static void rule_mapping_unversioned(struct slice_ctx *x, const struct resource_
 								d->has_v137 && !d->has_v136 ?
 								"nodeAllocatableResources" :
 								"nodeAllocatableResourceMappings"),
-					   "the mappings", d);
+					   "the mappings", d, count);
 	}
 	for (i = 0; i < old->ndevices && !x->c->error; i++) {
 		const struct device *o = &old->devices[i];
 
-		if (o->nmappings && !find_device(s, o, i))
-			report_unversioned(x, old, STR_LIT("spec.devices"), "the mappings (device removed)", o);
+		if (o->nmappings && !find_device(x->c, s, &new_sorted, o, i) && !x->c->error)
+			report_unversioned(x, old, STR_LIT("spec.devices"), "the mappings (device removed)", o, count);
 	}
 }
 
@@ -620,10 +922,67 @@ static const mapping_rule_fn mapping_rules[] = {
 	rule_shape_future,
 };
 
+/* --- what an UPDATE leaves as it was ---------------------------------------------------
+ *
+ * A violation the stored slice already holds is not made by this write:
+ * denying the write (a driver republishing after the policy tightened, to
+ * withdraw a failed device or change an attribute) would leave the
+ * violation in place and block every other change. Such violations are
+ * warned (check.preexisting). What a mapping rule reads of a device is its
+ * mappings, its capacity and allowMultipleAllocations, and where it is;
+ * what the slice-wide rules read is the driver, the node and whether any
+ * mapping changed or appeared. */
+
+static bool device_inputs_equal(const struct device *d, const struct device *o)
+{
+	if (d->raw.len && str_eq(d->raw, o->raw))
+		return true;
+	return d->allow_multiple_allocations == o->allow_multiple_allocations &&
+	       d->has_v136 == o->has_v136 && d->has_v137 == o->has_v137 &&
+	       str_eq(d->capacity_raw, o->capacity_raw) && str_eq(d->node_name, o->node_name) &&
+	       d->all_nodes == o->all_nodes && d->has_node_selector == o->has_node_selector &&
+	       device_mappings_equal(d, o);
+}
+
+static void find_unchanged(struct slice_ctx *x, const struct resource_slice *old)
+{
+	const struct resource_slice *s = x->s;
+	const struct device **sorted = NULL;
+	bool *unchanged = arena_calloc(x->c->arena, s->ndevices ? s->ndevices : 1, sizeof(*unchanged));
+	bool all = true;
+	uint32_t i;
+
+	if (!unchanged) {
+		x->c->error = arena_error(x->c->arena);
+		return;
+	}
+	for (i = 0; i < s->ndevices && !x->c->error; i++) {
+		const struct device *d = &s->devices[i];
+		const struct device *o;
+
+		if (i < old->ndevices && old->devices[i].same_as_object) {
+			unchanged[i] = true;
+			continue;
+		}
+		o = find_device(x->c, old, &sorted, d, i);
+		unchanged[i] = o && device_inputs_equal(d, o);
+		if (d->nmappings && !unchanged[i])
+			all = false;
+	}
+	x->unchanged = unchanged;
+	x->slice_unchanged = all && str_eq(s->driver, old->driver) && str_eq(s->node_name, old->node_name) &&
+			     s->all_nodes == old->all_nodes && s->has_node_selector == old->has_node_selector &&
+			     s->per_device_node_selection == old->per_device_node_selection &&
+			     model_slice_has_mappings(old);
+}
+
 void slice_rules_check(struct check *c)
 {
 	const struct admission_request *req = c->req;
-	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL, { 0, 0, 0 } };
+	const struct resource_slice *old = req->operation == ADMISSION_OP_UPDATE &&
+					   req->old_object.kind == OBJECT_RESOURCE_SLICE ?
+					   &req->old_object.u.slice : NULL;
+	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL, { 0, 0, 0 }, NULL, false };
 	struct mapping_facts f;
 	uint32_t i, j, k;
 	bool mapped;
@@ -632,25 +991,32 @@ void slice_rules_check(struct check *c)
 	if (c->policy->has_drivers)
 		x.driver = policy_driver(c->policy, x.s->driver);
 	mapped = model_slice_has_mappings(x.s);
+	if (old)
+		find_unchanged(&x, old);
 	for (i = 0; i < x.s->ndevices && !c->error; i++) {
 		const struct device *d = &x.s->devices[i];
 
+		c->preexisting = x.unchanged && x.unchanged[i];
 		rule_device_schema(&x, d);
 		for (j = 0; j < d->nmappings; j++) {
 			const struct mapping *m = &d->mappings[j];
 
+			quantity_from_int(1, &f.page);  /* set for hugepages only */
 			f.resource = names_node_resource(m->resource, &f.page);
 			f.has_unit = !m->is_null && unit_amount(m, &f.unit);
 			for (k = 0; k < sizeof(mapping_rules) / sizeof(mapping_rules[0]); k++)
 				mapping_rules[k](&x, d, m, &f);
 		}
 	}
+	c->preexisting = false;
 	if (mapped) {
+		c->preexisting = x.slice_unchanged;
 		rule_driver_listed(&x);
 		rule_canary(&x);
+		c->preexisting = false;
 	}
-	if (req->operation == ADMISSION_OP_UPDATE && req->old_object.kind == OBJECT_RESOURCE_SLICE) {
-		rule_generation_regress(&x, &req->old_object.u.slice);
-		rule_mapping_unversioned(&x, &req->old_object.u.slice);
+	if (old) {
+		rule_generation_regress(&x, old);
+		rule_mapping_unversioned(&x, old);
 	}
 }

@@ -46,10 +46,29 @@ int verdict_add(struct verdict *v, struct arena *a, enum rule_id rule, enum acti
 	return 0;
 }
 
+static bool alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool verdict_audit_key_valid(struct str key)
+{
+	size_t i;
+
+	if (key.len == 0 || key.len > VERDICT_AUDIT_KEY_MAX || !alnum(key.ptr[0]) || !alnum(key.ptr[key.len - 1]))
+		return false;
+	for (i = 0; i < key.len; i++)
+		if (!alnum(key.ptr[i]) && key.ptr[i] != '-' && key.ptr[i] != '_' && key.ptr[i] != '.')
+			return false;
+	return true;
+}
+
 int verdict_audit(struct verdict *v, struct arena *a, struct str key, struct str value)
 {
 	struct audit_annotation *na;
 
+	if (!verdict_audit_key_valid(key))
+		return -EINVAL;
 	if (v->naudit >= VERDICT_MAX_AUDIT)
 		return -E2BIG;
 	if (v->naudit == 0) {
@@ -116,7 +135,7 @@ static int add_dryrun_audit(struct verdict *v, struct arena *a, uint32_t idx)
 {
 	const struct violation *vi = &v->violations[idx];
 	uint32_t i, count = 0;
-	struct str key, value;
+	struct str key, value = { "", 0 };
 	char text[VERDICT_AUDIT_VALUE_MAX + 64];
 	int n, rc;
 
@@ -148,7 +167,7 @@ static int add_dryrun_audit(struct verdict *v, struct arena *a, uint32_t idx)
 static int denial_annotations(struct verdict *v, struct arena *a, const char *policy_hash)
 {
 	struct buf rules;
-	struct str value;
+	struct str value = { "", 0 };
 	uint32_t i, j;
 	int rc = 0;
 

@@ -15,7 +15,8 @@
 
 /* Kubernetes shows warnings of up to 120 characters; we keep under that. */
 #define VERDICT_WARNING_MAX 119
-#define VERDICT_AUDIT_PREFIX "dra-guard.io/"
+/* The longest audit annotation key: the name part of a qualified name. */
+#define VERDICT_AUDIT_KEY_MAX 63
 
 struct violation {
 	enum rule_id rule;
@@ -25,7 +26,8 @@ struct violation {
 };
 
 struct audit_annotation {
-	struct str key;               /* without the dra-guard.io/ prefix */
+	struct str key;               /* bare ("denied-rules"): the API server adds
+				       * "<webhook name>/" in front */
 	struct str value;
 };
 
@@ -64,8 +66,15 @@ int verdict_finish(struct verdict *v, struct arena *a, const char *object_desc,
  * 500), dropping whatever it held. 0 or the arena's error. */
 int verdict_fail(struct verdict *v, struct arena *a, int32_t code, const char *message);
 
-/* Add an audit annotation. 0 or the arena's error; -E2BIG past 64. */
+/* Add an audit annotation. key must pass verdict_audit_key_valid() (-EINVAL
+ * otherwise). 0 or the arena's error; -E2BIG past 64. */
 int verdict_audit(struct verdict *v, struct arena *a, struct str key, struct str value);
+
+/* True when the API server keeps key once it has put "<webhook name>/" in
+ * front: checkKeyFormat in k8s.io/apiserver wants exactly one '/' and a
+ * qualified name, so key must be 1 to 63 of [A-Za-z0-9-_.], starting and
+ * ending with a letter or digit. */
+bool verdict_audit_key_valid(struct str key);
 
 /* True when the verdict has a violation of rule. */
 bool verdict_has(const struct verdict *v, enum rule_id rule);

@@ -1,6 +1,8 @@
 /* writer_rules.c - least-privilege writes: slice.writer*, status.*. */
 #include "writer_rules.h"
 
+#include <stdlib.h>
+
 #include "names.h"
 
 #define SHOW_MAX 64
@@ -39,6 +41,31 @@ static bool is_scheduler(const struct check *c)
 static bool is_allocator(const struct check *c)
 {
 	return is_scheduler(c) || check_user_is(c, &c->policy->allocators);
+}
+
+/* The scope the requester writes driver d's objects at, from the account's
+ * entry: a ServiceAccount shared by the kubelet plugin and the controller
+ * (kubernetes-sigs/dra-example-driver runs both under one) is scope node
+ * with controllerPods, and a token bound to a Pod whose name matches one
+ * of them writes at cluster scope. The token's pod-name is set by the API
+ * server from the Pod the token was issued for, and a kubelet can ask for
+ * tokens only for Pods on its own node (NodeRestriction), so a plugin's
+ * token never carries the controller's Pod name unless the controller runs
+ * on that plugin's node. The node-name extra cannot make this distinction:
+ * the controller Pod's token carries the node the controller runs on. */
+static enum driver_scope writer_scope(const struct check *c, const struct service_account_policy *sa)
+{
+	uint32_t n;
+	const struct str *pod;
+
+	if (sa->scope == DRIVER_SCOPE_CLUSTER)
+		return DRIVER_SCOPE_CLUSTER;
+	if (sa->controller_pods.n == 0)
+		return DRIVER_SCOPE_NODE;
+	pod = model_user_extra(&c->req->user, MODEL_EXTRA_POD_NAME, &n);
+	if (n == 1 && policy_list_glob(&sa->controller_pods, pod[0]))
+		return DRIVER_SCOPE_CLUSTER;
+	return DRIVER_SCOPE_NODE;
 }
 
 /* The driver listed for a ServiceAccount user, other than except, or NULL. */
@@ -97,6 +124,7 @@ void writer_rules_slice(struct check *c)
 	const struct k8s_object *obj = req->operation == ADMISSION_OP_DELETE ? &req->old_object : &req->object;
 	const struct resource_slice *s = &obj->u.slice;
 	const struct driver_policy *d;
+	const struct service_account_policy *sa;
 	struct str kubelet_node;
 
 	if (!c->policy->has_drivers)
@@ -106,8 +134,8 @@ void writer_rules_slice(struct check *c)
 		d = policy_driver(c->policy, req->old_object.u.slice.driver);
 	if (!d)
 		return;
-	if (policy_list_has(&d->service_accounts, req->user.username)) {
-		if (d->scope != DRIVER_SCOPE_NODE)
+	if ((sa = policy_driver_account(d, req->user.username)) != NULL) {
+		if (writer_scope(c, sa) != DRIVER_SCOPE_NODE)
 			return;
 		check_slice_node(c, d, obj, "spec.nodeName");
 		/* An UPDATE must not take over another node's slice either. */
@@ -116,10 +144,17 @@ void writer_rules_slice(struct check *c)
 			check_slice_node(c, d, &req->old_object, "spec.nodeName");
 		return;
 	}
-	/* Kubelets delete their node's slices when they start; Kubernetes has
+	/* Kubelets delete their node's slices when they start and when a
+	 * driver's plugin stays away (DeleteCollection by spec.nodeName in the
+	 * kubelet's DRA plugin manager, wipeResourceSlices); Kubernetes has
 	 * them do nothing else with a driver's slices. */
 	if (req->operation == ADMISSION_OP_DELETE && names_kubelet_node(req->user.username, &kubelet_node) &&
 	    s->node_name.len && str_eq(kubelet_node, s->node_name))
+		return;
+	/* Node-local slices are owned by their Node: when the Node goes, the
+	 * garbage collector deletes them (attemptToDeleteItem, once no owner
+	 * is left). Refusing it leaks a slice on every scale-down. */
+	if (req->operation == ADMISSION_OP_DELETE && check_user_is(c, &c->policy->collectors))
 		return;
 	if (check_user_in(c, &c->policy->admin_groups)) {
 		check_break_glass(c, "%.*s wrote a ResourceSlice of driver %.*s as a member of writers.admins",
@@ -128,7 +163,8 @@ void writer_rules_slice(struct check *c)
 	}
 	check_violation(c, RULE_SLICE_WRITER, "spec.driver",
 			"%.*s may not %s ResourceSlices of driver %.*s; only its ServiceAccounts (%.*s), "
-			"the kubelet of the slice's node (delete only) and writers.admins groups may",
+			"the kubelet of the slice's node and writers.collectors (delete only) and writers.admins "
+			"groups may",
 			STR_FMT(check_who(c)), req->operation == ADMISSION_OP_DELETE ? "delete" :
 			req->operation == ADMISSION_OP_CREATE ? "create" : "update",
 			shown(d->name), d->name.ptr, STR_FMT(check_list_names(c, &d->service_accounts)));
@@ -156,23 +192,39 @@ static void rule_allocation_writer(struct check *c)
 
 /* --- status.devices.writer ---------------------------------------------------------------- */
 
-static bool same_device_key(const struct device_status *a, const struct device_status *b)
+static int status_key_cmp(const struct device_status *a, const struct device_status *b)
 {
-	return str_eq(a->driver, b->driver) && str_eq(a->pool, b->pool) && str_eq(a->device, b->device) &&
-	       str_eq(a->share_id, b->share_id);
+	int r = str_cmp(a->driver, b->driver);
+
+	if (r == 0)
+		r = str_cmp(a->pool, b->pool);
+	if (r == 0)
+		r = str_cmp(a->device, b->device);
+	if (r == 0)
+		r = str_cmp(a->share_id, b->share_id);
+	return r;
 }
 
-static const struct device_status *find_status(const struct resource_claim *cl, const struct device_status *e,
-					       uint32_t hint)
+static int status_ptr_cmp(const void *a, const void *b)
 {
+	return status_key_cmp(*(const struct device_status *const *)a, *(const struct device_status *const *)b);
+}
+
+/* The entries of cl sorted by (driver, pool, device, shareID). NULL and
+ * c->error set when the arena is out of room. */
+static const struct device_status **statuses_by_key(struct check *c, const struct resource_claim *cl)
+{
+	const struct device_status **v = arena_calloc(c->arena, cl->ndevices ? cl->ndevices : 1, sizeof(*v));
 	uint32_t i;
 
-	if (hint < cl->ndevices && same_device_key(&cl->devices[hint], e))
-		return &cl->devices[hint];
+	if (!v) {
+		c->error = arena_error(c->arena);
+		return NULL;
+	}
 	for (i = 0; i < cl->ndevices; i++)
-		if (same_device_key(&cl->devices[i], e))
-			return &cl->devices[i];
-	return NULL;
+		v[i] = &cl->devices[i];
+	qsort(v, cl->ndevices, sizeof(*v), status_ptr_cmp);
+	return v;
 }
 
 /* The claim's node: from the new allocation, else the old one. */
@@ -188,11 +240,14 @@ static struct str claim_node(const struct check *c)
 	return (struct str){ "", 0 };
 }
 
-/* May the requester write entry e (added, changed or removed)? */
+/* May the requester write entry e (added, changed or removed)? index is its
+ * position in the claim it is in (new for added and changed, old for
+ * removed). */
 static void check_device_entry(struct check *c, const struct device_status *e, uint32_t index,
 			       const char *how, bool deallocating)
 {
 	const struct driver_policy *d = policy_driver(c->policy, e->driver);
+	const struct service_account_policy *sa;
 	struct str node = { "", 0 }, claim_at;
 	uint32_t n;
 	struct str path = check_printf(c, "status.devices[%u]", index);
@@ -211,7 +266,7 @@ static void check_device_entry(struct check *c, const struct device_status *e, u
 					   shown(e->driver), e->driver.ptr);
 		return;
 	}
-	if (!policy_list_has(&d->service_accounts, c->req->user.username)) {
+	if ((sa = policy_driver_account(d, c->req->user.username)) == NULL) {
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 				   "%.*s %s an entry of driver %.*s (device \"%.*s\"); only that driver's "
 				   "ServiceAccounts (%.*s) may", STR_FMT(check_who(c)), how,
@@ -219,14 +274,16 @@ static void check_device_entry(struct check *c, const struct device_status *e, u
 				   STR_FMT(check_list_names(c, &d->service_accounts)));
 		return;
 	}
-	if (d->scope != DRIVER_SCOPE_NODE)
+	if (writer_scope(c, sa) != DRIVER_SCOPE_NODE)
 		return;
 	claim_at = claim_node(c);
 	n = token_node(c, &node);
 	if (claim_at.len == 0)
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
-				   "%.*s %s an entry of node-scoped driver %.*s, but the claim has no node-local "
-				   "allocation to tie it to", STR_FMT(check_who(c)), how, shown(d->name), d->name.ptr);
+				   "%.*s %s an entry of driver %.*s at node scope, but the claim has no node-local "
+				   "allocation to tie it to (a controller writes such claims: give its "
+				   "ServiceAccount scope: cluster, or controllerPods when it shares one with the "
+				   "plugin)", STR_FMT(check_who(c)), how, shown(d->name), d->name.ptr);
 	else if (n != 1)
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 				   "%.*s %s an entry of node-scoped driver %.*s but its token carries %u %s values "
@@ -235,30 +292,45 @@ static void check_device_entry(struct check *c, const struct device_status *e, u
 				   STR_FMT(token_nodes(c)), shown(claim_at), claim_at.ptr);
 	else if (!str_eq(node, claim_at))
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
-				   "%.*s %s an entry of driver %.*s for a claim allocated on node \"%.*s\"; a "
-				   "node-scoped driver writes only claims on its own node", STR_FMT(check_who(c)),
-				   how, shown(d->name), d->name.ptr, shown(claim_at), claim_at.ptr);
+				   "%.*s %s an entry of driver %.*s for a claim allocated on node \"%.*s\"; at node "
+				   "scope a driver writes only claims on its own node (a controller writing for any "
+				   "node needs scope: cluster, or controllerPods naming its Pods)",
+				   STR_FMT(check_who(c)), how, shown(d->name), d->name.ptr, shown(claim_at),
+				   claim_at.ptr);
 }
 
+/* Entries are matched by (driver, pool, device, shareID): both lists are
+ * sorted by that key and walked once, so the comparison costs n log n
+ * whatever order the writer used. Reported in each claim's own order. */
 static void rule_devices_writer(struct check *c)
 {
 	const struct resource_claim *old = &c->req->old_object.u.claim;
 	const struct resource_claim *cur = &c->req->object.u.claim;
 	bool deallocating = old->allocated && !cur->allocated;
-	uint32_t i;
+	const struct device_status **o, **n;
+	uint32_t i = 0, j = 0;
 
-	for (i = 0; i < cur->ndevices && !c->error; i++) {
-		const struct device_status *e = &cur->devices[i];
-		const struct device_status *o = find_status(old, e, i);
+	if (old->ndevices == 0 && cur->ndevices == 0)
+		return;
+	if (!(o = statuses_by_key(c, old)) || !(n = statuses_by_key(c, cur)))
+		return;
+	while ((i < old->ndevices || j < cur->ndevices) && !c->error) {
+		int r = i == old->ndevices ? 1 : j == cur->ndevices ? -1 : status_key_cmp(o[i], n[j]);
 
-		if (!o)
-			check_device_entry(c, e, i, "added", deallocating);
-		else if (!str_eq(o->raw, e->raw))
-			check_device_entry(c, e, i, "changed", deallocating);
+		if (r < 0) {
+			check_device_entry(c, o[i], (uint32_t)(o[i] - old->devices), "removed", deallocating);
+			i++;
+		} else if (r > 0) {
+			check_device_entry(c, n[j], (uint32_t)(n[j] - cur->devices), "added", deallocating);
+			j++;
+		} else {
+			if (!str_eq(o[i]->raw, n[j]->raw))
+				check_device_entry(c, n[j], (uint32_t)(n[j] - cur->devices), "changed",
+						   deallocating);
+			i++;
+			j++;
+		}
 	}
-	for (i = 0; i < old->ndevices && !c->error; i++)
-		if (!find_status(cur, &old->devices[i], i))
-			check_device_entry(c, &old->devices[i], i, "removed", deallocating);
 }
 
 void writer_rules_claim_status(struct check *c)

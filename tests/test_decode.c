@@ -371,13 +371,14 @@ static void test_slice_fixture_decodes_devices_and_mappings(void **state)
 	assert_true(v->has_v136);
 	assert_false(v->has_v137);
 	assert_int_equal(v->nmappings, 2);
-	assert_str(v->mappings[0].resource, "memory");
-	assert_int_equal(v->mappings[0].shape, MAPPING_V136);
-	assert_str(v->mappings[0].multiplier.text, "8Gi");
-	assert_int_equal(v->mappings[0].multiplier.err, 0);
-	assert_false(v->mappings[0].has_capacity_key);
-	assert_str(v->mappings[1].resource, "cpu");
-	assert_str(v->mappings[1].multiplier.text, "2");
+	/* sorted by resource, whatever order the text has */
+	assert_str(v->mappings[1].resource, "memory");
+	assert_int_equal(v->mappings[1].shape, MAPPING_V136);
+	assert_str(v->mappings[1].multiplier.text, "8Gi");
+	assert_int_equal(v->mappings[1].multiplier.err, 0);
+	assert_false(v->mappings[1].has_capacity_key);
+	assert_str(v->mappings[0].resource, "cpu");
+	assert_str(v->mappings[0].multiplier.text, "2");
 	assert_int_equal(v->raw.ptr[0], '{');
 	assert_int_equal(v->raw.ptr[v->raw.len - 1], '}');
 	assert_non_null(strstr(v->raw.ptr, "\"name\": \"accel-0\""));
@@ -968,10 +969,11 @@ static const struct bad_case bad_cases[] = {
 	  "request.userInfo.groups: expected an array, got a string" },
 	{ "a group is a number", RV_HEAD RQ_HEAD ",\"userInfo\":{\"groups\":[\"a\",1]}}}", -EBADMSG,
 	  "request.userInfo.groups[1]: expected a string, got a number" },
-	{ "extra values not a list", RV_HEAD RQ_HEAD ",\"userInfo\":{\"extra\":{\"k\":\"v\"}}}}",
-	  -EBADMSG, "request.userInfo.extra.k: expected an array, got a string" },
-	{ "duplicate extra key", RV_HEAD RQ_HEAD ",\"userInfo\":{\"extra\":{\"a/b\":[],\"a/b\":[]}}}}",
-	  -EBADMSG, "request.userInfo.extra[\"a/b\"]: duplicate key \"a/b\"" },
+	{ "extra values not a list", RV_HEAD RQ_HEAD ",\"userInfo\":{\"extra\":{\"" MODEL_EXTRA_NODE_NAME
+	  "\":\"v\"}}}}", -EBADMSG, "request.userInfo.extra[\"" MODEL_EXTRA_NODE_NAME
+	  "\"]: expected an array, got a string" },
+	{ "duplicate extra key", RV_HEAD RQ_HEAD ",\"userInfo\":{\"extra\":{\"" MODEL_EXTRA_POD_NAME "\":[],\""
+	  MODEL_EXTRA_POD_NAME "\":[]}}}}", -EBADMSG, "duplicate key \"" MODEL_EXTRA_POD_NAME "\"" },
 	{ "dryRun is a string", RV_HEAD RQ_HEAD ",\"dryRun\":\"yes\"}}", -EBADMSG,
 	  "request.dryRun: expected true or false, got a string" },
 	{ "object is a string", RV_HEAD RQ_HEAD ",\"object\":\"x\"}}", -EBADMSG,
@@ -989,10 +991,16 @@ static const struct bad_case bad_cases[] = {
 	  "request.object.metadata: expected an object, got an array" },
 	{ "duplicate metadata name", RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"name\":\"a\","
 	  "\"name\":\"b\"}}}}", -EPROTO, "request.object.metadata: duplicate member \"name\"" },
-	{ "labels hold a number", RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"labels\":{\"a\":1}}}}}",
-	  -EPROTO, "request.object.metadata.labels.a: expected a string, got a number" },
-	{ "duplicate label", RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"labels\":{\"x.io/a\":\"1\","
-	  "\"x.io/a\":\"2\"}}}}}", -EPROTO, "duplicate key \"x.io/a\"" },
+	{ "guard label holds a number", RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"labels\":"
+	  "{\"dra-guard.io/mappings\":1}}}}}", -EPROTO,
+	  "request.object.metadata.labels[\"dra-guard.io/mappings\"]: expected a string, got a number" },
+	{ "duplicate guard label", RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"labels\":{"
+	  "\"dra-guard.io/mappings\":\"1\",\"dra-guard.io\\/mappings\":\"2\"}}}}}", -EPROTO,
+	  "duplicate label \"dra-guard.io\\/mappings\"" },
+	{ "labels not an object", RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"labels\":[]}}}}",
+	  -EPROTO, "request.object.metadata.labels: expected an object, got an array" },
+	{ "other label not JSON", RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"labels\":{\"a\":tru}}}}}",
+	  -EBADMSG, "" },
 	{ "generation is a string", RV_HEAD RQ_HEAD ",\"object\":{\"spec\":{\"pool\":{\"generation\":"
 	  "\"3\"}}}}}", -EPROTO, "request.object.spec.pool.generation: expected an integer, got a string" },
 	{ "generation is a fraction", RV_HEAD RQ_HEAD ",\"object\":{\"spec\":{\"pool\":{\"generation\":"
@@ -1013,7 +1021,7 @@ static const struct bad_case bad_cases[] = {
 	  "\"8Gi\"}}"), -EPROTO,
 	  "request.object.spec.devices[3].capacity[\"example.com/mem\"]: expected an object" },
 	{ "duplicate capacity", OBJ("{\"capacity\":{\"c\":{},\"c\":{}}}"), -EPROTO,
-	  "request.object.spec.devices[0].capacity.c: duplicate key \"c\"" },
+	  "request.object.spec.devices[0].capacity: duplicate key \"c\"" },
 	{ "capacity value is an object", OBJ("{\"capacity\":{\"c\":{\"value\":{}}}}"), -EPROTO,
 	  "capacity.c.value: expected a quantity (a string or a number), got an object" },
 	{ "mapping entry is a string", OBJ("{\"nodeAllocatableResourceMappings\":{\"memory\":\"8Gi\"}}"),
@@ -1024,7 +1032,7 @@ static const struct bad_case bad_cases[] = {
 	{ "multiplier is true", OBJ("{\"nodeAllocatableResourceMappings\":{\"cpu\":"
 	  "{\"allocationMultiplier\":true}}}"), -EPROTO, "got true" },
 	{ "duplicate mapping", OBJ("{\"nodeAllocatableResourceMappings\":{\"cpu\":{},\"cpu\":{}}}"),
-	  -EPROTO, "nodeAllocatableResourceMappings.cpu: duplicate key \"cpu\"" },
+	  -EPROTO, "nodeAllocatableResourceMappings: duplicate key \"cpu\"" },
 	{ "duplicate multiplier", OBJ("{\"nodeAllocatableResourceMappings\":{\"cpu\":"
 	  "{\"allocationMultiplier\":\"1\",\"allocationMultiplier\":\"2\"}}}"), -EPROTO,
 	  "nodeAllocatableResourceMappings.cpu: duplicate member \"allocationMultiplier\"" },
@@ -1070,7 +1078,7 @@ static const struct bad_case bad_cases[] = {
 	  "{\"freeze\":true}}}}", -EPROTO, "request.object.data.freeze: expected a string, got true" },
 	{ "duplicate config map key", RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"\","
 	  "\"version\":\"v1\",\"kind\":\"ConfigMap\"},\"operation\":\"UPDATE\",\"object\":{\"data\":"
-	  "{\"freeze\":\"true\",\"freeze\":\"false\"}}}}", -EPROTO, "duplicate key \"freeze\"" },
+	  "{\"freeze\":\"true\",\"freeze\":\"false\"}}}}", -EPROTO, "duplicate data entry \"freeze\"" },
 	/* an object error waits for the rest of the review */
 	{ "object error then a bad operation", RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"\","
 	  "\"version\":\"v1\",\"kind\":\"Pod\"},\"object\":{\"metadata\":5},\"operation\":\"X\"}}",
@@ -1148,16 +1156,17 @@ static void test_quantities_as_strings_numbers_and_bad_text(void **state)
 	assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
 	v = &rq.object.u.slice.devices[0];
 	assert_int_equal(v->nmappings, 5);
+	/* sorted: cpu, ephemeral-storage, hugepages-2Mi, memory, x */
 	assert_true(v->mappings[0].multiplier.present);
 	assert_str(v->mappings[0].multiplier.text, "2");
 	assert_int_equal(v->mappings[0].multiplier.err, 0);
-	assert_str(v->mappings[1].multiplier.text, "1.5e3");
-	assert_int_equal(v->mappings[1].multiplier.err, 0);
+	assert_str(v->mappings[3].multiplier.text, "1.5e3");
+	assert_int_equal(v->mappings[3].multiplier.err, 0);
 	/* a text that is no quantity is kept for the rules to report */
 	assert_str(v->mappings[2].multiplier.text, "lots");
 	assert_int_equal(v->mappings[2].multiplier.err, -EINVAL);
-	assert_true(v->mappings[3].is_null);
-	assert_false(v->mappings[3].multiplier.present);
+	assert_true(v->mappings[1].is_null);
+	assert_false(v->mappings[1].multiplier.present);
 	assert_false(v->mappings[4].multiplier.present);
 	assert_true(v->mappings[4].has_capacity_key);
 	assert_int_equal(v->mappings[4].capacity_key.len, 0);
@@ -1187,6 +1196,8 @@ static void test_kubernetes_137_shape_and_unknown_members(void **state)
 	assert_true(v->has_v136);
 	assert_true(v->has_v137);
 	assert_int_equal(v->nmappings, 6);
+	/* by shape, then resource: 1.36 cpu; 1.37 cpu, ephemeral-storage,
+	 * hugepages-1Gi, memory, pods */
 	assert_int_equal(v->mappings[0].shape, MAPPING_V136);
 	assert_int_equal(v->mappings[1].shape, MAPPING_V137);
 	assert_str(v->mappings[1].resource, "cpu");
@@ -1195,13 +1206,16 @@ static void test_kubernetes_137_shape_and_unknown_members(void **state)
 	assert_str(v->mappings[1].overhead_per_container.text, "10m");
 	assert_false(v->mappings[1].has_capacity_key);
 	assert_int_equal(v->mappings[1].unknown_field.len, 0);
-	assert_str(v->mappings[2].capacity_key, "x.io/mem");
-	assert_str(v->mappings[2].capacity_multiplier.text, "1");
-	assert_false(v->mappings[2].multiplier.present);
-	assert_str(v->mappings[2].unknown_field, "mapping.quantityFrom");
+	assert_str(v->mappings[4].capacity_key, "x.io/mem");
+	assert_str(v->mappings[4].capacity_multiplier.text, "1");
+	assert_false(v->mappings[4].multiplier.present);
+	assert_str(v->mappings[4].unknown_field, "mapping.quantityFrom");
 	assert_str(v->mappings[3].unknown_field, "overhead.perNode");
-	assert_str(v->mappings[4].unknown_field, "accounting");
+	assert_str(v->mappings[2].unknown_field, "accounting");
 	assert_true(v->mappings[5].is_null);
+	assert_true(model_find_mapping(v, MAPPING_V137, STR_LIT("memory")) == &v->mappings[4]);
+	assert_true(model_find_mapping(v, MAPPING_V136, STR_LIT("cpu")) == &v->mappings[0]);
+	assert_null(model_find_mapping(v, MAPPING_V136, STR_LIT("memory")));
 	arena_free(a);
 }
 
@@ -1254,7 +1268,8 @@ static void test_user_info_groups_and_extra(void **state)
 	assert_str(rq.user.uid, "42");
 	assert_int_equal(rq.user.ngroups, 2);
 	assert_true(model_user_in_group(&rq.user, STR_LIT("system:authenticated")));
-	assert_int_equal(rq.user.nextra, 3);
+	/* only the extras a rule reads are kept */
+	assert_int_equal(rq.user.nextra, 1);
 	v = model_user_extra(&rq.user, MODEL_EXTRA_NODE_NAME, &n);
 	assert_int_equal(n, 1);
 	assert_str(v[0], "worker-1");
@@ -1799,10 +1814,317 @@ static void test_map_list_depth_and_memory_limits(void **state)
 	arena_free(a);
 }
 
+/* --- limits apply to what the guard reads --------------------------------- */
+
+/* A growing text buffer for the big bodies below. */
+struct tbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static void tb_add(struct tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tb_add(struct tbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		assert_true(n >= 0);
+		if (b->p && b->len + (size_t)n < b->cap)
+			break;
+		b->cap = (b->cap + (size_t)n + 1) * 2;
+		b->p = realloc(b->p, b->cap);
+		assert_non_null(b->p);
+	}
+	b->len += (size_t)n;
+}
+
+/* Kubernetes sets no count limit on labels, ConfigMap keys or a user's
+ * extras, and nests a claim's opaque parameters as deep as its own JSON
+ * decoder allows: none of that may make a review undecodable when no rule
+ * reads it. */
+static void test_content_no_rule_reads_has_no_count_limit(void **state)
+{
+	struct arena *a = new_arena(ARENA_CAP);
+	struct admission_request rq;
+	struct decode_error err;
+	struct tbuf b = { NULL, 0, 0 };
+	const struct str *v;
+	uint32_t n;
+	int i;
+
+	(void)state;
+	/* 300 labels on a slice, the guard's own among them. */
+	tb_add(&b, RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"name\":\"s\",\"labels\":{");
+	for (i = 0; i < 300; i++)
+		tb_add(&b, "\"team.example.com/l%d\":\"v%d\",", i, i);
+	tb_add(&b, "\"dra-guard.io/mappings\":\"abc\"}}}}}");
+	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+	assert_true(rq.object.meta.has_mapping_label);
+	assert_str(rq.object.meta.mapping_label, "abc");
+	arena_reset(a);
+
+	/* A ConfigMap with 300 keys besides the guard's. */
+	b.len = 0;
+	tb_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"ConfigMap\"},"
+	       "\"operation\":\"CREATE\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{");
+	for (i = 0; i < 300; i++)
+		tb_add(&b, "\"key-%d\":\"value %d\",", i, i);
+	tb_add(&b, "\"freeze\":\"true\"}}}}");
+	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+	assert_true(rq.object.u.config_map.has_freeze);
+	assert_false(rq.object.u.config_map.has_policy);
+	arena_reset(a);
+
+	/* 300 extra keys and 5000 values under one of them, none read. */
+	b.len = 0;
+	tb_add(&b, RV_HEAD RQ_HEAD ",\"userInfo\":{\"username\":\"u\",\"extra\":{");
+	for (i = 0; i < 300; i++)
+		tb_add(&b, "\"example.com/k%d\":[\"v\"],", i);
+	tb_add(&b, "\"example.com/many\":[");
+	for (i = 0; i < 5000; i++)
+		tb_add(&b, "%s\"v%d\"", i ? "," : "", i);
+	tb_add(&b, "],\"" MODEL_EXTRA_NODE_NAME "\":[\"worker-1\"]}}}}");
+	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+	v = model_user_extra(&rq.user, MODEL_EXTRA_NODE_NAME, &n);
+	assert_int_equal(n, 1);
+	assert_str(v[0], "worker-1");
+	arena_reset(a);
+
+	/* A claim whose opaque driver parameters nest 200 levels deep. */
+	b.len = 0;
+	tb_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"resource.k8s.io\",\"version\":\"v1\","
+	       "\"kind\":\"ResourceClaim\"},\"operation\":\"CREATE\",\"object\":{\"apiVersion\":"
+	       "\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\"},"
+	       "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"r\",\"exactly\":{\"deviceClassName\":"
+	       "\"gpu.example.com\"}}],\"config\":[{\"opaque\":{\"driver\":\"gpu.example.com\","
+	       "\"parameters\":");
+	for (i = 0; i < 200; i++)
+		tb_add(&b, "{\"a\":");
+	tb_add(&b, "1");
+	for (i = 0; i < 200; i++)
+		tb_add(&b, "}");
+	tb_add(&b, "}}]}}}}}");
+	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+	assert_int_equal(rq.object.u.claim.nrequests, 1);
+	assert_str(rq.object.u.claim.requests[0].device_classes[0], "gpu.example.com");
+	arena_reset(a);
+
+	/* A Pod with 5000 resourceClaims entries: counted, not kept. */
+	b.len = 0;
+	tb_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+	       "\"operation\":\"UPDATE\",\"subResource\":\"status\",\"object\":{\"spec\":{\"resourceClaims\":[");
+	for (i = 0; i < 5000; i++)
+		tb_add(&b, "%s{\"name\":\"c%d\"}", i ? "," : "", i);
+	tb_add(&b, "]}}}}");
+	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+	assert_int_equal(rq.object.u.pod.nresource_claims, 5000);
+	free(b.p);
+	arena_free(a);
+}
+
+/* A map of many keys is sorted in n log n, found by binary search, and a
+ * key given twice is still refused. */
+static void test_large_maps_sort_and_refuse_duplicates(void **state)
+{
+	struct arena *a = new_arena(ARENA_CAP);
+	struct admission_request rq;
+	struct decode_error err;
+	struct tbuf b = { NULL, 0, 0 };
+	const struct device *d;
+	int i;
+
+	(void)state;
+	tb_add(&b, RV_HEAD RQ_HEAD ",\"object\":" SLICE_HEAD "{\"name\":\"d\",\"capacity\":{");
+	for (i = 200; i > 0; i--)
+		tb_add(&b, "%s\"c%03d\":{\"value\":\"%d\"}", i == 200 ? "" : ",", i, i);
+	tb_add(&b, "}}]}}}}");
+	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+	d = &rq.object.u.slice.devices[0];
+	assert_int_equal(d->ncapacity, 200);
+	assert_str(d->capacity[0].name, "c001");
+	assert_str(d->capacity[199].name, "c200");
+	assert_str(model_device_capacity(d, STR_LIT("c137"))->value.text, "137");
+	assert_null(model_device_capacity(d, STR_LIT("c000")));
+	arena_reset(a);
+
+	b.len = 0;
+	tb_add(&b, RV_HEAD RQ_HEAD ",\"object\":" SLICE_HEAD "{\"name\":\"d\",\"capacity\":{");
+	for (i = 1; i <= 100; i++)
+		tb_add(&b, "\"c%03d\":{},", i);
+	tb_add(&b, "\"c050\":{}}}]}}}}");
+	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), -EPROTO);
+	assert_string_equal(err.msg, "request.object.spec.devices[0].capacity: duplicate key \"c050\"");
+	assert_true(err.offset < b.len && b.p[err.offset] == '"' && strncmp(b.p + err.offset, "\"c050\"", 6) == 0);
+	free(b.p);
+	arena_free(a);
+}
+
+static void test_capacity_request_policy(void **state)
+{
+	const char *body = OBJ("{\"name\":\"d\",\"capacity\":{"
+			       "\"mem\":{\"value\":\"80Gi\",\"requestPolicy\":{\"default\":\"1Gi\","
+			       "\"validRange\":{\"min\":\"1Gi\",\"max\":\"16Gi\",\"step\":\"1Gi\"}}},"
+			       "\"bw\":{\"value\":\"10G\",\"requestPolicy\":{\"default\":\"1G\","
+			       "\"validValues\":[\"1G\",\"5G\",\"10G\"]}},"
+			       "\"plain\":{\"value\":\"8\"}}}");
+	struct arena *a = new_arena(ARENA_CAP);
+	struct admission_request rq;
+	struct decode_error err;
+	const struct device *d;
+	const struct device_capacity *c;
+
+	(void)state;
+	assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
+	d = &rq.object.u.slice.devices[0];
+	c = model_device_capacity(d, STR_LIT("mem"));
+	assert_non_null(c);
+	assert_true(c->policy.present && c->policy.has_range);
+	assert_str(c->policy.default_value.text, "1Gi");
+	assert_str(c->policy.min.text, "1Gi");
+	assert_str(c->policy.max.text, "16Gi");
+	assert_str(c->policy.step.text, "1Gi");
+	assert_int_equal(c->policy.nvalid_values, 0);
+	c = model_device_capacity(d, STR_LIT("bw"));
+	assert_true(c->policy.present && !c->policy.has_range);
+	assert_int_equal(c->policy.nvalid_values, 3);
+	assert_str(c->policy.valid_values[2].text, "10G");
+	c = model_device_capacity(d, STR_LIT("plain"));
+	assert_false(c->policy.present);
+	assert_str(c->value.text, "8");
+	arena_free(a);
+}
+
+/* What tells an UPDATE that changed only metadata: every other top-level
+ * member kept as text, compared byte for byte. */
+static void test_only_metadata_changed(void **state)
+{
+	struct arena *a = new_arena(ARENA_CAP);
+	struct admission_request rq;
+	struct decode_error err;
+	char *body;
+
+#define UPD(obj, old) review("resource.k8s.io", "v1", "ResourceSlice", "UPDATE", obj, old)
+#define SL(meta, spec) "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":" \
+	meta ",\"spec\":" spec "}"
+	(void)state;
+	body = UPD(SL("{\"name\":\"s\",\"labels\":{\"a\":\"1\"}}", "{\"driver\":\"d\"}"),
+		   SL("{\"name\":\"s\",\"ownerReferences\":[{\"kind\":\"Node\"}]}", "{\"driver\":\"d\"}"));
+	assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
+	assert_true(rq.object.members_complete && rq.old_object.members_complete);
+	assert_int_equal(rq.object.nmembers, 3);
+	assert_str(rq.object.members[2].key, "spec");
+	assert_str(rq.object.members[2].value, "{\"driver\":\"d\"}");
+	assert_true(model_only_metadata_changed(&rq.object, &rq.old_object));
+	free(body);
+	arena_reset(a);
+
+	body = UPD(SL("{\"name\":\"s\"}", "{\"driver\":\"d\",\"nodeName\":\"n2\"}"),
+		   SL("{\"name\":\"s\"}", "{\"driver\":\"d\",\"nodeName\":\"n1\"}"));
+	assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
+	assert_false(model_only_metadata_changed(&rq.object, &rq.old_object));
+	free(body);
+	arena_reset(a);
+
+	/* A member no rule reads counts too (it is not metadata). */
+	body = UPD("{\"kind\":\"ResourceSlice\",\"metadata\":{},\"spec\":{},\"extra\":1}",
+		   "{\"kind\":\"ResourceSlice\",\"metadata\":{},\"spec\":{},\"extra\":2}");
+	assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
+	assert_false(model_only_metadata_changed(&rq.object, &rq.old_object));
+	free(body);
+	arena_reset(a);
+
+	/* The same members in another order: not provably the same. */
+	body = UPD("{\"kind\":\"ResourceSlice\",\"spec\":{},\"apiVersion\":\"resource.k8s.io/v1\"}",
+		   "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"spec\":{}}");
+	assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
+	assert_false(model_only_metadata_changed(&rq.object, &rq.old_object));
+	free(body);
+	arena_reset(a);
+
+	/* Past MODEL_OBJECT_MEMBERS_MAX members nothing is assumed. */
+	{
+		struct tbuf b = { NULL, 0, 0 };
+		int i;
+
+		tb_add(&b, "{\"kind\":\"ResourceSlice\",\"metadata\":{}");
+		for (i = 0; i < MODEL_OBJECT_MEMBERS_MAX + 1; i++)
+			tb_add(&b, ",\"m%d\":%d", i, i);
+		tb_add(&b, "}");
+		body = UPD(b.p, b.p);
+		assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
+		assert_false(rq.object.members_complete);
+		assert_false(model_only_metadata_changed(&rq.object, &rq.old_object));
+		free(body);
+		free(b.p);
+	}
+#undef UPD
+#undef SL
+	arena_free(a);
+}
+
+/* The uid of a review the full decoder refused, so the refusal can be
+ * answered inside a review. */
+static void test_review_uid_of_a_refused_review(void **state)
+{
+	struct arena *a = new_arena(ARENA_CAP);
+	struct str uid;
+	struct tbuf b = { NULL, 0, 0 };
+	int i;
+	static const struct {
+		const char *body;
+		int rc;
+		const char *uid;
+	} rows[] = {
+		{ RV_HEAD "{\"uid\":\"u-1\",\"operation\":\"PATCH\"}}", 0, "u-1" },
+		{ "{\"request\":{\"userInfo\":{\"groups\":7},\"uid\":\"u\\u002d2\"},\"kind\":\"AdmissionReview\","
+		  "\"apiVersion\":\"admission.k8s.io/v1\"}", 0, "u-2" },
+		{ RV_HEAD "{\"operation\":\"CREATE\"}}", -EBADMSG, NULL },
+		{ RV_HEAD "{\"uid\":\"\"}}", -EBADMSG, NULL },
+		{ RV_HEAD "{\"uid\":7}}", -EBADMSG, NULL },
+		{ "{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\"}}",
+		  -EBADMSG, NULL },
+		{ RV_HEAD "{\"uid\":\"u\"}", -EBADMSG, NULL },
+		{ "not json", -EBADMSG, NULL },
+	};
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+		int rc = decode_review_uid(rows[k].body, strlen(rows[k].body), a, &uid);
+
+		if (rc != rows[k].rc)
+			fail_msg("row %zu: %d, want %d", k, rc, rows[k].rc);
+		if (rows[k].uid)
+			assert_str(uid, rows[k].uid);
+		arena_reset(a);
+	}
+	/* As deep as the API server can send: 10000 levels in the object. */
+	tb_add(&b, RV_HEAD "{\"uid\":\"deep\",\"object\":");
+	for (i = 0; i < 10000; i++)
+		tb_add(&b, "[");
+	for (i = 0; i < 10000; i++)
+		tb_add(&b, "]");
+	tb_add(&b, "}}");
+	assert_int_equal(decode_review_uid(b.p, b.len, a, &uid), 0);
+	assert_str(uid, "deep");
+	free(b.p);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slice_fixture_decodes_devices_and_mappings),
+		cmocka_unit_test(test_content_no_rule_reads_has_no_count_limit),
+		cmocka_unit_test(test_large_maps_sort_and_refuse_duplicates),
+		cmocka_unit_test(test_capacity_request_policy),
+		cmocka_unit_test(test_only_metadata_changed),
+		cmocka_unit_test(test_review_uid_of_a_refused_review),
 		cmocka_unit_test(test_claim_fixture_decodes_allocation_and_status),
 		cmocka_unit_test(test_pod_fixture_decodes_claim_statuses),
 		cmocka_unit_test(test_every_fixture_decodes_or_says_why),

@@ -60,6 +60,7 @@ static void set_options(struct engine_options *opt, const char *endpoint)
 {
 	memset(opt, 0, sizeof(*opt));
 	opt->mutate = strcmp(endpoint, "mutate") == 0;
+	opt->mutating_endpoint = opt->mutate;
 	opt->self_name = STR_LIT("dra-guard-policy");
 	opt->self_namespace = STR_LIT("dra-guard");
 }

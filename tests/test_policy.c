@@ -90,6 +90,26 @@ static const struct bad_case bad_cases[] = {
 	{ "duplicate key", HEAD "schedulers: [a]\nschedulers: [b]\n", 4, NULL, "duplicate" },
 	{ "two documents", HEAD "---\n" HEAD, 0, NULL, "exactly one" },
 	{ "empty document", "", 0, NULL, "exactly one" },
+	{ "serviceAccounts entry not a name or map", HEAD "drivers:\n  gpu.example.com:\n    serviceAccounts: [7]\n", 5,
+	  "drivers[\"gpu.example.com\"].serviceAccounts[0]", "expected a ServiceAccount user name or a map" },
+	{ "serviceAccounts entry without name", HEAD "drivers:\n  gpu.example.com:\n    serviceAccounts:\n"
+	  "    - scope: cluster\n", 6, "drivers[\"gpu.example.com\"].serviceAccounts[0]", "name is missing" },
+	{ "serviceAccounts entry unknown key", HEAD "drivers:\n  gpu.example.com:\n    serviceAccounts:\n"
+	  "    - name: system:serviceaccount:a:b\n      pods: [x]\n", 7,
+	  "drivers[\"gpu.example.com\"].serviceAccounts[0]", "unknown key \"pods\"" },
+	{ "serviceAccounts entry bad scope", HEAD "drivers:\n  gpu.example.com:\n    serviceAccounts:\n"
+	  "    - {name: \"system:serviceaccount:a:b\", scope: everywhere}\n", 6,
+	  "drivers[\"gpu.example.com\"].serviceAccounts[0].scope", "unknown scope" },
+	{ "controllerPods with scope cluster", HEAD "drivers:\n  gpu.example.com:\n    serviceAccounts:\n"
+	  "    - name: system:serviceaccount:a:b\n      scope: cluster\n      controllerPods: [c-*]\n", 8,
+	  "drivers[\"gpu.example.com\"].serviceAccounts[0].controllerPods", "only matter for scope: node" },
+	{ "controllerPods bad glob", HEAD "drivers:\n  gpu.example.com:\n    serviceAccounts:\n"
+	  "    - name: system:serviceaccount:a:b\n      controllerPods: [\"c-[\"]\n", 7,
+	  "drivers[\"gpu.example.com\"].serviceAccounts[0].controllerPods[0]", "unclosed" },
+	{ "ServiceAccount listed twice in two forms", HEAD "drivers:\n  gpu.example.com:\n    serviceAccounts:\n"
+	  "    - system:serviceaccount:a:b\n    - {name: \"system:serviceaccount:a:b\", scope: cluster}\n", 7,
+	  "drivers[\"gpu.example.com\"].serviceAccounts[1]", "listed twice" },
+	{ "collectors not a list", HEAD "writers:\n  collectors: gc\n", 4, "writers.collectors", "expected a sequence" },
 	{ "json unknown key", "{\"apiVersion\":\"dra-guard.io/v1alpha1\",\"kind\":\"Policy\",\"x\":1}", 1, "", "unknown key \"x\"" },
 	{ "configmap missing policy key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p}\ndata:\n  freeze: \"true\"\n",
 	  5, "data", "is missing" },
@@ -568,6 +588,134 @@ static void test_the_example_configmap_errors_point_into_it(void **state)
 	free(text);
 }
 
+/* A ServiceAccount's scope, by entry: the earlier form (a list of names, one
+ * scope per driver) keeps loading and meaning what it meant. */
+static void test_service_account_scopes(void **state)
+{
+	const struct driver_policy *d;
+	const struct service_account_policy *sa;
+	struct policy *p;
+
+	(void)state;
+	p = load_ok(HEAD "drivers:\n"
+		    "  old.example.com:\n    scope: cluster\n    serviceAccounts: [system:serviceaccount:o:a, system:serviceaccount:o:b]\n"
+		    "  new.example.com:\n    serviceAccounts:\n"
+		    "    - system:serviceaccount:n:plugin\n"
+		    "    - {name: \"system:serviceaccount:n:controller\", scope: cluster}\n"
+		    "    - name: system:serviceaccount:n:shared\n      controllerPods: [\"drv-controller-*\", exact-pod]\n");
+	d = policy_driver(p, STR_LIT("old.example.com"));
+	assert_non_null(d);
+	assert_int_equal(d->naccounts, 2);
+	sa = policy_driver_account(d, STR_LIT("system:serviceaccount:o:b"));
+	assert_non_null(sa);
+	assert_int_equal(sa->scope, DRIVER_SCOPE_CLUSTER);
+	assert_true(policy_list_has(&d->service_accounts, STR_LIT("system:serviceaccount:o:a")));
+	d = policy_driver(p, STR_LIT("new.example.com"));
+	assert_int_equal(d->scope, DRIVER_SCOPE_NODE);
+	assert_int_equal(policy_driver_account(d, STR_LIT("system:serviceaccount:n:plugin"))->scope, DRIVER_SCOPE_NODE);
+	assert_int_equal(policy_driver_account(d, STR_LIT("system:serviceaccount:n:controller"))->scope,
+			 DRIVER_SCOPE_CLUSTER);
+	sa = policy_driver_account(d, STR_LIT("system:serviceaccount:n:shared"));
+	assert_int_equal(sa->scope, DRIVER_SCOPE_NODE);
+	assert_true(policy_list_glob(&sa->controller_pods, STR_LIT("drv-controller-7d9f8c6b5-x2x4q")));
+	assert_true(policy_list_glob(&sa->controller_pods, STR_LIT("exact-pod")));
+	assert_false(policy_list_glob(&sa->controller_pods, STR_LIT("drv-kubeletplugin-9k2lp")));
+	assert_null(policy_driver_account(d, STR_LIT("system:serviceaccount:o:a")));
+	assert_null(policy_driver(p, STR_LIT("other.example.com")));
+	policy_free(p);
+}
+
+/* The garbage collector may delete any listed driver's slices by default;
+ * the list can name others, or none. */
+static void test_collectors_default_and_override(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = load_ok(HEAD);
+	assert_true(policy_list_has(&p->collectors, STR_LIT(POLICY_DEFAULT_COLLECTOR_SA)));
+	assert_true(policy_list_has(&p->collectors, STR_LIT(POLICY_DEFAULT_ALLOCATOR_KCM)));
+	assert_true(policy_list_has(&p->allocators, STR_LIT(POLICY_DEFAULT_ALLOCATOR_KCM)));
+	assert_true(policy_list_has(&p->allocators, STR_LIT(POLICY_DEFAULT_ALLOCATOR_SA)));
+	policy_free(p);
+	p = load_ok(HEAD "writers: {collectors: []}\n");
+	assert_false(policy_list_has(&p->collectors, STR_LIT(POLICY_DEFAULT_COLLECTOR_SA)));
+	policy_free(p);
+	p = load_ok(HEAD "writers: {collectors: [system:serviceaccount:ops:janitor]}\n");
+	assert_true(policy_list_has(&p->collectors, STR_LIT("system:serviceaccount:ops:janitor")));
+	assert_false(policy_list_has(&p->collectors, STR_LIT(POLICY_DEFAULT_COLLECTOR_SA)));
+	policy_free(p);
+}
+
+/* Lists are searched by bisection, globs without wildcards too; a frozen
+ * driver's classes are one list. Large lists load in n log n. */
+static void test_list_lookups(void **state)
+{
+	char *text = NULL, *items = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f;
+	struct policy *p;
+	int i;
+
+	(void)state;
+	f = open_memstream(&items, &cap);
+	assert_non_null(f);
+	for (i = 4095; i >= 0; i--)
+		fprintf(f, "%sg-%04d", i == 4095 ? "" : ", ", i);
+	fclose(f);
+	assert_true(asprintf(&text, HEAD "writers: {admins: [%s]}\ncanary: {nodes: [\"gpu-*\", worker-7, \"w?\", "
+			     "\"*-canary\", \"gpu-[ab]*-x\", \"rack-1?-*\"]}\n"
+			     "drivers:\n  a.example.com: {deviceClasses: [fast, slow]}\n  b.example.com: {deviceClasses: [fast]}\n"
+			     "freeze: {scope: {drivers: [a.example.com, b.example.com]}}\n", items) > 0);
+	p = load_ok(text);
+	assert_int_equal(p->admin_groups.n, 4096);
+	assert_true(policy_list_has(&p->admin_groups, STR_LIT("g-0000")));
+	assert_true(policy_list_has(&p->admin_groups, STR_LIT("g-4095")));
+	assert_false(policy_list_has(&p->admin_groups, STR_LIT("g-4096")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("worker-7")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("gpu-3")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("w1")));
+	assert_false(policy_list_glob(&p->canary_nodes, STR_LIT("worker-8")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("edge-canary")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("rack-12-n3")));
+	assert_false(policy_list_glob(&p->canary_nodes, STR_LIT("rack-2-n3")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("gpu-a1-x")));
+	assert_true(policy_list_glob(&p->canary_nodes, STR_LIT("gpu-")));
+	assert_false(policy_list_glob(&p->canary_nodes, STR_LIT("gp")));
+	assert_int_equal(p->canary_nodes.npatterns, 5);
+	assert_int_equal(p->freeze_driver_classes.n, 4);
+	assert_true(policy_list_has(&p->freeze_driver_classes, STR_LIT("fast")));
+	assert_true(policy_list_has(&p->freeze_driver_classes, STR_LIT("b.example.com")));
+	assert_false(policy_list_has(&p->freeze_driver_classes, STR_LIT("other")));
+	policy_free(p);
+	free(text);
+	free(items);
+	(void)len;
+}
+
+/* What one read of a policy may cost is bounded by what a policy needs: a
+ * flow sequence of a million bytes stops at the node limit. */
+static void test_policy_parse_is_bounded(void **state)
+{
+	char *text = malloc(1100000);
+	struct policy *p = NULL;
+	struct policy_error err;
+	size_t n;
+	int rc;
+
+	(void)state;
+	assert_non_null(text);
+	n = (size_t)sprintf(text, HEAD "canary:\n  nodes: [");
+	while (n < 1040000)
+		n += (size_t)sprintf(text + n, "a, ");
+	n += (size_t)sprintf(text + n, "a]\n");
+	rc = policy_load_parts(text, n, false, NULL, 0, false, NULL, 0, &p, &err);
+	assert_int_equal(rc, -EINVAL);
+	assert_null(p);
+	assert_non_null(strstr(err.msg, "more than 65536 nodes"));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +736,10 @@ int main(void)
 		cmocka_unit_test(test_hash_changes_with_every_input),
 		cmocka_unit_test(test_example_policy_in_repository_loads),
 		cmocka_unit_test(test_json_policy_loads),
+		cmocka_unit_test(test_service_account_scopes),
+		cmocka_unit_test(test_collectors_default_and_override),
+		cmocka_unit_test(test_list_lookups),
+		cmocka_unit_test(test_policy_parse_is_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

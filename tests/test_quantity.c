@@ -1183,6 +1183,48 @@ static void test_very_long_digit_strings(void **state)
 	}
 }
 
+/* floor(a / b): how many steps of a validRange fit under a bound. */
+static void test_div_floor(void **state)
+{
+	static const struct {
+		const char *a, *b;
+		int rc;
+		int64_t n;
+	} rows[] = {
+		{ "0", "1", 0, 0 },
+		{ "62Gi", "8Gi", 0, 7 },
+		{ "64Gi", "8Gi", 0, 8 },
+		{ "70Gi", "1Gi", 0, 70 },
+		{ "1", "3", 0, 0 },
+		{ "1500m", "500m", 0, 3 },
+		{ "1501m", "500m", 0, 3 },
+		{ "1", "1n", 0, 1000000000 },
+		{ "1e30", "1", -ERANGE, 0 },
+		{ "9223372036854775807", "1", 0, INT64_MAX },
+		{ "9223372036854775808", "1", -ERANGE, 0 },
+		{ "1", "1e40", 0, 0 },
+		{ "1m", "1n", 0, 1000000 },
+		{ "1n", "1", 0, 0 },
+		{ "3Ki", "1k", 0, 3 },
+		{ "123456789", "1000", 0, 123456 },
+		{ "-1", "1", -EINVAL, 0 },
+		{ "1", "0", -EINVAL, 0 },
+		{ "1", "-2", -EINVAL, 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct quantity a = must_parse(rows[i].a), b = must_parse(rows[i].b);
+		int64_t n = -7;
+		int rc = quantity_div_floor(&a, &b, &n);
+
+		if (rc != rows[i].rc || (rc == 0 && n != rows[i].n))
+			fail_msg("%s / %s: %d %lld, want %d %lld", rows[i].a, rows[i].b, rc, (long long)n, rows[i].rc,
+				 (long long)rows[i].n);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1204,6 +1246,7 @@ int main(void)
 		cmocka_unit_test(test_add_is_exact_or_erange),
 		cmocka_unit_test(test_add_and_mul_commute),
 		cmocka_unit_test(test_is_multiple_of),
+		cmocka_unit_test(test_div_floor),
 		cmocka_unit_test(test_to_int64_only_for_whole_numbers_in_range),
 		cmocka_unit_test(test_sign_and_is_integer),
 		cmocka_unit_test(test_from_int_is_decimal_si),

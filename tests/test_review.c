@@ -88,7 +88,7 @@ static void test_denial_carries_status_warnings_and_audit(void **state)
 	assert_string_equal(json_string_value(json_array_get(json_object_get(r, "warnings"), 0)),
 			    "[slice.shape.future] careful");
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "auditAnnotations"),
-							      "dra-guard.io/policy-hash")), "abc");
+							      "policy-hash")), "abc");
 	assert_null(json_object_get(r, "patch"));          /* never on a denial */
 	json_decref(j);
 	buf_free(&b);

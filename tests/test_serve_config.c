@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jscan.h"
 #include "serve_config.h"
 
 /* A stand-in environment: NAME=value pairs, NULL-terminated. */
@@ -70,7 +71,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_connections, 1024);
 	assert_int_equal(c.idle_timeout_s, 120);
 	assert_int_equal(c.body_timeout_s, 30);
-	assert_int_equal(c.max_json_depth, 64);
+	assert_int_equal(c.max_json_depth, JSCAN_DEPTH_LIMIT);
 	assert_int_equal(c.shutdown_timeout_s, 25);
 	assert_int_equal(c.log_level, LOG_INFO);
 	assert_string_equal(c.service_name, "");
@@ -155,6 +156,7 @@ static void test_bad_values_name_the_flag(void **state)
 		{ "--body-timeout soon", { NULL }, "--body-timeout" },
 		{ "--shutdown-timeout -1s", { NULL }, "--shutdown-timeout" },
 		{ "--max-json-depth 4", { NULL }, "--max-json-depth" },
+		{ "--max-json-depth 10241", { NULL }, "--max-json-depth" },
 		{ "--max-connections 0", { NULL }, "--max-connections" },
 		{ "--log-level verbose", { NULL }, "--log-level" },
 		{ "--listen 8443", { NULL }, "--listen" },

@@ -5,7 +5,8 @@
 #                                (default: engine e2e profile [perf] [compare] report)
 #
 #   engine   bench_engine on deterministic bodies (bench/gen_bodies.py --seed 1):
-#            ns per scan / decode / decide / encode / whole request, per body
+#            ns per scan / decode / decide / encode / whole request, per body;
+#            then the worst shape of each rule's input (-w, CPU time)
 #   e2e      `dra-guard serve` over TLS with keep-alive on loopback, loaded by wrk
 #            (bench/wrk_post.lua): req/s, p50/p90/p99/max, errors (must be 0),
 #            server CPU per request, RSS before and after; then the same at each
@@ -104,6 +105,9 @@ for s in "${steps[@]}"; do
 	engine)
 		echo "== engine: bench_engine -r $ENGINE_ROUNDS -m $ENGINE_MIN_MS"
 		"$engine" -d "$bodies" -r "$ENGINE_ROUNDS" -m "$ENGINE_MIN_MS" -o "$out/engine.json"
+		echo
+		echo "== engine, the worst shape of each rule's input: bench_engine -w -c (CPU time)"
+		"$engine" -w -c -d "$bodies" -r "$ENGINE_ROUNDS" -m "$ENGINE_MIN_MS" -o "$out/engine-worst.json"
 		echo
 		;;
 	e2e)

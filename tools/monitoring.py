@@ -178,9 +178,70 @@ ROWS = [
                        "{{instance}}")],
              unit="reqps", width=12, needs=["dra_guard_memory_refusals_total"]),
     ]),
-    # Rows for the cluster view (its age and relists: dra_guard_watch_*,
-    # dra_guard_view_*) and the ledger (usage against allocatable per
-    # resource for the top nodes, divergence) go here as those metrics land.
+    ("Cluster view", [
+        dict(type="timeseries", title="View age by resource",
+             description="Seconds since each replica last heard of each watched resource (a LIST, an event or "
+                         "a bookmark; a healthy watch stays under about a minute), against the policy's "
+                         "clusterView.maxAge (DraGuardViewStale). -1 until the first LIST completes.",
+             targets=[("max by (instance, resource) (dra_guard_watch_last_event_age_seconds{%s})" % SEL,
+                       "{{resource}} {{instance}}"),
+                      ("max(dra_guard_view_max_age_seconds{%s})" % SEL, "clusterView.maxAge")],
+             unit="s"),
+        dict(type="timeseries", title="Relists by resource and reason",
+             description="LISTs started: start (the first), expired (410: the resume point was compacted), "
+                         "error (a failed LIST, retried), decode (a body not as the API server sends) "
+                         "(DraGuardViewRelisting).",
+             targets=[("sum by (resource, reason) (increase(dra_guard_watch_relists_total{%s}[$__rate_interval]))"
+                       % SEL, "{{resource}} {{reason}}")],
+             unit="short"),
+        dict(type="timeseries", title="Watch events/s by resource and type",
+             description="WATCH events applied to the view: ADDED, MODIFIED, DELETED, BOOKMARK, ERROR.",
+             targets=[("sum by (resource, type) (rate(dra_guard_watch_events_total{%s}[$__rate_interval]))" % SEL,
+                       "{{resource}} {{type}}")],
+             unit="short", width=8),
+        dict(type="timeseries", title="Objects in the view",
+             description="ResourceSlices, ResourceClaims, pools and pool tombstones each replica holds; replicas "
+                         "should agree with each other and with kubectl get.",
+             targets=[("max by (instance, resource) (dra_guard_view_objects{%s})" % SEL,
+                       "{{resource}} {{instance}}")],
+             unit="short", width=8),
+        dict(type="timeseries", title="Bytes decoded/s by resource",
+             description="LIST and WATCH bodies decoded, all replicas together. A steady high rate with few "
+                         "events is relisting.",
+             targets=[("sum by (resource) (rate(dra_guard_watch_bytes_total{%s}[$__rate_interval]))" % SEL,
+                       "{{resource}}")],
+             unit="Bps", width=8),
+        dict(type="timeseries", title="LIST duration by resource",
+             description="From a LIST's first page to its swap into the view: the slowest (p99) of the LISTs "
+                         "of the last hour, and the mean since each replica started.",
+             targets=[("histogram_quantile(0.99, sum by (le, resource) "
+                       "(increase(dra_guard_watch_list_duration_seconds_bucket{%s}[1h])))" % SEL,
+                       "p99 last hour {{resource}}"),
+                      ("max by (instance, resource) (dra_guard_watch_list_duration_seconds_sum{%s} / "
+                       "dra_guard_watch_list_duration_seconds_count{%s})" % (SEL, SEL),
+                       "mean {{resource}} {{instance}}")],
+             unit="s", width=8),
+        dict(type="timeseries", title="API server errors/s and skipped objects/s",
+             description="Requests to the API server that failed and were retried after a backoff, by "
+                         "resource and request (DraGuardWatchErrors); objects left out of the view "
+                         "(DraGuardViewSkippedObjects).",
+             targets=[("sum by (resource, request) (rate(dra_guard_watch_errors_total{%s}[$__rate_interval]))"
+                       % SEL, "{{request}} {{resource}}"),
+                      ("sum by (resource) (rate(dra_guard_watch_skipped_objects_total{%s}[$__rate_interval]))"
+                       % SEL, "skipped {{resource}}")],
+             unit="short", width=8),
+        dict(type="stat", title="Replicas synced by resource",
+             description="Replicas whose first LIST of the resource completed (DraGuardViewNotSynced).",
+             targets=[("sum by (resource) (dra_guard_watch_synced{%s})" % SEL, "{{resource}}")],
+             unit="short", width=4),
+        dict(type="table", title="Policy source per replica",
+             description="Where each replica's serving policy came from: api (the ConfigMap through the "
+                         "watch), directory (the mounted ConfigMap), file or built-in.",
+             targets=[("max by (instance, source) (dra_guard_policy_source{%s})" % SEL, "")],
+             table=True, width=4),
+    ]),
+    # Rows for the ledger (usage against allocatable per resource for the
+    # top nodes, divergence) go here as its metrics land.
 ]
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -274,7 +335,7 @@ def dashboard():
         "uid": "dra-guard",
         "title": "dra-guard",
         "description": "dra-guard admission webhook: requests, latency, denials, freeze, policy, "
-                       "certificates, memory. See docs/monitoring.md.",
+                       "certificates, memory, cluster view. See docs/monitoring.md.",
         "tags": ["dra-guard", "kubernetes", "admission"],
         "editable": True,
         "graphTooltip": 1,

@@ -57,6 +57,7 @@ int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *
 	a->opt_validate.self_namespace = str_from_cstr(cfg->configmap_namespace);
 	a->opt_mutate = a->opt_validate;
 	a->opt_mutate.mutate = true;
+	a->opt_mutate.mutating_endpoint = true;
 	/* Decoding borrows strings from the body, so the arena holds what the
 	 * decoder and rules build: a few times the body at most. */
 	a->arena_cap = 4 * cfg->max_body + ((size_t)16 << 20);

@@ -34,6 +34,17 @@ enum relist_reason {
 };
 
 static const char *const reason_names[RELIST_COUNT] = { "start", "expired", "error", "decode" };
+
+/* The requests a resource's watcher makes, for its error counter. */
+enum request_kind {
+	REQ_DISCOVERY = 0,            /* GET /apis/resource.k8s.io, before any LIST */
+	REQ_LIST,
+	REQ_WATCH,
+	REQ_COUNT
+};
+
+static const char *const request_names[REQ_COUNT] = { "discovery", "list", "watch" };
+
 static const char *const event_names[VIEW_EVENT_COUNT] = {
 	"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR",
 };
@@ -79,6 +90,7 @@ struct reflector {
 	/* metrics: written by the thread, read by the renderer */
 	atomic_uint_fast64_t events[VIEW_EVENT_COUNT];
 	atomic_uint_fast64_t relists[RELIST_COUNT];
+	atomic_uint_fast64_t errors[REQ_COUNT];   /* failed requests, each followed by a backoff */
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t skipped;
 	atomic_int_fast64_t last_event_ns;   /* wall clock */
@@ -538,6 +550,7 @@ static void fail_backoff(struct cluster_view *cv, struct reflector *r, const cha
 {
 	struct log_line l;
 
+	atomic_fetch_add(&r->errors[r->listing ? REQ_LIST : REQ_WATCH], 1);
 	r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : BACKOFF_MIN_MS;
 	if (r->backoff_ms > BACKOFF_MAX_MS)
 		r->backoff_ms = BACKOFF_MAX_MS;
@@ -810,8 +823,11 @@ static void *run(void *arg)
 	while (!atomic_load(&cv->stop)) {
 		if (discover(cv, err, sizeof(err)) == 0)
 			break;
-		for (k = 0; k < RES_COUNT; k++)
+		/* Counted for every resource: each waits for the version discovery names. */
+		for (k = 0; k < RES_COUNT; k++) {
 			snprintf(cv->r[k].last_error, sizeof(cv->r[k].last_error), "%s", err);
+			atomic_fetch_add(&cv->r[k].errors[REQ_DISCOVERY], 1);
+		}
 		set_why(cv);
 		log_msg_str(LOG_WARN, "cluster view: API server not reachable yet", "error", err);
 		backoff = backoff ? (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2) : BACKOFF_MIN_MS;
@@ -1162,6 +1178,14 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 			rc = buf_printf(out, "dra_guard_watch_relists_total{resource=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
 					res_names[k], reason_names[i], (uint64_t)atomic_load(&cv->r[k].relists[i]));
 	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_errors_total Requests to the API server that failed "
+				  "and were retried after a backoff, by resource and request (discovery, list, watch).\n"
+				  "# TYPE dra_guard_watch_errors_total counter\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		for (i = 0; rc == 0 && i < REQ_COUNT; i++)
+			rc = buf_printf(out, "dra_guard_watch_errors_total{resource=\"%s\",request=\"%s\"} %" PRIu64 "\n",
+					res_names[k], request_names[i], (uint64_t)atomic_load(&cv->r[k].errors[i]));
+	if (rc == 0)
 		rc = buf_add_cstr(out, "# HELP dra_guard_watch_bytes_total Bytes of LIST and WATCH bodies decoded, by resource.\n"
 				  "# TYPE dra_guard_watch_bytes_total counter\n");
 	for (k = 0; rc == 0 && k < RES_COUNT; k++)
@@ -1222,10 +1246,15 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 				"than the policy's clusterView.maxAge (rules that need a fresh view cannot decide).\n"
 				"# TYPE dra_guard_view_stale gauge\n"
 				"dra_guard_view_stale %d\n"
+				"# HELP dra_guard_view_max_age_seconds The serving policy's clusterView.maxAge: how long "
+				"a watched resource may go unheard before the view is stale.\n"
+				"# TYPE dra_guard_view_max_age_seconds gauge\n"
+				"dra_guard_view_max_age_seconds %" PRId64 "\n"
 				"# HELP dra_guard_view_snapshots Published snapshots still read by a request.\n"
 				"# TYPE dra_guard_view_snapshots gauge\n"
 				"dra_guard_view_snapshots %u\n",
 				st.objects[VIEW_SLICES], st.objects[VIEW_CLAIMS], st.pools, st.pool_tombstones,
-				st.record_bytes, st.atom_bytes, stale(cv, now) == 1 ? 1 : 0, st.snapshots);
+				st.record_bytes, st.atom_bytes, stale(cv, now) == 1 ? 1 : 0,
+				max_age_ns(cv) / 1000000000, st.snapshots);
 	return rc;
 }

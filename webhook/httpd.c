@@ -655,10 +655,14 @@ static enum MHD_Result answer_metrics(struct httpd *h, struct MHD_Connection *c)
 {
 	struct MHD_Response *r;
 	struct buf b;
-	char *text = NULL;
+	char *text = NULL, why[512];
 	size_t len = 0;
 	enum MHD_Result ret;
 
+	/* Readiness also changes with no reload to update the gauge (the
+	 * cluster view's first sync, a policy from the API's ConfigMap): read
+	 * it now, as /readyz does. */
+	metrics_ready(h->env.m, httpd_ready(h, why, sizeof(why)));
 	buf_init(&b, METRICS_TEXT_MAX);
 	if (metrics_render(h->env.m, &b) != 0 || buf_take(&b, &text, &len) != 0) {
 		buf_free(&b);

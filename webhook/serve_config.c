@@ -12,12 +12,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jscan.h"
+
+_Static_assert(JSCAN_DEPTH_LIMIT == 10240, "the max-json-depth default below says 10240");
+
 #define MAX_THREADS 256
 #define MAX_BODY_MIN 1024
 #define MAX_BODY_MAX ((size_t)256 * 1024 * 1024)
 #define MAX_CONNECTIONS_MAX 65536
 #define JSON_DEPTH_MIN 8
-#define JSON_DEPTH_MAX 1024
+/* Deep nesting costs the skip one bit a level, no stack: the default is
+ * the most any review from the API server can need. */
+#define JSON_DEPTH_MAX JSCAN_DEPTH_LIMIT
 #define IDLE_TIMEOUT_MAX 3600
 #define BODY_TIMEOUT_MAX 3600
 #define SHUTDOWN_TIMEOUT_MAX 600
@@ -511,8 +517,8 @@ static const struct flag flags[] = {
 	{ "body-timeout", "DRA_GUARD_BODY_TIMEOUT", "30s", NULL, "DURATION",
 	  "close a connection whose request body is not in this long after its headers"
 	  " (the API server waits at most 30s for a webhook)", set_body_timeout },
-	{ "max-json-depth", "DRA_GUARD_MAX_JSON_DEPTH", "64", NULL, "N",
-	  "deepest JSON nesting accepted in a review (8 to 1024)", set_max_json_depth },
+	{ "max-json-depth", "DRA_GUARD_MAX_JSON_DEPTH", "10240", NULL, "N",
+	  "deepest JSON nesting accepted in a review (8 to 10240)", set_max_json_depth },
 	{ "shutdown-timeout", "DRA_GUARD_SHUTDOWN_TIMEOUT", "25s", NULL, "DURATION",
 	  "on SIGTERM, how long in-flight requests may take to finish", set_shutdown_timeout },
 	{ "log-level", "DRA_GUARD_LOG_LEVEL", "info", NULL, "LEVEL",

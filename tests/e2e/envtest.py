@@ -62,17 +62,23 @@ def etcd_path():
     return p if os.access(p, os.X_OK) else None
 
 
+def missing():
+    """What is missing to run the API server, as one phrase ("" when nothing is)."""
+    out = []
+    if not apiserver_path():
+        out.append("kube-apiserver (set KUBE_APISERVER)")
+    if not etcd_path():
+        out.append("etcd (apt-get install etcd-server)")
+    return "no " + " and no ".join(out) if out else ""
+
+
 def require(what="this test"):
     """Exit 0 with one "SKIP ..." line when the binaries are missing; in CI
     (CI set) print a "FAIL ..." line and exit 1 instead."""
-    missing = []
-    if not apiserver_path():
-        missing.append("kube-apiserver (set KUBE_APISERVER)")
-    if not etcd_path():
-        missing.append("etcd (apt-get install etcd-server)")
-    if not missing:
+    gone = missing()
+    if not gone:
         return
-    line = "%s: no %s" % (what, " and no ".join(missing))
+    line = "%s: %s" % (what, gone)
     if os.environ.get("CI"):
         print("FAIL " + line + " (CI must run the tests against the real API server)", flush=True)
         sys.exit(1)

@@ -121,14 +121,18 @@ class DryRun(unittest.TestCase):
         self.assertEqual(doc["results"][0]["source"], "<stdin>#0")
 
     def test_update_against_old(self):
+        # A pool of two slices: a one-slice pool changes in place at the same
+        # generation, as the ResourceSlice controller writes it.
         old = slice_obj()
-        new = slice_obj()
+        old["spec"]["pool"]["resourceSliceCount"] = 2
+        new = copy.deepcopy(old)
         new["spec"]["devices"][0]["nodeAllocatableResourceMappings"]["memory"]["allocationMultiplier"] = "16Gi"
         oldp, newp = self.write("old.json", old), self.write("new.json", new)
-        code, doc, _ = self.json_run("--old", oldp, newp)
-        self.assertEqual(code, 1)
+        code, doc, _ = self.json_run("--old", oldp, newp, "--warn-exit-code", "3")
+        self.assertEqual(code, 3)
         self.assertEqual(doc["results"][0]["operation"], "UPDATE")
-        self.assertEqual([v["rule"] for v in doc["results"][0]["violations"]], ["slice.mapping.unversioned"])
+        self.assertEqual([(v["rule"], v["action"]) for v in doc["results"][0]["violations"]],
+                         [("slice.mapping.unversioned", "warn")])
         new["spec"]["pool"]["generation"] = 4
         code, doc, _ = self.json_run("--old", oldp, self.write("new2.json", new))
         self.assertEqual(code, 0)

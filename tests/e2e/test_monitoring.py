@@ -16,6 +16,12 @@
   The memory budget's metrics come with a later part of the server; panels and
   alerts on them are checked for data only once the server exports them, and
   the test says so while it does not.
+- The guard runs with its cluster view against the real API server
+  (tests/e2e/envtest.py): its first LIST waits while the API server cannot be
+  reached, then completes; slices are created, changed and deleted; a watch
+  connection is cut. Every panel of the view's row must then show it. Without
+  the API server binaries the view's panels and alerts are not checked for
+  data and one SKIP line says so (a failure under CI, which has them).
 
 Standard library only; promtool and prometheus come from Debian's package
 `prometheus` (tools/deps.sh test group).
@@ -33,6 +39,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import envtest  # noqa: E402
 import guard  # noqa: E402
 import manifests_lib as ml  # noqa: E402
 from guard import check, fail  # noqa: E402
@@ -51,6 +58,9 @@ SEVERITIES = {"critical", "warning", "info"}
 GRAFANA_VARS = {"job": "dra-guard", "instance": ".+", "__rate_interval": "30s"}
 
 SCRAPE = "1s"
+# The cluster view's metrics: exported only by a guard that watches an API
+# server.
+VIEW_METRIC = re.compile(r"^dra_guard_(watch|view)_")
 # Upper bound for Prometheus to start or to see an event: a failure bound.
 PROM_TIMEOUT = 30.0
 
@@ -342,20 +352,30 @@ def pending_metrics():
     return set(n for names in gen.panels_needing().values() for n in names)
 
 
-def check_queries(prom, exported, dashboard, groups, start, end, log):
+def view_metrics_in(dashboard, groups):
+    """The cluster view's metrics that panels and alerts name."""
+    exprs = [t["expr"] for p in panels(dashboard) for t in p["targets"]] + \
+        [r["expr"] for g in groups for r in g["rules"]]
+    return set(n for e in exprs for n in metric_names_in(e) if VIEW_METRIC.match(n))
+
+
+def check_queries(prom, exported, dashboard, groups, start, end, log, view=True):
     """Evaluate every panel target and alert expression; returns the
     problems found (empty: all is well). exported: the metric names the
-    running server exports (read from its /metrics)."""
+    running server exports (read from its /metrics). view: the server runs
+    a cluster view; without one, the view's metrics are not required (every
+    query still has to parse and evaluate)."""
     problems = []
     known = prom.metric_names()
     pending = pending_metrics()
+    no_view = set() if view else view_metrics_in(dashboard, groups)
     for p in panels(dashboard):
         title = p["title"]
         for t in p["targets"]:
             expr = grafana_expr(t["expr"])
             names = metric_names_in(expr)
             waiting = sorted(n for n in names & pending if n not in exported)
-            missing = sorted(n for n in names - pending if n not in known)
+            missing = sorted(n for n in names - pending - no_view if n not in known)
             if missing:
                 problems.append("panel %r: metrics %s do not exist (renamed?): %s" % (title, missing, expr))
                 continue
@@ -370,6 +390,8 @@ def check_queries(prom, exported, dashboard, groups, start, end, log):
                 log("     skip data check of panel %r: %s not exported by this server yet"
                     % (title, ", ".join(waiting)))
                 continue
+            if names & no_view:
+                continue            # said once, by the SKIP line of the view's test
             if not r["data"]["result"]:
                 problems.append("panel %r returned no data: %s" % (title, expr))
     # Annotation queries and the variables' label_values() must name metrics
@@ -397,7 +419,7 @@ def check_queries(prom, exported, dashboard, groups, start, end, log):
             name = rule.get("alert") or rule.get("record")
             expr = rule["expr"]
             names = metric_names_in(expr)
-            missing = sorted(n for n in names - pending if n not in known)
+            missing = sorted(n for n in names - pending - no_view if n not in known)
             if missing:
                 problems.append("alert %s: metrics %s do not exist (renamed?)" % (name, missing))
             waiting = sorted(n for n in names & pending if n not in exported)
@@ -411,6 +433,22 @@ def check_queries(prom, exported, dashboard, groups, start, end, log):
 
 
 _live = {}
+
+SLICES = envtest.RESOURCE_V1 + "/resourceslices"
+
+
+def view_slice(i):
+    """A node's one-slice pool, for the API server the view watches."""
+    node = "node-%d" % i
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": node + "-gpu"},
+            "spec": {"driver": "gpu.example.com", "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-0"}]}}
+
+
+def has_view():
+    return _live.get("env") is not None
 
 
 def live():
@@ -441,12 +479,43 @@ def _make_live():
               "drivers:\n  dra.example.com:\n    scope: cluster\n"
               "    serviceAccounts: [system:serviceaccount:dra-system:dra-example-driver]\n")
     cm.publish({"policy.yaml": policy, "freeze": "false", "freeze-reason": ""})
-    server = guard.Server(certs, args=["--policy-dir", cm.path])
+    # The cluster view, when the API server can run here: three slices to
+    # list, through a proxy that holds the first LIST back until Prometheus
+    # has seen the view unsynced and its discovery failing.
+    view_args, env, proxy = [], None, None
+    _live["env"] = None
+    if not envtest.missing():
+        env = envtest.EnvTest()
+        _live["env"] = env
+        env.start()
+        for i in range(3):
+            env.create(SLICES, view_slice(i))
+        proxy = env.proxy()
+        proxy.pause()
+        view_args = ["--kubeconfig", env.kubeconfig(server="https://127.0.0.1:%d" % proxy.port,
+                                                    path=os.path.join(tmp, "kubeconfig"))]
+    server = guard.Server(certs, args=["--policy-dir", cm.path] + view_args, wait_ready=env is None)
     _live["server"] = server
     prom = Prometheus(tmp, server.metrics_port)
     _live["prom"] = prom
     start = time.time()
+    if env:
+        prom.wait('dra_guard_watch_synced{job="dra-guard",resource="resourceslices"} == 0 and on() '
+                  'changes(dra_guard_watch_errors_total{job="dra-guard",resource="resourceslices",'
+                  'request="discovery"}[1m]) > 0', "the view unsynced, a failed discovery counted")
+        proxy.resume()
     prom.wait('dra_guard_ready{job="dra-guard"} == 1', "the guard ready")
+    if env:
+        # Events of every kind, then a cut connection: the watch fails,
+        # backs off and resumes.
+        env.create(SLICES, view_slice(3))
+        env.patch(SLICES + "/node-0-gpu", {"metadata": {"labels": {"changed": "yes"}}})
+        env.delete(SLICES + "/node-1-gpu")
+        prom.wait('dra_guard_watch_events_total{job="dra-guard",resource="resourceslices",type="DELETED"} >= 1 '
+                  'and on() dra_guard_view_objects{job="dra-guard",resource="resourceslices"} == 3', "the slice events")
+        proxy.cut()
+        prom.wait('dra_guard_watch_errors_total{job="dra-guard",resource="resourceslices",request="watch"} >= 1',
+                  "the cut watch")
 
     c = guard.Client(server)
 
@@ -490,7 +559,8 @@ def exported_names(server):
 
 def test_every_panel_and_alert_evaluates_with_data_from_a_real_guard():
     prom, server, start, end = live()
-    problems = check_queries(prom, exported_names(server), gen.dashboard(), rule_groups(), start, end, print)
+    problems = check_queries(prom, exported_names(server), gen.dashboard(), rule_groups(), start, end, print,
+                             view=has_view())
     check(not problems, "\n     ".join(["%d problems:" % len(problems)] + problems))
 
 
@@ -507,15 +577,20 @@ def _panel(title):
     fail("no panel %r" % title)
 
 
+def _values(prom, title, start, end, i=0, **labels):
+    """Every value (NaN left out) the panel's i-th query gives for series with these labels."""
+    out = []
+    for metric, values in _series(prom, _panel(title)["targets"][i]["expr"], start, end):
+        if all(metric.get(k) == v for k, v in labels.items()):
+            out += [v for v in values if v == v]
+    return out
+
+
 def test_panels_show_the_traffic_that_was_sent():
     prom, _, start, end = live()
 
     def peak(title, i=0, **labels):
-        out = 0.0
-        for metric, values in _series(prom, _panel(title)["targets"][i]["expr"], start, end):
-            if all(metric.get(k) == v for k, v in labels.items()):
-                out = max([out] + [v for v in values if v == v])
-        return out
+        return max([0.0] + _values(prom, title, start, end, i, **labels))
 
     check(peak("Admission requests/s by endpoint and result", endpoint="validate", result="allowed") > 0,
           "no allowed validate requests on the requests panel")
@@ -539,6 +614,53 @@ def test_panels_show_the_traffic_that_was_sent():
     check([r["metric"].get("reason") for r in reason] == ["INC-1: monitoring test"], "freeze reason %s" % reason)
 
 
+def test_view_panels_show_the_watch():
+    prom, _, start, end = live()
+    if not has_view():
+        groups = rule_groups()
+        view = view_metrics_in(gen.dashboard(), groups)
+        npanels = sum(1 for p in panels() if any(metric_names_in(t["expr"]) & view for t in p["targets"]))
+        nalerts = sum(1 for g in groups for r in g["rules"] if metric_names_in(r["expr"]) & view)
+        why = ("the cluster view's %d panels and %d alerts not checked for data: %s"
+               % (npanels, nalerts, envtest.missing()))
+        if os.environ.get("CI"):
+            fail(why + " (CI must run the tests against the real API server)")
+        raise guard.Skip(why)
+
+    def values(title, i=0, **labels):
+        return _values(prom, title, start, end, i, **labels)
+
+    resources = ("resourceslices", "resourceclaims", "configmap")
+    for r in resources:
+        age = values("View age by resource", resource=r)
+        check(age and min(age) == -1 and 0 <= age[-1] < 60,
+              "the age of %s should go from -1 (not listed) to fresh: %s" % (r, age[:3] + age[-3:]))
+        synced = values("Replicas synced by resource", resource=r)
+        check(synced and synced[0] == 0 and synced[-1] == 1, "%s synced: %s" % (r, synced))
+        check(max(values("Relists by resource and reason", resource=r, reason="start") or [0]) > 0,
+              "the first LIST of %s not on the relists panel" % r)
+        check(max(values("API server errors/s and skipped objects/s", resource=r, request="discovery") or [0]) > 0,
+              "the failed discovery not shown for %s" % r)
+    check(values("View age by resource", 1) and set(values("View age by resource", 1)) == {300},
+          "clusterView.maxAge line: %s" % set(values("View age by resource", 1)))
+    for t in ("ADDED", "MODIFIED", "DELETED"):
+        check(max(values("Watch events/s by resource and type", resource="resourceslices", type=t) or [0]) > 0,
+              "no %s events of resourceslices on the events panel" % t)
+    objects = values("Objects in the view", resource="resourceslices")
+    check(objects and objects[-1] == 3, "slices in the view: %s, want 3 at the end" % objects[-3:])
+    check(max(values("Bytes decoded/s by resource", resource="resourceslices") or [0]) > 0, "no bytes decoded")
+    check(max(values("LIST duration by resource", 0, resource="resourceslices") or [0]) > 0,
+          "the LIST of resourceslices has no duration on the panel")
+    check(values("LIST duration by resource", 1, resource="resourceslices"), "no mean LIST duration")
+    check(max(values("API server errors/s and skipped objects/s", resource="resourceslices", request="watch")
+              or [0]) > 0, "the cut watch not on the errors panel")
+    check(values("API server errors/s and skipped objects/s", 1, resource="resourceslices") and
+          max(values("API server errors/s and skipped objects/s", 1)) == 0, "skipped objects where none were")
+    source = prom.query(grafana_expr(_panel("Policy source per replica")["targets"][0]["expr"]),
+                        time=end)["data"]["result"]
+    check([r["metric"].get("source") for r in source] == ["directory"], "policy source %s" % source)
+
+
 def test_prometheus_loads_and_evaluates_every_rule():
     prom, _, _, _ = live()
     # Evaluations run every second; wait for one after the last event.
@@ -556,7 +678,10 @@ def test_prometheus_loads_and_evaluates_every_rule():
         check(rule.get("health") == "ok", "%s: health %s, %s" % (name, rule.get("health"), rule.get("lastError")))
     # The held-back policy is there for real: its alert waits out its 5 minutes.
     check(held.get("state") == "pending", "DraGuardPolicyHeldBack is %s, not pending" % held.get("state"))
-    for name in ("DraGuardDown", "DraGuardNotReady", "DraGuardCertificateExpiresSoon", "DraGuardFreezeTooLong"):
+    quiet = ["DraGuardDown", "DraGuardNotReady", "DraGuardCertificateExpiresSoon", "DraGuardFreezeTooLong"]
+    if has_view():
+        quiet += ["DraGuardViewNotSynced", "DraGuardViewStale", "DraGuardViewRelisting", "DraGuardViewSkippedObjects"]
+    for name in quiet:
         check(loaded[name]["state"] == "inactive", "%s is %s on a healthy guard" % (name, loaded[name]["state"]))
 
 
@@ -603,6 +728,7 @@ def main():
             test_dashboard_is_a_well_formed_grafana_dashboard,
             test_every_panel_and_alert_evaluates_with_data_from_a_real_guard,
             test_panels_show_the_traffic_that_was_sent,
+            test_view_panels_show_the_watch,
             test_prometheus_loads_and_evaluates_every_rule,
             test_a_renamed_metric_fails_the_check,
         ])
@@ -612,6 +738,8 @@ def main():
         if "server" in _live:
             _live["server"].stop()
             _live["server"].cleanup()
+        if _live.get("env"):
+            _live["env"].stop()
         if "tmp" in _live:
             shutil.rmtree(_live["tmp"], ignore_errors=True)
         print("     monitoring tests took %.1fs" % (time.time() - t0))

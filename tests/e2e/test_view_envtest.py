@@ -174,6 +174,7 @@ def test_initial_sync_of_hundreds_of_slices_and_claims():
             ready = s.ready()[1]
             check(ready["clusterView"]["resources"]["resourceclaims"]["objects"] == 300, "readyz %s" % ready)
             check(metric(s, "dra_guard_watch_synced", resource="resourceslices") == 1, "synced gauge")
+            check(metric(s, "dra_guard_ready") == 1, "dra_guard_ready 0 while /readyz answers ready")
             check(metric(s, "dra_guard_view_objects", resource="resourceclaims") == 300, "objects gauge")
             check(metric(s, "dra_guard_watch_relists_total", resource="resourceclaims", reason="start") == 1,
                   "one LIST (paged) for the claims")

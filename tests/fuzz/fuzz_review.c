@@ -7,7 +7,8 @@
  *     the limits, and the answer is valid JSON (jansson, duplicates rejected);
  *   - HTTP 200 answers are AdmissionReviews that echo the request's uid;
  *   - a validating answer never carries a patch; a denial never does either;
- *   - a body that is not valid JSON is never answered with "allowed": true.
+ *   - a body that is not valid JSON is never answered with "allowed": true;
+ *   - the mutating endpoint never denies a review it answers.
  * Any violation aborts. */
 #include <errno.h>
 #include <stdint.h>
@@ -54,11 +55,11 @@ static bool valid_json(const uint8_t *data, size_t size)
 {
 	struct jscan s;
 
-	jscan_init(&s, (const char *)data, size, 0);
+	jscan_init(&s, (const char *)data, size, JSCAN_DEPTH_LIMIT);
 	return jscan_skip(&s, NULL) == 0 && jscan_finish(&s) == 0;
 }
 
-static void check_answer(const struct admission_result *res, bool mutating, bool input_valid)
+static void check_answer(const struct admission_result *res, bool mutating, bool endpoint, bool input_valid)
 {
 	json_error_t jerr;
 	json_t *j = json_loadb(buf_cstr(&out), buf_len(&out), JSON_REJECT_DUPLICATES, &jerr), *r, *uid;
@@ -76,6 +77,7 @@ static void check_answer(const struct admission_result *res, bool mutating, bool
 		if (!mutating || !json_is_true(json_object_get(r, "allowed")))
 			check(json_object_get(r, "patch") == NULL);
 		check(input_valid || !json_is_true(json_object_get(r, "allowed")));
+		check(!endpoint || json_is_true(json_object_get(r, "allowed")));
 	} else {
 		check(res->http_status == 400);
 		check(json_is_string(json_object_get(j, "message")));
@@ -95,15 +97,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	setup();
 	decode_limits_default(&lim);
 	for (p = 0; p < 3; p++) {
-		for (m = 0; m < 2; m++) {
+		/* validate; rules and patch (dry-run); the mutating endpoint */
+		for (m = 0; m < 3; m++) {
 			memset(&opt, 0, sizeof(opt));
-			opt.mutate = m;
+			opt.mutate = m > 0;
+			opt.mutating_endpoint = m == 2;
 			opt.self_name = (struct str){ "dra-guard-policy", 16 };
 			opt.self_namespace = (struct str){ "dra-guard", 9 };
 			arena_reset(arena);
 			check(admission_handle(policies[p], NULL, 0, &opt, &lim, (const char *)data, size, arena, &out,
 					       &res) == 0);
-			check_answer(&res, m, input_valid);
+			check_answer(&res, m > 0, m == 2, input_valid);
 		}
 	}
 	return 0;

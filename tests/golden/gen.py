@@ -275,9 +275,14 @@ old = sl(); new = sl(); new["spec"]["pool"]["generation"] = 2
 case("slice-generation-regress", "pool generation 3 -> 2",
      review("slice-generation-regress", "UPDATE", new, old), False, ["slice.generation.regress"])
 
-old = sl(); new = sl(); maps(new, 0)["memory"] = {"allocationMultiplier": "16Gi"}
-case("slice-mapping-unversioned", "memory 8Gi -> 16Gi without a generation bump",
-     review("slice-mapping-unversioned", "UPDATE", new, old), False, ["slice.mapping.unversioned"])
+POOL2 = {"name": "worker-1", "generation": 3, "resourceSliceCount": 2}
+old = sl(pool=POOL2); new = sl(pool=POOL2); maps(new, 0)["memory"] = {"allocationMultiplier": "16Gi"}
+case("slice-mapping-unversioned", "memory 8Gi -> 16Gi without a generation bump in a pool of two slices "
+     "warns (advisory: the controller keeps the generation when only this slice changes)",
+     review("slice-mapping-unversioned", "UPDATE", new, old), True, ["slice.mapping.unversioned"], warnings=True)
+case("slice-mapping-unversioned-deny", "named deny in the policy, the same change is refused",
+     review("slice-mapping-unversioned-deny", "UPDATE", new, old), False, ["slice.mapping.unversioned"],
+     policy="tests/golden/policies/unversioned-deny.yaml")
 
 old = sl(); new = sl(); maps(new, 0)["memory"] = {"allocationMultiplier": "8192Mi"}
 case("slice-mapping-respelled", "8Gi -> 8192Mi is the same amount: no change",
@@ -291,9 +296,10 @@ old = sl(); new = sl(); dev(new, 0)["attributes"]["dra.example.com/model"] = {"s
 case("slice-update-attributes-only", "a republish that changes no mapping",
      review("slice-update-attributes-only", "UPDATE", new, old), True)
 
-old = sl(); new = sl(); del maps(new, 1)["cpu"]
+old = sl(pool=POOL2); new = sl(pool=POOL2); del maps(new, 1)["cpu"]
 case("slice-mapping-removed-unversioned", "removing a mapping is a change too",
-     review("slice-mapping-removed-unversioned", "UPDATE", new, old), False, ["slice.mapping.unversioned"])
+     review("slice-mapping-removed-unversioned", "UPDATE", new, old), True, ["slice.mapping.unversioned"],
+     warnings=True)
 
 s = sl()
 case("slice-delete-builtin", "DELETE carries object: null and is allowed",
@@ -306,10 +312,10 @@ case("slice-warn-policy", "under default: warn a violation only warns",
      review("slice-warn-policy", "CREATE", s), True, ["slice.mapping.name"], policy=WARN, warnings=True)
 case("slice-dryrun-rule", "a dryrun rule leaves only an audit annotation",
      review("slice-dryrun-rule", "CREATE", s), True, ["slice.mapping.name"], policy=DRYRUN_NAME,
-     warnings=False, audit=["dra-guard.io/slice.mapping.name"])
+     warnings=False, audit=["slice.mapping.name"])
 case("slice-deny-audit", "a denial sets the rule ids and the policy hash as audit annotations",
      review("slice-deny-audit", "CREATE", s), False, ["slice.mapping.name"],
-     audit=["dra-guard.io/denied-rules", "dra-guard.io/policy-hash"])
+     audit=["denied-rules", "policy-hash"])
 
 # --- mutation ----------------------------------------------------------------------------------------
 
@@ -385,8 +391,15 @@ case("writer-own-sa-other-node", "the driver's ServiceAccount on another node",
 case("writer-own-sa-no-node-extra", "a token without node-name (not bound to a Pod)",
      review("writer-own-sa-no-node-extra", "CREATE", sl(), who=driver_sa(None)), False,
      ["slice.writer.node"], policy=STRICT)
+def republished():
+    """The fixture slice with one attribute changed: an UPDATE beyond metadata."""
+    s = sl()
+    dev(s, 0)["attributes"]["dra.example.com/model"] = {"string": "acc-x2"}
+    return s
+
+
 case("writer-other-driver-sa", "another driver's ServiceAccount",
-     review("writer-other-driver-sa", "UPDATE", sl(), sl(), who=user(GPU_SA, node="worker-1")), False,
+     review("writer-other-driver-sa", "UPDATE", republished(), sl(), who=user(GPU_SA, node="worker-1")), False,
      ["slice.writer"], policy=STRICT)
 case("writer-kubelet-delete-own-node", "the node's kubelet deletes its slices",
      review("writer-kubelet-delete-own-node", "DELETE", None, sl(),
@@ -401,9 +414,9 @@ case("writer-random-user", "a user with RBAC but no business writing slices",
      review("writer-random-user", "CREATE", sl(), who=user("alice@example.com")), False,
      ["slice.writer"], policy=STRICT)
 case("writer-admin-break-glass", "writers.admins may write, and the bypass is recorded",
-     review("writer-admin-break-glass", "UPDATE", sl(), sl(),
+     review("writer-admin-break-glass", "UPDATE", republished(), sl(),
             who=user("bob@example.com", ["dra-guard:slice-admins"])), True, policy=STRICT,
-     audit=["dra-guard.io/break-glass"])
+     audit=["break-glass"])
 s = sl(driver="ctrl.example.com", nodeName="worker-9", pool={"name": "worker-9", "generation": 1, "resourceSliceCount": 1})
 for d in s["spec"]["devices"]:
     del d["nodeAllocatableResourceMappings"]
@@ -543,10 +556,10 @@ case("freeze-slice-write", "frozen: slice writes stay allowed (operators repair 
      review("freeze-slice-write", "UPDATE", sl(), sl()), True, policy=FROZEN)
 case("freeze-break-glass-group", "a freeze.breakGlass group creates claims, and the bypass is recorded",
      review("freeze-break-glass-group", "CREATE", new_claim, who=user("carol@example.com", ["dra-guard:freeze-breakers"])),
-     True, policy=FROZEN, audit=["dra-guard.io/break-glass"])
+     True, policy=FROZEN, audit=["break-glass"])
 case("freeze-break-glass-user", "a freeze.breakGlass user too",
      review("freeze-break-glass-user", "CREATE", new_claim, who=user("oncall@example.com")),
-     True, policy=FROZEN, audit=["dra-guard.io/break-glass"])
+     True, policy=FROZEN, audit=["break-glass"])
 
 scoped = copy.deepcopy(new_claim); scoped["metadata"]["namespace"] = "team-frozen"
 case("freeze-scope-namespace-in", "scope: a claim in a frozen namespace is refused",
@@ -634,12 +647,13 @@ s = sl(); del s["spec"]["nodeName"]; s["spec"]["perDeviceNodeSelection"] = True
 dev(s, 0)["nodeName"] = "worker-8"; dev(s, 1)["nodeName"] = "worker-9"
 case("strict-every-canary-device", "per-device nodes, neither a canary: both devices reported (an admin writes)",
      review("strict-every-canary-device", "CREATE", s, who=user("bob@example.com", ["dra-guard:slice-admins"])),
-     False, ["slice.canary"], policy=STRICT, audit=["dra-guard.io/break-glass"])
+     False, ["slice.canary"], policy=STRICT, audit=["break-glass"])
 
-old = sl(); new = sl(); maps(new, 0)["memory"] = {"allocationMultiplier": "16Gi"}
+old = sl(pool=POOL2); new = sl(pool=POOL2); maps(new, 0)["memory"] = {"allocationMultiplier": "16Gi"}
 maps(new, 1)["cpu"] = {"capacityKey": "dra.example.com/cpu", "allocationMultiplier": "2"}
 case("slice-every-unversioned", "both devices' mappings change without a generation bump: both reported",
-     review("slice-every-unversioned", "UPDATE", new, old), False, ["slice.mapping.unversioned"])
+     review("slice-every-unversioned", "UPDATE", new, old), False, ["slice.mapping.unversioned"],
+     policy="tests/golden/policies/unversioned-deny.yaml")
 
 s = sl(); maps(s, 0)["ephemeral-storage"] = {"allocationMultiplier": "10Gi"}
 maps(s, 1)["ephemeral-storage"] = {"allocationMultiplier": "1Gi"}
@@ -658,6 +672,276 @@ two_entries["status"]["devices"].append(second)
 case("claim-status-every-devices-entry", "a user writes two of a driver's entries: each entry reported",
      review("claim-status-every-devices-entry", "UPDATE", two_entries, dev_old, who=user("alice@example.com"),
             sub="status"), False, ["status.devices.writer"], policy=STRICT)
+
+# --- real writers ----------------------------------------------------------------------------------------
+#
+# How the components that really write these objects write them. A false
+# denial of any of these is an outage; each case says where the behaviour
+# comes from.
+
+BINDING = "tests/golden/policies/binding.yaml"
+
+# The ResourceSlice controller every kubelet-plugin driver runs
+# (k8s.io/dynamic-resource-allocation/resourceslice, Controller.syncPool)
+# keeps spec.pool.generation when no slice is new and at most one slice
+# changes ("Kept generation because at most one update API call is
+# necessary"), and updates that slice in place. In the usual one-slice pool
+# of a node-local driver, devices come and go and mappings change at the
+# same generation.
+old = sl(); new = sl()
+new["spec"]["devices"].append({"name": "accel-1", "capacity": {"dra.example.com/memory": {"value": "80Gi"}},
+                               "nodeAllocatableResourceMappings": {"memory": {"allocationMultiplier": "8Gi"}}})
+case("slice-controller-one-slice-device-added", "a device with mappings added in place at the same generation",
+     review("slice-controller-one-slice-device-added", "UPDATE", new, old), True,
+     absent=["slice.mapping.unversioned"], warnings=False)
+old = sl(); new = sl(); del new["spec"]["devices"][0]
+case("slice-controller-one-slice-device-withdrawn", "a device withdrawn in place at the same generation",
+     review("slice-controller-one-slice-device-withdrawn", "UPDATE", new, old), True,
+     absent=["slice.mapping.unversioned"], warnings=False)
+old = sl(); new = sl(); maps(new, 0)["memory"] = {"allocationMultiplier": "4Gi"}
+case("slice-controller-one-slice-mapping-changed", "a mapping changed 8Gi -> 4Gi in place at the same generation",
+     review("slice-controller-one-slice-mapping-changed", "UPDATE", new, old), True,
+     absent=["slice.mapping.unversioned"], warnings=False)
+case("slice-controller-one-slice-mapping-changed-strict", "the same under a deny-by-default policy",
+     review("slice-controller-one-slice-mapping-changed-strict", "UPDATE", new, old), True,
+     absent=["slice.mapping.unversioned"], policy="tests/golden/policies/unversioned-deny.yaml")
+# With more than one slice changing the controller bumps the generation
+# (numNewSlices > 0 or more than one changed slice): every slice of the pool
+# is rewritten at generation + 1.
+old = sl(pool=POOL2); new = sl(pool=dict(POOL2, generation=4)); maps(new, 0)["memory"] = {"allocationMultiplier": "4Gi"}
+case("slice-controller-multi-slice-bumped", "a pool of two slices changes its mappings with a generation bump",
+     review("slice-controller-multi-slice-bumped", "UPDATE", new, old), True,
+     absent=["slice.mapping.unversioned"], warnings=False, policy="tests/golden/policies/unversioned-deny.yaml")
+
+# Capacity mode: the scheduler adds consumedCapacity x multiplier, and a
+# claim consumes only what the capacity's requestPolicy allows (the
+# structured allocator's calculateConsumedCapacity: default, validValues,
+# validRange min + k*step; no policy: what was asked for, or the whole
+# value when nothing was asked).
+
+
+def shared_dev(s, cap, mapping):
+    """Device 1 (socket-0, allowMultipleAllocations) with one capacity and one mapping."""
+    d = dev(s, 1)
+    d["capacity"] = cap
+    d["nodeAllocatableResourceMappings"] = mapping
+    return s
+
+
+s = shared_dev(sl(), {"dra.example.com/hugepages": {"value": "1Gi", "requestPolicy": {
+    "default": "2Mi", "validRange": {"min": "2Mi", "step": "2Mi"}}}},
+    {"hugepages-2Mi": {"capacityKey": "dra.example.com/hugepages", "allocationMultiplier": "1"}})
+case("capacity-hugepages-step-2mi", "hugepages-2Mi x1 of a capacity with step 2Mi: every amount is whole pages",
+     review("capacity-hugepages-step-2mi", "CREATE", s), True,
+     absent=["slice.mapping.units", "slice.mapping.units.open"], warnings=False)
+s = shared_dev(sl(), {"dra.example.com/memory": {"value": "64Gi", "requestPolicy": {
+    "default": "1Gi", "validRange": {"min": "1Mi", "step": "1Mi"}}}},
+    {"memory": {"capacityKey": "dra.example.com/memory", "allocationMultiplier": "0.5"}})
+case("capacity-memory-half-step-1mi", "memory x0.5 of a capacity with step 1Mi: half of a whole Mi is whole bytes",
+     review("capacity-memory-half-step-1mi", "CREATE", s), True,
+     absent=["slice.mapping.units", "slice.mapping.units.open"], warnings=False)
+s = shared_dev(sl(), {"dra.example.com/memory": {"value": "64Gi", "requestPolicy": {
+    "default": "2", "validRange": {"min": "2", "step": "1"}}}},
+    {"memory": {"capacityKey": "dra.example.com/memory", "allocationMultiplier": "0.5"}})
+case("capacity-memory-half-step-1-byte", "memory x0.5 of a capacity with step 1: min + step = 3 maps 1.5 bytes",
+     review("capacity-memory-half-step-1-byte", "CREATE", s), False, ["slice.mapping.units"])
+s = shared_dev(sl(), {"dra.example.com/memory": {"value": "64Gi", "requestPolicy": {
+    "default": "1Gi", "validValues": ["1Gi", "3"]}}},
+    {"memory": {"capacityKey": "dra.example.com/memory", "allocationMultiplier": "0.5"}})
+case("capacity-memory-valid-value-odd", "memory x0.5 with validValues 1Gi and 3: 3 maps 1.5 bytes",
+     review("capacity-memory-valid-value-odd", "CREATE", s), False, ["slice.mapping.units"])
+s = shared_dev(sl(), {"dra.example.com/memory": {"value": "64Gi"}},
+               {"memory": {"capacityKey": "dra.example.com/memory", "allocationMultiplier": "0.5"}})
+case("capacity-memory-half-no-policy", "memory x0.5 with no requestPolicy: whole value fine, one unit is half a "
+     "byte; a guess about what claims ask for, so it warns",
+     review("capacity-memory-half-no-policy", "CREATE", s), True, ["slice.mapping.units.open"],
+     absent=["slice.mapping.units"], warnings=True)
+s = shared_dev(sl(), {"dra.example.com/memory": {"value": "64Gi"}, "dra.example.com/hugepages": {"value": "1Gi"}},
+               {"memory": {"capacityKey": "dra.example.com/memory", "allocationMultiplier": "0.5"},
+                "hugepages-2Mi": {"capacityKey": "dra.example.com/hugepages"}})
+case("capacity-every-units-open", "two capacities with no step, each unit a fraction of what it maps: both warned",
+     review("capacity-every-units-open", "CREATE", s), True, ["slice.mapping.units.open"], warnings=True)
+s = shared_dev(sl(), {"dra.example.com/memory": {"value": "80Gi", "requestPolicy": {
+    "default": "1Gi", "validRange": {"min": "1Gi", "max": "16Gi", "step": "1Gi"}}}},
+    {"memory": {"capacityKey": "dra.example.com/memory"}})
+case("capacity-bound-is-range-max", "the bound is validRange.max (16Gi), not the 80Gi capacity",
+     review("capacity-bound-is-range-max", "CREATE", s), True, absent=["slice.mapping.bounds"], policy=STRICT)
+s = shared_dev(sl(), {"dra.example.com/memory": {"value": "70Gi", "requestPolicy": {
+    "default": "8Gi", "validRange": {"min": "8Gi", "step": "8Gi"}}}},
+    {"memory": {"capacityKey": "dra.example.com/memory"}})
+case("capacity-bound-is-last-step", "min 8Gi step 8Gi under a 70Gi value: at most 64Gi, not 70Gi",
+     review("capacity-bound-is-last-step", "CREATE", s), True, absent=["slice.mapping.bounds"], policy=STRICT)
+s = shared_dev(sl(), {"dra.example.com/memory": {"value": "128Gi", "requestPolicy": {
+    "default": "8Gi", "validValues": ["8Gi", "96Gi"]}}},
+    {"memory": {"capacityKey": "dra.example.com/memory"}})
+case("capacity-bound-largest-valid-value", "the largest validValues entry, 96Gi, is over the 64Gi max",
+     review("capacity-bound-largest-valid-value", "CREATE", s), False, ["slice.mapping.bounds"], policy=STRICT)
+
+# The garbage collector deletes the slices of a Node that is gone (they are
+# owned by their Node; attemptToDeleteItem in
+# pkg/controller/garbagecollector) as its own ServiceAccount, or as the
+# controller manager when controllers share credentials.
+GC_SA = "system:serviceaccount:kube-system:generic-garbage-collector"
+case("gc-deletes-slice-of-gone-node", "the garbage collector deletes a node's slice",
+     review("gc-deletes-slice-of-gone-node", "DELETE", None, sl(),
+            who=user(GC_SA, ["system:serviceaccounts", "system:serviceaccounts:kube-system"])),
+     True, policy=STRICT)
+case("gc-deletes-as-controller-manager", "the same with shared controller credentials",
+     review("gc-deletes-as-controller-manager", "DELETE", None, sl(), who=user("system:kube-controller-manager")),
+     True, policy=STRICT)
+case("writer-random-user-delete", "a user with RBAC but no business deleting slices",
+     review("writer-random-user-delete", "DELETE", None, sl(), who=user("alice@example.com")), False,
+     ["slice.writer"], policy=STRICT)
+# When orphaning, it patches the dependent to drop the owner's reference
+# (orphanDependents): an UPDATE that changes only metadata.
+owned = sl(); owned["metadata"]["ownerReferences"] = [
+    {"apiVersion": "v1", "kind": "Node", "name": "worker-1", "uid": "8f4e2d1c-0000-4000-8000-000000000001",
+     "controller": True}]
+case("gc-orphans-slice", "the garbage collector strips ownerReferences (metadata only)",
+     review("gc-orphans-slice", "UPDATE", sl(), owned,
+            who=user(GC_SA, ["system:serviceaccounts", "system:serviceaccounts:kube-system"])),
+     True, policy=STRICT)
+off = sl(nodeName="worker-9", pool={"name": "worker-9", "generation": 3, "resourceSliceCount": 1})
+off_labelled = copy.deepcopy(off); off_labelled["metadata"]["labels"] = {"team": "gpu"}
+case("metadata-only-update-passes", "any RBAC-allowed writer may change labels of a slice whose mappings the "
+     "policy would refuse today",
+     review("metadata-only-update-passes", "UPDATE", off_labelled, off, who=user("alice@example.com")),
+     True, absent=["slice.canary", "slice.writer"], policy=STRICT)
+s = copy.deepcopy(off); s["spec"]["devices"][0]["attributes"]["dra.example.com/model"] = {"string": "acc-y"}
+case("spec-update-still-judged", "a change outside metadata by the same user is judged as before",
+     review("spec-update-still-judged", "UPDATE", s, off, who=user("alice@example.com")),
+     False, ["slice.writer", "slice.canary"], policy=STRICT)
+case("policy-configmap-metadata-only", "labels of the guard's own ConfigMap change while its policy does not load",
+     review("policy-configmap-metadata-only", "UPDATE",
+            dict(configmap("dra-guard-policy", BAD), metadata={"name": "dra-guard-policy", "namespace": "dra-guard",
+                                                             "labels": {"app": "dra-guard"}}),
+            configmap("dra-guard-policy", BAD), who=ADMIN), True, absent=["policy.invalid"])
+
+# The mutating endpoint only labels: every denial is the validating one's.
+s = sl(); maps(s, 0)["pods"] = {"allocationMultiplier": "1"}
+case("slice-mutate-never-denies", "a slice the validating endpoint refuses is still labelled on /mutate",
+     review("slice-mutate-never-denies", "CREATE", s), True, endpoint="mutate", absent=["slice.mapping.name"],
+     patch=[{"op": "add", "path": "/metadata/labels", "value": {"dra-guard.io/mappings": "*"}}])
+case("slice-mutate-never-denies-strict", "nor under a strict policy, for a writer it would refuse",
+     review("slice-mutate-never-denies-strict", "CREATE", s, who=user("alice@example.com")), True,
+     endpoint="mutate", policy=STRICT,
+     patch=[{"op": "add", "path": "/metadata/labels", "value": {"dra-guard.io/mappings": "*"}}])
+
+# Binding conditions (DRADeviceBindingConditions, beta in 1.36): a driver's
+# controller sets status.devices[].conditions on claims allocated on any
+# node. kubernetes-sigs/dra-example-driver runs that controller
+# (cmd/dra-example-controller, BindingConditionsPlugin.Reconcile:
+# Status().Update) as a Deployment under the same ServiceAccount as the
+# kubelet-plugin DaemonSet. Every token bound to a Pod carries the Pod's
+# node, the controller's too (k8s.io/apiserver serviceaccount
+# ServiceAccountInfo.UserInfo: node-name, pod-name, pod-uid), so only the
+# Pod's name tells the controller from a plugin.
+
+
+def sa_token(name, node, pod):
+    u = user(name, ["system:serviceaccounts", "system:serviceaccounts:" + name.split(":")[2]], node)
+    u["extra"]["authentication.kubernetes.io/pod-name"] = [pod]
+    u["extra"]["authentication.kubernetes.io/pod-uid"] = [str(uuid.uuid5(uuid.NAMESPACE_URL, pod))]
+    return u
+
+
+def binding_claim(driver):
+    c = copy.deepcopy(CLAIM)
+    for r in c["status"]["allocation"]["devices"]["results"]:
+        r["driver"] = driver
+    for d in c["status"]["devices"]:
+        d["driver"] = driver
+    before = copy.deepcopy(c); before["status"].pop("devices")
+    return c, before
+
+
+SHARED_SA = "system:serviceaccount:dra-example:dra-example-driver"
+c, before = binding_claim("shared.example.com")
+case("binding-shared-sa-controller-any-node", "the controller Pod (on worker-9) sets a condition for a claim on worker-1",
+     review("binding-shared-sa-controller-any-node", "UPDATE", c, before,
+            who=sa_token(SHARED_SA, "worker-9", "dra-example-driver-controller-7d9f8c6b5-x2x4q"), sub="status"),
+     True, absent=["status.devices.writer"], policy=BINDING)
+case("binding-shared-sa-plugin-own-node", "the plugin Pod on worker-1 writes its own node's claim",
+     review("binding-shared-sa-plugin-own-node", "UPDATE", c, before,
+            who=sa_token(SHARED_SA, "worker-1", "dra-example-driver-kubeletplugin-9k2lp"), sub="status"),
+     True, policy=BINDING)
+case("binding-shared-sa-plugin-other-node", "a plugin Pod on worker-2 may not write worker-1's claim",
+     review("binding-shared-sa-plugin-other-node", "UPDATE", c, before,
+            who=sa_token(SHARED_SA, "worker-2", "dra-example-driver-kubeletplugin-7hbq2"), sub="status"),
+     False, ["status.devices.writer"], policy=BINDING)
+case("binding-shared-sa-no-pod-name", "a token not bound to a Pod gets node scope",
+     review("binding-shared-sa-no-pod-name", "UPDATE", c, before, who=user(SHARED_SA, node="worker-9"),
+            sub="status"), False, ["status.devices.writer"], policy=BINDING)
+c, before = binding_claim("split.example.com")
+case("binding-split-sa-controller", "a controller with its own scope: cluster ServiceAccount",
+     review("binding-split-sa-controller", "UPDATE", c, before,
+            who=sa_token("system:serviceaccount:split:controller", "worker-9", "split-controller-5c7d-abcde"),
+            sub="status"), True, policy=BINDING)
+case("binding-split-sa-plugin-other-node", "the plugin's own ServiceAccount stays node-scoped",
+     review("binding-split-sa-plugin-other-node", "UPDATE", c, before,
+            who=sa_token("system:serviceaccount:split:kubelet-plugin", "worker-2", "split-plugin-q8x7z"),
+            sub="status"), False, ["status.devices.writer"], policy=BINDING)
+c, before = binding_claim("legacy.example.com")
+case("binding-legacy-policy-refuses-controller", "a policy of the earlier form (one scope per driver) still "
+     "loads, and refuses the controller as it did",
+     review("binding-legacy-policy-refuses-controller", "UPDATE", c, before,
+            who=sa_token("system:serviceaccount:legacy:driver", "worker-9", "legacy-controller-1-abcde"),
+            sub="status"), False, ["status.devices.writer"], policy=BINDING)
+s = sl(driver="shared.example.com", nodeName="worker-5", pool={"name": "worker-5", "generation": 1, "resourceSliceCount": 1})
+case("binding-shared-sa-controller-writes-any-slice", "the controller's cluster scope covers slices too",
+     review("binding-shared-sa-controller-writes-any-slice", "CREATE", s,
+            who=sa_token(SHARED_SA, "worker-9", "dra-example-driver-controller-7d9f8c6b5-x2x4q")),
+     True, policy=BINDING)
+case("binding-shared-sa-plugin-other-node-slice", "a plugin Pod may not publish another node's slice",
+     review("binding-shared-sa-plugin-other-node-slice", "CREATE", s,
+            who=sa_token(SHARED_SA, "worker-9", "dra-example-driver-kubeletplugin-9k2lp")),
+     False, ["slice.writer.node"], policy=BINDING)
+
+# Limits apply to what the guard reads: Kubernetes sets no count limit on
+# labels or ConfigMap keys, and a claim's opaque parameters nest as deep as
+# the API server's JSON decoder allows.
+s = sl(); s["metadata"]["labels"] = {"team.example.com/l%03d" % i: "v" for i in range(300)}
+case("limits-slice-300-labels", "a slice with 300 labels decodes and is judged",
+     review("limits-slice-300-labels", "CREATE", s), True)
+deep = 1
+for _ in range(80):
+    deep = {"a": deep}
+claim_deep = copy.deepcopy(new_claim)
+claim_deep["spec"]["devices"]["config"] = [{"opaque": {"driver": "dra.example.com", "parameters": deep}}]
+case("limits-claim-deep-opaque-parameters", "a claim whose opaque parameters nest 80 levels deep",
+     review("limits-claim-deep-opaque-parameters", "CREATE", claim_deep, who=user("system:serviceaccount:team-a:app")),
+     True, policy=STRICT)
+cm = configmap("something-else", GOOD); cm["data"] = {"key-%d" % i: "v" for i in range(300)}
+case("limits-configmap-300-keys", "an unrelated ConfigMap with 300 keys",
+     review("limits-configmap-300-keys", "CREATE", cm, who=ADMIN), True)
+
+# A driver republishes its slice after the policy tightened (canary nodes
+# narrowed, a bound lowered): what the stored slice already holds and this
+# write leaves as it was is warned, not denied. Denying it would leave the
+# mapping in place and block every other change of the slice, such as
+# withdrawing a failed device.
+s = copy.deepcopy(off); dev(s, 1)["attributes"]["dra.example.com/health"] = {"string": "degraded"}
+case("ratchet-canary-republish", "a slice with mappings on a node canary.nodes no longer lists is republished "
+     "unchanged in its mappings: warned",
+     review("ratchet-canary-republish", "UPDATE", s, off, who=driver_sa("worker-9")), True, ["slice.canary"],
+     warnings=True, policy=STRICT)
+big = sl(); maps(big, 0)["memory"] = {"allocationMultiplier": "128Gi"}
+s = copy.deepcopy(big); dev(s, 1)["attributes"]["dra.example.com/health"] = {"string": "degraded"}
+case("ratchet-bounds-unchanged", "a mapping over a lowered max, unchanged by the write: warned",
+     review("ratchet-bounds-unchanged", "UPDATE", s, big), True, ["slice.mapping.bounds"], warnings=True,
+     policy=STRICT)
+s = copy.deepcopy(big); del s["spec"]["devices"][1]
+case("ratchet-device-withdrawn", "withdrawing another device of that slice passes",
+     review("ratchet-device-withdrawn", "UPDATE", s, big), True, ["slice.mapping.bounds"], warnings=True,
+     policy=STRICT)
+s = copy.deepcopy(big); maps(s, 0)["memory"] = {"allocationMultiplier": "256Gi"}
+case("ratchet-bounds-raised", "raising the mapping further is this write's doing: denied",
+     review("ratchet-bounds-raised", "UPDATE", s, big), False, ["slice.mapping.bounds"], policy=STRICT)
+s = copy.deepcopy(big)
+s["spec"]["devices"].append({"name": "accel-9", "capacity": {"dra.example.com/memory": {"value": "80Gi"}},
+                             "nodeAllocatableResourceMappings": {"memory": {"allocationMultiplier": "128Gi"}}})
+case("ratchet-new-device", "a new device with the same excess: denied",
+     review("ratchet-new-device", "UPDATE", s, big), False, ["slice.mapping.bounds"], policy=STRICT)
 
 
 FINGERPRINT = set("0123456789abcdef")
