@@ -101,6 +101,10 @@ POLICY_SRC := $(sort $(wildcard policy/*.c))
 WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRC))
+# Tests that fail allocations on purpose wrap the allocator of the code
+# under test (only the statically linked objects see the wrapper).
+TEST_LDFLAGS_mutation := -Wl,--wrap=realloc
+
 TEST_SUPPORT_SRC := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
@@ -182,7 +186,7 @@ $(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/main.o $(BUILD)/$(1)/libwebhook.a
 $(BUILD)/$(1)/tests/test_%: $(BUILD)/$(1)/tests/test_%.o $$($(1)_SUPPORT_OBJ) \
 		$$$$(if $$$$(wildcard webhook/$$$$*.c),$(BUILD)/$(1)/libwebhook.a) $(BUILD)/$(1)/libpolicy.a | deps-test
 	$$(call msg,LINK,$$@)
-	$$(Q)$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(PKG_LIBS)
+	$$(Q)$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(TEST_LDFLAGS_$$*) $$(CMOCKA_LIBS) $$(PKG_LIBS)
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour_rules,$(f))))
 
