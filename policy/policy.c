@@ -141,11 +141,16 @@ static int hash_parts(const struct hash_part *parts, size_t n, char out[65])
 	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
 		goto out;
 	for (k = 0; k < n; k++) {
-		char frame[96];
-		int w = snprintf(frame, sizeof(frame), "%s:%d:%zu:", parts[k].name, parts[k].present,
+		/* The name goes in as it is; the frame after it has a bounded
+		 * length whatever the name (the digest is the same as of one
+		 * "name:present:len:" string). */
+		char frame[48];
+		int w = snprintf(frame, sizeof(frame), ":%d:%zu:", parts[k].present,
 				 parts[k].present ? parts[k].len : 0);
 
-		if (EVP_DigestUpdate(ctx, frame, (size_t)w) != 1 ||
+		if (w < 0 || (size_t)w >= sizeof(frame) ||
+		    EVP_DigestUpdate(ctx, parts[k].name, strlen(parts[k].name)) != 1 ||
+		    EVP_DigestUpdate(ctx, frame, (size_t)w) != 1 ||
 		    (parts[k].present && parts[k].len &&
 		     EVP_DigestUpdate(ctx, parts[k].text, parts[k].len) != 1))
 			goto out;
