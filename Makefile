@@ -104,6 +104,7 @@ TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRC))
 # Tests that fail allocations on purpose wrap the allocator of the code
 # under test (only the statically linked objects see the wrapper).
 TEST_LDFLAGS_mutation := -Wl,--wrap=realloc
+TEST_LDFLAGS_verdict := -Wl,--wrap=malloc,--wrap=realloc
 
 TEST_SUPPORT_SRC := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
