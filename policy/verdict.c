@@ -2,9 +2,10 @@
 #include "verdict.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "buf.h"
 
 #define VERDICT_MAX_AUDIT 64
 /* The API server keeps a few KiB of warnings per response; past this many the
@@ -112,64 +113,10 @@ static int shorten(struct arena *a, const char *s, size_t n, size_t max, struct 
 	return 0;
 }
 
-/* A string built in the arena: appends grow the arena's last allocation,
- * in place while nothing else was allocated since, so a denial's message is
- * written once, where it stays. */
-struct atext {
-	char *p;
-	size_t len, alloc, cap;
-};
-
-static void atext_init(struct atext *t, size_t cap)
+/* The text of b (a buffer in the arena), or "" when nothing was added. */
+static struct str buf_str(const struct buf *b)
 {
-	t->p = NULL;
-	t->len = t->alloc = 0;
-	t->cap = cap;
-}
-
-/* Append; going over t's cap is -E2BIG and leaves t as it was. */
-static int atext_printf(struct arena *a, struct atext *t, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int atext_printf(struct arena *a, struct atext *t, const char *fmt, ...)
-{
-	va_list ap;
-	size_t want, alloc;
-	char *p;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -EINVAL;
-	if ((size_t)n > t->cap - t->len)
-		return -E2BIG;
-	want = t->len + (size_t)n + 1;
-	if (want > t->alloc) {
-		alloc = t->alloc ? t->alloc : 256;
-		while (alloc < want)
-			alloc *= 2;
-		if (alloc > t->cap + 1)
-			alloc = t->cap + 1;
-		p = arena_grow(a, t->p, t->alloc, alloc);
-		if (!p)
-			return arena_error(a);
-		if (!t->p)
-			p[0] = '\0';
-		t->p = p;
-		t->alloc = alloc;
-	}
-	va_start(ap, fmt);
-	vsnprintf(t->p + t->len, t->alloc - t->len, fmt, ap);
-	va_end(ap);
-	t->len += (size_t)n;
-	return 0;
-}
-
-static struct str atext_str(const struct atext *t)
-{
-	return t->p ? (struct str){ t->p, t->len } : (struct str){ "", 0 };
+	return (struct str){ buf_cstr(b), buf_len(b) };
 }
 
 static int add_warning(struct verdict *v, struct arena *a, const struct violation *vi)
@@ -220,11 +167,11 @@ static int add_dryrun_audit(struct verdict *v, struct arena *a, uint32_t idx)
 
 static int denial_annotations(struct verdict *v, struct arena *a, const char *policy_hash)
 {
-	struct atext rules;
+	struct buf rules;
 	uint32_t i, j;
 	int rc = 0;
 
-	atext_init(&rules, 4096);
+	buf_init_in(&rules, 4096, a);
 	for (i = 0; i < v->nviolations && rc == 0; i++) {
 		const struct violation *vi = &v->violations[i];
 		bool seen = false;
@@ -234,10 +181,10 @@ static int denial_annotations(struct verdict *v, struct arena *a, const char *po
 		for (j = 0; j < i && !seen; j++)
 			seen = v->violations[j].action == ACTION_DENY && v->violations[j].rule == vi->rule;
 		if (!seen)
-			rc = atext_printf(a, &rules, "%s%s", rules.len ? "," : "", rule_name(vi->rule));
+			rc = buf_printf(&rules, "%s%s", buf_len(&rules) ? "," : "", rule_name(vi->rule));
 	}
 	if (rc == 0)
-		rc = verdict_audit(v, a, STR_LIT("denied-rules"), atext_str(&rules));
+		rc = verdict_audit(v, a, STR_LIT("denied-rules"), buf_str(&rules));
 	if (rc == 0 && policy_hash)
 		rc = verdict_audit(v, a, STR_LIT("policy-hash"), str_from_cstr(policy_hash));
 	return rc;
@@ -245,31 +192,30 @@ static int denial_annotations(struct verdict *v, struct arena *a, const char *po
 
 static int denial_message(struct verdict *v, struct arena *a, const char *object_desc)
 {
-	struct atext msg;
+	struct buf msg;
 	uint32_t i, shown = 0, ndeny = 0;
 	int rc;
 
 	for (i = 0; i < v->nviolations; i++)
 		ndeny += v->violations[i].action == ACTION_DENY;
-	atext_init(&msg, VERDICT_MESSAGE_MAX + 256);
-	rc = atext_printf(a, &msg, "%s denied by dra-guard: ",
-			  object_desc && *object_desc ? object_desc : "request");
+	buf_init_in(&msg, VERDICT_MESSAGE_MAX + 256, a);
+	rc = buf_printf(&msg, "%s denied by dra-guard: ", object_desc && *object_desc ? object_desc : "request");
 	for (i = 0; i < v->nviolations && rc == 0; i++) {
 		const struct violation *vi = &v->violations[i];
 
 		if (vi->action != ACTION_DENY)
 			continue;
-		if (msg.len + vi->message.len + 64 > VERDICT_MESSAGE_MAX)
+		if (buf_len(&msg) + vi->message.len + 64 > VERDICT_MESSAGE_MAX)
 			break;
-		rc = atext_printf(a, &msg, "%s[%s] %.*s", shown ? "; " : "", rule_name(vi->rule),
-				  STR_FMT(vi->message));
+		rc = buf_printf(&msg, "%s[%s] %.*s", shown ? "; " : "", rule_name(vi->rule),
+				STR_FMT(vi->message));
 		shown++;
 	}
 	if (rc == 0 && shown < ndeny)
-		rc = atext_printf(a, &msg, "; and %u more violations (the audit log has the rule ids)",
-				  ndeny - shown);
+		rc = buf_printf(&msg, "; and %u more violations (the audit log has the rule ids)",
+				ndeny - shown);
 	if (rc == 0)
-		v->message = atext_str(&msg);
+		v->message = buf_str(&msg);
 	return rc;
 }
 
