@@ -105,6 +105,7 @@ TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRC))
 # under test (only the statically linked objects see the wrapper).
 TEST_LDFLAGS_mutation := -Wl,--wrap=realloc
 TEST_LDFLAGS_verdict := -Wl,--wrap=malloc,--wrap=realloc
+TEST_LDFLAGS_policy := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 TEST_SUPPORT_SRC := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))

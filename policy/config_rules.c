@@ -18,7 +18,6 @@ void config_rules_check(struct check *c)
 {
 	const struct config_map *cm = &c->req->object.u.config_map;
 	struct policy_error err;
-	struct policy *p = NULL;
 	char where[POLICY_ERROR_MAX + 400];
 	int rc;
 
@@ -30,11 +29,13 @@ void config_rules_check(struct check *c)
 				"new replica would not start ready", POLICY_KEY_DOCUMENT);
 		return;
 	}
-	rc = policy_load_parts(cm->policy.ptr, cm->policy.len,
-			       cm->has_freeze, cm->freeze.ptr, cm->freeze.len,
-			       cm->has_freeze_reason, cm->freeze_reason.ptr, cm->freeze_reason.len, &p, &err);
-	policy_free(p);
-	if (rc == -ENOMEM) {
+	/* In the request's arena: a write of the ConfigMap costs what any
+	 * other request may, and what the check built goes with the request. */
+	rc = policy_check_parts(cm->policy.ptr, cm->policy.len,
+				cm->has_freeze, cm->freeze.ptr, cm->freeze.len,
+				cm->has_freeze_reason, cm->freeze_reason.ptr, cm->freeze_reason.len,
+				c->arena, &err);
+	if (rc == -ENOMEM || rc == -E2BIG) {
 		c->error = rc;
 		return;
 	}

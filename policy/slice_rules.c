@@ -1,4 +1,6 @@
-/* slice_rules.c - the slice.* rules, in the order the README lists them.
+/* slice_rules.c - the slice.* rules: the checks of each mapping of each
+ * device (mapping_rules[], in the order they report), then those of the
+ * slice as a whole.
  *
  * Paths name the field as the object spells it: devices of resource.k8s.io
  * v1beta1 keep their fields under "basic", and the Kubernetes 1.37 shape
@@ -84,7 +86,7 @@ static const struct quantity_field *capacity_scale(const struct mapping *m)
 
 /* The amount one unit maps: the device multiplier in device-count mode, the
  * capacity multiplier in capacity mode; absent means 1 (the API server's
- * default). NULL when the value is unusable (another rule reports it). */
+ * default). False when the value is unusable (another rule reports it). */
 static bool unit_amount(const struct mapping *m, struct quantity *out)
 {
 	const struct quantity_field *f = m->has_capacity_key ? capacity_scale(m) : &m->multiplier;
