@@ -273,8 +273,9 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=a
 FUZZ_OBJ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(POLICY_SRC))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
-# The scanner's test walker (tests/jscan_walk.c) serves fuzz_jscan too.
-FUZZ_SUPPORT_OBJ := $(BUILD)/fuzz/obj/tests/jscan_walk.o
+# The scanner's test walker (tests/jscan_walk.c) serves fuzz_jscan too, and
+# the quantity helpers of the tests (tests/testquantity.c) fuzz_quantity.
+FUZZ_SUPPORT_OBJ := $(BUILD)/fuzz/obj/tests/jscan_walk.o $(BUILD)/fuzz/obj/tests/testquantity.o
 
 $(BUILD)/fuzz/obj/policy/%.o: private INC := $(INC_policy)
 $(BUILD)/fuzz/obj/%.o: %.c | deps-fuzz

@@ -6,12 +6,10 @@
 
 static bool is_self(const struct check *c)
 {
-	const struct k8s_object *obj = &c->req->object;
-	struct str name = c->req->name.len ? c->req->name : obj->meta.name;
-	struct str ns = c->req->namespace.len ? c->req->namespace : obj->meta.namespace;
+	struct str name = model_request_name(c->req);
+	struct str ns = model_request_namespace(c->req);
 
-	return c->opt->self_name.len && str_eq(name, c->opt->self_name) &&
-	       str_eq(ns, c->opt->self_namespace);
+	return c->self_name.len && str_eq(name, c->self_name) && str_eq(ns, c->self_namespace);
 }
 
 void config_rules_check(struct check *c)

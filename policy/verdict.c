@@ -82,16 +82,6 @@ int verdict_audit(struct verdict *v, struct arena *a, struct str key, struct str
 	return 0;
 }
 
-bool verdict_has(const struct verdict *v, enum rule_id rule)
-{
-	uint32_t i;
-
-	for (i = 0; i < v->nviolations; i++)
-		if (v->violations[i].rule == rule)
-			return true;
-	return false;
-}
-
 /* Cut s to at most max bytes on a UTF-8 boundary, ending in "..." when cut. */
 static int shorten(struct arena *a, const char *s, size_t n, size_t max, struct str *out)
 {
