@@ -5,6 +5,10 @@
   of one is never answered with -errno.
 - policy/ reads no clock, writes no log and opens no file: it is the pure
   engine dry-run, replay and the webhook share.
+- A rule sees only struct check: check.h and the rule files do not include
+  engine.h, and struct check is never filled positionally.
+- The engine dispatches on the kind the decoder classified; it does not
+  classify again.
 """
 
 import os
@@ -50,8 +54,27 @@ def test_policy_is_pure():
     guard.check(not bad, "policy/ calls I/O or the clock:\n" + "\n".join(bad))
 
 
+def test_rules_see_only_the_check():
+    bad = []
+    for p, t in sources("policy"):
+        name = os.path.basename(p)
+        if (name == "check.h" or name.endswith("_rules.c") or name.endswith("_rules.h")) \
+                and re.search(r'#include "engine\.h"', t):
+            bad.append("%s includes engine.h" % p)
+        for m in re.finditer(r"struct check \w+ = \{\s*[^.\s}]", t):
+            bad.append("%s fills struct check by position" % p)
+    guard.check(not bad, "\n".join(bad))
+
+
+def test_engine_does_not_classify_again():
+    with open(os.path.join(ROOT, "policy", "engine.c")) as f:
+        guard.check("decode_classify(" not in f.read(), "engine.c classifies the kind the decoder classified")
+
+
 if __name__ == "__main__":
     guard.run_tests([
         test_pthread_failures_are_not_read_from_errno,
         test_policy_is_pure,
+        test_rules_see_only_the_check,
+        test_engine_does_not_classify_again,
     ])
