@@ -103,6 +103,12 @@ POLICY_SRC := $(sort $(wildcard policy/*.c))
 WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRC))
+# Tests that fail allocations on purpose wrap the allocator of the code
+# under test (only the statically linked objects see the wrapper).
+TEST_LDFLAGS_mutation := -Wl,--wrap=realloc
+TEST_LDFLAGS_verdict := -Wl,--wrap=malloc,--wrap=realloc
+TEST_LDFLAGS_policy := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+
 TEST_SUPPORT_SRC := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
@@ -186,7 +192,7 @@ $(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/main.o $(BUILD)/$(1)/libwebhook.a
 $(BUILD)/$(1)/tests/test_%: $(BUILD)/$(1)/tests/test_%.o $$($(1)_SUPPORT_OBJ) \
 		$$$$(if $$$$(wildcard webhook/$$$$*.c),$(BUILD)/$(1)/libwebhook.a) $(BUILD)/$(1)/libpolicy.a | deps-test
 	$$(call msg,LINK,$$@)
-	$$(Q)$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(CMOCKA_LIBS) $$(PKG_LIBS)
+	$$(Q)$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(TEST_LDFLAGS_$$*) $$(CMOCKA_LIBS) $$(PKG_LIBS)
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour_rules,$(f))))
 
@@ -273,8 +279,9 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=a
 FUZZ_OBJ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(POLICY_SRC))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
-# The scanner's test walker (tests/jscan_walk.c) serves fuzz_jscan too.
-FUZZ_SUPPORT_OBJ := $(BUILD)/fuzz/obj/tests/jscan_walk.o
+# The scanner's test walker (tests/jscan_walk.c) serves fuzz_jscan too, and
+# the quantity helpers of the tests (tests/testquantity.c) fuzz_quantity.
+FUZZ_SUPPORT_OBJ := $(BUILD)/fuzz/obj/tests/jscan_walk.o $(BUILD)/fuzz/obj/tests/testquantity.o
 
 $(BUILD)/fuzz/obj/policy/%.o: private INC := $(INC_policy)
 $(BUILD)/fuzz/obj/%.o: %.c | deps-fuzz

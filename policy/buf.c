@@ -8,17 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
+
 void buf_init(struct buf *b, size_t cap)
 {
 	b->data = NULL;
 	b->len = 0;
 	b->alloc = 0;
 	b->cap = cap;
+	b->arena = NULL;
+}
+
+void buf_init_in(struct buf *b, size_t cap, struct arena *a)
+{
+	buf_init(b, cap);
+	b->arena = a;
 }
 
 void buf_free(struct buf *b)
 {
-	free(b->data);
+	if (!b->arena)
+		free(b->data);
 	b->data = NULL;
 	b->len = 0;
 	b->alloc = 0;
@@ -47,9 +57,17 @@ static int buf_reserve(struct buf *b, size_t n)
 		alloc = alloc > SIZE_MAX / 2 ? want : alloc * 2;
 	if (alloc > b->cap + 1)
 		alloc = b->cap + 1;
-	p = realloc(b->data, alloc);
-	if (!p)
-		return -ENOMEM;
+	if (b->arena) {
+		p = arena_grow(b->arena, b->data, b->alloc, alloc);
+		if (!p)
+			return arena_error(b->arena);
+		if (!b->data)
+			p[0] = '\0';
+	} else {
+		p = realloc(b->data, alloc);
+		if (!p)
+			return -ENOMEM;
+	}
 	b->data = p;
 	b->alloc = alloc;
 	return 0;
@@ -203,6 +221,8 @@ int buf_add_json_str(struct buf *b, const char *s, size_t n)
 
 int buf_take(struct buf *b, char **out, size_t *len)
 {
+	if (b->arena)
+		return -EINVAL;
 	if (!b->data) {
 		b->data = malloc(1);
 		if (!b->data)

@@ -11,15 +11,25 @@
 
 #include "str.h"
 
+struct arena;
+
 struct buf {                 /* fields are private; use the functions below */
 	char *data;
 	size_t len;
 	size_t alloc;
 	size_t cap;
+	struct arena *arena;         /* where data lives; NULL: the heap */
 };
 
 /* An empty buffer that will hold at most cap bytes (plus the NUL). No allocation. */
 void buf_init(struct buf *b, size_t cap);
+
+/* buf_init() of a buffer whose memory comes from arena a (borrowed; it must
+ * outlive the buffer's contents): it grows the arena's last allocation in
+ * place while nothing else was allocated since, and buf_free() only forgets
+ * it. For text that ends up in a request's arena anyway, or a parse that
+ * must stay inside the request's memory. Over the arena's cap: -E2BIG. */
+void buf_init_in(struct buf *b, size_t cap, struct arena *a);
 
 /* Free the memory; the buffer is empty and usable again. */
 void buf_free(struct buf *b);
@@ -42,7 +52,8 @@ int buf_add_json_str(struct buf *b, const char *s, size_t n);
 
 /* Steal the contents: *out gets a malloc'd NUL-terminated string (free with
  * free()), *len its length; the buffer is left empty. -ENOMEM if empty and
- * allocation fails. */
+ * allocation fails; -EINVAL for a buffer in an arena (its contents are the
+ * arena's). */
 int buf_take(struct buf *b, char **out, size_t *len);
 
 /* Borrow the contents. */

@@ -174,3 +174,8 @@ bool check_user_in(const struct check *c, const struct string_list *groups)
 			return true;
 	return false;
 }
+
+int check_shown(struct str s)
+{
+	return (int)(s.len > CHECK_SHOW_MAX ? CHECK_SHOW_MAX : s.len);
+}

@@ -12,16 +12,19 @@
 #include <stddef.h>
 
 #include "arena.h"
-#include "engine.h"
 #include "model.h"
 #include "policy.h"
 #include "verdict.h"
 
+/* Filled by name (designated initialiser) by the engine; a rule reads only
+ * these fields. */
 struct check {
 	const struct policy *policy;
 	const struct view *view;     /* NULL without a cluster view */
 	int64_t now_ns;
-	const struct engine_options *opt;
+	bool frozen;                 /* the policy's freeze, or dry-run --freeze */
+	struct str self_name;        /* the guard's own policy ConfigMap */
+	struct str self_namespace;
 	const struct admission_request *req;
 	struct arena *arena;
 	struct verdict *verdict;
@@ -45,6 +48,11 @@ void check_violation_at(struct check *c, enum rule_id id, struct str path, const
 
 /* Format into the arena; on failure records c->error and returns "". */
 struct str check_printf(struct check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A value from the request is quoted in a message up to CHECK_SHOW_MAX
+ * bytes: check_shown(s) is the precision for "%.*s". */
+#define CHECK_SHOW_MAX 64
+int check_shown(struct str s);
 
 /* At most this many names of a list go into a message, each at most
  * CHECK_NAME_MAX bytes. */

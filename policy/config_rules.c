@@ -6,19 +6,16 @@
 
 static bool is_self(const struct check *c)
 {
-	const struct k8s_object *obj = &c->req->object;
-	struct str name = c->req->name.len ? c->req->name : obj->meta.name;
-	struct str ns = c->req->namespace.len ? c->req->namespace : obj->meta.namespace;
+	struct str name = model_request_name(c->req);
+	struct str ns = model_request_namespace(c->req);
 
-	return c->opt->self_name.len && str_eq(name, c->opt->self_name) &&
-	       str_eq(ns, c->opt->self_namespace);
+	return c->self_name.len && str_eq(name, c->self_name) && str_eq(ns, c->self_namespace);
 }
 
 void config_rules_check(struct check *c)
 {
 	const struct config_map *cm = &c->req->object.u.config_map;
 	struct policy_error err;
-	struct policy *p = NULL;
 	char where[POLICY_ERROR_MAX + 400];
 	int rc;
 
@@ -30,11 +27,13 @@ void config_rules_check(struct check *c)
 				"new replica would not start ready", POLICY_KEY_DOCUMENT);
 		return;
 	}
-	rc = policy_load_parts(cm->policy.ptr, cm->policy.len,
-			       cm->has_freeze, cm->freeze.ptr, cm->freeze.len,
-			       cm->has_freeze_reason, cm->freeze_reason.ptr, cm->freeze_reason.len, &p, &err);
-	policy_free(p);
-	if (rc == -ENOMEM) {
+	/* In the request's arena: a write of the ConfigMap costs what any
+	 * other request may, and what the check built goes with the request. */
+	rc = policy_check_parts(cm->policy.ptr, cm->policy.len,
+				cm->has_freeze, cm->freeze.ptr, cm->freeze.len,
+				cm->has_freeze_reason, cm->freeze_reason.ptr, cm->freeze_reason.len,
+				c->arena, &err);
+	if (rc == -ENOMEM || rc == -E2BIG) {
 		c->error = rc;
 		return;
 	}

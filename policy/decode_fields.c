@@ -7,6 +7,7 @@
  * still validated). Maps keep their entries in arena arrays that grow by
  * doubling; every map checks its cap and refuses a duplicate key before
  * an entry is made. Every kind's decoder is built from these. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,8 @@ int decode_next_member(struct dctx *d, const struct field *f, int n, uint32_t *s
 	struct jscan_str key;
 	int r, i;
 
+	if (n < 0 || n > DECODE_MAX_FIELDS)
+		return -EINVAL;
 	for (;;) {
 		r = jscan_object_next(&d->s, &key);
 		if (r <= 0)

@@ -239,7 +239,17 @@ struct field {
 #define FPRESENT(n, T, f) { n, sizeof(n) - 1, F_PRESENT, 0, offsetof(T, f), NULL }
 #define FCALL(n, fn) { n, sizeof(n) - 1, F_CALL, 0, NO_FLAG, fn }
 #define FNAME(n) { n, sizeof(n) - 1, F_CALL, 0, NO_FLAG, NULL }
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+/* A member seen is one bit of a uint32_t (how a key given twice is caught),
+ * so a field table holds at most 32 entries. COUNT() of a table is checked
+ * against that when it is compiled. */
+#define DECODE_MAX_FIELDS 32
+#define COUNT(a)                                                                            \
+	((int)(sizeof(a) / sizeof((a)[0]) +                                                 \
+	       0 * sizeof(struct {                                                          \
+		       _Static_assert(sizeof(a) / sizeof((a)[0]) <= DECODE_MAX_FIELDS,      \
+				      "a field table has more entries than the seen mask");  \
+		       int unused;                                                          \
+	       })))
 
 /* The first member a schema does not have, as prefix + name. */
 struct unknown_note {

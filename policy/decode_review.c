@@ -427,6 +427,7 @@ static int decode_request_kind(struct dctx *d, void *obj)
 	if ((rc = decode_fields(d, gvk_fields, COUNT(gvk_fields), &rq->kind, NULL)) != 0)
 		return rc;
 	st->kind = decode_classify(rq->kind.group, rq->kind.version, rq->kind.kind, &st->version);
+	rq->target = st->kind;
 	d->req_group = rq->kind.group;
 	d->req_version = rq->kind.version;
 	return 0;

@@ -147,7 +147,8 @@ int doc_build_fail_alloc(struct doc_builder *b, int rc, uint32_t line, uint32_t 
 	return doc_build_fail(b, -ENOMEM, line, col, "out of memory");
 }
 
-int doc_build_init(struct doc_builder *b, const struct doc_limits *lim, struct doc_error *err)
+int doc_build_init(struct doc_builder *b, const struct doc_limits *lim, struct arena *mem,
+		   struct doc_error *err)
 {
 	struct doc_set *set;
 	int rc;
@@ -166,6 +167,18 @@ int doc_build_init(struct doc_builder *b, const struct doc_limits *lim, struct d
 		err->col = 0;
 		err->doc_index = 0;
 	}
+	b->mem = mem;
+	if (mem) {
+		set = arena_calloc(mem, 1, sizeof(*set));
+		if (!set) {
+			b->fatal = true;
+			return doc_build_fail_alloc(b, arena_error(mem), 0, 0);
+		}
+		set->arena = mem;
+		set->borrowed = true;
+		b->set = set;
+		return 0;
+	}
 	set = calloc(1, sizeof(*set));
 	if (!set)
 		return doc_build_fail(b, -ENOMEM, 0, 0, "out of memory");
@@ -182,6 +195,12 @@ void doc_build_release(struct doc_builder *b)
 {
 	doc_set_free(b->set);
 	b->set = NULL;
+	if (b->mem) {
+		b->pending = NULL;
+		b->frames = NULL;
+		b->scratch = NULL;
+		return;
+	}
 	free(b->pending);
 	b->pending = NULL;
 	free(b->frames);
@@ -196,8 +215,9 @@ void doc_build_take(struct doc_builder *b, struct doc_set **out)
 	b->set = NULL;
 }
 
-/* Grow *arr (of elem-sized entries, *alloc of them) to hold need entries. */
-static int grow(void **arr, size_t *alloc, size_t need, size_t elem)
+/* Grow *arr (of elem-sized entries, *alloc of them) to hold need entries,
+ * in mem when it is not NULL. */
+static int grow(struct arena *mem, void **arr, size_t *alloc, size_t need, size_t elem)
 {
 	size_t n = *alloc ? *alloc : 16;
 	void *p;
@@ -209,9 +229,15 @@ static int grow(void **arr, size_t *alloc, size_t need, size_t elem)
 			return -ENOMEM;
 		n *= 2;
 	}
-	p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
+	if (mem) {
+		p = arena_grow(mem, *arr, *alloc * elem, n * elem);
+		if (!p)
+			return arena_error(mem);
+	} else {
+		p = realloc(*arr, n * elem);
+		if (!p)
+			return -ENOMEM;
+	}
 	*arr = p;
 	*alloc = n;
 	return 0;
@@ -245,8 +271,10 @@ static struct doc_node *new_node(struct doc_builder *b, enum doc_type type,
 
 static int push_pending(struct doc_builder *b, const struct doc_member *m)
 {
-	if (grow((void **)&b->pending, &b->pending_alloc, b->npending + 1, sizeof(*b->pending)))
-		return doc_build_fail(b, -ENOMEM, m->line, m->col, "out of memory");
+	int rc = grow(b->mem, (void **)&b->pending, &b->pending_alloc, b->npending + 1, sizeof(*b->pending));
+
+	if (rc)
+		return doc_build_fail_alloc(b, rc, m->line, m->col);
 	b->pending[b->npending++] = *m;
 	return 0;
 }
@@ -291,11 +319,12 @@ static int add_root(struct doc_builder *b, const struct doc_node *root, const st
 	struct doc_set *set = b->set;
 	size_t alloc = set->roots_alloc;
 
-	if (grow((void **)&set->roots, &set->roots_alloc, set->count + 1, sizeof(*set->roots)) ||
-	    grow((void **)&set->errors, &alloc, set->roots_alloc, sizeof(*set->errors))) {
-		b->fatal = true;
-		return doc_build_fail(b, -ENOMEM, 0, 0, "out of memory");
-	}
+	int rc = grow(b->mem, (void **)&set->roots, &set->roots_alloc, set->count + 1, sizeof(*set->roots));
+
+	if (rc == 0)
+		rc = grow(b->mem, (void **)&set->errors, &alloc, set->roots_alloc, sizeof(*set->errors));
+	if (rc)
+		return doc_build_fail_alloc(b, rc, 0, 0);
 	set->roots[set->count] = root;
 	set->errors[set->count] = error;
 	set->count++;
@@ -391,8 +420,9 @@ int doc_build_open(struct doc_builder *b, enum doc_type type, uint32_t line, uin
 		return doc_build_fail(b, -E2BIG, line, col,
 				      "maps and sequences nested more than %u deep (the limit)",
 				      b->lim.max_depth);
-	if (grow((void **)&b->frames, &b->frames_alloc, (size_t)b->depth + 1, sizeof(*b->frames)))
-		return doc_build_fail(b, -ENOMEM, line, col, "out of memory");
+	rc = grow(b->mem, (void **)&b->frames, &b->frames_alloc, (size_t)b->depth + 1, sizeof(*b->frames));
+	if (rc)
+		return doc_build_fail_alloc(b, rc, line, col);
 	n = new_node(b, type, line, col);
 	if (!n)
 		return arena_error(b->set->arena);
@@ -430,6 +460,7 @@ static int check_duplicates(struct doc_builder *b, const struct doc_member *m, s
 {
 	const struct doc_member *dup = NULL, *first = NULL;
 	size_t i, j, group;
+	int rc;
 
 	if (n <= DOC_DUP_PAIRWISE_MAX) {
 		for (j = 1; j < n; j++)
@@ -438,8 +469,9 @@ static int check_duplicates(struct doc_builder *b, const struct doc_member *m, s
 					return report_duplicate(b, &m[j], &m[i]);
 		return 0;
 	}
-	if (grow((void **)&b->scratch, &b->scratch_alloc, n, sizeof(*b->scratch)))
-		return doc_build_fail(b, -ENOMEM, m[0].line, m[0].col, "out of memory");
+	rc = grow(b->mem, (void **)&b->scratch, &b->scratch_alloc, n, sizeof(*b->scratch));
+	if (rc)
+		return doc_build_fail_alloc(b, rc, m[0].line, m[0].col);
 	for (i = 0; i < n; i++)
 		b->scratch[i] = &m[i];
 	qsort(b->scratch, n, sizeof(*b->scratch), member_cmp);
@@ -513,8 +545,11 @@ static int salvage_attach(struct doc_builder *b, const struct doc_node *n)
 	}
 	f = &b->frames[b->depth - 1];
 	if (f->node->type == DOC_SEQ) {
-		if (grow((void **)&b->pending, &b->pending_alloc, b->npending + 1, sizeof(*b->pending)))
-			return -ENOMEM;
+		int rc = grow(b->mem, (void **)&b->pending, &b->pending_alloc, b->npending + 1,
+			      sizeof(*b->pending));
+
+		if (rc)
+			return rc;
 		b->pending[b->npending++] = m;
 	} else if (f->want_value) {
 		b->pending[b->npending - 1].value = n;
@@ -594,7 +629,7 @@ int doc_build_salvage(struct doc_builder *b)
 
 void doc_set_free(struct doc_set *set)
 {
-	if (!set)
+	if (!set || set->borrowed)
 		return;
 	arena_free(set->arena);
 	free(set->roots);
@@ -648,14 +683,20 @@ const char *doc_type_name(enum doc_type t)
 	return "unknown";
 }
 
-int doc_parse(const char *text, size_t len, const struct doc_limits *lim,
-	      struct doc_set **out, struct doc_error *err)
+int doc_parse_in(const char *text, size_t len, const struct doc_limits *lim, struct arena *a,
+		 struct doc_set **out, struct doc_error *err)
 {
 	size_t i = 0;
 
 	while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
 		i++;
 	if (i < len && (text[i] == '{' || text[i] == '['))
-		return doc_parse_json(text, len, lim, out, err);
-	return doc_parse_yaml(text, len, lim, out, err);
+		return doc_parse_json_in(text, len, lim, a, out, err);
+	return doc_parse_yaml_in(text, len, lim, a, out, err);
+}
+
+int doc_parse(const char *text, size_t len, const struct doc_limits *lim,
+	      struct doc_set **out, struct doc_error *err)
+{
+	return doc_parse_in(text, len, lim, NULL, out, err);
 }

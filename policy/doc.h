@@ -112,6 +112,14 @@ int doc_parse_json(const char *text, size_t len, const struct doc_limits *lim,
 int doc_parse(const char *text, size_t len, const struct doc_limits *lim,
 	      struct doc_set **out, struct doc_error *err);
 
+/* doc_parse() whose set, nodes, strings and working arrays all come from
+ * arena a (borrowed): a parse bounded by a request's memory. The set lives
+ * as long as the arena's current contents; doc_set_free() of it only
+ * forgets it. Over a's cap: -E2BIG. libyaml's parser keeps its own small
+ * state and one event at a time on the heap. */
+int doc_parse_in(const char *text, size_t len, const struct doc_limits *lim, struct arena *a,
+		 struct doc_set **out, struct doc_error *err);
+
 /* Parse a stream of manifests document by document, so that one broken
  * document hides nothing else. Text that starts with '{' or '[' and has no
  * line beginning with "---" is one JSON value (one document); anything else

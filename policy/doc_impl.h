@@ -18,8 +18,9 @@
 
 struct doc_set {
 	struct arena *arena;         /* every node, array and string */
-	const struct doc_node **roots;   /* malloc'd */
-	const struct doc_error **errors; /* malloc'd, parallel to roots; NULL: parsed */
+	const struct doc_node **roots;   /* malloc'd (or in a borrowed arena) */
+	const struct doc_error **errors; /* the same, parallel to roots; NULL: parsed */
+	bool borrowed;               /* everything is in the caller's arena */
 	size_t count;
 	size_t roots_alloc;
 };
@@ -32,6 +33,7 @@ struct doc_frame {
 
 struct doc_builder {
 	struct doc_limits lim;
+	struct arena *mem;           /* the caller's arena for everything; NULL: own */
 	struct doc_error *err;
 	struct doc_set *set;
 	struct doc_member *pending;  /* children of the open containers */
@@ -52,9 +54,18 @@ struct doc_builder {
 				      * document read on its own) */
 };
 
-/* lim NULL means doc_limits_default(); err may be NULL. 0 or -ENOMEM. */
-int doc_build_init(struct doc_builder *b, const struct doc_limits *lim,
+/* lim NULL means doc_limits_default(); err may be NULL. mem, when not
+ * NULL, is the arena (borrowed) that holds everything the build makes and
+ * uses, the set included. 0 or -ENOMEM. */
+int doc_build_init(struct doc_builder *b, const struct doc_limits *lim, struct arena *mem,
 		   struct doc_error *err);
+
+/* doc_parse_yaml() and doc_parse_json() building in mem as doc_build_init()
+ * says. */
+int doc_parse_yaml_in(const char *text, size_t len, const struct doc_limits *lim, struct arena *mem,
+		      struct doc_set **out, struct doc_error *err);
+int doc_parse_json_in(const char *text, size_t len, const struct doc_limits *lim, struct arena *mem,
+		      struct doc_set **out, struct doc_error *err);
 
 /* Free everything the builder still owns (the set too unless taken). */
 void doc_build_release(struct doc_builder *b);

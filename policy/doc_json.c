@@ -59,7 +59,8 @@ static int json_string(struct json_reader *r, const struct jscan_str *raw, struc
 {
 	int rc;
 
-	arena_reset(r->scratch);
+	if (!r->b->mem)
+		arena_reset(r->scratch);
 	rc = jscan_str_decode(raw, r->scratch, out);
 	if (rc == -EINVAL)
 		return doc_build_fail(r->b, rc, line, col,
@@ -176,7 +177,7 @@ static int json_read(struct json_reader *r)
 int doc_json_read(struct doc_builder *b, const char *text, size_t len)
 {
 	struct json_reader r;
-	int rc;
+	int rc = 0;
 
 	memset(&r, 0, sizeof(r));
 	r.b = b;
@@ -184,7 +185,12 @@ int doc_json_read(struct doc_builder *b, const char *text, size_t len)
 	r.len = len;
 	r.pos_line = 1;
 	r.pos_col = 1;
-	rc = arena_new(len + 64, &r.scratch);
+	/* In a borrowed arena the decoded strings stay until the arena goes:
+	 * at most the text's size in all. */
+	if (b->mem)
+		r.scratch = b->mem;
+	else
+		rc = arena_new(len + 64, &r.scratch);
 	if (rc) {
 		b->fatal = true;
 		return doc_build_fail(b, rc, 0, 0, "out of memory");
@@ -192,18 +198,25 @@ int doc_json_read(struct doc_builder *b, const char *text, size_t len)
 	/* The builder's depth limit trips first and says more. */
 	jscan_init(&r.s, r.text, len, DOC_DEPTH_MAX + 1);
 	rc = json_read(&r);
-	arena_free(r.scratch);
+	if (!b->mem)
+		arena_free(r.scratch);
 	return rc;
 }
 
 int doc_parse_json(const char *text, size_t len, const struct doc_limits *lim,
 		   struct doc_set **out, struct doc_error *err)
 {
+	return doc_parse_json_in(text, len, lim, NULL, out, err);
+}
+
+int doc_parse_json_in(const char *text, size_t len, const struct doc_limits *lim, struct arena *mem,
+		      struct doc_set **out, struct doc_error *err)
+{
 	struct doc_builder b;
 	int rc;
 
 	*out = NULL;
-	rc = doc_build_init(&b, lim, err);
+	rc = doc_build_init(&b, lim, mem, err);
 	if (rc)
 		goto out;
 	if (len > b.lim.max_bytes) {

@@ -116,7 +116,7 @@ int doc_parse_stream(const char *text, size_t len, const struct doc_limits *lim,
 	*out = NULL;
 	/* Salvaged documents keep their messages, so the builder always has
 	 * somewhere to write them. */
-	rc = doc_build_init(&b, lim, err ? err : &local);
+	rc = doc_build_init(&b, lim, NULL, err ? err : &local);
 	if (rc)
 		goto out;
 	if (len > b.lim.max_bytes) {

@@ -847,9 +847,9 @@ int doc_yaml_read(struct doc_builder *b, const char *text, size_t len)
 	r.text = text;
 	r.len = len;
 	scratch_cap = len > SIZE_MAX / 4 ? SIZE_MAX / 2 : 2 * len + 8 * YAML_BIGINT_DIGITS_MAX;
-	buf_init(&r.num, scratch_cap);
-	buf_init(&r.plain, scratch_cap);
-	buf_init(&r.digits, scratch_cap);
+	buf_init_in(&r.num, scratch_cap, b->mem);
+	buf_init_in(&r.plain, scratch_cap, b->mem);
+	buf_init_in(&r.digits, scratch_cap, b->mem);
 	if (!yaml_parser_initialize(&parser)) {
 		b->fatal = true;
 		return doc_build_fail(b, -ENOMEM, 0, 0, "out of memory");
@@ -867,11 +867,17 @@ int doc_yaml_read(struct doc_builder *b, const char *text, size_t len)
 int doc_parse_yaml(const char *text, size_t len, const struct doc_limits *lim,
 		   struct doc_set **out, struct doc_error *err)
 {
+	return doc_parse_yaml_in(text, len, lim, NULL, out, err);
+}
+
+int doc_parse_yaml_in(const char *text, size_t len, const struct doc_limits *lim, struct arena *mem,
+		      struct doc_set **out, struct doc_error *err)
+{
 	struct doc_builder b;
 	int rc;
 
 	*out = NULL;
-	rc = doc_build_init(&b, lim, err);
+	rc = doc_build_init(&b, lim, mem, err);
 	if (rc)
 		goto out;
 	if (len > b.lim.max_bytes) {

@@ -24,12 +24,6 @@ static bool is_status(const struct admission_request *req)
 	return str_eq_cstr(req->sub_resource, "status");
 }
 
-/* The object the request is about: the new one, or the old one on DELETE. */
-static const struct k8s_object *subject(const struct admission_request *req)
-{
-	return req->operation == ADMISSION_OP_DELETE ? &req->old_object : &req->object;
-}
-
 /* Which objects an operation needs, and a message when one is missing. */
 static const char *missing_object(const struct admission_request *req, enum object_kind kind)
 {
@@ -50,17 +44,17 @@ static const char *missing_object(const struct admission_request *req, enum obje
 	return NULL;
 }
 
-static void decide_slice(struct check *c)
+static void decide_slice(struct check *c, const struct engine_options *opt)
 {
 	const struct admission_request *req = c->req;
 
 	if (req->operation == ADMISSION_OP_CREATE || req->operation == ADMISSION_OP_UPDATE)
 		slice_rules_check(c);
-	if (!c->opt->skip_identity_rules)
+	if (!opt->skip_identity_rules)
 		writer_rules_slice(c);
 }
 
-static void decide_claim(struct check *c)
+static void decide_claim(struct check *c, const struct engine_options *opt)
 {
 	const struct admission_request *req = c->req;
 
@@ -68,16 +62,16 @@ static void decide_claim(struct check *c)
 		freeze_rules_create(c);
 	if (req->operation == ADMISSION_OP_UPDATE && is_status(req)) {
 		freeze_rules_allocate(c);
-		if (!c->opt->skip_identity_rules)
+		if (!opt->skip_identity_rules)
 			writer_rules_claim_status(c);
 	}
 }
 
-static void decide_pod(struct check *c)
+static void decide_pod(struct check *c, const struct engine_options *opt)
 {
 	const struct admission_request *req = c->req;
 
-	if (req->operation == ADMISSION_OP_UPDATE && is_status(req) && !c->opt->skip_identity_rules)
+	if (req->operation == ADMISSION_OP_UPDATE && is_status(req) && !opt->skip_identity_rules)
 		writer_rules_pod_status(c);
 }
 
@@ -92,9 +86,9 @@ static void decide_config_map(struct check *c)
 /* 'ResourceSlice "name"' or 'ResourceClaim "ns/name"' for messages. */
 static void describe(const struct admission_request *req, enum object_kind kind, char *buf, size_t n)
 {
-	const struct object_meta *m = &subject(req)->meta;
-	struct str name = req->name.len ? req->name : m->name;
-	struct str ns = req->namespace.len ? req->namespace : m->namespace;
+	const struct object_meta *m = &model_request_subject(req)->meta;
+	struct str name = model_request_name(req);
+	struct str ns = model_request_namespace(req);
 	const char *kname = model_kind_name(kind);
 	const char *suffix = "";
 
@@ -139,15 +133,23 @@ int engine_decide(const struct policy *pol, const struct view *view,
 		  const struct engine_options *opt, const struct admission_request *req,
 		  int64_t now_ns, struct arena *a, struct verdict *out)
 {
-	struct check c = { pol, view, now_ns, opt, req, a, out, 0, false };
-	enum api_version ver;
-	enum object_kind kind;
+	struct check c = {
+		.policy = pol,
+		.view = view,
+		.now_ns = now_ns,
+		.frozen = pol->frozen || opt->force_freeze,
+		.self_name = opt->self_name,
+		.self_namespace = opt->self_namespace,
+		.req = req,
+		.arena = a,
+		.verdict = out,
+	};
+	enum object_kind kind = req->target;
 	const char *missing;
 	char desc[600];
 	int rc;
 
 	verdict_init(out, ENGINE_MAX_VIOLATIONS);
-	kind = decode_classify(req->kind.group, req->kind.version, req->kind.kind, &ver);
 	if (kind == OBJECT_OTHER || kind == OBJECT_NONE)
 		return 0;
 	if (opt->mutating_endpoint)
@@ -169,13 +171,13 @@ int engine_decide(const struct policy *pol, const struct view *view,
 		return opt->mutate ? decide_mutation(req, kind, a, out) : 0;
 	switch (kind) {
 	case OBJECT_RESOURCE_SLICE:
-		decide_slice(&c);
+		decide_slice(&c, opt);
 		break;
 	case OBJECT_RESOURCE_CLAIM:
-		decide_claim(&c);
+		decide_claim(&c, opt);
 		break;
 	case OBJECT_POD:
-		decide_pod(&c);
+		decide_pod(&c, opt);
 		break;
 	case OBJECT_CONFIG_MAP:
 		decide_config_map(&c);

@@ -1,10 +1,6 @@
 /* freeze_rules.c - claim.freeze.*: the operators' rollback brake. */
 #include "freeze_rules.h"
 
-static bool frozen(const struct check *c)
-{
-	return c->policy->frozen || c->opt->force_freeze;
-}
 
 static const char *reason_text(const struct check *c)
 {
@@ -27,7 +23,7 @@ static bool in_scope(const struct check *c, const struct k8s_object *obj)
 {
 	const struct policy *p = c->policy;
 	const struct resource_claim *cl = &obj->u.claim;
-	struct str ns = c->req->namespace.len ? c->req->namespace : obj->meta.namespace;
+	struct str ns = model_request_namespace(c->req);
 	uint32_t i, j;
 
 	if (!p->freeze_scoped)
@@ -62,7 +58,7 @@ static bool bypassed(struct check *c, const char *what)
 
 void freeze_rules_create(struct check *c)
 {
-	if (!frozen(c) || !in_scope(c, &c->req->object) || bypassed(c, "new ResourceClaim"))
+	if (!c->frozen || !in_scope(c, &c->req->object) || bypassed(c, "new ResourceClaim"))
 		return;
 	check_violation(c, RULE_CLAIM_FREEZE_CREATE, "",
 			"the cluster is in a rollback freeze (reason: %s); new ResourceClaims are refused "
@@ -77,7 +73,7 @@ void freeze_rules_allocate(struct check *c)
 
 	/* Only a claim going from unallocated to allocated is new; everything
 	 * that keeps or releases an allocation passes. */
-	if (old->allocated || !cur->allocated || !frozen(c))
+	if (old->allocated || !cur->allocated || !c->frozen)
 		return;
 	if (!in_scope(c, &c->req->object) || bypassed(c, "new allocation"))
 		return;

@@ -17,16 +17,6 @@ const struct str *model_user_extra(const struct user_info *u, const char *key, u
 	return NULL;
 }
 
-bool model_user_in_group(const struct user_info *u, struct str g)
-{
-	uint32_t i;
-
-	for (i = 0; i < u->ngroups; i++)
-		if (str_eq(u->groups[i], g))
-			return true;
-	return false;
-}
-
 bool model_only_metadata_changed(const struct k8s_object *a, const struct k8s_object *b)
 {
 	uint32_t i;
@@ -87,6 +77,21 @@ const char *model_kind_name(enum object_kind k)
 		break;
 	}
 	return "";
+}
+
+const struct k8s_object *model_request_subject(const struct admission_request *req)
+{
+	return req->operation == ADMISSION_OP_DELETE ? &req->old_object : &req->object;
+}
+
+struct str model_request_name(const struct admission_request *req)
+{
+	return req->name.len ? req->name : model_request_subject(req)->meta.name;
+}
+
+struct str model_request_namespace(const struct admission_request *req)
+{
+	return req->namespace.len ? req->namespace : model_request_subject(req)->meta.namespace;
 }
 
 static int mapping_cmp(const void *a, const void *b)

@@ -136,6 +136,12 @@ struct claim_request {
 	uint32_t ndevice_classes;
 };
 
+/* Some fields are read by no admission rule but by the cluster view
+ * (view_record.c) and the ledger built on it: an allocation result's
+ * consumed_capacity (what a capacity-mode mapping charges), a claim's
+ * reserved_for (which Pods hold it, so it is charged once per node),
+ * meta.uid and meta.resource_version (identity and the mapping version
+ * a claim was charged at). */
 struct allocation_result {
 	struct str request;
 	struct str driver;
@@ -278,6 +284,9 @@ struct group_version_resource {
 struct admission_request {
 	struct str uid;
 	struct group_version_kind kind;
+	enum object_kind target;      /* kind, classified once by whoever made the
+				       * request (the decoder, synth): what the
+				       * engine dispatches on */
 	struct group_version_resource resource;
 	struct str sub_resource;
 	struct str name;
@@ -299,9 +308,6 @@ struct admission_request {
 
 /* The values of extra[key], or NULL (with *n = 0) when absent. Borrowed. */
 const struct str *model_user_extra(const struct user_info *u, const char *key, uint32_t *n);
-
-/* True when u is in group g. */
-bool model_user_in_group(const struct user_info *u, struct str g);
 
 /* "CREATE" etc.; "" for unknown. Static storage. */
 const char *model_op_name(enum admission_op op);
@@ -331,5 +337,15 @@ bool model_slice_has_mappings(const struct resource_slice *s);
 
 /* "ResourceSlice" etc.; "" for none/other. Static storage. */
 const char *model_kind_name(enum object_kind k);
+
+/* The object a request is about: the new one, or on DELETE the old one
+ * (DELETE reviews carry object: null). Borrowed from req. */
+const struct k8s_object *model_request_subject(const struct admission_request *req);
+
+/* The request's name and namespace, or the subject's metadata where the
+ * request leaves them out (a review made up offline, a kind the API server
+ * fills in late). Borrowed from req. */
+struct str model_request_name(const struct admission_request *req);
+struct str model_request_namespace(const struct admission_request *req);
 
 #endif

@@ -33,20 +33,19 @@ static int cmp_mapping(const void *a, const void *b)
 static int add_field(struct buf *b, const struct quantity_field *f, bool defaults_to_one)
 {
 	char normal[QUANTITY_STR_MAX];
+	int rc;
 
 	if (!f->present)
 		return buf_add_cstr(b, defaults_to_one ? "1e0;" : "-;");
 	if (f->err) {
-		int rc = buf_add_char(b, '!');
-
+		rc = buf_add_char(b, '!');
 		if (rc == 0)
 			rc = buf_add_json_str(b, f->text.ptr, f->text.len);
 		return rc ? rc : buf_add_char(b, ';');
 	}
 	quantity_normal(&f->value, normal);
-	if (buf_add_cstr(b, normal))
-		return -E2BIG;
-	return buf_add_char(b, ';');
+	rc = buf_add_cstr(b, normal);
+	return rc ? rc : buf_add_char(b, ';');
 }
 
 static int add_mapping(struct buf *b, const struct mapping *m)

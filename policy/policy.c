@@ -23,26 +23,45 @@
 
 /* --- assembling a snapshot ------------------------------------------------------ */
 
-int policy_loader_init(struct loader *l, struct policy_error *errs, size_t cap)
+static int loader_start(struct loader *l, struct arena *a, bool borrowed, struct policy_error *errs,
+			size_t cap)
 {
 	memset(l, 0, sizeof(*l));
 	l->err = errs;
 	l->err_cap = errs ? cap : 0;
 	if (l->err_cap)
 		memset(errs, 0, l->err_cap * sizeof(*errs));
-	if (arena_new(POLICY_STORAGE_CAP, &l->a) != 0)
-		return -ENOMEM;
+	l->a = a;
+	l->borrowed = borrowed;
 	l->p = arena_calloc(l->a, 1, sizeof(*l->p));
 	if (!l->p) {
-		arena_free(l->a);
+		int rc = borrowed ? arena_error(a) : -ENOMEM;
+
+		if (!borrowed)
+			arena_free(a);
 		l->a = NULL;
-		return -ENOMEM;
+		return rc;
 	}
-	l->p->storage = l->a;
+	/* A borrowed arena is the caller's to free: the policy owns nothing. */
+	l->p->storage = borrowed ? NULL : l->a;
 	l->p->default_action = ACTION_DENY;
 	l->p->freeze_alert_after_s = POLICY_FREEZE_ALERT_AFTER_DEFAULT_S;
 	l->p->view_max_age_s = POLICY_VIEW_MAX_AGE_DEFAULT;
 	return 0;
+}
+
+int policy_loader_init(struct loader *l, struct policy_error *errs, size_t cap)
+{
+	struct arena *a = NULL;
+
+	if (arena_new(POLICY_STORAGE_CAP, &a) != 0)
+		return -ENOMEM;
+	return loader_start(l, a, false, errs, cap);
+}
+
+int policy_loader_init_in(struct loader *l, struct arena *a, struct policy_error *errs, size_t cap)
+{
+	return loader_start(l, a, true, errs, cap);
 }
 
 /* A list of static items already in sorted order, with no patterns. */
@@ -141,11 +160,16 @@ static int hash_parts(const struct hash_part *parts, size_t n, char out[65])
 	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
 		goto out;
 	for (k = 0; k < n; k++) {
-		char frame[96];
-		int w = snprintf(frame, sizeof(frame), "%s:%d:%zu:", parts[k].name, parts[k].present,
+		/* The name goes in as it is; the frame after it has a bounded
+		 * length whatever the name (the digest is the same as of one
+		 * "name:present:len:" string). */
+		char frame[48];
+		int w = snprintf(frame, sizeof(frame), ":%d:%zu:", parts[k].present,
 				 parts[k].present ? parts[k].len : 0);
 
-		if (EVP_DigestUpdate(ctx, frame, (size_t)w) != 1 ||
+		if (w < 0 || (size_t)w >= sizeof(frame) ||
+		    EVP_DigestUpdate(ctx, parts[k].name, strlen(parts[k].name)) != 1 ||
+		    EVP_DigestUpdate(ctx, frame, (size_t)w) != 1 ||
 		    (parts[k].present && parts[k].len &&
 		     EVP_DigestUpdate(ctx, parts[k].text, parts[k].len) != 1))
 			goto out;
@@ -215,13 +239,16 @@ static int finish(struct loader *l, const struct hash_part *parts, size_t nparts
 		index_freeze_classes(l);
 		rc = l->rc;
 	}
-	if (!rc)
+	/* A check (borrowed arena) gives no policy: no hash to compute. */
+	if (!rc && !l->borrowed)
 		rc = hash_parts(parts, nparts, l->p->hash);
 	if (rc) {
-		arena_free(l->a);
+		if (!l->borrowed)
+			arena_free(l->a);
 		return rc;
 	}
-	*out = l->p;
+	if (out)
+		*out = l->p;
 	return 0;
 }
 
@@ -247,8 +274,8 @@ static void parse_policy_text(struct loader *l, const char *doc, size_t doc_len)
 	int rc;
 
 	policy_doc_limits(&lim, POLICY_TEXT_MAX);
-	rc = doc_parse(doc, doc_len, &lim, &set, &derr);
-	if (rc == -ENOMEM) {
+	rc = doc_parse_in(doc, doc_len, &lim, l->borrowed ? l->a : NULL, &set, &derr);
+	if (rc == -ENOMEM || (l->borrowed && rc == -E2BIG && arena_error(l->a) == -E2BIG)) {
 		policy_fail_nomem(l);
 	} else if (rc) {
 		policy_fail(l, derr.line, derr.col, "%s", derr.msg);
@@ -260,17 +287,32 @@ static void parse_policy_text(struct loader *l, const char *doc, size_t doc_len)
 	doc_set_free(set);
 }
 
+/* The ConfigMap's keys through l: the document, then the freeze keys. */
+static int load_parts(struct loader *l, const char *doc, size_t doc_len,
+		      bool has_freeze, const char *freeze, size_t freeze_len,
+		      bool has_reason, const char *reason, size_t reason_len,
+		      struct policy **out, size_t *nerr)
+{
+	struct hash_part parts[3] = {
+		{ POLICY_KEY_DOCUMENT, true, doc, doc_len },
+		{ POLICY_KEY_FREEZE, has_freeze, freeze, freeze_len },
+		{ POLICY_KEY_FREEZE_REASON, has_reason, reason, reason_len },
+	};
+
+	l->source = POLICY_KEY_DOCUMENT;
+	parse_policy_text(l, doc, doc_len);
+	if (!l->stop)
+		load_freeze_keys(l, has_freeze, freeze, freeze_len, has_reason, reason, reason_len);
+	*nerr = l->nerr;
+	return finish(l, parts, 3, out);
+}
+
 int policy_load_parts_all(const char *doc, size_t doc_len,
 			  bool has_freeze, const char *freeze, size_t freeze_len,
 			  bool has_reason, const char *reason, size_t reason_len,
 			  struct policy **out, struct policy_error *errs, size_t cap, size_t *nerr)
 {
 	struct loader l;
-	struct hash_part parts[3] = {
-		{ POLICY_KEY_DOCUMENT, true, doc, doc_len },
-		{ POLICY_KEY_FREEZE, has_freeze, freeze, freeze_len },
-		{ POLICY_KEY_FREEZE_REASON, has_reason, reason, reason_len },
-	};
 	int rc;
 
 	*out = NULL;
@@ -278,12 +320,24 @@ int policy_load_parts_all(const char *doc, size_t doc_len,
 	rc = policy_loader_init(&l, errs, cap);
 	if (rc)
 		return rc;
-	l.source = POLICY_KEY_DOCUMENT;
-	parse_policy_text(&l, doc, doc_len);
-	if (!l.stop)
-		load_freeze_keys(&l, has_freeze, freeze, freeze_len, has_reason, reason, reason_len);
-	*nerr = l.nerr;
-	return finish(&l, parts, 3, out);
+	return load_parts(&l, doc, doc_len, has_freeze, freeze, freeze_len, has_reason, reason, reason_len,
+			  out, nerr);
+}
+
+int policy_check_parts(const char *doc, size_t doc_len,
+		       bool has_freeze, const char *freeze, size_t freeze_len,
+		       bool has_reason, const char *reason, size_t reason_len,
+		       struct arena *a, struct policy_error *err)
+{
+	struct loader l;
+	size_t nerr;
+	int rc;
+
+	rc = policy_loader_init_in(&l, a, err, err ? 1 : 0);
+	if (rc)
+		return rc;
+	return load_parts(&l, doc, doc_len, has_freeze, freeze, freeze_len, has_reason, reason, reason_len,
+			  NULL, &nerr);
 }
 
 int policy_load_parts(const char *doc, size_t doc_len,

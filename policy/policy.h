@@ -169,6 +169,18 @@ int policy_load_parts(const char *doc, size_t doc_len,
 		      bool has_reason, const char *reason, size_t reason_len,
 		      struct policy **out, struct policy_error *err);
 
+/* Whether policy_load_parts() would load these keys, and its first error
+ * when not, with everything the check builds (the parse and the policy)
+ * in arena a (borrowed; a request's arena), so that judging a write of the
+ * guard's own ConfigMap costs only the request's memory. Returns 0,
+ * -EINVAL with err filled, -E2BIG when a's cap is reached (err says so), or
+ * -ENOMEM. No policy is kept and no hash computed. Any thread with its own
+ * arena. */
+int policy_check_parts(const char *doc, size_t doc_len,
+		       bool has_freeze, const char *freeze, size_t freeze_len,
+		       bool has_reason, const char *reason, size_t reason_len,
+		       struct arena *a, struct policy_error *err);
+
 /* The built-in policy used when none is given: every rule at its built-in
  * action (deny, warn for the advisory ones), no driver or canary
  * restriction, system:kube-scheduler as the scheduler, no freeze. */

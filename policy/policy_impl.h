@@ -41,8 +41,11 @@ struct loader {
 	const char *source;
 	char path[POLICY_PATH_MAX];
 	size_t path_len;
-	int rc;                       /* 0, -EINVAL once an error is found, -ENOMEM */
+	int rc;                       /* 0, -EINVAL once an error is found, -ENOMEM
+				       * (-E2BIG: over a borrowed arena's cap) */
 	bool stop;                    /* out of memory: read nothing more */
+	bool borrowed;                /* l->a is the caller's: the parse goes there
+				       * too, and the policy is only checked */
 };
 
 /* Record an error: -EINVAL with the message, the current path and the
@@ -100,6 +103,10 @@ void policy_load_document(struct loader *l, const struct doc_node *root);
 /* A loader recording up to cap errors in errs (NULL: none kept, all
  * counted), with an empty snapshot in its own arena. 0 or -ENOMEM. */
 int policy_loader_init(struct loader *l, struct policy_error *errs, size_t cap);
+
+/* policy_loader_init() building in a, the caller's arena (borrowed): for a
+ * check that must stay inside a request's memory. 0 or the arena's error. */
+int policy_loader_init_in(struct loader *l, struct arena *a, struct policy_error *errs, size_t cap);
 
 /* policy_load_parts() that keeps up to cap errors and counts all in *nerr;
  * each error's source names the key its position is in. */

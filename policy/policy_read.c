@@ -38,8 +38,14 @@ void policy_fail_nomem(struct loader *l)
 {
 	if (l->stop)
 		return;
-	policy_fail(l, 0, 0, "out of memory (or over the %d byte policy size limit)", POLICY_STORAGE_CAP);
-	l->rc = -ENOMEM;
+	if (l->borrowed && arena_error(l->a) == -E2BIG) {
+		policy_fail(l, 0, 0, "checking the policy needs more memory than the request may use");
+		l->rc = -E2BIG;
+	} else {
+		policy_fail(l, 0, 0, "out of memory (or over the %d byte policy size limit)",
+			    POLICY_STORAGE_CAP);
+		l->rc = -ENOMEM;
+	}
 	l->stop = true;
 }
 

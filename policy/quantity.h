@@ -94,9 +94,6 @@ int quantity_add(const struct quantity *a, const struct quantity *b, struct quan
  * capacity's validRange fit under a bound. */
 int quantity_div_floor(const struct quantity *a, const struct quantity *b, int64_t *n);
 
-/* The value as an int64 when it is a whole number in range: 0, or -ERANGE. */
-int quantity_to_int64(const struct quantity *q, int64_t *out);
-
 /* The canonical string, as Quantity.String() prints a value it computed:
  * "8Gi", "1500m", "2k", "1e3", "9223372036854775807"; "0" for zero. Exponents
  * with no suffix of their family fall back to exponent notation instead of

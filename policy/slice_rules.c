@@ -1,4 +1,6 @@
-/* slice_rules.c - the slice.* rules, in the order docs/rules.md lists them.
+/* slice_rules.c - the slice.* rules: the checks of each mapping of each
+ * device (mapping_rules[], in the order they report), then those of the
+ * slice as a whole.
  *
  * Paths name the field as the object spells it: devices of resource.k8s.io
  * v1beta1 keep their fields under "basic", and the Kubernetes 1.37 shape
@@ -10,8 +12,6 @@
 #include <stdlib.h>
 
 #include "names.h"
-
-#define SHOW_MAX 64             /* bytes of a user value quoted in a message */
 
 struct slice_ctx {
 	struct check *c;
@@ -50,7 +50,7 @@ static struct str mapping_path(const struct slice_ctx *x, const struct device *d
 			       const struct mapping *m, const char *suffix)
 {
 	return check_printf(x->c, "spec.devices[%u]%s.%s[\"%.*s\"]%s", d->index, device_prefix(x),
-			    mapping_field(m), (int)(m->resource.len > SHOW_MAX ? SHOW_MAX : m->resource.len),
+			    mapping_field(m), check_shown(m->resource),
 			    m->resource.ptr, suffix);
 }
 
@@ -66,11 +66,6 @@ static const char *capacity_key_suffix(const struct mapping *m)
 
 /* --- shared helpers ----------------------------------------------------------- */
 
-static int shown(struct str s)
-{
-	return (int)(s.len > SHOW_MAX ? SHOW_MAX : s.len);
-}
-
 static const struct device_capacity *device_capacity(const struct device *d, struct str key)
 {
 	return model_device_capacity(d, key);
@@ -84,7 +79,7 @@ static const struct quantity_field *capacity_scale(const struct mapping *m)
 
 /* The amount one unit maps: the device multiplier in device-count mode, the
  * capacity multiplier in capacity mode; absent means 1 (the API server's
- * default). NULL when the value is unusable (another rule reports it). */
+ * default). False when the value is unusable (another rule reports it). */
 static bool unit_amount(const struct mapping *m, struct quantity *out)
 {
 	const struct quantity_field *f = m->has_capacity_key ? capacity_scale(m) : &m->multiplier;
@@ -113,7 +108,7 @@ static void rule_mapping_schema(struct slice_ctx *x, const struct device *d, con
 	if (m->unknown_field.len)
 		check_violation_at(x->c, RULE_SLICE_MAPPING_SCHEMA, mapping_path(x, d, m, ""),
 				   "unknown field \"%.*s\" (accepted: %s); the API server drops it, so the "
-				   "mapping is not what it says", shown(m->unknown_field), m->unknown_field.ptr,
+				   "mapping is not what it says", check_shown(m->unknown_field), m->unknown_field.ptr,
 				   m->shape == MAPPING_V137 ? "mapping.deviceMultiplier, mapping.capacityKey, "
 				   "mapping.capacityMultiplier, overhead.perPod, overhead.perContainer"
 				   : "allocationMultiplier, capacityKey");
@@ -135,7 +130,7 @@ static void rule_device_schema(struct slice_ctx *x, const struct device *d)
 		check_violation_at(x->c, RULE_SLICE_MAPPING_SCHEMA,
 				   check_printf(x->c, "spec.devices[%u]%s", d->index, device_prefix(x)),
 				   "device \"%.*s\" sets both nodeAllocatableResourceMappings and "
-				   "nodeAllocatableResources; use one of them", shown(d->name), d->name.ptr);
+				   "nodeAllocatableResources; use one of them", check_shown(d->name), d->name.ptr);
 }
 
 /* --- slice.mapping.empty --------------------------------------------------------------- */
@@ -150,7 +145,7 @@ static void rule_mapping_empty(struct slice_ctx *x, const struct device *d, cons
 			   "neither %s nor capacityKey is set, so each allocated device maps 1 %.*s only "
 			   "because the API server defaults the multiplier; set it explicitly",
 			   m->shape == MAPPING_V137 ? "deviceMultiplier" : "allocationMultiplier",
-			   shown(m->resource), m->resource.ptr);
+			   check_shown(m->resource), m->resource.ptr);
 }
 
 /* --- slice.mapping.multiplier --------------------------------------------------------------- */
@@ -163,14 +158,14 @@ static void check_multiplier(struct slice_ctx *x, const struct device *d, const 
 	if (f->err == -ERANGE)
 		check_violation_at(x->c, RULE_SLICE_MAPPING_MULTIPLIER, mapping_path(x, d, m, suffix),
 				   "\"%.*s\" is too large to hold exactly; use a quantity such as 8Gi or 2",
-				   shown(f->text), f->text.ptr);
+				   check_shown(f->text), f->text.ptr);
 	else if (f->err)
 		check_violation_at(x->c, RULE_SLICE_MAPPING_MULTIPLIER, mapping_path(x, d, m, suffix),
 				   "\"%.*s\" is not a quantity; use one such as 8Gi, 500m or 2",
-				   shown(f->text), f->text.ptr);
+				   check_shown(f->text), f->text.ptr);
 	else if (quantity_sign(&f->value) <= 0)
 		check_violation_at(x->c, RULE_SLICE_MAPPING_MULTIPLIER, mapping_path(x, d, m, suffix),
-				   "\"%.*s\" must be greater than zero", shown(f->text), f->text.ptr);
+				   "\"%.*s\" must be greater than zero", check_shown(f->text), f->text.ptr);
 }
 
 static void rule_mapping_multiplier(struct slice_ctx *x, const struct device *d, const struct mapping *m,
@@ -198,7 +193,7 @@ static void rule_mapping_capacity_key(struct slice_ctx *x, const struct device *
 		check_violation_at(x->c, RULE_SLICE_MAPPING_CAPACITY_KEY,
 				   mapping_path(x, d, m, capacity_key_suffix(m)),
 				   "must not be empty; name a capacity of device \"%.*s\"",
-				   shown(d->name), d->name.ptr);
+				   check_shown(d->name), d->name.ptr);
 		return;
 	}
 	if (device_capacity(d, m->capacity_key))
@@ -206,7 +201,7 @@ static void rule_mapping_capacity_key(struct slice_ctx *x, const struct device *
 	names[0] = '\0';
 	for (i = 0; i < d->ncapacity && len < sizeof(names) - 1; i++) {
 		int w = snprintf(names + len, sizeof(names) - len, "%s%.*s", i ? ", " : "",
-				 shown(d->capacity[i].name), d->capacity[i].name.ptr);
+				 check_shown(d->capacity[i].name), d->capacity[i].name.ptr);
 
 		if (w < 0)
 			break;
@@ -214,7 +209,7 @@ static void rule_mapping_capacity_key(struct slice_ctx *x, const struct device *
 	}
 	check_violation_at(x->c, RULE_SLICE_MAPPING_CAPACITY_KEY, mapping_path(x, d, m, capacity_key_suffix(m)),
 			   "\"%.*s\" is not a capacity of device \"%.*s\" (its capacities: %s)",
-			   shown(m->capacity_key), m->capacity_key.ptr, shown(d->name), d->name.ptr,
+			   check_shown(m->capacity_key), m->capacity_key.ptr, check_shown(d->name), d->name.ptr,
 			   d->ncapacity ? names : "none");
 }
 
@@ -229,7 +224,7 @@ static void rule_mapping_shareable(struct slice_ctx *x, const struct device *d, 
 	check_violation_at(x->c, RULE_SLICE_MAPPING_SHAREABLE, mapping_path(x, d, m, capacity_key_suffix(m)),
 			   "capacityKey \"%.*s\" needs device \"%.*s\" to set allowMultipleAllocations: true "
 			   "(only such devices report consumedCapacity; the scheduler fails at allocation time)",
-			   shown(m->capacity_key), m->capacity_key.ptr, shown(d->name), d->name.ptr);
+			   check_shown(m->capacity_key), m->capacity_key.ptr, check_shown(d->name), d->name.ptr);
 }
 
 /* --- slice.mapping.name --------------------------------------------------------------------------- */
@@ -241,7 +236,7 @@ static void rule_mapping_name(struct slice_ctx *x, const struct device *d, const
 		return;
 	check_violation_at(x->c, RULE_SLICE_MAPPING_NAME, mapping_path(x, d, m, ""),
 			   "\"%.*s\" is not a node resource the scheduler accounts (accepted: %s)",
-			   shown(m->resource), m->resource.ptr, NAMES_NODE_RESOURCES_ACCEPTED);
+			   check_shown(m->resource), m->resource.ptr, NAMES_NODE_RESOURCES_ACCEPTED);
 }
 
 /* --- slice.mapping.units ----------------------------------------------------------------------------- */
@@ -279,8 +274,8 @@ static void check_amount_units(struct slice_ctx *x, const struct device *d, cons
 	if (!why)
 		return;
 	check_violation_at(x->c, RULE_SLICE_MAPPING_UNITS, mapping_path(x, d, m, suffix),
-			   "%s \"%.*s\" of %.*s cannot be real: %s", what, shown(text), text.ptr,
-			   shown(m->resource), m->resource.ptr, why);
+			   "%s \"%.*s\" of %.*s cannot be real: %s", what, check_shown(text), text.ptr,
+			   check_shown(m->resource), m->resource.ptr, why);
 }
 
 static void check_overhead(struct slice_ctx *x, const struct device *d, const struct mapping *m,
@@ -292,12 +287,12 @@ static void check_overhead(struct slice_ctx *x, const struct device *d, const st
 	if (f->err) {
 		check_violation_at(x->c, RULE_SLICE_MAPPING_UNITS, mapping_path(x, d, m, suffix),
 				   "\"%.*s\" is not a quantity; use one such as 1Gi or 250m",
-				   shown(f->text), f->text.ptr);
+				   check_shown(f->text), f->text.ptr);
 		return;
 	}
 	if (quantity_sign(&f->value) < 0) {
 		check_violation_at(x->c, RULE_SLICE_MAPPING_UNITS, mapping_path(x, d, m, suffix),
-				   "overhead \"%.*s\" is negative", shown(f->text), f->text.ptr);
+				   "overhead \"%.*s\" is negative", check_shown(f->text), f->text.ptr);
 		return;
 	}
 	check_amount_units(x, d, m, r, page, &f->value, suffix, f->text, "overhead");
@@ -525,7 +520,7 @@ static void check_consumed_units(struct slice_ctx *x, void *ctx, const struct qu
 	quantity_format(&product, maps);
 	check_violation_at(x->c, RULE_SLICE_MAPPING_UNITS, mapping_path(x, u->d, u->m, capacity_key_suffix(u->m)),
 			   "consuming %s of capacity \"%.*s\" (%s) maps %s of %.*s, which cannot be real: %s",
-			   have, shown(u->cap->name), u->cap->name.ptr, from, maps, shown(u->m->resource),
+			   have, check_shown(u->cap->name), u->cap->name.ptr, from, maps, check_shown(u->m->resource),
 			   u->m->resource.ptr, why);
 }
 
@@ -553,8 +548,8 @@ static void check_open_units(struct slice_ctx *x, const struct units_ctx *u)
 	check_violation_at(x->c, RULE_SLICE_MAPPING_UNITS_OPEN, mapping_path(x, u->d, u->m, capacity_key_suffix(u->m)),
 			   "capacity \"%.*s\" lets a claim consume any amount up to %s (no requestPolicy.validRange.step), "
 			   "and one unit maps %s of %.*s, which cannot be real: %s; set a step so that every "
-			   "consumable amount maps a real one", shown(u->cap->name), u->cap->name.ptr, top, maps,
-			   shown(u->m->resource), u->m->resource.ptr, why);
+			   "consumable amount maps a real one", check_shown(u->cap->name), u->cap->name.ptr, top, maps,
+			   check_shown(u->m->resource), u->m->resource.ptr, why);
 }
 
 static void rule_mapping_units(struct slice_ctx *x, const struct device *d, const struct mapping *m,
@@ -589,8 +584,8 @@ static void check_bound(struct slice_ctx *x, const struct device *d, const struc
 		return;
 	check_violation_at(x->c, RULE_SLICE_MAPPING_BOUNDS, mapping_path(x, d, m, suffix),
 			   "%.*s of %.*s, more than driver %.*s's max of %.*s", STR_FMT(what),
-			   shown(m->resource), m->resource.ptr, shown(x->s->driver), x->s->driver.ptr,
-			   shown(lim->max_text), lim->max_text.ptr);
+			   check_shown(m->resource), m->resource.ptr, check_shown(x->s->driver), x->s->driver.ptr,
+			   check_shown(lim->max_text), lim->max_text.ptr);
 }
 
 /* A multiplier as written, or the API server's default. */
@@ -618,7 +613,7 @@ static void rule_mapping_bounds(struct slice_ctx *x, const struct device *d, con
 		struct str text = multiplier_text(&m->multiplier);
 
 		check_bound(x, d, m, lim, &f->unit, multiplier_suffix(m),
-			    check_printf(x->c, "one allocation maps %.*s", shown(text), text.ptr));
+			    check_printf(x->c, "one allocation maps %.*s", check_shown(text), text.ptr));
 	} else if ((cap = device_capacity(d, m->capacity_key)) != NULL &&
 		   largest_amount(cap, &most, &most_text, &from)) {
 		/* The bound is the most one allocation can consume, not the
@@ -634,24 +629,24 @@ static void rule_mapping_bounds(struct slice_ctx *x, const struct device *d, con
 			check_violation_at(x->c, RULE_SLICE_MAPPING_BOUNDS,
 					   mapping_path(x, d, m, capacity_key_suffix(m)),
 					   "capacity \"%.*s\" (up to %.*s per allocation) times the multiplier %.*s is "
-					   "too large to hold; the max of %.*s is exceeded", shown(m->capacity_key),
-					   m->capacity_key.ptr, shown(most_text), most_text.ptr, shown(text), text.ptr,
-					   shown(m->resource), m->resource.ptr);
+					   "too large to hold; the max of %.*s is exceeded", check_shown(m->capacity_key),
+					   m->capacity_key.ptr, check_shown(most_text), most_text.ptr, check_shown(text), text.ptr,
+					   check_shown(m->resource), m->resource.ptr);
 		else
 			check_bound(x, d, m, lim, &product, capacity_key_suffix(m),
 				    check_printf(x->c, "one allocation can consume up to %.*s of capacity \"%.*s\" "
-						 "(%s), which maps %.*s times %.*s", shown(most_text), most_text.ptr,
-						 shown(cap->name), cap->name.ptr, from, shown(most_text),
-						 most_text.ptr, shown(text), text.ptr));
+						 "(%s), which maps %.*s times %.*s", check_shown(most_text), most_text.ptr,
+						 check_shown(cap->name), cap->name.ptr, from, check_shown(most_text),
+						 most_text.ptr, check_shown(text), text.ptr));
 	}
 	if (m->overhead_per_pod.present && !m->overhead_per_pod.err)
 		check_bound(x, d, m, lim, &m->overhead_per_pod.value, ".overhead.perPod",
-			    check_printf(x->c, "the per-Pod overhead is %.*s", shown(m->overhead_per_pod.text),
+			    check_printf(x->c, "the per-Pod overhead is %.*s", check_shown(m->overhead_per_pod.text),
 					 m->overhead_per_pod.text.ptr));
 	if (m->overhead_per_container.present && !m->overhead_per_container.err)
 		check_bound(x, d, m, lim, &m->overhead_per_container.value, ".overhead.perContainer",
 			    check_printf(x->c, "the per-container overhead is %.*s",
-					 shown(m->overhead_per_container.text), m->overhead_per_container.text.ptr));
+					 check_shown(m->overhead_per_container.text), m->overhead_per_container.text.ptr));
 }
 
 /* --- slice.driver ------------------------------------------------------------------------------------------ */
@@ -666,7 +661,7 @@ static void rule_driver_listed(struct slice_ctx *x)
 
 	check_violation(x->c, RULE_SLICE_DRIVER, "spec.driver",
 			"driver \"%.*s\" is not listed in the policy's drivers, so it may not publish "
-			"node-allocatable mappings (the policy lists %.*s)", shown(x->s->driver),
+			"node-allocatable mappings (the policy lists %.*s)", check_shown(x->s->driver),
 			x->s->driver.ptr, STR_FMT(listed));
 }
 
@@ -681,7 +676,7 @@ static void rule_driver_resource(struct slice_ctx *x, const struct device *d, co
 	allowed = CHECK_NAMES(x->c, x->driver->resources, x->driver->nresources, struct resource_limit, name);
 	check_violation_at(x->c, RULE_SLICE_DRIVER, mapping_path(x, d, m, ""),
 			   "driver \"%.*s\" may not map %.*s; the policy allows it %.*s",
-			   shown(x->s->driver), x->s->driver.ptr, shown(m->resource), m->resource.ptr,
+			   check_shown(x->s->driver), x->s->driver.ptr, check_shown(m->resource), m->resource.ptr,
 			   STR_FMT(allowed));
 }
 
@@ -703,7 +698,7 @@ static void rule_canary(struct slice_ctx *x)
 		else if (!policy_list_glob(&p->canary_nodes, s->node_name))
 			check_violation(x->c, RULE_SLICE_CANARY, "spec.nodeName",
 					"node \"%.*s\" is not a canary node, so its slices may not carry mappings yet "
-					"(canary.nodes: %.*s)", shown(s->node_name), s->node_name.ptr,
+					"(canary.nodes: %.*s)", check_shown(s->node_name), s->node_name.ptr,
 					STR_FMT(check_list_names(x->c, &p->canary_nodes)));
 		return;
 	}
@@ -717,12 +712,12 @@ static void rule_canary(struct slice_ctx *x)
 			check_violation_at(x->c, RULE_SLICE_CANARY,
 					   check_printf(x->c, "spec.devices[%u]%s.nodeName", d->index, device_prefix(x)),
 					   "device \"%.*s\" has no nodeName, but mappings are allowed only on canary nodes",
-					   shown(d->name), d->name.ptr);
+					   check_shown(d->name), d->name.ptr);
 		else if (!policy_list_glob(&p->canary_nodes, d->node_name))
 			check_violation_at(x->c, RULE_SLICE_CANARY,
 					   check_printf(x->c, "spec.devices[%u]%s.nodeName", d->index, device_prefix(x)),
 					   "node \"%.*s\" is not a canary node, so device \"%.*s\" may not carry mappings yet",
-					   shown(d->node_name), d->node_name.ptr, shown(d->name), d->name.ptr);
+					   check_shown(d->node_name), d->node_name.ptr, check_shown(d->name), d->name.ptr);
 	}
 	x->c->preexisting = false;
 }
@@ -829,7 +824,7 @@ static void report_unversioned(struct slice_ctx *x, const struct resource_slice 
 	check_violation_at(x->c, RULE_SLICE_MAPPING_UNVERSIONED, path,
 			   "%s of device \"%.*s\" changed while spec.pool.generation stayed at %lld "
 			   "(was %lld) in a pool of %lld slices; bump the pool generation when the mappings of "
-			   "more than one of its slices change", what, shown(d->name), d->name.ptr,
+			   "more than one of its slices change", what, check_shown(d->name), d->name.ptr,
 			   (long long)x->s->pool_generation, (long long)old->pool_generation, (long long)count);
 }
 

@@ -97,6 +97,7 @@ int synth_request(const struct synth_identity *who, const struct synth_write *w,
 	out->uid = STR_LIT("dry-run");
 	names_split_api_version(obj->api_version, &out->kind.group, &out->kind.version);
 	out->kind.kind = obj->kind_name;
+	out->target = obj->kind;
 	out->resource.group = out->kind.group;
 	out->resource.version = out->kind.version;
 	out->resource.resource = plural_of(obj->kind);
@@ -153,7 +154,7 @@ size_t synth_skipped(const struct admission_request *req, bool identity_given,
 						     RULE_STATUS_DEVICES_WRITER };
 	static const enum rule_id claim_writer[] = { RULE_STATUS_ALLOCATION_WRITER, RULE_STATUS_DEVICES_WRITER };
 	static const enum rule_id pod_status[] = { RULE_STATUS_POD_WRITER };
-	const struct k8s_object *subject = req->operation == ADMISSION_OP_DELETE ? &req->old_object : &req->object;
+	const struct k8s_object *subject = model_request_subject(req);
 	bool status = str_eq_cstr(req->sub_resource, "status");
 	size_t n = 0;
 

@@ -82,16 +82,6 @@ int verdict_audit(struct verdict *v, struct arena *a, struct str key, struct str
 	return 0;
 }
 
-bool verdict_has(const struct verdict *v, enum rule_id rule)
-{
-	uint32_t i;
-
-	for (i = 0; i < v->nviolations; i++)
-		if (v->violations[i].rule == rule)
-			return true;
-	return false;
-}
-
 /* Cut s to at most max bytes on a UTF-8 boundary, ending in "..." when cut. */
 static int shorten(struct arena *a, const char *s, size_t n, size_t max, struct str *out)
 {
@@ -113,9 +103,10 @@ static int shorten(struct arena *a, const char *s, size_t n, size_t max, struct 
 	return 0;
 }
 
-static int buf_to_arena(struct arena *a, const struct buf *b, struct str *out)
+/* The text of b (a buffer in the arena), or "" when nothing was added. */
+static struct str buf_str(const struct buf *b)
 {
-	return arena_strdup(a, buf_cstr(b), buf_len(b), out);
+	return (struct str){ buf_cstr(b), buf_len(b) };
 }
 
 static int add_warning(struct verdict *v, struct arena *a, const struct violation *vi)
@@ -167,11 +158,10 @@ static int add_dryrun_audit(struct verdict *v, struct arena *a, uint32_t idx)
 static int denial_annotations(struct verdict *v, struct arena *a, const char *policy_hash)
 {
 	struct buf rules;
-	struct str value = { "", 0 };
 	uint32_t i, j;
 	int rc = 0;
 
-	buf_init(&rules, 4096);
+	buf_init_in(&rules, 4096, a);
 	for (i = 0; i < v->nviolations && rc == 0; i++) {
 		const struct violation *vi = &v->violations[i];
 		bool seen = false;
@@ -184,12 +174,9 @@ static int denial_annotations(struct verdict *v, struct arena *a, const char *po
 			rc = buf_printf(&rules, "%s%s", buf_len(&rules) ? "," : "", rule_name(vi->rule));
 	}
 	if (rc == 0)
-		rc = buf_to_arena(a, &rules, &value);
-	if (rc == 0)
-		rc = verdict_audit(v, a, STR_LIT("denied-rules"), value);
+		rc = verdict_audit(v, a, STR_LIT("denied-rules"), buf_str(&rules));
 	if (rc == 0 && policy_hash)
 		rc = verdict_audit(v, a, STR_LIT("policy-hash"), str_from_cstr(policy_hash));
-	buf_free(&rules);
 	return rc;
 }
 
@@ -201,7 +188,7 @@ static int denial_message(struct verdict *v, struct arena *a, const char *object
 
 	for (i = 0; i < v->nviolations; i++)
 		ndeny += v->violations[i].action == ACTION_DENY;
-	buf_init(&msg, VERDICT_MESSAGE_MAX + 256);
+	buf_init_in(&msg, VERDICT_MESSAGE_MAX + 256, a);
 	rc = buf_printf(&msg, "%s denied by dra-guard: ", object_desc && *object_desc ? object_desc : "request");
 	for (i = 0; i < v->nviolations && rc == 0; i++) {
 		const struct violation *vi = &v->violations[i];
@@ -218,8 +205,7 @@ static int denial_message(struct verdict *v, struct arena *a, const char *object
 		rc = buf_printf(&msg, "; and %u more violations (the audit log has the rule ids)",
 				ndeny - shown);
 	if (rc == 0)
-		rc = buf_to_arena(a, &msg, &v->message);
-	buf_free(&msg);
+		v->message = buf_str(&msg);
 	return rc;
 }
 

@@ -76,7 +76,4 @@ int verdict_audit(struct verdict *v, struct arena *a, struct str key, struct str
  * ending with a letter or digit. */
 bool verdict_audit_key_valid(struct str key);
 
-/* True when the verdict has a violation of rule. */
-bool verdict_has(const struct verdict *v, enum rule_id rule);
-
 #endif

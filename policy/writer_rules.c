@@ -5,13 +5,6 @@
 
 #include "names.h"
 
-#define SHOW_MAX 64
-
-static int shown(struct str s)
-{
-	return (int)(s.len > SHOW_MAX ? SHOW_MAX : s.len);
-}
-
 /* The node a Pod-bound ServiceAccount token says its Pod runs on. Returns
  * the number of values (the rules want exactly one). */
 static uint32_t token_node(const struct check *c, struct str *node)
@@ -97,7 +90,7 @@ static void check_slice_node(struct check *c, const struct driver_policy *d,
 		check_violation(c, RULE_SLICE_WRITER_NODE, path,
 				"%.*s writes a ResourceSlice of node-scoped driver %.*s without nodeName "
 				"(an allNodes, nodeSelector or per-device pool); only scope: cluster drivers may",
-				STR_FMT(check_who(c)), shown(d->name), d->name.ptr);
+				STR_FMT(check_who(c)), check_shown(d->name), d->name.ptr);
 		return;
 	}
 	n = token_node(c, &node);
@@ -105,8 +98,8 @@ static void check_slice_node(struct check *c, const struct driver_policy *d,
 		check_violation(c, RULE_SLICE_WRITER_NODE, path,
 				"%.*s carries no %s extra (a token not bound to a Pod), so it cannot write "
 				"node \"%.*s\"'s slices of node-scoped driver %.*s",
-				STR_FMT(check_who(c)), MODEL_EXTRA_NODE_NAME, shown(s->node_name),
-				s->node_name.ptr, shown(d->name), d->name.ptr);
+				STR_FMT(check_who(c)), MODEL_EXTRA_NODE_NAME, check_shown(s->node_name),
+				s->node_name.ptr, check_shown(d->name), d->name.ptr);
 	else if (n > 1)
 		check_violation(c, RULE_SLICE_WRITER_NODE, path,
 				"%.*s carries %u %s values (%.*s); exactly one is expected", STR_FMT(check_who(c)),
@@ -114,14 +107,14 @@ static void check_slice_node(struct check *c, const struct driver_policy *d,
 	else if (!str_eq(node, s->node_name))
 		check_violation(c, RULE_SLICE_WRITER_NODE, path,
 				"%.*s runs on node \"%.*s\" and may write only that node's slices of driver %.*s, "
-				"not node \"%.*s\"'s", STR_FMT(check_who(c)), shown(node), node.ptr,
-				shown(d->name), d->name.ptr, shown(s->node_name), s->node_name.ptr);
+				"not node \"%.*s\"'s", STR_FMT(check_who(c)), check_shown(node), node.ptr,
+				check_shown(d->name), d->name.ptr, check_shown(s->node_name), s->node_name.ptr);
 }
 
 void writer_rules_slice(struct check *c)
 {
 	const struct admission_request *req = c->req;
-	const struct k8s_object *obj = req->operation == ADMISSION_OP_DELETE ? &req->old_object : &req->object;
+	const struct k8s_object *obj = model_request_subject(req);
 	const struct resource_slice *s = &obj->u.slice;
 	const struct driver_policy *d;
 	const struct service_account_policy *sa;
@@ -158,7 +151,7 @@ void writer_rules_slice(struct check *c)
 		return;
 	if (check_user_in(c, &c->policy->admin_groups)) {
 		check_break_glass(c, "%.*s wrote a ResourceSlice of driver %.*s as a member of writers.admins",
-				  STR_FMT(req->user.username), shown(d->name), d->name.ptr);
+				  STR_FMT(req->user.username), check_shown(d->name), d->name.ptr);
 		return;
 	}
 	check_violation(c, RULE_SLICE_WRITER, "spec.driver",
@@ -167,7 +160,7 @@ void writer_rules_slice(struct check *c)
 			"groups may",
 			STR_FMT(check_who(c)), req->operation == ADMISSION_OP_DELETE ? "delete" :
 			req->operation == ADMISSION_OP_CREATE ? "create" : "update",
-			shown(d->name), d->name.ptr, STR_FMT(check_list_names(c, &d->service_accounts)));
+			check_shown(d->name), d->name.ptr, STR_FMT(check_list_names(c, &d->service_accounts)));
 }
 
 /* --- status.allocation.writer -------------------------------------------------------- */
@@ -262,15 +255,15 @@ static void check_device_entry(struct check *c, const struct device_status *e, u
 			check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 					   "%.*s is driver %.*s's ServiceAccount and %s an entry of driver %.*s; "
 					   "a driver may never touch another driver's entries",
-					   STR_FMT(check_who(c)), shown(mine->name), mine->name.ptr, how,
-					   shown(e->driver), e->driver.ptr);
+					   STR_FMT(check_who(c)), check_shown(mine->name), mine->name.ptr, how,
+					   check_shown(e->driver), e->driver.ptr);
 		return;
 	}
 	if ((sa = policy_driver_account(d, c->req->user.username)) == NULL) {
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 				   "%.*s %s an entry of driver %.*s (device \"%.*s\"); only that driver's "
 				   "ServiceAccounts (%.*s) may", STR_FMT(check_who(c)), how,
-				   shown(d->name), d->name.ptr, shown(e->device), e->device.ptr,
+				   check_shown(d->name), d->name.ptr, check_shown(e->device), e->device.ptr,
 				   STR_FMT(check_list_names(c, &d->service_accounts)));
 		return;
 	}
@@ -283,19 +276,19 @@ static void check_device_entry(struct check *c, const struct device_status *e, u
 				   "%.*s %s an entry of driver %.*s at node scope, but the claim has no node-local "
 				   "allocation to tie it to (a controller writes such claims: give its "
 				   "ServiceAccount scope: cluster, or controllerPods when it shares one with the "
-				   "plugin)", STR_FMT(check_who(c)), how, shown(d->name), d->name.ptr);
+				   "plugin)", STR_FMT(check_who(c)), how, check_shown(d->name), d->name.ptr);
 	else if (n != 1)
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 				   "%.*s %s an entry of node-scoped driver %.*s but its token carries %u %s values "
 				   "(%.*s; exactly one, the claim's node \"%.*s\", is needed)", STR_FMT(check_who(c)),
-				   how, shown(d->name), d->name.ptr, n, MODEL_EXTRA_NODE_NAME,
-				   STR_FMT(token_nodes(c)), shown(claim_at), claim_at.ptr);
+				   how, check_shown(d->name), d->name.ptr, n, MODEL_EXTRA_NODE_NAME,
+				   STR_FMT(token_nodes(c)), check_shown(claim_at), claim_at.ptr);
 	else if (!str_eq(node, claim_at))
 		check_violation_at(c, RULE_STATUS_DEVICES_WRITER, path,
 				   "%.*s %s an entry of driver %.*s for a claim allocated on node \"%.*s\"; at node "
 				   "scope a driver writes only claims on its own node (a controller writing for any "
 				   "node needs scope: cluster, or controllerPods naming its Pods)",
-				   STR_FMT(check_who(c)), how, shown(d->name), d->name.ptr, shown(claim_at),
+				   STR_FMT(check_who(c)), how, check_shown(d->name), d->name.ptr, check_shown(claim_at),
 				   claim_at.ptr);
 }
 

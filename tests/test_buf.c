@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "arena.h"
 #include "buf.h"
 
 static void test_cap_leaves_contents_untouched(void **state)
@@ -98,6 +99,52 @@ static void test_take_steals(void **state)
 	buf_free(&b);
 }
 
+/* A buffer in an arena grows in place while it is the arena's last
+ * allocation, keeps its contents when something else was allocated in
+ * between, and is bounded by both its own cap and the arena's. */
+static void test_buffer_in_an_arena(void **state)
+{
+	struct arena *a = NULL;
+	struct buf b;
+	char *out = NULL, *other;
+	size_t used;
+	int i;
+
+	(void)state;
+	assert_int_equal(arena_new(64 * 1024, &a), 0);
+	buf_init_in(&b, 16 * 1024, a);
+	assert_string_equal(buf_cstr(&b), "");
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(buf_printf(&b, "%d,", i % 10), 0);
+	assert_int_equal(buf_len(&b), 2000);
+	/* Grown in place: what the arena handed out is the last size, not the
+	 * sum of every size on the way. */
+	used = arena_used(a);
+	assert_true(used < 4096);
+	other = arena_alloc(a, 100);
+	assert_non_null(other);
+	memset(other, 'x', 100);
+	assert_int_equal(buf_add_cstr(&b, "tail"), 0);
+	assert_int_equal(strncmp(buf_cstr(&b), "0,1,2,", 6), 0);
+	assert_string_equal(buf_cstr(&b) + 2000, "tail");
+	assert_int_equal(other[99], 'x');
+	/* Its own cap, then the arena's. */
+	assert_int_equal(buf_add(&b, other, 16 * 1024), -E2BIG);
+	assert_string_equal(buf_cstr(&b) + 2000, "tail");
+	assert_int_equal(buf_take(&b, &out, NULL), -EINVAL);
+	buf_free(&b);
+	/* A cap above what the arena has left: the arena says no. */
+	buf_init_in(&b, 1 << 20, a);
+	assert_int_equal(buf_add_cstr(&b, "head"), 0);
+	other = calloc(1, 60 * 1024);
+	assert_non_null(other);
+	assert_int_equal(buf_add(&b, other, 60 * 1024), -E2BIG);
+	assert_string_equal(buf_cstr(&b), "head");
+	free(other);
+	buf_free(&b);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -105,6 +152,7 @@ int main(void)
 		cmocka_unit_test(test_json_escaping),
 		cmocka_unit_test(test_escape_over_cap_rolls_back),
 		cmocka_unit_test(test_take_steals),
+		cmocka_unit_test(test_buffer_in_an_arena),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,11 +5,27 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "mutation.h"
+
+/* The code under test is linked with -Wl,--wrap=realloc: after
+ * realloc_budget successful calls (when set, >= 0) every call fails. */
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static int realloc_budget = -1;
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	if (realloc_budget == 0)
+		return NULL;
+	if (realloc_budget > 0)
+		realloc_budget--;
+	return __real_realloc(p, n);
+}
 
 static void field(struct quantity_field *f, const char *text)
 {
@@ -118,6 +134,33 @@ static void test_any_change_changes_it(void **state)
 	assert_string_not_equal(fa, fc);
 }
 
+/* An allocation that fails while the canonical text grows is -ENOMEM,
+ * wherever it fails: the cap (-E2BIG) was not what stopped it. */
+static void test_out_of_memory_is_not_too_big(void **state)
+{
+	struct fixture f;
+	struct arena *a = NULL;
+	char name[400], out[MUTATION_FINGERPRINT_LEN + 1];
+	int len, rc, enomem = 0;
+
+	(void)state;
+	for (len = 1; len < (int)sizeof(name); len++) {
+		memset(name, 'd', (size_t)len);
+		build(&f, "8Gi", "1500m");
+		f.d[0].name = (struct str){ name, (size_t)len };
+		assert_int_equal(arena_new(1 << 20, &a), 0);
+		realloc_budget = 1;
+		rc = mutation_fingerprint(&f.s, a, out);
+		realloc_budget = -1;
+		arena_free(a);
+		if (rc != 0)
+			assert_int_equal(rc, -ENOMEM);
+		enomem += rc == -ENOMEM;
+	}
+	/* The second growth came in every part of the text at some length. */
+	assert_true(enomem > 100);
+}
+
 static void test_patch_forms(void **state)
 {
 	struct fixture f;
@@ -163,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_order_does_not_matter),
 		cmocka_unit_test(test_any_change_changes_it),
 		cmocka_unit_test(test_patch_forms),
+		cmocka_unit_test(test_out_of_memory_is_not_too_big),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

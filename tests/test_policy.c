@@ -13,6 +13,35 @@
 #include "policy.h"
 #include "testutil.h"
 
+/* The code under test is linked with -Wl,--wrap=malloc,--wrap=calloc,
+ * --wrap=realloc: the calls it makes are counted (libyaml, a shared
+ * library, allocates on its own). */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+static unsigned long heap_calls;
+
+void *__wrap_malloc(size_t n)
+{
+	heap_calls++;
+	return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	heap_calls++;
+	return __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	heap_calls++;
+	return __real_realloc(p, n);
+}
+
 #define HEAD "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
 
 static struct policy *load_ok(const char *text)
@@ -146,6 +175,60 @@ static void test_invalid_policies_say_where(void **state)
 		if (!strstr(err.msg, c->msg_part))
 			fail_msg("%s: message \"%s\" lacks \"%s\"", c->name, err.msg, c->msg_part);
 	}
+}
+
+/* The check of the guard's own ConfigMap (policy.invalid) says what the
+ * loader says, and builds everything in the request's arena. */
+static void test_check_in_an_arena(void **state)
+{
+	static const char *const good[] = {
+		HEAD,
+		HEAD "enforcement:\n  default: warn\n  rules:\n    slice.canary: dryrun\n",
+		"{\"apiVersion\": \"dra-guard.io/v1alpha1\", \"kind\": \"Policy\"}",
+	};
+	struct arena *a = NULL;
+	struct policy_error err, want;
+	struct policy *p = NULL;
+	unsigned long before;
+	size_t i;
+	int rc;
+
+	(void)state;
+	assert_int_equal(arena_new(64 << 20, &a), 0);
+	assert_non_null(arena_alloc(a, 8 << 20));
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		arena_reset(a);
+		before = heap_calls;
+		assert_int_equal(policy_check_parts(good[i], strlen(good[i]), true, "false", 5, false, NULL, 0,
+						    a, &err), 0);
+		assert_int_equal(heap_calls - before, 0);
+	}
+	for (i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *c = &bad_cases[i];
+
+		arena_reset(a);
+		before = heap_calls;
+		rc = policy_check_parts(c->text, strlen(c->text), false, NULL, 0, false, NULL, 0, a, &err);
+		if (heap_calls != before)
+			fail_msg("%s: %lu heap allocations", c->name, heap_calls - before);
+		assert_int_equal(policy_load_parts(c->text, strlen(c->text), false, NULL, 0, false, NULL, 0,
+						   &p, &want), rc);
+		assert_null(p);
+		if (err.line != want.line || strcmp(err.path, want.path) || strcmp(err.msg, want.msg))
+			fail_msg("%s: the check says \"%s\", the loader \"%s\"", c->name, err.msg, want.msg);
+	}
+	/* A freeze key the loader refuses, refused the same way. */
+	arena_reset(a);
+	assert_int_equal(policy_check_parts(HEAD, strlen(HEAD), true, "yes", 3, false, NULL, 0, a, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "true"));
+	arena_free(a);
+	/* The request's arena is the bound: over it is -E2BIG, said as such. */
+	assert_int_equal(arena_new(1024, &a), 0);
+	rc = policy_check_parts(good[1], strlen(good[1]), false, NULL, 0, false, NULL, 0, a, &err);
+	assert_int_equal(rc, -E2BIG);
+	assert_non_null(strstr(err.msg, "more memory than the request may use"));
+	arena_free(a);
 }
 
 static void test_cluster_view_max_age(void **state)
@@ -740,6 +823,7 @@ int main(void)
 		cmocka_unit_test(test_collectors_default_and_override),
 		cmocka_unit_test(test_list_lookups),
 		cmocka_unit_test(test_policy_parse_is_bounded),
+		cmocka_unit_test(test_check_in_an_arena),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,10 +323,98 @@ static void test_file_source_loads_the_example_configmap(void **state)
 	free(take_log());
 }
 
+#define RACE_ROUNDS 3000
+
+struct race {
+	struct policy_source *ps;
+	char installed[RACE_ROUNDS][65]; /* written by the writer, read after join */
+	char seen_status[RACE_ROUNDS * 4][65];
+	char seen_serving[RACE_ROUNDS * 4][65];
+	size_t nseen;
+	atomic_bool done;
+};
+
+static void *race_reader(void *arg)
+{
+	struct race *r = arg;
+	struct policy_status st;
+	struct snapshot *s;
+
+	while (!atomic_load(&r->done) && r->nseen < RACE_ROUNDS * 4) {
+		policy_source_status(r->ps, &st);
+		s = policy_source_acquire(r->ps);
+		if (!s)
+			continue;
+		memcpy(r->seen_status[r->nseen], st.hash, 65);
+		memcpy(r->seen_serving[r->nseen], ((const struct policy *)snapshot_get(s))->hash, 65);
+		r->nseen++;
+		snapshot_release(s);
+	}
+	return NULL;
+}
+
+static long race_index(const struct race *r, const char *hash)
+{
+	long i;
+
+	for (i = 0; i < RACE_ROUNDS; i++)
+		if (strcmp(r->installed[i], hash) == 0)
+			return i;
+	return -1;
+}
+
+/* Whoever reads the hash /readyz reports and then acquires the policy gets
+ * that policy or a newer one: the snapshot is swapped in before its hash is
+ * published. */
+static void test_hash_is_published_after_the_swap(void **state)
+{
+	static struct race r;
+	struct metrics *m;
+	struct snapshot *s;
+	pthread_t t;
+	char doc[128];
+	size_t i, behind = 0;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_BUILTIN, NULL, m, &r.ps), 0);
+	snprintf(doc, sizeof(doc), GOOD_POLICY "# round 0\n");
+	assert_int_equal(policy_source_offer_api(r.ps, true, doc, strlen(doc), false, NULL, 0, false,
+						 NULL, 0, "test"), 1);
+	s = policy_source_acquire(r.ps);
+	memcpy(r.installed[0], ((const struct policy *)snapshot_get(s))->hash, 65);
+	snapshot_release(s);
+	assert_int_equal(pthread_create(&t, NULL, race_reader, &r), 0);
+	for (i = 1; i < RACE_ROUNDS; i++) {
+		snprintf(doc, sizeof(doc), GOOD_POLICY "# round %zu\n", i);
+		assert_int_equal(policy_source_offer_api(r.ps, true, doc, strlen(doc), false, NULL, 0,
+							 false, NULL, 0, "test"), 1);
+		/* Only this thread swaps: what serves now is what it installed. */
+		s = policy_source_acquire(r.ps);
+		memcpy(r.installed[i], ((const struct policy *)snapshot_get(s))->hash, 65);
+		snapshot_release(s);
+	}
+	atomic_store(&r.done, true);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (i = 0; i < r.nseen; i++) {
+		long said = race_index(&r, r.seen_status[i]), got = race_index(&r, r.seen_serving[i]);
+
+		assert_true(said >= 0 && got >= 0);
+		behind += got < said;
+	}
+	assert_int_equal(behind, 0);
+	assert_true(r.nseen > 0);
+	policy_source_free(r.ps);
+	metrics_free(m);
+	free(take_log());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_builtin_policy_is_ready_at_once),
+		cmocka_unit_test(test_hash_is_published_after_the_swap),
 		cmocka_unit_test(test_directory_reload_freeze_and_last_good),
 		cmocka_unit_test(test_held_back_input_and_alert_after_are_exported),
 		cmocka_unit_test(test_broken_at_start_is_not_ready_and_says_why),

@@ -4,11 +4,32 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "verdict.h"
+
+/* The code under test is linked with -Wl,--wrap=malloc,--wrap=realloc: the
+ * calls it makes are counted. */
+void *__real_malloc(size_t n);
+void *__wrap_malloc(size_t n);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static unsigned long heap_calls;
+
+void *__wrap_malloc(size_t n)
+{
+	heap_calls++;
+	return __real_malloc(n);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	heap_calls++;
+	return __real_realloc(p, n);
+}
 
 static struct arena *new_arena(void)
 {
@@ -93,6 +114,32 @@ static void test_deny_joins_messages_and_annotates(void **state)
 	arena_free(a);
 }
 
+/* A denial is written into the request's arena: once the arena has its
+ * blocks, deciding allocates nothing from the heap. */
+static void test_denial_allocates_only_from_the_arena(void **state)
+{
+	struct arena *a = new_arena();
+	struct verdict v;
+	unsigned long before;
+	int i;
+
+	(void)state;
+	assert_non_null(arena_alloc(a, 1 << 20));
+	arena_reset(a);
+	verdict_init(&v, 64);
+	for (i = 0; i < 40; i++)
+		assert_int_equal(verdict_add(&v, a, i % 2 ? RULE_SLICE_CANARY : RULE_SLICE_MAPPING_NAME,
+					     ACTION_DENY, STR_LIT("p"), LONG_MSG), 0);
+	before = heap_calls;
+	assert_int_equal(verdict_finish(&v, a, "ResourceSlice \"x\"", "hash1"), 0);
+	assert_int_equal(heap_calls - before, 0);
+	assert_false(v.allowed);
+	assert_true(v.message.len > 1000);
+	assert_int_equal(v.message.ptr[v.message.len], '\0');
+	assert_true(str_eq_cstr(v.audit[0].value, "slice.mapping.name,slice.canary"));
+	arena_free(a);
+}
+
 static void test_violation_cap_is_an_error(void **state)
 {
 	struct arena *a = new_arena();
@@ -148,6 +195,7 @@ int main(void)
 		cmocka_unit_test(test_dryrun_only_audits),
 		cmocka_unit_test(test_deny_joins_messages_and_annotates),
 		cmocka_unit_test(test_violation_cap_is_an_error),
+		cmocka_unit_test(test_denial_allocates_only_from_the_arena),
 		cmocka_unit_test(test_many_warnings_are_summed_up),
 		cmocka_unit_test(test_fail_denies),
 	};

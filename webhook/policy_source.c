@@ -325,7 +325,11 @@ static int install(struct policy_source *ps, struct policy *p, const char *why, 
 		log_msg_str(LOG_ERROR, "policy not swapped in: out of memory", "trigger", why);
 		return rc;
 	}
-	/* p lives as long as the snapshot, which the slot keeps. */
+	/* The snapshot serves before anything says so: whoever reads the hash
+	 * or the freeze state (/readyz, metrics, logs) and then acquires the
+	 * policy gets that one or a newer one. p lives as long as the
+	 * snapshot; reloads are serialised, so no other swap frees it here. */
+	snapshot_slot_swap(&ps->slot, snap);
 	track_freeze(ps, p, first);
 	alert_after_s = p->freeze_alert_after_s;
 	for (i = 0; i < p->ndrivers; i++)
@@ -334,7 +338,6 @@ static int install(struct policy_source *ps, struct policy *p, const char *why, 
 	snprintf(ps->hash, sizeof(ps->hash), "%s", p->hash);
 	ps->source = source;
 	pthread_mutex_unlock(&ps->mu);
-	snapshot_slot_swap(&ps->slot, snap);
 	metrics_policy_reload(ps->m, METRICS_RELOAD_SUCCESS);
 	metrics_policy_loaded(ps->m, ps->hash, wall_ns());
 	metrics_freeze_alert_after(ps->m, alert_after_s);

@@ -131,14 +131,18 @@ static bool policy_polled(const struct server *s)
 
 static int block_signals(sigset_t *set)
 {
+	int rc;
+
 	sigemptyset(set);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGHUP);
 	/* Before any thread starts, so every thread inherits the mask and the
-	 * signals reach only the signalfd. */
-	if (pthread_sigmask(SIG_BLOCK, set, NULL) != 0)
-		return -errno;
+	 * signals reach only the signalfd. pthread_sigmask() returns its
+	 * error and leaves errno alone. */
+	rc = pthread_sigmask(SIG_BLOCK, set, NULL);
+	if (rc != 0)
+		return -rc;
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
 }

@@ -108,6 +108,24 @@ def test_policy_cannot_include_webhook_headers():
         os.unlink(path)
 
 
+def test_field_table_over_the_seen_mask_does_not_compile():
+    # A decoder's field table marks members seen in a 32-bit mask; a 33rd
+    # entry would alias bit 0 and let a key given twice through.
+    for n, want_ok in ((32, True), (33, False)):
+        path = os.path.join(tree(), "policy", "zz_fields.c")
+        with open(path, "w") as f:
+            f.write('#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n'
+                    '#include "decode_impl.h"\nstatic const struct field t[%d];\n'
+                    'int zz_fields(void);\nint zz_fields(void) { return COUNT(t); }\n' % n)
+        try:
+            p = make("VERSION=t2", "build/rel/policy/zz_fields.o", ok=want_ok)
+            if not want_ok:
+                guard.check(p.returncode != 0 and "seen mask" in p.stdout,
+                            "a 33-entry field table compiled:\n" + p.stdout)
+        finally:
+            os.unlink(path)
+
+
 def gcda(directory):
     return [f for f in os.listdir(directory) if f.endswith(".gcda")] if os.path.isdir(directory) else []
 
@@ -159,6 +177,7 @@ if __name__ == "__main__":
             test_output_is_quiet_and_v1_shows_commands,
             test_version_is_one_generated_file,
             test_policy_cannot_include_webhook_headers,
+            test_field_table_over_the_seen_mask_does_not_compile,
             test_release_trains_in_its_own_tree_and_fails_without_a_profile,
         ])
     finally:
