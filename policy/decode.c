@@ -376,6 +376,19 @@ int decode_read_raw_object(struct dctx *d, struct str *raw)
 	}
 }
 
+int decode_read_raw_array(struct dctx *d, struct str *raw)
+{
+	switch (jscan_peek(&d->s)) {
+	case JSCAN_ARRAY:
+		return jscan_skip(&d->s, raw) < 0 ? decode_scan_fail(d) : 0;
+	case JSCAN_NULL:
+		raw->len = 0;
+		return decode_take_null(d);
+	default:
+		return decode_type_fail(d, "an array");
+	}
+}
+
 int decode_read_present_object(struct dctx *d, bool *present)
 {
 	switch (jscan_peek(&d->s)) {

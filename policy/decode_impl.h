@@ -197,6 +197,9 @@ int decode_read_quantity(struct dctx *d, struct quantity_field *q);
  * the cluster view reads later and the request path does not. */
 int decode_read_raw_object(struct dctx *d, struct str *raw);
 
+/* The same for an array. */
+int decode_read_raw_array(struct dctx *d, struct str *raw);
+
 /* An object whose content no rule reads: only whether it is there. */
 int decode_read_present_object(struct dctx *d, bool *present);
 
@@ -326,6 +329,10 @@ extern const struct field decode_pod_spec_fields[];
 extern const int decode_pod_spec_nfields;
 extern const struct field decode_pod_status_fields[];
 extern const int decode_pod_status_nfields;
+
+/* status of a Node (decode_pod.c). */
+extern const struct field decode_node_status_fields[];
+extern const int decode_node_status_nfields;
 
 /* data of a ConfigMap (decode_pod.c): the guard's keys are kept. */
 int decode_config_data(struct dctx *d, struct config_map *cm);

@@ -96,6 +96,8 @@ enum object_kind decode_classify(struct str group, struct str version, struct st
 		k = OBJECT_POD;
 	else if (str_eq_cstr(kind, "ConfigMap"))
 		k = OBJECT_CONFIG_MAP;
+	else if (str_eq_cstr(kind, "Node"))
+		k = OBJECT_NODE;
 	else
 		return OBJECT_OTHER;
 	if (str_eq_cstr(version, "v1"))
@@ -164,6 +166,13 @@ static int decode_section(struct dctx *d, struct k8s_object *o, int id)
 	case OBJECT_CONFIG_MAP:
 		if (id == OB_DATA)
 			return decode_config_data(d, &o->u.config_map);
+		break;
+	case OBJECT_NODE:
+		if (id == OB_STATUS) {
+			f = decode_node_status_fields;
+			n = decode_node_status_nfields;
+			obj = &o->u.node;
+		}
 		break;
 	case OBJECT_NONE:
 	case OBJECT_OTHER:

@@ -150,7 +150,7 @@ int engine_decide(const struct policy *pol, const struct view *view,
 	int rc;
 
 	verdict_init(out, ENGINE_MAX_VIOLATIONS);
-	if (kind == OBJECT_OTHER || kind == OBJECT_NONE)
+	if (kind == OBJECT_OTHER || kind == OBJECT_NONE || kind == OBJECT_NODE)
 		return 0;
 	if (opt->mutating_endpoint)
 		return decide_mutation(req, kind, a, out);
@@ -183,6 +183,7 @@ int engine_decide(const struct policy *pol, const struct view *view,
 		decide_config_map(&c);
 		break;
 	case OBJECT_NONE:
+	case OBJECT_NODE:
 	case OBJECT_OTHER:
 		break;
 	}

@@ -72,6 +72,7 @@ const char *model_kind_name(enum object_kind k)
 	case OBJECT_RESOURCE_CLAIM: return "ResourceClaim";
 	case OBJECT_POD: return "Pod";
 	case OBJECT_CONFIG_MAP: return "ConfigMap";
+	case OBJECT_NODE: return "Node";
 	case OBJECT_NONE:
 	case OBJECT_OTHER:
 		break;

@@ -28,6 +28,7 @@ enum object_kind {
 	OBJECT_RESOURCE_CLAIM,
 	OBJECT_POD,
 	OBJECT_CONFIG_MAP,
+	OBJECT_NODE,                /* read by the cluster view only: no rule judges Nodes */
 	OBJECT_OTHER,               /* a kind no rule reads: not decoded */
 };
 
@@ -193,13 +194,45 @@ struct claim_resource_status {
 	struct str raw;
 };
 
+/* One spec.resourceClaims entry. */
+struct pod_claim_ref {
+	struct str name;
+	struct str claim_name;      /* resourceClaimName, len 0 when absent */
+	struct str template_name;   /* resourceClaimTemplateName, len 0 when absent */
+};
+
+/* One status.resourceClaimStatuses entry: the claim made from a template. */
+struct pod_claim_name {
+	struct str name;
+	struct str claim_name;      /* len 0: no claim was needed */
+};
+
 struct pod {
 	struct str node_name;
+	struct str phase;           /* status.phase */
 	uint32_t nresource_claims;  /* entries in spec.resourceClaims */
+	struct pod_claim_ref *resource_claims;
+	struct pod_claim_name *claim_names;   /* status.resourceClaimStatuses */
+	uint32_t nclaim_names;
 	bool has_claim_statuses;    /* the field is present (even if empty) */
 	struct claim_resource_status *claim_statuses;
 	uint32_t nclaim_statuses;
 	struct str claim_statuses_raw;
+	/* JSON text (len 0 when absent) of what only the cluster view reads:
+	 * the Pod's requests as the scheduler computes them come from these. */
+	struct str containers_raw;          /* spec.containers */
+	struct str init_containers_raw;     /* spec.initContainers */
+	struct str overhead_raw;            /* spec.overhead */
+	struct str pod_resources_raw;       /* spec.resources */
+	struct str container_statuses_raw;  /* status.containerStatuses */
+	struct str init_statuses_raw;       /* status.initContainerStatuses */
+	struct str conditions_raw;          /* status.conditions */
+};
+
+/* A Node: status.allocatable (for the cluster view). */
+struct node {
+	struct named_quantity *allocatable;
+	uint32_t nallocatable;
 };
 
 /* The keys of the guard's own policy ConfigMap, unescaped. */
@@ -251,6 +284,7 @@ struct k8s_object {
 		struct resource_claim claim;
 		struct pod pod;
 		struct config_map config_map;
+		struct node node;
 	} u;
 };
 

@@ -15,6 +15,7 @@ static struct str plural_of(enum object_kind k)
 	case OBJECT_RESOURCE_CLAIM: return STR_LIT("resourceclaims");
 	case OBJECT_POD: return STR_LIT("pods");
 	case OBJECT_CONFIG_MAP: return STR_LIT("configmaps");
+	case OBJECT_NODE: return STR_LIT("nodes");
 	case OBJECT_NONE:
 	case OBJECT_OTHER:
 		break;
@@ -180,6 +181,7 @@ size_t synth_skipped(const struct admission_request *req, bool identity_given,
 			skip(out, &n, reason_identity, pod_status, 1);
 		break;
 	case OBJECT_CONFIG_MAP:
+	case OBJECT_NODE:
 	case OBJECT_NONE:
 	case OBJECT_OTHER:
 		break;

@@ -241,6 +241,23 @@ static void dump_pod(struct dump *d, const struct pod *p)
 		}
 		DS(d, "raw", s->raw);
 	}
+	DS(d, "\n phase", p->phase);
+	for (i = 0; i < p->nresource_claims; i++) {
+		DS(d, "ref", p->resource_claims[i].name);
+		DS(d, "claim", p->resource_claims[i].claim_name);
+		DS(d, "template", p->resource_claims[i].template_name);
+	}
+	for (i = 0; i < p->nclaim_names; i++) {
+		DS(d, "status", p->claim_names[i].name);
+		DS(d, "claim", p->claim_names[i].claim_name);
+	}
+	DS(d, "containers", p->containers_raw);
+	DS(d, "init", p->init_containers_raw);
+	DS(d, "overhead", p->overhead_raw);
+	DS(d, "resources", p->pod_resources_raw);
+	DS(d, "statuses", p->container_statuses_raw);
+	DS(d, "initstatuses", p->init_statuses_raw);
+	DS(d, "conditions", p->conditions_raw);
 	dprintf_(d, "\n");
 }
 
@@ -266,6 +283,12 @@ static void dump_object(struct dump *d, const struct k8s_object *o)
 		DS(d, "policy", o->u.config_map.policy);
 		DS(d, "freeze", o->u.config_map.freeze);
 		DS(d, "reason", o->u.config_map.freeze_reason);
+		break;
+	case OBJECT_NODE:
+		for (uint32_t i = 0; i < o->u.node.nallocatable; i++) {
+			DS(d, "allocatable", o->u.node.allocatable[i].name);
+			dump_q(d, "q", &o->u.node.allocatable[i].value);
+		}
 		break;
 	case OBJECT_NONE:
 	case OBJECT_OTHER:
