@@ -1,5 +1,6 @@
-/* view.c - the view builder: events and relists, pools, publishing, and
- * the lookups readers make on a published snapshot. */
+/* view.c - the view builder: events and relists, publishing, and the
+ * lookups readers make on a published snapshot. Pools are view_pool.c,
+ * holds and charges view_hold.c. */
 #include "view.h"
 
 #include <errno.h>
@@ -20,17 +21,33 @@ void view_limits_default(struct view_limits *lim)
 	lim->max_pool_slices = 4096;
 }
 
-static const enum vkind table_of[VIEW_RESOURCE_COUNT] = { VK_SLICE, VK_CLAIM };
+static const enum vkind table_of[VIEW_RESOURCE_COUNT] = { VK_SLICE, VK_CLAIM, VK_POD, VK_NODE };
+
+static const struct str none = { "", 0 };
 
 struct vkey view_record_key(enum vkind kind, const struct view_rec *r)
 {
 	switch (kind) {
 	case VK_SLICE:
-		return (struct vkey){ { "", 0 }, str_from_cstr(((const struct view_slice *)r)->name), r->hash };
+		return (struct vkey){ none, str_from_cstr(((const struct view_slice *)r)->name), r->hash };
 	case VK_CLAIM: {
 		const struct view_claim *c = (const struct view_claim *)r;
 
 		return (struct vkey){ view_atom_str(c->namespace), str_from_cstr(c->name), r->hash };
+	}
+	case VK_POD: {
+		const struct view_pod *p = (const struct view_pod *)r;
+
+		return (struct vkey){ view_atom_str(p->namespace), str_from_cstr(p->name), r->hash };
+	}
+	case VK_NODE:
+		return (struct vkey){ none, str_from_cstr(((const struct view_node *)r)->name), r->hash };
+	case VK_PNAME:
+		return (struct vkey){ none, view_atom_str(((const struct view_pname *)r)->name), r->hash };
+	case VK_HOLD: {
+		const struct view_hold *h = (const struct view_hold *)r;
+
+		return (struct vkey){ view_atom_str(h->driver), str_from_cstr(h->key), r->hash };
 	}
 	case VK_POOL:
 	case VK_COUNT:
@@ -38,6 +55,21 @@ struct vkey view_record_key(enum vkind kind, const struct view_rec *r)
 	}
 	return (struct vkey){ view_atom_str(((const struct view_pool *)r)->driver),
 			      view_atom_str(((const struct view_pool *)r)->name), r->hash };
+}
+
+enum limbo_kind view_limbo_of(enum vkind kind)
+{
+	switch (kind) {
+	case VK_SLICE: return LIMBO_SLICE;
+	case VK_CLAIM: return LIMBO_CLAIM;
+	case VK_POD: return LIMBO_POD;
+	case VK_NODE: return LIMBO_NODE;
+	case VK_POOL: return LIMBO_POOL;
+	case VK_PNAME: return LIMBO_PNAME;
+	case VK_HOLD: return LIMBO_HOLD;
+	case VK_COUNT: break;
+	}
+	return LIMBO_MEM;
 }
 
 int view_builder_new(const struct view_limits *lim, struct view_builder **out)
@@ -65,28 +97,6 @@ fail:
 	return -ENOMEM;
 }
 
-static void free_table(struct view_builder *b, struct vtable *t)
-{
-	if (t->dir && vt_retire_all(b, t, true) != 0) {
-		/* No room to retire: nothing reads any more, free in place. */
-		uint32_t c, i;
-
-		for (c = 0; c < t->dir->nchunks; c++) {
-			for (i = 0; i < VIEW_CHUNK; i++) {
-				const struct view_rec *r = t->dir->chunk[c]->slot[i];
-
-				if (r)
-					view_record_free(b, t->kind == VK_SLICE ? LIMBO_SLICE
-							 : t->kind == VK_CLAIM ? LIMBO_CLAIM : LIMBO_POOL,
-							 (void *)(uintptr_t)r);
-			}
-			free(t->dir->chunk[c]);
-		}
-		free(t->dir);
-		t->dir = NULL;
-	}
-}
-
 void view_builder_free(struct view_builder *b)
 {
 	int k;
@@ -101,9 +111,10 @@ void view_builder_free(struct view_builder *b)
 	}
 	for (k = 0; k < VIEW_RESOURCE_COUNT; k++)
 		if (b->relisting[k])
-			free_table(b, &b->relist[k]);
+			view_table_free(b, &b->relist[k]);
 	for (k = 0; k < VK_COUNT; k++)
-		free_table(b, &b->t[k]);
+		view_table_free(b, &b->t[k]);
+	view_pending_free(b);
 	view_limbo_drain(b);
 	atom_set_free(&b->atoms);
 	arena_free(b->scratch);
@@ -119,6 +130,8 @@ void view_builder_stats(const struct view_builder *b, struct view_stats *st)
 		st->objects[k] = b->t[table_of[k]].dir->count;
 	st->pools = b->t[VK_POOL].dir->count - b->tombstones;
 	st->pool_tombstones = b->tombstones;
+	st->holds = b->t[VK_HOLD].dir->count;
+	st->charge_pending = b->npending;
 	st->atoms = b->atoms.count;
 	st->record_bytes = b->record_bytes;
 	for (k = 0; k < VK_COUNT; k++)
@@ -141,216 +154,83 @@ bool view_builder_dirty(const struct view_builder *b)
 	return b->dirty;
 }
 
-/* --- pools ----------------------------------------------------------------- */
-
-static int cmp_str(const void *x, const void *y)
-{
-	return str_cmp(*(const struct str *)x, *(const struct str *)y);
-}
-
-/* Recompute the pool (driver, pool) in the tables given from its slices:
- * removed leaves it and added joins it (either may be empty). */
-static int pool_update(struct view_builder *b, struct vtable *slices, struct vtable *pools,
-		       struct str driver, struct str pool, struct str removed, struct str added,
-		       int64_t now)
-{
-	struct vkey k = view_key(driver, pool);
-	const struct view_pool *old = (const struct view_pool *)vt_get(pools->dir, VK_POOL, &k);
-	const struct view_rec *replaced = NULL;
-	struct view_pool tmpl, *p = NULL;
-	struct str *names;
-	uint32_t n = 0, i, cap;
-	int rc;
-	int fresh_atoms = 0;
-
-	cap = (old ? old->nnames : 0) + 1;
-	if (cap > b->lim.max_pool_slices + 1)
-		return -E2BIG;
-	names = arena_alloc(b->scratch, cap * sizeof(*names));
-	if (!names)
-		return -ENOMEM;
-	for (i = 0; old && i < old->nnames; i++) {
-		struct str s = str_from_cstr(old->slice_names[i]);
-
-		if (!str_eq(s, removed) && !str_eq(s, added))
-			names[n++] = s;
-	}
-	if (added.len)
-		names[n++] = added;
-	if (n > b->lim.max_pool_slices)
-		return -E2BIG;
-	qsort(names, n, sizeof(*names), cmp_str);
-	memset(&tmpl, 0, sizeof(tmpl));
-	tmpl.h.hash = k.hash;
-	tmpl.max_generation = old ? old->max_generation : 0;
-	tmpl.generation = 0;
-	for (i = 0; i < n; i++) {
-		struct vkey sk = view_key((struct str){ "", 0 }, names[i]);
-		const struct view_slice *s = (const struct view_slice *)vt_get(slices->dir, VK_SLICE, &sk);
-
-		if (!s)
-			continue;
-		if (tmpl.nslices == 0 || s->generation > tmpl.generation) {
-			tmpl.generation = s->generation;
-			tmpl.nslices_at_generation = 0;
-			tmpl.resource_slice_count = 0;
-		}
-		if (s->generation == tmpl.generation) {
-			tmpl.nslices_at_generation++;
-			if (s->resource_slice_count > tmpl.resource_slice_count)
-				tmpl.resource_slice_count = s->resource_slice_count;
-		}
-		tmpl.nslices++;
-	}
-	if (tmpl.nslices && tmpl.generation > tmpl.max_generation)
-		tmpl.max_generation = tmpl.generation;
-	if (!old || old->nslices == 0 || (tmpl.nslices && tmpl.generation != old->generation))
-		tmpl.changed_ns = tmpl.nslices ? now : (old ? old->changed_ns : now);
-	else
-		tmpl.changed_ns = old->changed_ns;
-	tmpl.emptied_ns = tmpl.nslices ? 0 : (old && old->nslices == 0 ? old->emptied_ns : now);
-	if (!old && tmpl.nslices == 0)
-		return 0;  /* nothing to remember */
-	if (old) {
-		tmpl.driver = old->driver;
-		tmpl.name = old->name;
-	} else {
-		rc = 0;
-		tmpl.driver = atom_str(&b->atoms, driver, &rc);
-		if (tmpl.driver)
-			tmpl.name = atom_str(&b->atoms, pool, &rc);
-		if (rc) {
-			atom_put(&b->atoms, tmpl.driver);
-			return rc;
-		}
-		fresh_atoms = 1;
-	}
-	rc = view_record_pool(b, &tmpl, names, n, &p);
-	if (fresh_atoms) {
-		/* The record took its own references. */
-		atom_put(&b->atoms, tmpl.driver);
-		atom_put(&b->atoms, tmpl.name);
-	}
-	if (rc)
-		return rc;
-	if ((rc = vt_put(b, pools, &p->h, &k, &replaced)) != 0) {
-		b->record_bytes += p->h.size;
-		view_record_free(b, LIMBO_POOL, p);
-		return rc;
-	}
-	b->record_bytes += p->h.size;
-	if (replaced) {
-		if (((const struct view_pool *)replaced)->nslices == 0)
-			b->tombstones--;
-		view_retire(b, LIMBO_POOL, (void *)(uintptr_t)replaced);
-	}
-	if (p->nslices == 0)
-		b->tombstones++;
-	return 0;
-}
-
-struct tomb {
-	int64_t emptied_ns;
-	struct str driver, name;
-};
-
-struct tomb_walk {
-	struct tomb *t;
-	uint32_t n, cap;
-};
-
-static int collect_tomb(void *ctx, const struct view_rec *r)
-{
-	struct tomb_walk *w = ctx;
-	const struct view_pool *p = (const struct view_pool *)r;
-
-	if (p->nslices == 0 && w->n < w->cap)
-		w->t[w->n++] = (struct tomb){ p->emptied_ns, view_atom_str(p->driver), view_atom_str(p->name) };
-	return 0;
-}
-
-static int cmp_tomb(const void *x, const void *y)
-{
-	const struct tomb *a = x, *b = y;
-
-	return a->emptied_ns < b->emptied_ns ? -1 : a->emptied_ns > b->emptied_ns;
-}
-
-/* Over the cap: forget the oldest tenth of the tombstones (at least the
- * excess), so the scan is rare. */
-static int evict_tombstones(struct view_builder *b, struct vtable *pools)
-{
-	struct tomb_walk w;
-	uint32_t drop, i;
-	int rc;
-
-	if (b->tombstones <= b->lim.pool_tombstones)
-		return 0;
-	w.cap = b->tombstones;
-	w.n = 0;
-	w.t = arena_alloc(b->scratch, (size_t)w.cap * sizeof(*w.t));
-	if (!w.t)
-		return -ENOMEM;
-	vt_each(pools->dir, collect_tomb, &w);
-	qsort(w.t, w.n, sizeof(*w.t), cmp_tomb);
-	drop = b->tombstones - b->lim.pool_tombstones + b->lim.pool_tombstones / 10;
-	for (i = 0; i < drop && i < w.n; i++) {
-		struct vkey k = view_key(w.t[i].driver, w.t[i].name);
-		const struct view_rec *old = NULL;
-
-		if ((rc = view_limbo_reserve(b, 1)) != 0 || (rc = vt_del(b, pools, &k, &old)) != 0)
-			return rc;
-		if (old) {
-			b->tombstones--;
-			view_retire(b, LIMBO_POOL, (void *)(uintptr_t)old);
-		}
-	}
-	return 0;
-}
-
 /* --- events ---------------------------------------------------------------- */
 
-static bool kind_matches(enum view_resource r, const struct k8s_object *obj)
+static const enum object_kind kind_of[VIEW_RESOURCE_COUNT] = {
+	OBJECT_RESOURCE_SLICE, OBJECT_RESOURCE_CLAIM, OBJECT_POD, OBJECT_NODE,
+};
+
+static bool namespaced(enum view_resource r)
 {
-	return obj->kind == (r == VIEW_SLICES ? OBJECT_RESOURCE_SLICE : OBJECT_RESOURCE_CLAIM);
+	return r == VIEW_CLAIMS || r == VIEW_PODS;
 }
 
 static struct vkey key_of_object(enum view_resource r, const struct k8s_object *obj)
 {
-	return view_key(r == VIEW_CLAIMS ? obj->meta.namespace : (struct str){ "", 0 }, obj->meta.name);
+	return view_key(namespaced(r) ? obj->meta.namespace : none, obj->meta.name);
 }
 
 static int check_object(enum view_resource r, const struct k8s_object *obj, char *err, size_t n)
 {
-	if (!kind_matches(r, obj)) {
+	if (obj->kind != kind_of[r]) {
 		snprintf(err, n, "a %s where a %s was expected", model_kind_name(obj->kind),
-			 r == VIEW_SLICES ? "ResourceSlice" : "ResourceClaim");
+			 model_kind_name(kind_of[r]));
 		return -EINVAL;
 	}
-	if (obj->meta.name.len == 0 || (r == VIEW_CLAIMS && obj->meta.namespace.len == 0)) {
+	if (obj->meta.name.len == 0 || (namespaced(r) && obj->meta.namespace.len == 0)) {
 		snprintf(err, n, "metadata.%s is missing", obj->meta.name.len ? "namespace" : "name");
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* A new record for obj. */
+/* A new record for obj; old is the record it replaces (or NULL). */
 static int make_record(struct view_builder *b, enum view_resource r, const struct k8s_object *obj,
-		       struct view_rec **out, char *err, size_t n)
+		       const struct view_rec *old, int64_t now, struct view_rec **out, char *err, size_t n)
 {
 	struct vkey k = key_of_object(r, obj);
-	int rc;
+	int rc = -EINVAL;
 
-	if (r == VIEW_SLICES) {
+	*out = NULL;
+	switch (r) {
+	case VIEW_SLICES: {
 		struct view_slice *s = NULL;
+		const struct view_slice *o = (const struct view_slice *)old;
 
 		rc = view_record_slice(b, obj, &s, err, n);
+		if (rc == 0) {
+			/* An update that changes the mappings is seen here. */
+			if (o && o->fingerprint != s->fingerprint)
+				s->mapping_changed_ns = now;
+			else if (o)
+				s->mapping_changed_ns = o->mapping_changed_ns;
+		}
 		*out = s ? &s->h : NULL;
-	} else {
+		break;
+	}
+	case VIEW_CLAIMS: {
 		struct view_claim *c = NULL;
 
-		rc = view_record_claim(b, obj, &c, err, n);
+		rc = view_record_claim(b, obj, (const struct view_claim *)old, now, &c, err, n);
 		*out = c ? &c->h : NULL;
+		break;
+	}
+	case VIEW_PODS: {
+		struct view_pod *p = NULL;
+
+		rc = view_record_pod(b, obj, &p, err, n);
+		*out = p ? &p->h : NULL;
+		break;
+	}
+	case VIEW_NODES: {
+		struct view_node *nd = NULL;
+
+		rc = view_record_node(b, obj, &nd, err, n);
+		*out = nd ? &nd->h : NULL;
+		break;
+	}
+	case VIEW_RESOURCE_COUNT:
+		break;
 	}
 	if (rc == 0) {
 		(*out)->hash = k.hash;
@@ -361,29 +241,23 @@ static int make_record(struct view_builder *b, enum view_resource r, const struc
 
 static void drop_record(struct view_builder *b, enum view_resource r, struct view_rec *rec)
 {
-	view_record_free(b, r == VIEW_SLICES ? LIMBO_SLICE : LIMBO_CLAIM, rec);
-}
-
-static enum limbo_kind limbo_of(enum view_resource r)
-{
-	return r == VIEW_SLICES ? LIMBO_SLICE : LIMBO_CLAIM;
+	view_record_free(b, view_limbo_of(table_of[r]), rec);
 }
 
 /* The pools of a slice that changed from old to s (either may be NULL). */
 static int slice_pools(struct view_builder *b, struct vtable *slices, struct vtable *pools,
 		       const struct view_slice *old, const struct view_slice *s, int64_t now)
 {
-	struct str none = { "", 0 };
 	int rc = 0;
 
 	if (old && (!s || old->driver != s->driver || old->pool != s->pool))
-		rc = pool_update(b, slices, pools, view_atom_str(old->driver), view_atom_str(old->pool),
-				 str_from_cstr(old->name), none, now);
+		rc = view_pool_update(b, slices, pools, view_atom_str(old->driver), view_atom_str(old->pool),
+				      str_from_cstr(old->name), none, now);
 	if (rc == 0 && s)
-		rc = pool_update(b, slices, pools, view_atom_str(s->driver), view_atom_str(s->pool),
-				 none, str_from_cstr(s->name), now);
+		rc = view_pool_update(b, slices, pools, view_atom_str(s->driver), view_atom_str(s->pool),
+				      none, str_from_cstr(s->name), now);
 	if (rc == 0)
-		rc = evict_tombstones(b, pools);
+		rc = view_pool_evict(b, pools);
 	return rc;
 }
 
@@ -407,15 +281,21 @@ int view_builder_apply(struct view_builder *b, enum view_resource r, enum view_e
 	arena_reset(b->scratch);
 	if ((rc = view_limbo_reserve(b, 4)) != 0)
 		return rc;
+	/* A finished Pod, or one neither on a node nor with claim statuses,
+	 * is no part of any node's account: it leaves the view. */
+	if (r == VIEW_PODS && ev != VIEW_DELETED && !view_pod_kept(obj))
+		ev = VIEW_DELETED;
 	if (ev == VIEW_DELETED) {
 		if ((rc = vt_del(b, t, &k, &old)) != 0)
 			return rc;
 	} else {
-		if (!vt_get(t->dir, t->kind, &k) && t->dir->count >= b->lim.max_objects) {
+		const struct view_rec *cur = vt_get(t->dir, t->kind, &k);
+
+		if (!cur && t->dir->count >= b->lim.max_objects) {
 			snprintf(err, n, "more than %u objects", b->lim.max_objects);
 			return -E2BIG;
 		}
-		if ((rc = make_record(b, r, obj, &rec, err, n)) != 0)
+		if ((rc = make_record(b, r, obj, cur, now_ns, &rec, err, n)) != 0)
 			return rc;
 		if ((rc = vt_put(b, t, rec, &k, &old)) != 0) {
 			drop_record(b, r, rec);
@@ -423,7 +303,12 @@ int view_builder_apply(struct view_builder *b, enum view_resource r, enum view_e
 		}
 	}
 	if (old)
-		view_retire(b, limbo_of(r), (void *)(uintptr_t)old);
+		view_retire(b, view_limbo_of(table_of[r]), (void *)(uintptr_t)old);
+	if (r == VIEW_CLAIMS) {
+		view_hold_update(b, (const struct view_claim *)old, (const struct view_claim *)rec);
+		if (rec && ((const struct view_claim *)rec)->charge_pending)
+			view_pending_add(b, (const struct view_claim *)rec);
+	}
 	if (r == VIEW_SLICES) {
 		rc = slice_pools(b, t, &b->t[VK_POOL], (const struct view_slice *)old,
 				 (const struct view_slice *)rec, now_ns);
@@ -433,6 +318,8 @@ int view_builder_apply(struct view_builder *b, enum view_resource r, enum view_e
 			snprintf(err, n, "the pool of the slice could not be updated: %s",
 				 rc == -E2BIG ? "too many slices in one pool" : "out of memory");
 		}
+		if (rec)
+			view_pending_retry(b, now_ns);
 	}
 	b->updated_ns[r] = now_ns;
 	b->dirty = true;
@@ -465,7 +352,6 @@ int view_builder_relist_add(struct view_builder *b, enum view_resource r,
 	struct vkey k;
 	int rc;
 
-	(void)now_ns;
 	if ((unsigned)r >= VIEW_RESOURCE_COUNT || !b->relisting[r]) {
 		snprintf(err, n, "no relist in progress");
 		return -EINVAL;
@@ -479,14 +365,22 @@ int view_builder_relist_add(struct view_builder *b, enum view_resource r,
 	}
 	k = key_of_object(r, obj);
 	arena_reset(b->scratch);
-	if ((rc = view_limbo_reserve(b, 4)) != 0 || (rc = make_record(b, r, obj, &rec, err, n)) != 0)
+	if (r == VIEW_PODS && !view_pod_kept(obj))
+		return 0;
+	/* The record this one will replace when the relist is swapped in: a
+	 * claim keeps the charges of an allocation the view already held. */
+	if ((rc = view_limbo_reserve(b, 4)) != 0 ||
+	    (rc = make_record(b, r, obj, vt_get(b->t[table_of[r]].dir, table_of[r], &k), now_ns, &rec,
+			      err, n)) != 0)
 		return rc;
 	if ((rc = vt_put(b, t, rec, &k, &old)) != 0) {
 		drop_record(b, r, rec);
 		return rc;
 	}
 	if (old)   /* a LIST naming an object twice: the later one wins */
-		view_retire(b, limbo_of(r), (void *)(uintptr_t)old);
+		view_retire(b, view_limbo_of(table_of[r]), (void *)(uintptr_t)old);
+	if (r == VIEW_CLAIMS && ((const struct view_claim *)rec)->charge_pending)
+		view_pending_add(b, (const struct view_claim *)rec);
 	return 0;
 }
 
@@ -494,8 +388,15 @@ void view_builder_relist_abort(struct view_builder *b, enum view_resource r)
 {
 	if ((unsigned)r >= VIEW_RESOURCE_COUNT || !b->relisting[r])
 		return;
-	free_table(b, &b->relist[r]);
+	view_table_free(b, &b->relist[r]);
 	b->relisting[r] = false;
+}
+
+static int count_tomb(void *ctx, const struct view_rec *r)
+{
+	if (((const struct view_pool *)r)->nslices == 0)
+		(*(uint32_t *)ctx)++;
+	return 0;
 }
 
 /* Mark a committed table's chunks as made now: never published, so they
@@ -510,113 +411,6 @@ static void adopt(struct view_builder *b, struct vtable *t)
 		t->dir->chunk[c]->epoch = b->seq;
 }
 
-struct carry {
-	struct view_builder *b;
-	struct vtable *pools;       /* the new pools */
-	int64_t now;
-	int rc;
-};
-
-/* An old pool into the new pools: its highest generation, or the whole
- * pool as a tombstone when no new slice has it. */
-static int carry_pool(void *ctx, const struct view_rec *r)
-{
-	struct carry *c = ctx;
-	const struct view_pool *old = (const struct view_pool *)r, *cur;
-	struct view_pool tmpl, *p = NULL;
-	const struct view_rec *replaced = NULL;
-	struct vkey k = view_key(view_atom_str(old->driver), view_atom_str(old->name));
-	struct str *names = NULL;
-	uint32_t i;
-	int rc;
-
-	k.hash = old->h.hash;
-	cur = (const struct view_pool *)vt_get(c->pools->dir, VK_POOL, &k);
-	tmpl = cur ? *cur : *old;
-	if (cur) {
-		if (old->max_generation <= cur->max_generation &&
-		    !(old->nslices && cur->generation == old->generation))
-			return 0;
-		if (old->max_generation > tmpl.max_generation)
-			tmpl.max_generation = old->max_generation;
-		if (old->nslices && cur->generation == old->generation)
-			tmpl.changed_ns = old->changed_ns;
-	} else {
-		tmpl.nslices = tmpl.nslices_at_generation = 0;
-		if (old->nslices)
-			tmpl.emptied_ns = c->now;
-	}
-	if (cur && cur->nnames) {
-		names = arena_alloc(c->b->scratch, cur->nnames * sizeof(*names));
-		if (!names)
-			return c->rc = -ENOMEM;
-		for (i = 0; i < cur->nnames; i++)
-			names[i] = str_from_cstr(cur->slice_names[i]);
-	}
-	if ((rc = view_limbo_reserve(c->b, 1)) != 0 ||
-	    (rc = view_record_pool(c->b, &tmpl, names, cur ? cur->nnames : 0, &p)) != 0)
-		return c->rc = rc;
-	c->b->record_bytes += p->h.size;
-	if ((rc = vt_put(c->b, c->pools, &p->h, &k, &replaced)) != 0) {
-		view_record_free(c->b, LIMBO_POOL, p);
-		return c->rc = rc;
-	}
-	if (replaced)
-		view_retire(c->b, LIMBO_POOL, (void *)(uintptr_t)replaced);
-	return 0;
-}
-
-struct add_pools {
-	struct view_builder *b;
-	struct vtable *slices, *pools;
-	int64_t now;
-};
-
-static int add_slice_pool(void *ctx, const struct view_rec *r)
-{
-	struct add_pools *a = ctx;
-	const struct view_slice *s = (const struct view_slice *)r;
-
-	arena_reset(a->b->scratch);
-	return pool_update(a->b, a->slices, a->pools, view_atom_str(s->driver), view_atom_str(s->pool),
-			   (struct str){ "", 0 }, str_from_cstr(s->name), a->now);
-}
-
-static int count_tomb(void *ctx, const struct view_rec *r)
-{
-	if (((const struct view_pool *)r)->nslices == 0)
-		(*(uint32_t *)ctx)++;
-	return 0;
-}
-
-/* The pools of a new slices table, with what the old pools remember. */
-static int rebuild_pools(struct view_builder *b, struct vtable *slices, int64_t now,
-			 struct vtable *out)
-{
-	struct add_pools a = { b, slices, out, now };
-	struct carry c = { b, out, now, 0 };
-	uint32_t saved = b->tombstones;
-	int rc;
-
-	if ((rc = vt_init(b, out, VK_POOL)) != 0)
-		return rc;
-	out->private_copy = true;
-	if ((rc = vt_each(slices->dir, add_slice_pool, &a)) == 0) {
-		arena_reset(b->scratch);
-		rc = vt_each(b->t[VK_POOL].dir, carry_pool, &c);
-		if (rc == 0)
-			rc = c.rc;
-	}
-	if (rc) {
-		free_table(b, out);
-		b->tombstones = saved;
-		return rc;
-	}
-	b->tombstones = 0;
-	vt_each(out->dir, count_tomb, &b->tombstones);
-	return 0;
-}
-
 int view_builder_relist_commit(struct view_builder *b, enum view_resource r, int64_t now_ns)
 {
 	struct vtable pools = { 0 };
@@ -626,7 +420,7 @@ int view_builder_relist_commit(struct view_builder *b, enum view_resource r, int
 	if ((unsigned)r >= VIEW_RESOURCE_COUNT || !b->relisting[r])
 		return -EINVAL;
 	kind = table_of[r];
-	if (r == VIEW_SLICES && (rc = rebuild_pools(b, &b->relist[r], now_ns, &pools)) != 0)
+	if (r == VIEW_SLICES && (rc = view_pool_rebuild(b, &b->relist[r], now_ns, &pools)) != 0)
 		return rc;
 	if ((rc = vt_retire_all(b, &b->t[kind], true)) != 0)
 		goto fail;
@@ -640,22 +434,32 @@ int view_builder_relist_commit(struct view_builder *b, enum view_resource r, int
 			/* No room to retire the old pools: keep them (their highest
 			 * generations stay; slice counts catch up with the next
 			 * event of each pool). */
-			free_table(b, &pools);
+			view_table_free(b, &pools);
 			b->tombstones = 0;
 			vt_each(b->t[VK_POOL].dir, count_tomb, &b->tombstones);
 			goto done;
 		}
 		b->t[VK_POOL] = pools;
 		adopt(b, &b->t[VK_POOL]);
-		evict_tombstones(b, &b->t[VK_POOL]);
+		view_pool_evict(b, &b->t[VK_POOL]);
 	}
 done:
+	if (r == VIEW_SLICES) {
+		if (view_pname_rebuild(b) != 0)
+			b->holds_stale = true;  /* rebuilt with the holds at the next publish */
+		view_pending_retry(b, now_ns);
+	}
+	if (r == VIEW_CLAIMS) {
+		if (view_hold_rebuild(b) != 0)
+			b->holds_stale = true;
+		view_pending_retry(b, now_ns);
+	}
 	b->synced_ns[r] = now_ns;
 	b->updated_ns[r] = now_ns;
 	b->dirty = true;
 	return 0;
 fail:
-	free_table(b, &pools);
+	view_table_free(b, &pools);
 	return rc;
 }
 
@@ -669,6 +473,8 @@ int view_builder_publish(struct view_builder *b, const struct view **out)
 	*out = NULL;
 	if (!v)
 		return -ENOMEM;
+	if (b->holds_stale && view_hold_rebuild(b) == 0 && view_pname_rebuild(b) == 0)
+		b->holds_stale = false;
 	v->seq = b->seq;
 	for (k = 0; k < VK_COUNT; k++)
 		v->dir[k] = b->t[k].dir;
@@ -748,7 +554,7 @@ bool view_stale(const struct view *v, int64_t now_ns, int64_t max_age_ns)
 	int k;
 
 	for (k = 0; k < VIEW_RESOURCE_COUNT; k++)
-		if (now_ns - v->heard_ns[k] > max_age_ns)
+		if (v->heard_ns[k] && now_ns - v->heard_ns[k] > max_age_ns)
 			return true;
 	return false;
 }
@@ -851,4 +657,151 @@ int view_each_claim(const struct view *v, int (*fn)(void *ctx, const struct view
 	struct each_claim e = { fn, ctx };
 
 	return vt_each(v->dir[VK_CLAIM], each_claim, &e);
+}
+
+struct each_pod {
+	int (*fn)(void *ctx, const struct view_pod *p);
+	void *ctx;
+};
+
+static int each_pod(void *ctx, const struct view_rec *r)
+{
+	struct each_pod *e = ctx;
+
+	return e->fn(e->ctx, (const struct view_pod *)r);
+}
+
+int view_each_pod(const struct view *v, int (*fn)(void *ctx, const struct view_pod *p), void *ctx)
+{
+	struct each_pod e = { fn, ctx };
+
+	return vt_each(v->dir[VK_POD], each_pod, &e);
+}
+
+struct each_node {
+	int (*fn)(void *ctx, const struct view_node *n);
+	void *ctx;
+};
+
+static int each_node(void *ctx, const struct view_rec *r)
+{
+	struct each_node *e = ctx;
+
+	return e->fn(e->ctx, (const struct view_node *)r);
+}
+
+int view_each_node(const struct view *v, int (*fn)(void *ctx, const struct view_node *n), void *ctx)
+{
+	struct each_node e = { fn, ctx };
+
+	return vt_each(v->dir[VK_NODE], each_node, &e);
+}
+
+const struct view_pod *view_pod_get(const struct view *v, struct str ns, struct str name)
+{
+	struct vkey k = view_key(ns, name);
+
+	return (const struct view_pod *)vt_get(v->dir[VK_POD], VK_POD, &k);
+}
+
+const struct view_node *view_node_get(const struct view *v, struct str name)
+{
+	struct vkey k = view_key(none, name);
+
+	return (const struct view_node *)vt_get(v->dir[VK_NODE], VK_NODE, &k);
+}
+
+/* "<pool>/<device>", the second part of a hold's key, into buf (n bytes);
+ * false when it does not fit. */
+static bool hold_key(struct str pool, struct str device, char *buf, size_t n, struct str *out)
+{
+	if (pool.len + 1 + device.len > n)
+		return false;
+	memcpy(buf, pool.ptr, pool.len);
+	buf[pool.len] = '/';
+	memcpy(buf + pool.len + 1, device.ptr, device.len);
+	*out = (struct str){ buf, pool.len + 1 + device.len };
+	return true;
+}
+
+const struct view_hold *view_hold_get(const struct view *v, struct str driver, struct str pool,
+				      struct str device)
+{
+	char buf[1024];
+	struct str second;
+	struct vkey k;
+
+	if (!hold_key(pool, device, buf, sizeof(buf), &second))
+		return NULL;
+	k = view_key(driver, second);
+	return (const struct view_hold *)vt_get(v->dir[VK_HOLD], VK_HOLD, &k);
+}
+
+uint32_t view_pool_drivers(const struct view *v, struct str pool, const struct view_atom **out, uint32_t max)
+{
+	struct vkey k = view_key(none, pool);
+	const struct view_pname *p = (const struct view_pname *)vt_get(v->dir[VK_PNAME], VK_PNAME, &k);
+	uint32_t i;
+
+	if (!p)
+		return 0;
+	for (i = 0; i < p->ndrivers && i < max; i++)
+		out[i] = p->drivers[i];
+	return p->ndrivers;
+}
+
+/* The device in the pool's slices of dirs, preferring its newest
+ * generation. */
+static const struct view_device *device_in(const struct vdir *slices, const struct vdir *pools,
+					   struct str driver, struct str pool, struct str device,
+					   const struct view_slice **slice)
+{
+	struct vkey pk = view_key(driver, pool);
+	const struct view_pool *p = (const struct view_pool *)vt_get(pools, VK_POOL, &pk);
+	const struct view_device *found = NULL;
+	uint32_t i, j;
+
+	if (slice)
+		*slice = NULL;
+	for (i = 0; p && i < p->nnames; i++) {
+		struct vkey sk = view_key(none, str_from_cstr(p->slice_names[i]));
+		const struct view_slice *s = (const struct view_slice *)vt_get(slices, VK_SLICE, &sk);
+
+		for (j = 0; s && j < s->ndevices; j++) {
+			if (!str_eq(view_atom_str(s->devices[j].name), device))
+				continue;
+			if (!found || s->generation == p->generation) {
+				found = &s->devices[j];
+				if (slice)
+					*slice = s;
+			}
+			if (s->generation == p->generation)
+				return found;
+		}
+	}
+	return found;
+}
+
+const struct view_device *view_device_current(const struct view *v, struct str driver, struct str pool,
+					      struct str device, const struct view_slice **slice)
+{
+	struct vkey pk = view_key(driver, pool);
+	const struct view_pool *p = (const struct view_pool *)vt_get(v->dir[VK_POOL], VK_POOL, &pk);
+	const struct view_slice *s = NULL;
+	const struct view_device *d = device_in(v->dir[VK_SLICE], v->dir[VK_POOL], driver, pool, device, &s);
+
+	if (slice)
+		*slice = NULL;
+	if (!d || !p || s->generation != p->generation)
+		return NULL;
+	if (slice)
+		*slice = s;
+	return d;
+}
+
+const struct view_device *view_builder_device(const struct view_builder *b, struct str driver,
+					      struct str pool, struct str device,
+					      const struct view_slice **slice)
+{
+	return device_in(b->t[VK_SLICE].dir, b->t[VK_POOL].dir, driver, pool, device, slice);
 }

@@ -39,6 +39,8 @@
 enum view_resource {
 	VIEW_SLICES = 0,
 	VIEW_CLAIMS,
+	VIEW_PODS,
+	VIEW_NODES,
 	VIEW_RESOURCE_COUNT
 };
 
@@ -148,6 +150,8 @@ struct view_slice {
 	const struct view_atom *pool;
 	const struct view_atom *node_name;   /* NULL unless spec.nodeName */
 	const struct view_atom *mapping_label;   /* dra-guard.io/mappings, or NULL */
+	const struct view_atom *fingerprint;     /* of its mappings as they are (mutation.h), NULL without */
+	int64_t mapping_changed_ns; /* when an update was seen to change the fingerprint; 0 never */
 	int64_t generation;
 	int64_t resource_slice_count;
 	bool all_nodes;
@@ -171,6 +175,9 @@ struct view_pool {
 	uint32_t nslices_at_generation;
 	int64_t changed_ns;         /* when the generation last changed or the pool was made */
 	int64_t emptied_ns;         /* when its last slice went; 0 while it has slices */
+	int64_t restarted_ns;       /* when the view saw it come back after its slices were
+				     * all deleted, or change generation (a driver restart);
+				     * 0 when it has been as it is since the view began */
 	uint32_t nnames;
 	const char *const *slice_names;   /* the live slices, sorted */
 };
@@ -197,6 +204,26 @@ struct view_consumer {
 	struct view_uid uid;
 };
 
+/* How an allocation result was charged: what the scheduler adds to the
+ * node for it, computed from the device's mappings the first time the
+ * view saw the allocation, and kept while the allocation stays (a later
+ * mapping change does not move it). */
+enum view_charge_state {
+	VIEW_CHARGE_OK = 0,
+	VIEW_CHARGE_NO_DEVICE,      /* the device is in no slice the view holds (yet) */
+	VIEW_CHARGE_NO_CONSUMED,    /* a capacity mapping, but no consumedCapacity: the
+				     * scheduler cannot compute it either */
+};
+
+struct view_charge {
+	enum view_charge_state state;
+	const struct view_atom *slice;        /* name of the slice it was charged from */
+	const struct view_atom *slice_rv;     /* its resourceVersion then */
+	const struct view_atom *fingerprint;  /* its mapping fingerprint then, or NULL */
+	uint32_t namounts;
+	const struct view_named_qty *amounts; /* resource -> amount, by resource name */
+};
+
 struct view_claim {
 	struct view_rec h;
 	const struct view_atom *namespace;
@@ -206,11 +233,65 @@ struct view_claim {
 	bool allocated;
 	bool node_local;            /* nodeSelector: metadata.name In [one node] */
 	bool deleting;
+	bool charge_pending;        /* some result is not charged yet (device not seen) */
 	const struct view_atom *node_name;   /* when node_local */
+	int64_t allocated_ns;       /* when the view first saw this allocation; 0 unallocated */
+	int64_t charged_ns;         /* when its charges were computed; 0 none */
 	uint32_t nresults;
 	const struct view_result *results;
+	const struct view_charge *charges;   /* one per result when allocated, else NULL */
 	uint32_t nreserved;
 	const struct view_consumer *reserved_for;
+};
+
+/* A Pod on a node (or with node-allocatable statuses): what the ledger
+ * reads of it. */
+struct view_pod_status {
+	uint16_t claim;             /* index in claims */
+	uint16_t nresources;
+	const struct view_named_qty *resources;
+};
+
+struct view_pod {
+	struct view_rec h;
+	const struct view_atom *namespace;
+	const char *name;
+	struct view_uid uid;
+	const struct view_atom *node_name;   /* NULL while unbound */
+	uint16_t nrequests;
+	uint16_t nclaims;
+	uint16_t nstatuses;
+	uint32_t pod_level;         /* bit i: requests[i] is a Pod-level request */
+	const struct view_named_qty *requests;   /* pod_requests.h, by resource name */
+	const char *const *claims;  /* the claims it uses (generated names resolved) */
+	const struct view_pod_status *statuses;  /* nodeAllocatableResourceClaimStatuses;
+						  * claim names not among claims are added to claims */
+};
+
+struct view_node {
+	struct view_rec h;
+	const char *name;
+	uint32_t nallocatable;
+	const struct view_named_qty *allocatable;   /* node resources only, by name */
+};
+
+/* Who holds a device: every allocated claim whose results name it. */
+struct view_holder {
+	const struct view_atom *namespace;
+	const char *name;
+	struct view_uid uid;
+	const struct view_atom *share_id;     /* NULL when absent */
+	uint32_t result;            /* index of the result in the claim */
+};
+
+struct view_hold {
+	struct view_rec h;
+	const struct view_atom *driver;
+	const struct view_atom *pool;
+	const struct view_atom *device;
+	const char *key;            /* "<pool>/<device>" (device names have no '/') */
+	uint32_t nholders;
+	const struct view_holder *holders;
 };
 
 /* Caps, set when the builder is made; going over one is an error. */
@@ -243,14 +324,46 @@ int64_t view_synced_ns(const struct view *v, enum view_resource r);
  * or bookmark (the now given to view_builder_touch() or an event). */
 int64_t view_heard_ns(const struct view *v, enum view_resource r);
 
-/* True when some resource was last heard of more than max_age_ns before
- * now_ns: rules that need a fresh view cannot decide on it. */
+/* True when some resource the view has heard of was last heard of more
+ * than max_age_ns before now_ns: rules that need a fresh view cannot
+ * decide on it. (A resource never heard of is not watched.) */
 bool view_stale(const struct view *v, int64_t now_ns, int64_t max_age_ns);
 
 /* Lookups; NULL when absent. Borrowed from v. */
 const struct view_slice *view_slice_get(const struct view *v, struct str name);
 const struct view_pool *view_pool_get(const struct view *v, struct str driver, struct str pool);
 const struct view_claim *view_claim_get(const struct view *v, struct str ns, struct str name);
+const struct view_pod *view_pod_get(const struct view *v, struct str ns, struct str name);
+const struct view_node *view_node_get(const struct view *v, struct str name);
+const struct view_hold *view_hold_get(const struct view *v, struct str driver, struct str pool,
+				      struct str device);
+
+/* The drivers that have live slices in a pool named pool (n at most max
+ * into out); returns how many there are. */
+uint32_t view_pool_drivers(const struct view *v, struct str pool, const struct view_atom **out,
+			   uint32_t max);
+
+/* The device named (driver, pool, device) in a slice of the pool's newest
+ * generation, and that slice; NULL when none has it. */
+const struct view_device *view_device_current(const struct view *v, struct str driver, struct str pool,
+					      struct str device, const struct view_slice **slice);
+
+/* The amounts the scheduler adds for allocation result r on device d: for
+ * each mapping, device-count mode gives the multiplier (1 when absent, as
+ * the API server defaults it), capacity mode consumedCapacity[capacityKey]
+ * times the multiplier (a result without that key adds nothing for the
+ * resource; one with no consumedCapacity at all cannot be computed:
+ * VIEW_CHARGE_NO_CONSUMED). Up to max into out (name = the resource);
+ * returns how many, or -ERANGE for a product no quantity holds, -E2BIG past
+ * max, and sets *state. The 1.37 shape counts its mapping the same way
+ * (deviceMultiplier; capacityKey times capacityMultiplier); its per-Pod and
+ * per-container overheads are not charged. */
+struct view_amount {
+	struct str resource;
+	struct quantity value;
+};
+int view_device_amounts(const struct view_device *d, const struct view_result *r, struct view_amount *out,
+			uint32_t max, enum view_charge_state *state);
 
 /* The device named (driver, pool, device) and its slice, or NULL. */
 const struct view_device *view_device_find(const struct view *v, struct str driver, struct str pool,
@@ -261,6 +374,8 @@ const struct view_device *view_device_find(const struct view *v, struct str driv
 int view_each_slice(const struct view *v, int (*fn)(void *ctx, const struct view_slice *s), void *ctx);
 int view_each_pool(const struct view *v, int (*fn)(void *ctx, const struct view_pool *p), void *ctx);
 int view_each_claim(const struct view *v, int (*fn)(void *ctx, const struct view_claim *c), void *ctx);
+int view_each_pod(const struct view *v, int (*fn)(void *ctx, const struct view_pod *p), void *ctx);
+int view_each_node(const struct view *v, int (*fn)(void *ctx, const struct view_node *n), void *ctx);
 
 /* --- the builder: one thread -------------------------------------------- */
 
@@ -277,6 +392,8 @@ void view_builder_free(struct view_builder *b);
 struct view_stats {
 	uint32_t objects[VIEW_RESOURCE_COUNT];
 	uint32_t pools, pool_tombstones;
+	uint32_t holds;             /* devices held by claims */
+	uint32_t charge_pending;    /* allocated claims waiting for their devices */
 	uint32_t atoms;
 	size_t record_bytes;        /* records, their chunks and directories */
 	size_t atom_bytes;

@@ -152,3 +152,10 @@ done:
 	s->bytes -= sizeof(*a) + a->len + 1;
 	free(a);
 }
+
+const struct view_atom *atom_get(const struct view_atom *ca)
+{
+	if (ca)
+		((struct view_atom *)(uintptr_t)ca)->refs++;
+	return ca;
+}

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string.h>
+
 #include "arena.h"
 #include "view.h"
 
@@ -46,11 +48,17 @@ struct vdir {
 	struct vchunk *chunk[];
 };
 
-/* What a table holds, for equality and for freeing records. */
+/* What a table holds, for equality and for freeing records. The first
+ * VIEW_RESOURCE_COUNT are the watched resources, in enum view_resource
+ * order; the rest are derived from them. */
 enum vkind {
 	VK_SLICE = 0,
 	VK_CLAIM,
-	VK_POOL,
+	VK_POD,
+	VK_NODE,
+	VK_POOL,        /* (driver, pool name) from the slices */
+	VK_PNAME,       /* ("", pool name): the drivers with live slices in a pool of that name */
+	VK_HOLD,        /* (driver, "pool/device"): the claims allocated the device */
 	VK_COUNT
 };
 
@@ -65,8 +73,15 @@ enum limbo_kind {
 	LIMBO_MEM = 0,              /* free() it */
 	LIMBO_SLICE,                /* a record: drop its atoms, then free() it */
 	LIMBO_CLAIM,
+	LIMBO_POD,
+	LIMBO_NODE,
 	LIMBO_POOL,
+	LIMBO_PNAME,
+	LIMBO_HOLD,
 };
+
+/* The limbo kind of a table's records. */
+enum limbo_kind view_limbo_of(enum vkind kind);
 
 struct limbo_entry {
 	uint64_t seq;               /* retired while this sequence was the working one */
@@ -80,6 +95,13 @@ struct atom_set {
 	uint32_t count;
 	uint32_t max;
 	size_t bytes;
+};
+
+struct view_pname;
+
+struct pending_claim {
+	const struct view_atom *namespace;   /* a reference of its own */
+	char *name;                 /* malloc'd */
 };
 
 struct view {
@@ -108,6 +130,13 @@ struct view_builder {
 	size_t record_bytes;
 	struct limbo_entry *limbo;
 	size_t limbo_head, limbo_len, limbo_alloc;
+	/* Claims whose charges wait for a device the view has not seen: tried
+	 * again when slices change. Keys point into the claims' records, so
+	 * only valid while those records are the table's (checked on use). */
+	struct pending_claim *pending;
+	uint32_t npending, pending_alloc;
+	bool slices_changed;        /* since the pending claims were last tried */
+	bool holds_stale;           /* an update of the holds failed: rebuild at publish */
 	struct view *oldest, *newest;   /* unreleased snapshots, in sequence order */
 	uint32_t nviews;
 	struct arena *scratch;      /* per apply: parsed attributes and policies */
@@ -156,18 +185,135 @@ void view_limbo_drain(struct view_builder *b);
 /* Free a record of a kind now: its atoms are dropped. */
 void view_record_free(struct view_builder *b, enum limbo_kind kind, void *p);
 
+/* Drop the atoms of a Pod, Node, pool-name or hold record
+ * (view_record_pod.c); view_record_free() frees it. */
+void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p);
+
+/* The amounts the scheduler adds for a result that consumed consumed[]
+ * on device d (view_device_amounts(), view_hold.c). */
+int view_mapping_amounts(const struct view_device *d, const struct view_amount *consumed, uint32_t nconsumed,
+			 struct view_amount *out, uint32_t max, enum view_charge_state *state);
+
 /* The key of a record of a kind. */
 struct vkey view_record_key(enum vkind kind, const struct view_rec *r);
 
 /* --- records (view_record.c) --------------------------------------------- */
+
+/* A record is one allocation, sized first and filled by a bump pointer. */
+#define VIEW_ALIGN 8
+
+struct bump {
+	char *p;
+	char *end;
+};
+
+static inline size_t rounded(size_t n)
+{
+	return (n + VIEW_ALIGN - 1) & ~(size_t)(VIEW_ALIGN - 1);
+}
+
+static inline void *take(struct bump *bp, size_t n)
+{
+	char *p = bp->p;
+
+	bp->p += rounded(n);
+	return bp->p <= bp->end ? p : NULL;
+}
+
+static inline const char *take_text(struct bump *bp, struct str s)
+{
+	char *p = take(bp, s.len + 1);
+
+	if (!p)
+		return NULL;
+	if (s.len)
+		memcpy(p, s.ptr, s.len);
+	p[s.len] = '\0';
+	return p;
+}
+
+/* Bytes a UID takes in a record (0 when it is a canonical UUID), and
+ * filling it in. */
+size_t view_uid_size(struct str s);
+int view_uid_fill(struct bump *bp, struct str s, struct view_uid *u);
+
+const struct view_atom *atom_str(struct atom_set *s, struct str v, int *rc);
+const struct view_atom *atom_qty(struct atom_set *s, const struct quantity *q, int *rc);
+
+/* Interning while a record is filled: on failure rc is set and later calls
+ * do nothing. */
+struct filler {
+	struct atom_set *as;
+	int rc;
+};
+
+static inline const struct view_atom *S(struct filler *f, struct str v)
+{
+	if (f->rc)
+		return NULL;
+	return atom_str(f->as, v, &f->rc);
+}
+
+static inline const struct view_atom *S_opt(struct filler *f, struct str v)
+{
+	return v.len ? S(f, v) : NULL;
+}
+
+static inline const struct view_atom *Q(struct filler *f, const struct quantity *q)
+{
+	if (f->rc)
+		return NULL;
+	return atom_qty(f->as, q, &f->rc);
+}
+
+static inline const struct view_atom *Qf(struct filler *f, const struct quantity_field *q)
+{
+	return q->present && q->err == 0 ? Q(f, &q->value) : NULL;
+}
 
 /* A new record for the decoded object (*out owned by the caller, who adds
  * its h.size to b->record_bytes when it keeps it). 0, or -EINVAL / -E2BIG
  * with err saying why, or -ENOMEM. Uses b->scratch. */
 int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct view_slice **out,
 		      char *err, size_t errn);
-int view_record_claim(struct view_builder *b, const struct k8s_object *o, struct view_claim **out,
-		      char *err, size_t errn);
+/* A claim's record; old (NULL when none) is the record it replaces: an
+ * allocation it already held keeps its charges and first-seen time, a new
+ * one is charged from the working slices at now. */
+int view_record_claim(struct view_builder *b, const struct k8s_object *o, const struct view_claim *old,
+		      int64_t now, struct view_claim **out, char *err, size_t errn);
+
+/* A copy of old with its charges computed again (for claims whose device
+ * was missing). 0 or -ENOMEM / -E2BIG. */
+int view_record_claim_recharge(struct view_builder *b, const struct view_claim *old, int64_t now,
+			       struct view_claim **out);
+
+/* A Pod's or Node's record (view_record_pod.c). */
+int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct view_pod **out,
+		    char *err, size_t errn);
+int view_record_node(struct view_builder *b, const struct k8s_object *o, struct view_node **out,
+		     char *err, size_t errn);
+
+/* True when a Pod belongs in the view: not finished (Succeeded, Failed),
+ * and on a node or carrying node-allocatable claim statuses. */
+bool view_pod_kept(const struct k8s_object *o);
+
+/* A pool-name record: name and the drivers (each gains a reference). */
+int view_record_pname(struct view_builder *b, const struct view_atom *name,
+		      const struct view_atom *const *drivers, uint32_t n, struct view_pname **out);
+
+/* A hold record for (driver, pool, device) with n holders (each holder's
+ * atoms gain a reference, its name and UID text are copied). */
+int view_record_hold(struct view_builder *b, const struct view_atom *driver, const struct view_atom *pool,
+		     const struct view_atom *device, const struct view_holder *holders, uint32_t n,
+		     struct view_hold **out);
+
+/* A pool name and the drivers with live slices in a pool of that name. */
+struct view_pname {
+	struct view_rec h;
+	const struct view_atom *name;
+	uint32_t ndrivers;
+	const struct view_atom *const *drivers;
+};
 
 /* A pool record: tmpl's fields (its atoms gain a reference) and a copy of
  * the slice names. 0, -E2BIG or -ENOMEM. */
@@ -179,12 +325,56 @@ int view_record_pool(struct view_builder *b, const struct view_pool *tmpl, const
 int atom_set_init(struct atom_set *s, uint32_t max);
 void atom_set_free(struct atom_set *s);
 
-/* The atom holding s (a new reference), or NULL with *rc -ENOMEM or
- * -E2BIG (the cap). An empty s is an atom too. */
-const struct view_atom *atom_str(struct atom_set *s, struct str v, int *rc);
-const struct view_atom *atom_qty(struct atom_set *s, const struct quantity *q, int *rc);
+/* atom_str() and atom_qty() (above): the atom holding s (a new reference),
+ * or NULL with *rc -ENOMEM or -E2BIG (the cap). An empty s is an atom too. */
 
 /* Drop one reference; the last frees it. NULL is a no-op. */
 void atom_put(struct atom_set *s, const struct view_atom *a);
+
+/* One more reference to a held atom (the builder's thread). NULL is a
+ * no-op. Returns a. */
+const struct view_atom *atom_get(const struct view_atom *a);
+
+/* --- pools (view_pool.c) ----------------------------------------------------- */
+
+/* Recompute the pool (driver, pool) in the tables given from its slices:
+ * removed leaves it and added joins it (either may be empty). observed:
+ * a WATCH event, whose generation change or return after deletion is a
+ * restart; a relist's build is not. */
+int view_pool_update(struct view_builder *b, struct vtable *slices, struct vtable *pools,
+		     struct str driver, struct str pool, struct str removed, struct str added,
+		     int64_t now);
+
+/* Forget the oldest tombstones over the cap. */
+int view_pool_evict(struct view_builder *b, struct vtable *pools);
+
+/* The pools of a new slices table, with what the old pools remember. */
+int view_pool_rebuild(struct view_builder *b, struct vtable *slices, int64_t now, struct vtable *out);
+
+/* The pool-name index (VK_PNAME) made again from the pools table. */
+int view_pname_rebuild(struct view_builder *b);
+
+/* Free a whole table in place (nothing reads it). */
+void view_table_free(struct view_builder *b, struct vtable *t);
+
+/* --- holds and charges (view_hold.c) ------------------------------------------ */
+
+/* The holds of claim old leave the index and those of claim rec join it
+ * (either may be NULL). A failure marks the holds for a rebuild. */
+void view_hold_update(struct view_builder *b, const struct view_claim *old, const struct view_claim *rec);
+
+/* Make the hold index again from the claims table. 0 or -ENOMEM. */
+int view_hold_rebuild(struct view_builder *b);
+
+/* Note a claim waiting for its charges; try the waiting ones again. */
+int view_pending_add(struct view_builder *b, const struct view_claim *c);
+void view_pending_retry(struct view_builder *b, int64_t now);
+void view_pending_free(struct view_builder *b);
+
+/* The device (driver, pool, device) in the builder's working slices, and
+ * its slice; prefers the pool's newest generation. */
+const struct view_device *view_builder_device(const struct view_builder *b, struct str driver,
+					      struct str pool, struct str device,
+					      const struct view_slice **slice);
 
 #endif

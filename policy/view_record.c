@@ -15,40 +15,9 @@
 #include <string.h>
 
 #include "jscan.h"
+#include "mutation.h"
 #include "quantity.h"
 #include "view_impl.h"
-
-#define ALIGN 8
-
-struct bump {
-	char *p;
-	char *end;
-};
-
-static void *take(struct bump *bp, size_t n)
-{
-	char *p = bp->p;
-
-	bp->p += (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-	return bp->p <= bp->end ? p : NULL;
-}
-
-static size_t rounded(size_t n)
-{
-	return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-}
-
-static const char *take_text(struct bump *bp, struct str s)
-{
-	char *p = take(bp, s.len + 1);
-
-	if (!p)
-		return NULL;
-	if (s.len)
-		memcpy(p, s.ptr, s.len);
-	p[s.len] = '\0';
-	return p;
-}
 
 /* --- UIDs ----------------------------------------------------------------- */
 
@@ -87,14 +56,14 @@ static bool uid_parse(struct str s, uint8_t bin[16])
 	return true;
 }
 
-static size_t uid_size(struct str s)
+size_t view_uid_size(struct str s)
 {
 	uint8_t bin[16];
 
 	return uid_parse(s, bin) ? 0 : rounded(s.len + 1);
 }
 
-static int uid_fill(struct bump *bp, struct str s, struct view_uid *u)
+int view_uid_fill(struct bump *bp, struct str s, struct view_uid *u)
 {
 	if (uid_parse(s, u->bin))
 		return 0;
@@ -337,6 +306,7 @@ static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 	atom_put(as, s->pool);
 	atom_put(as, s->node_name);
 	atom_put(as, s->mapping_label);
+	atom_put(as, s->fingerprint);
 	for (i = 0; s->devices && i < s->ndevices; i++) {
 		const struct view_device *d = &s->devices[i];
 
@@ -363,36 +333,6 @@ static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 	}
 }
 
-/* Intern into *dst; on failure rc is set and later calls do nothing. */
-struct filler {
-	struct atom_set *as;
-	int rc;
-};
-
-static const struct view_atom *S(struct filler *f, struct str v)
-{
-	if (f->rc)
-		return NULL;
-	return atom_str(f->as, v, &f->rc);
-}
-
-static const struct view_atom *S_opt(struct filler *f, struct str v)
-{
-	return v.len ? S(f, v) : NULL;
-}
-
-static const struct view_atom *Q(struct filler *f, const struct quantity *q)
-{
-	if (f->rc)
-		return NULL;
-	return atom_qty(f->as, q, &f->rc);
-}
-
-static const struct view_atom *Qf(struct filler *f, const struct quantity_field *q)
-{
-	return q->present && q->err == 0 ? Q(f, &q->value) : NULL;
-}
-
 int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct view_slice **out,
 		      char *err, size_t errn)
 {
@@ -404,10 +344,15 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 	struct bump bp;
 	size_t size;
 	uint32_t i, j, k;
+	char fp[MUTATION_FINGERPRINT_LEN + 1] = "";
 	int rc;
 
 	*out = NULL;
 	arena_reset(b->scratch);
+	/* The fingerprint of the mappings as they are: the version a claim is
+	 * charged at. */
+	if (model_slice_has_mappings(sl) && (rc = mutation_fingerprint(sl, b->scratch, fp)) != 0)
+		return rc == -E2BIG ? -E2BIG : -ENOMEM;
 	if (sl->ndevices && !(pd = arena_calloc(b->scratch, sl->ndevices, sizeof(*pd))))
 		return -ENOMEM;
 	size = rounded(sizeof(*s)) + rounded(o->meta.name.len + 1) +
@@ -489,6 +434,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 	s->pool = S(&f, sl->pool_name);
 	s->node_name = S_opt(&f, sl->node_name);
 	s->mapping_label = o->meta.has_mapping_label ? S(&f, o->meta.mapping_label) : NULL;
+	s->fingerprint = fp[0] ? S(&f, str_from_cstr(fp)) : NULL;
 	for (i = 0; i < sl->ndevices && !f.rc; i++) {
 		const struct device *d = &sl->devices[i];
 		struct view_device *vd = &devs[i];
@@ -554,6 +500,19 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 
 /* --- claims --------------------------------------------------------------- */
 
+static void put_charge(struct atom_set *as, const struct view_charge *c)
+{
+	uint32_t j;
+
+	atom_put(as, c->slice);
+	atom_put(as, c->slice_rv);
+	atom_put(as, c->fingerprint);
+	for (j = 0; c->amounts && j < c->namounts; j++) {
+		atom_put(as, c->amounts[j].name);
+		atom_put(as, c->amounts[j].value);
+	}
+}
+
 static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 {
 	uint32_t i, j;
@@ -572,6 +531,8 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 			atom_put(as, r->consumed[j].name);
 			atom_put(as, r->consumed[j].value);
 		}
+		if (c->charges)
+			put_charge(as, &c->charges[i]);
 	}
 	for (i = 0; c->reserved_for && i < c->nreserved; i++) {
 		atom_put(as, c->reserved_for[i].api_group);
@@ -579,46 +540,196 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 	}
 }
 
-int view_record_claim(struct view_builder *b, const struct k8s_object *o, struct view_claim **out,
-		      char *err, size_t errn)
+/* Charges as they are worked out, before the record exists: every atom
+ * here is a reference of its own, dropped by charges_put() unless the
+ * record takes it. */
+struct tmp_charges {
+	uint32_t n;
+	struct view_charge *c;      /* amounts arrays in the scratch arena */
+	size_t bytes;               /* what the amounts will take in the record */
+	bool pending;
+};
+
+static void charges_put(struct atom_set *as, struct tmp_charges *t)
+{
+	uint32_t i;
+
+	for (i = 0; t->c && i < t->n; i++)
+		put_charge(as, &t->c[i]);
+	t->n = 0;
+}
+
+/* The same allocation as old's, as the API server keeps it (allocation is
+ * immutable once set: a claim re-sent with its status unchanged, or with
+ * only reservedFor or device status changed). */
+static bool same_allocation(const struct view_claim *old, const struct k8s_object *o)
+{
+	const struct resource_claim *cl = &o->u.claim;
+	uint32_t i, j;
+
+	if (!old || !old->allocated || !cl->allocated || !view_uid_eq(&old->uid, o->meta.uid) ||
+	    old->nresults != cl->nresults || old->node_local != cl->node_local ||
+	    (cl->node_local && !str_eq(view_atom_str(old->node_name), cl->allocated_node)))
+		return false;
+	for (i = 0; i < cl->nresults; i++) {
+		const struct view_result *r = &old->results[i];
+		const struct allocation_result *a = &cl->results[i];
+
+		if (!str_eq(view_atom_str(r->request), a->request) || !str_eq(view_atom_str(r->driver), a->driver) ||
+		    !str_eq(view_atom_str(r->pool), a->pool) || !str_eq(view_atom_str(r->device), a->device) ||
+		    !str_eq(view_atom_str(r->share_id), a->share_id) || r->nconsumed != a->nconsumed_capacity)
+			return false;
+		for (j = 0; j < r->nconsumed; j++)
+			if (!str_eq(view_atom_str(r->consumed[j].name), a->consumed_capacity[j].name) ||
+			    a->consumed_capacity[j].value.err ||
+			    quantity_cmp(view_atom_qty(r->consumed[j].value), &a->consumed_capacity[j].value.value))
+				return false;
+	}
+	return true;
+}
+
+#define MAX_AMOUNTS 64
+
+/* Charge each result of cl from the builder's working slices. */
+static int charge(struct view_builder *b, const struct resource_claim *cl, struct tmp_charges *t)
+{
+	struct view_amount consumed[MAX_AMOUNTS], amounts[MAX_AMOUNTS];
+	uint32_t i, j;
+	int rc = 0, n;
+
+	t->n = cl->nresults;
+	t->c = arena_calloc(b->scratch, cl->nresults ? cl->nresults : 1, sizeof(*t->c));
+	if (!t->c)
+		return -ENOMEM;
+	for (i = 0; i < cl->nresults; i++) {
+		const struct allocation_result *a = &cl->results[i];
+		struct view_charge *c = &t->c[i];
+		const struct view_slice *sl = NULL;
+		const struct view_device *d = view_builder_device(b, a->driver, a->pool, a->device, &sl);
+		struct view_named_qty *out;
+
+		if (!d) {
+			c->state = VIEW_CHARGE_NO_DEVICE;
+			t->pending = true;
+			continue;
+		}
+		if (a->nconsumed_capacity > MAX_AMOUNTS)
+			return -E2BIG;
+		for (j = 0; j < a->nconsumed_capacity; j++)
+			consumed[j] = (struct view_amount){ a->consumed_capacity[j].name,
+							    a->consumed_capacity[j].value.value };
+		n = view_mapping_amounts(d, consumed, a->nconsumed_capacity, amounts, MAX_AMOUNTS, &c->state);
+		if (n < 0)
+			return n;
+		c->slice = atom_str(&b->atoms, str_from_cstr(sl->name), &rc);
+		if (c->slice)
+			c->slice_rv = atom_str(&b->atoms, str_from_cstr(sl->resource_version), &rc);
+		c->fingerprint = atom_get(sl->fingerprint);
+		if (rc)
+			return rc;
+		out = n ? arena_calloc(b->scratch, (size_t)n, sizeof(*out)) : NULL;
+		if (n && !out)
+			return -ENOMEM;
+		c->amounts = out;
+		for (j = 0; j < (uint32_t)n; j++) {
+			out[j].name = atom_str(&b->atoms, amounts[j].resource, &rc);
+			c->namounts = j + 1;
+			if (rc)
+				return rc;
+			out[j].value = atom_qty(&b->atoms, &amounts[j].value, &rc);
+			if (rc)
+				return rc;
+		}
+		t->bytes += rounded((size_t)n * sizeof(*out));
+	}
+	return 0;
+}
+
+/* old's charges, each atom referenced once more. */
+static int carry_charges(struct view_builder *b, const struct view_claim *old, struct tmp_charges *t)
+{
+	uint32_t i, j;
+
+	t->n = old->nresults;
+	t->pending = old->charge_pending;
+	t->c = arena_calloc(b->scratch, old->nresults ? old->nresults : 1, sizeof(*t->c));
+	if (!t->c)
+		return -ENOMEM;
+	for (i = 0; old->charges && i < old->nresults; i++) {
+		const struct view_charge *oc = &old->charges[i];
+		struct view_charge *c = &t->c[i];
+		struct view_named_qty *out = NULL;
+
+		*c = *oc;
+		atom_get(c->slice);
+		atom_get(c->slice_rv);
+		atom_get(c->fingerprint);
+		if (oc->namounts && !(out = arena_calloc(b->scratch, oc->namounts, sizeof(*out)))) {
+			c->namounts = 0;
+			return -ENOMEM;
+		}
+		for (j = 0; j < oc->namounts; j++) {
+			out[j].name = atom_get(oc->amounts[j].name);
+			out[j].value = atom_get(oc->amounts[j].value);
+		}
+		c->amounts = out;
+		t->bytes += rounded((size_t)oc->namounts * sizeof(*out));
+	}
+	return 0;
+}
+
+/* The record, with old's charges carried (carry) or new ones computed. */
+static int record_claim(struct view_builder *b, const struct k8s_object *o, const struct view_claim *old,
+			bool carry, int64_t allocated_ns, int64_t now, struct view_claim **out, char *err,
+			size_t errn)
 {
 	const struct resource_claim *cl = &o->u.claim;
 	struct filler f = { &b->atoms, 0 };
+	struct tmp_charges tc = { 0, NULL, 0, false };
 	struct view_claim *c;
 	struct view_result *res;
 	struct view_consumer *cons;
+	struct view_charge *charges = NULL;
 	struct bump bp;
 	size_t size;
 	uint32_t i, j;
+	int rc;
 
 	*out = NULL;
-	size = rounded(sizeof(*c)) + rounded(o->meta.name.len + 1) +
-	       rounded(o->meta.resource_version.len + 1) + uid_size(o->meta.uid) +
-	       rounded((size_t)cl->nresults * sizeof(*res)) +
-	       rounded((size_t)cl->nreserved_for * sizeof(*cons));
-	for (i = 0; i < cl->nresults; i++) {
+	for (i = 0; i < cl->nresults; i++)
 		for (j = 0; j < cl->results[i].nconsumed_capacity; j++)
 			if (cl->results[i].consumed_capacity[j].value.err) {
 				snprintf(err, errn, "status.allocation.devices.results[%u].consumedCapacity: "
 					 "a value is not a quantity", i);
 				return -EINVAL;
 			}
-		size += rounded((size_t)cl->results[i].nconsumed_capacity * sizeof(struct view_named_qty));
+	if (cl->allocated) {
+		rc = carry ? carry_charges(b, old, &tc) : charge(b, cl, &tc);
+		if (rc) {
+			charges_put(&b->atoms, &tc);
+			return rc;
+		}
 	}
+	size = rounded(sizeof(*c)) + rounded(o->meta.name.len + 1) +
+	       rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid) +
+	       rounded((size_t)cl->nresults * sizeof(*res)) +
+	       rounded((size_t)cl->nreserved_for * sizeof(*cons)) + tc.bytes +
+	       (cl->allocated ? rounded((size_t)cl->nresults * sizeof(*charges)) : 0);
+	for (i = 0; i < cl->nresults; i++)
+		size += rounded((size_t)cl->results[i].nconsumed_capacity * sizeof(struct view_named_qty));
 	for (i = 0; i < cl->nreserved_for; i++)
-		size += rounded(cl->reserved_for[i].name.len + 1) + uid_size(cl->reserved_for[i].uid);
-	if (size > UINT32_MAX)
-		return -E2BIG;
-	c = calloc(1, size);
-	if (!c)
-		return -ENOMEM;
+		size += rounded(cl->reserved_for[i].name.len + 1) + view_uid_size(cl->reserved_for[i].uid);
+	if (size > UINT32_MAX || !(c = calloc(1, size))) {
+		charges_put(&b->atoms, &tc);
+		return size > UINT32_MAX ? -E2BIG : -ENOMEM;
+	}
 	bp.p = (char *)c;
 	bp.end = (char *)c + size;
 	take(&bp, sizeof(*c));
 	c->h.size = (uint32_t)size;
 	c->name = take_text(&bp, o->meta.name);
 	c->resource_version = take_text(&bp, o->meta.resource_version);
-	uid_fill(&bp, o->meta.uid, &c->uid);
+	view_uid_fill(&bp, o->meta.uid, &c->uid);
 	c->allocated = cl->allocated;
 	c->node_local = cl->node_local;
 	c->deleting = o->meta.deleting;
@@ -635,10 +746,30 @@ int view_record_claim(struct view_builder *b, const struct k8s_object *o, struct
 	c->nreserved = cl->nreserved_for;
 	for (i = 0; i < cl->nreserved_for; i++) {
 		cons[i].name = take_text(&bp, cl->reserved_for[i].name);
-		uid_fill(&bp, cl->reserved_for[i].uid, &cons[i].uid);
+		view_uid_fill(&bp, cl->reserved_for[i].uid, &cons[i].uid);
+	}
+	if (cl->allocated) {
+		/* The charges move into the record: their atoms are its now. */
+		charges = cl->nresults ? take(&bp, cl->nresults * sizeof(*charges)) : NULL;
+		for (i = 0; i < tc.n && charges; i++) {
+			charges[i] = tc.c[i];
+			if (tc.c[i].namounts) {
+				struct view_named_qty *a = take(&bp, tc.c[i].namounts * sizeof(*a));
+
+				if (a)
+					memcpy(a, tc.c[i].amounts, tc.c[i].namounts * sizeof(*a));
+				charges[i].amounts = a;
+			}
+		}
+		tc.n = 0;
+		c->charges = charges;
+		c->charge_pending = tc.pending;
+		c->allocated_ns = allocated_ns ? allocated_ns : now;
+		c->charged_ns = carry && old ? old->charged_ns : now;
 	}
 	if (!c->name || !c->resource_version || bp.p > bp.end) {
-		free(c);
+		b->record_bytes += c->h.size;
+		view_record_free(b, LIMBO_CLAIM, c);
 		return -EINVAL;
 	}
 	c->namespace = S(&f, o->meta.namespace);
@@ -672,6 +803,91 @@ int view_record_claim(struct view_builder *b, const struct k8s_object *o, struct
 	}
 	*out = c;
 	return 0;
+}
+
+int view_record_claim(struct view_builder *b, const struct k8s_object *o, const struct view_claim *old,
+		      int64_t now, struct view_claim **out, char *err, size_t errn)
+{
+	bool same = same_allocation(old, o);
+
+	return record_claim(b, o, old, same, same ? old->allocated_ns : 0, now, out, err, errn);
+}
+
+/* The decoded object a record was made from, as far as the record tells
+ * (strings borrowed from its atoms and text, arrays in the scratch arena). */
+static int claim_object(struct view_builder *b, const struct view_claim *c, struct k8s_object *o)
+{
+	struct resource_claim *cl = &o->u.claim;
+	char *uid;
+	uint32_t i, j;
+
+	memset(o, 0, sizeof(*o));
+	o->kind = OBJECT_RESOURCE_CLAIM;
+	o->version = API_V1;
+	o->meta.name = str_from_cstr(c->name);
+	o->meta.namespace = view_atom_str(c->namespace);
+	o->meta.resource_version = str_from_cstr(c->resource_version);
+	o->meta.deleting = c->deleting;
+	if (!(uid = arena_alloc(b->scratch, 64)))
+		return -ENOMEM;
+	view_uid_format(&c->uid, uid, 64);
+	o->meta.uid = str_from_cstr(uid);
+	cl->allocated = c->allocated;
+	cl->node_local = c->node_local;
+	cl->allocated_node = view_atom_str(c->node_name);
+	cl->nresults = c->nresults;
+	cl->results = arena_calloc(b->scratch, c->nresults ? c->nresults : 1, sizeof(*cl->results));
+	cl->nreserved_for = c->nreserved;
+	cl->reserved_for = arena_calloc(b->scratch, c->nreserved ? c->nreserved : 1, sizeof(*cl->reserved_for));
+	if (!cl->results || !cl->reserved_for)
+		return -ENOMEM;
+	for (i = 0; i < c->nresults; i++) {
+		const struct view_result *r = &c->results[i];
+		struct allocation_result *a = &cl->results[i];
+
+		a->request = view_atom_str(r->request);
+		a->driver = view_atom_str(r->driver);
+		a->pool = view_atom_str(r->pool);
+		a->device = view_atom_str(r->device);
+		a->share_id = r->share_id ? view_atom_str(r->share_id) : (struct str){ NULL, 0 };
+		a->nconsumed_capacity = r->nconsumed;
+		a->consumed_capacity = arena_calloc(b->scratch, r->nconsumed ? r->nconsumed : 1,
+						    sizeof(*a->consumed_capacity));
+		if (!a->consumed_capacity)
+			return -ENOMEM;
+		for (j = 0; j < r->nconsumed; j++) {
+			a->consumed_capacity[j].name = view_atom_str(r->consumed[j].name);
+			a->consumed_capacity[j].value.present = true;
+			a->consumed_capacity[j].value.value = *view_atom_qty(r->consumed[j].value);
+		}
+	}
+	for (i = 0; i < c->nreserved; i++) {
+		const struct view_consumer *v = &c->reserved_for[i];
+		struct consumer_ref *r = &cl->reserved_for[i];
+
+		if (!(uid = arena_alloc(b->scratch, 64)))
+			return -ENOMEM;
+		view_uid_format(&v->uid, uid, 64);
+		r->api_group = view_atom_str(v->api_group);
+		r->resource = view_atom_str(v->resource);
+		r->name = str_from_cstr(v->name);
+		r->uid = str_from_cstr(uid);
+	}
+	return 0;
+}
+
+int view_record_claim_recharge(struct view_builder *b, const struct view_claim *old, int64_t now,
+			       struct view_claim **out)
+{
+	struct k8s_object o;
+	char err[256];
+	int rc;
+
+	*out = NULL;
+	arena_reset(b->scratch);
+	if ((rc = claim_object(b, old, &o)) != 0)
+		return rc;
+	return record_claim(b, &o, old, false, old->allocated_ns, now, out, err, sizeof(err));
 }
 
 /* --- pools ---------------------------------------------------------------- */
@@ -720,6 +936,13 @@ void view_record_free(struct view_builder *b, enum limbo_kind kind, void *p)
 		break;
 	case LIMBO_CLAIM:
 		claim_put_atoms(&b->atoms, p);
+		b->record_bytes -= ((struct view_rec *)p)->size;
+		break;
+	case LIMBO_POD:
+	case LIMBO_NODE:
+	case LIMBO_PNAME:
+	case LIMBO_HOLD:
+		view_record_put_more(b, kind, p);
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
 	case LIMBO_POOL:

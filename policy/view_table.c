@@ -275,8 +275,7 @@ int vt_retire_all(struct view_builder *b, struct vtable *t, bool records)
 {
 	struct vdir *d = t->dir;
 	uint32_t i, n = nslots(d);
-	enum limbo_kind rk = t->kind == VK_SLICE ? LIMBO_SLICE
-			     : t->kind == VK_CLAIM ? LIMBO_CLAIM : LIMBO_POOL;
+	enum limbo_kind rk = view_limbo_of(t->kind);
 
 	if (view_limbo_reserve(b, (size_t)d->nchunks + 1 + (records ? d->count : 0)) != 0)
 		return -ENOMEM;

@@ -1,0 +1,313 @@
+/* view_hold.c - what claims hold: the amounts an allocation result charges
+ * (as the scheduler computes them), the index from a device to the claims
+ * allocated it, and the claims whose charges wait for a device the view
+ * has not seen yet.
+ *
+ * The amounts follow kube-scheduler 1.36's DynamicResources plugin
+ * (buildNodeAllocatableDRAInfo in nodeallocatabledynamicresources.go): for
+ * each result, the device's mappings; device-count mode adds the
+ * allocationMultiplier once per allocated device; capacity mode multiplies
+ * the result's consumedCapacity for the mapping's capacityKey by the
+ * multiplier, exactly (a decimal product, no rounding: the scheduler
+ * multiplies inf.Dec values), and a result that consumed nothing under that
+ * key adds nothing for the resource, while one with no consumedCapacity at
+ * all is an error the scheduler stops on. The scheduler then sums a
+ * claim's results per resource (Quantity.Add, exact). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view_impl.h"
+
+/* --- amounts ----------------------------------------------------------------- */
+
+static const struct quantity *consumed_of(const struct view_amount *consumed, uint32_t n, struct str key)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (str_eq(consumed[i].resource, key))
+			return &consumed[i].value;
+	return NULL;
+}
+
+int view_mapping_amounts(const struct view_device *d, const struct view_amount *consumed, uint32_t nconsumed,
+			 struct view_amount *out, uint32_t max, enum view_charge_state *state)
+{
+	struct quantity one;
+	uint32_t i, n = 0;
+	int rc;
+
+	*state = VIEW_CHARGE_OK;
+	quantity_from_int(1, &one);
+	for (i = 0; i < d->nmappings; i++) {
+		const struct view_mapping *m = &d->mappings[i];
+		const struct view_atom *mult = m->shape == MAPPING_V137 && m->capacity_key ? m->capacity_multiplier
+					       : m->multiplier;
+		const struct quantity *factor = mult ? view_atom_qty(mult) : &one;
+		struct quantity amount;
+
+		if (m->capacity_key && view_atom_str(m->capacity_key).len) {
+			const struct quantity *c;
+
+			if (nconsumed == 0) {
+				/* "ConsumedCapacity is nil, but Capacity key is set":
+				 * the scheduler cannot place the claim; nothing is
+				 * charged for it. */
+				*state = VIEW_CHARGE_NO_CONSUMED;
+				continue;
+			}
+			c = consumed_of(consumed, nconsumed, view_atom_str(m->capacity_key));
+			if (!c)
+				continue;
+			if ((rc = quantity_mul(c, factor, &amount)) != 0)
+				return rc;
+		} else {
+			amount = *factor;
+		}
+		if (n >= max)
+			return -E2BIG;
+		out[n].resource = view_atom_str(m->resource);
+		out[n].value = amount;
+		n++;
+	}
+	return (int)n;
+}
+
+int view_device_amounts(const struct view_device *d, const struct view_result *r, struct view_amount *out,
+			uint32_t max, enum view_charge_state *state)
+{
+	struct view_amount consumed[64];
+	uint32_t i;
+
+	if (r->nconsumed > 64)
+		return -E2BIG;
+	for (i = 0; i < r->nconsumed; i++)
+		consumed[i] = (struct view_amount){ view_atom_str(r->consumed[i].name),
+						    *view_atom_qty(r->consumed[i].value) };
+	return view_mapping_amounts(d, consumed, r->nconsumed, out, max, state);
+}
+
+/* --- holds ------------------------------------------------------------------- */
+
+static struct vkey hold_key(const struct view_result *r, char *buf, size_t n, bool *ok)
+{
+	struct str p = view_atom_str(r->pool), d = view_atom_str(r->device);
+
+	*ok = p.len + 1 + d.len <= n;
+	if (!*ok)
+		return view_key((struct str){ "", 0 }, (struct str){ "", 0 });
+	memcpy(buf, p.ptr, p.len);
+	buf[p.len] = '/';
+	memcpy(buf + p.len + 1, d.ptr, d.len);
+	return view_key(view_atom_str(r->driver), (struct str){ buf, p.len + 1 + d.len });
+}
+
+static bool holder_is(const struct view_holder *h, const struct view_claim *c, uint32_t result)
+{
+	return h->namespace == c->namespace && strcmp(h->name, c->name) == 0 && h->result == result;
+}
+
+/* Claim c's result i leaves (add false) or joins the holds of table t;
+ * private: t was never published, a replaced record is freed at once. */
+static int hold_change(struct view_builder *b, struct vtable *t, const struct view_claim *c, uint32_t i,
+		       bool add, bool private)
+{
+	const struct view_result *r = &c->results[i];
+	char buf[1024];
+	bool ok;
+	struct vkey k = hold_key(r, buf, sizeof(buf), &ok);
+	const struct view_hold *old;
+	const struct view_rec *replaced = NULL;
+	struct view_holder *hs;
+	struct view_hold *h = NULL;
+	uint32_t n = 0, j;
+	int rc;
+
+	if (!ok)
+		return 0;   /* no such pool and device name can exist */
+	old = (const struct view_hold *)vt_get(t->dir, VK_HOLD, &k);
+	hs = malloc(((old ? old->nholders : 0) + 1) * sizeof(*hs));
+	if (!hs)
+		return -ENOMEM;
+	for (j = 0; old && j < old->nholders; j++)
+		if (!holder_is(&old->holders[j], c, i))
+			hs[n++] = old->holders[j];
+	if (add)
+		hs[n++] = (struct view_holder){ c->namespace, c->name, c->uid, r->share_id, i };
+	if ((!old && !add) || (old && n == old->nholders && !add)) {
+		free(hs);
+		return 0;
+	}
+	if ((rc = view_limbo_reserve(b, VT_RESERVE)) != 0)
+		goto out;
+	if (n == 0) {
+		rc = vt_del(b, t, &k, &replaced);
+	} else if ((rc = view_record_hold(b, r->driver, r->pool, r->device, hs, n, &h)) == 0) {
+		h->h.hash = k.hash;
+		b->record_bytes += h->h.size;
+		if ((rc = vt_put(b, t, &h->h, &k, &replaced)) != 0)
+			view_record_free(b, LIMBO_HOLD, h);
+	}
+	if (rc == 0 && replaced) {
+		if (private)
+			view_record_free(b, LIMBO_HOLD, (void *)(uintptr_t)replaced);
+		else
+			view_retire(b, LIMBO_HOLD, (void *)(uintptr_t)replaced);
+	}
+out:
+	free(hs);
+	return rc;
+}
+
+static bool same_holds(const struct view_claim *a, const struct view_claim *b)
+{
+	uint32_t i;
+
+	if (!a->allocated || !b->allocated || a->nresults != b->nresults || a->namespace != b->namespace ||
+	    strcmp(a->name, b->name) != 0)
+		return false;
+	for (i = 0; i < a->nresults; i++)
+		if (a->results[i].driver != b->results[i].driver || a->results[i].pool != b->results[i].pool ||
+		    a->results[i].device != b->results[i].device || a->results[i].share_id != b->results[i].share_id)
+			return false;
+	return memcmp(a->uid.bin, b->uid.bin, 16) == 0 &&
+	       (a->uid.text == b->uid.text || (a->uid.text && b->uid.text && strcmp(a->uid.text, b->uid.text) == 0));
+}
+
+void view_hold_update(struct view_builder *b, const struct view_claim *old, const struct view_claim *rec)
+{
+	uint32_t i;
+	int rc = 0;
+
+	if (old && rec && same_holds(old, rec))
+		return;
+	for (i = 0; old && old->allocated && i < old->nresults && rc == 0; i++)
+		rc = hold_change(b, &b->t[VK_HOLD], old, i, false, false);
+	for (i = 0; rec && rec->allocated && i < rec->nresults && rc == 0; i++)
+		rc = hold_change(b, &b->t[VK_HOLD], rec, i, true, false);
+	if (rc)
+		b->holds_stale = true;
+}
+
+struct rebuild {
+	struct view_builder *b;
+	struct vtable *t;
+	int rc;
+};
+
+static int add_holds(void *ctx, const struct view_rec *r)
+{
+	struct rebuild *w = ctx;
+	const struct view_claim *c = (const struct view_claim *)r;
+	uint32_t i;
+
+	for (i = 0; c->allocated && i < c->nresults && w->rc == 0; i++)
+		w->rc = hold_change(w->b, w->t, c, i, true, true);
+	return w->rc;
+}
+
+int view_hold_rebuild(struct view_builder *b)
+{
+	struct vtable t;
+	struct rebuild w = { b, &t, 0 };
+	int rc;
+
+	if ((rc = vt_init(b, &t, VK_HOLD)) != 0)
+		return rc;
+	t.private_copy = true;
+	vt_each(b->t[VK_CLAIM].dir, add_holds, &w);
+	if (w.rc || (rc = vt_retire_all(b, &b->t[VK_HOLD], true)) != 0) {
+		view_table_free(b, &t);
+		return w.rc ? w.rc : rc;
+	}
+	t.private_copy = false;
+	t.dir->epoch = b->seq;
+	for (uint32_t c = 0; c < t.dir->nchunks; c++)
+		t.dir->chunk[c]->epoch = b->seq;
+	b->t[VK_HOLD] = t;
+	return 0;
+}
+
+/* --- claims waiting for their charges ------------------------------------------- */
+
+int view_pending_add(struct view_builder *b, const struct view_claim *c)
+{
+	struct pending_claim *p;
+
+	if (b->npending >= b->lim.max_objects)
+		return -E2BIG;
+	if (b->npending == b->pending_alloc) {
+		uint32_t n = b->pending_alloc ? b->pending_alloc * 2 : 64;
+
+		p = realloc(b->pending, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		b->pending = p;
+		b->pending_alloc = n;
+	}
+	p = &b->pending[b->npending];
+	if (!(p->name = strdup(c->name)))
+		return -ENOMEM;
+	p->namespace = atom_get(c->namespace);
+	b->npending++;
+	return 0;
+}
+
+static void pending_drop(struct view_builder *b, uint32_t i)
+{
+	atom_put(&b->atoms, b->pending[i].namespace);
+	free(b->pending[i].name);
+	b->pending[i] = b->pending[--b->npending];
+}
+
+void view_pending_retry(struct view_builder *b, int64_t now)
+{
+	uint32_t i = 0;
+
+	while (i < b->npending) {
+		struct pending_claim *p = &b->pending[i];
+		struct vkey k = view_key(view_atom_str(p->namespace), str_from_cstr(p->name));
+		const struct view_claim *c = (const struct view_claim *)vt_get(b->t[VK_CLAIM].dir, VK_CLAIM, &k);
+		const struct view_rec *replaced = NULL;
+		struct view_claim *n = NULL;
+
+		if (!c) {
+			/* Gone, or only in a claims relist still being built: that
+			 * relist's commit tries again. */
+			if (b->relisting[VIEW_CLAIMS])
+				i++;
+			else
+				pending_drop(b, i);
+			continue;
+		}
+		if (!c->charge_pending || !c->allocated) {
+			pending_drop(b, i);
+			continue;
+		}
+		if (view_limbo_reserve(b, VT_RESERVE) != 0 || view_record_claim_recharge(b, c, now, &n) != 0)
+			return;  /* memory: the next change of the slices tries again */
+		n->h.hash = k.hash;
+		b->record_bytes += n->h.size;
+		if (vt_put(b, &b->t[VK_CLAIM], &n->h, &k, &replaced) != 0) {
+			view_record_free(b, LIMBO_CLAIM, n);
+			return;
+		}
+		if (replaced)
+			view_retire(b, LIMBO_CLAIM, (void *)(uintptr_t)replaced);
+		b->dirty = true;
+		if (n->charge_pending)
+			i++;
+		else
+			pending_drop(b, i);
+	}
+}
+
+void view_pending_free(struct view_builder *b)
+{
+	while (b->npending)
+		pending_drop(b, b->npending - 1);
+	free(b->pending);
+	b->pending = NULL;
+	b->pending_alloc = 0;
+}

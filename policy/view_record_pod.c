@@ -1,0 +1,365 @@
+/* view_record_pod.c - the records of Pods and Nodes (what the ledger reads
+ * of them, and nothing else: 150,000 Pods must stay small), and of the two
+ * derived indexes, pool names and device holds.
+ *
+ * A Pod keeps its node, UID, its requests as the scheduler counts them
+ * (pod_requests.h: computed once here, not kept as containers), the claims
+ * it uses and its node-allocatable claim statuses. Names and quantities
+ * that repeat (namespaces, nodes, resource names, request amounts) are
+ * atoms. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "names.h"
+#include "pod_requests.h"
+#include "view_impl.h"
+
+/* --- Pods ------------------------------------------------------------------ */
+
+#define MAX_POD_CLAIMS 256
+
+bool view_pod_kept(const struct k8s_object *o)
+{
+	const struct pod *p = &o->u.pod;
+
+	if (str_eq_cstr(p->phase, "Succeeded") || str_eq_cstr(p->phase, "Failed"))
+		return false;
+	return p->node_name.len > 0 || p->nclaim_statuses > 0;
+}
+
+/* The name of the claim a Pod's resourceClaims entry uses: its
+ * resourceClaimName, or the one status.resourceClaimStatuses gives for a
+ * template; len 0 when there is none (yet). */
+static struct str claim_of(const struct pod *p, const struct pod_claim_ref *ref)
+{
+	uint32_t i;
+
+	if (ref->claim_name.len)
+		return ref->claim_name;
+	for (i = 0; i < p->nclaim_names; i++)
+		if (str_eq(p->claim_names[i].name, ref->name))
+			return p->claim_names[i].claim_name;
+	return (struct str){ "", 0 };
+}
+
+static int find_name(const struct str *names, uint32_t n, struct str s)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (str_eq(names[i], s))
+			return (int)i;
+	return -1;
+}
+
+int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct view_pod **out,
+		    char *err, size_t errn)
+{
+	const struct pod *p = &o->u.pod;
+	struct filler f = { &b->atoms, 0 };
+	struct pod_requests req;
+	struct str *names;
+	uint32_t nnames = 0, i, j, nstat;
+	struct view_pod *v;
+	struct view_named_qty *rq;
+	const char **claims;
+	struct view_pod_status *st;
+	struct bump bp;
+	size_t size;
+	int rc;
+
+	*out = NULL;
+	if ((rc = pod_requests_compute(p, b->scratch, &req, err, errn)) != 0) {
+		if (rc == -E2BIG)
+			snprintf(err, errn, "more containers or resources than the view reads (%d, %d)",
+				 POD_REQUESTS_MAX_CONTAINERS, POD_REQUESTS_MAX_RESOURCES);
+		else if (rc == -ERANGE)
+			snprintf(err, errn, "the Pod's requests add up past what a quantity holds");
+		return rc;
+	}
+	if (p->nresource_claims + p->nclaim_statuses > MAX_POD_CLAIMS) {
+		snprintf(err, errn, "more than %d resource claims", MAX_POD_CLAIMS);
+		return -E2BIG;
+	}
+	names = arena_alloc(b->scratch, (p->nresource_claims + p->nclaim_statuses + 1) * sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (i = 0; i < p->nresource_claims; i++) {
+		struct str c = claim_of(p, &p->resource_claims[i]);
+
+		if (c.len && find_name(names, nnames, c) < 0)
+			names[nnames++] = c;
+	}
+	nstat = p->nclaim_statuses;
+	for (i = 0; i < nstat; i++) {
+		const struct claim_resource_status *cs = &p->claim_statuses[i];
+
+		for (j = 0; j < cs->nresources; j++)
+			if (cs->resources[j].value.err || !cs->resources[j].value.present) {
+				snprintf(err, errn, "status.nodeAllocatableResourceClaimStatuses[%u].resources: "
+					 "a value is not a quantity", i);
+				return -EINVAL;
+			}
+		if (find_name(names, nnames, cs->claim_name) < 0)
+			names[nnames++] = cs->claim_name;
+	}
+	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1) + view_uid_size(o->meta.uid) +
+	       rounded((size_t)req.n * sizeof(*rq)) + rounded((size_t)nnames * sizeof(char *)) +
+	       rounded((size_t)nstat * sizeof(*st));
+	for (i = 0; i < nnames; i++)
+		size += rounded(names[i].len + 1);
+	for (i = 0; i < nstat; i++)
+		size += rounded((size_t)p->claim_statuses[i].nresources * sizeof(struct view_named_qty));
+	if (size > UINT32_MAX)
+		return -E2BIG;
+	if (!(v = calloc(1, size)))
+		return -ENOMEM;
+	bp.p = (char *)v;
+	bp.end = (char *)v + size;
+	take(&bp, sizeof(*v));
+	v->h.size = (uint32_t)size;
+	v->name = take_text(&bp, o->meta.name);
+	view_uid_fill(&bp, o->meta.uid, &v->uid);
+	v->nrequests = (uint16_t)req.n;
+	rq = req.n ? take(&bp, req.n * sizeof(*rq)) : NULL;
+	v->requests = rq;
+	v->nclaims = (uint16_t)nnames;
+	claims = nnames ? take(&bp, nnames * sizeof(char *)) : NULL;
+	v->claims = claims;
+	for (i = 0; i < nnames; i++)
+		claims[i] = take_text(&bp, names[i]);
+	v->nstatuses = (uint16_t)nstat;
+	st = nstat ? take(&bp, nstat * sizeof(*st)) : NULL;
+	v->statuses = st;
+	for (i = 0; i < nstat; i++) {
+		st[i].claim = (uint16_t)find_name(names, nnames, p->claim_statuses[i].claim_name);
+		st[i].nresources = (uint16_t)p->claim_statuses[i].nresources;
+		st[i].resources = st[i].nresources ? take(&bp, st[i].nresources * sizeof(struct view_named_qty))
+						   : NULL;
+	}
+	if (!v->name || bp.p > bp.end) {
+		free(v);
+		return -EINVAL;  /* the size above is wrong: a bug, refused */
+	}
+	v->namespace = S(&f, o->meta.namespace);
+	v->node_name = S_opt(&f, p->node_name);
+	for (i = 0; i < req.n; i++) {
+		rq[i].name = S(&f, req.items[i].name);
+		rq[i].value = Q(&f, &req.items[i].value);
+		if (req.items[i].pod_level && i < 32)
+			v->pod_level |= 1u << i;
+	}
+	for (i = 0; i < nstat; i++) {
+		const struct claim_resource_status *cs = &p->claim_statuses[i];
+
+		for (j = 0; j < cs->nresources; j++) {
+			struct view_named_qty *q = (struct view_named_qty *)&st[i].resources[j];
+
+			q->name = S(&f, cs->resources[j].name);
+			q->value = Qf(&f, &cs->resources[j].value);
+		}
+	}
+	if (f.rc) {
+		b->record_bytes += v->h.size;
+		view_record_free(b, LIMBO_POD, v);
+		if (f.rc == -E2BIG)
+			snprintf(err, errn, "more distinct names and quantities than the view holds (%u)",
+				 b->lim.max_atoms);
+		return f.rc;
+	}
+	*out = v;
+	return 0;
+}
+
+/* --- Nodes ----------------------------------------------------------------- */
+
+int view_record_node(struct view_builder *b, const struct k8s_object *o, struct view_node **out,
+		     char *err, size_t errn)
+{
+	const struct node *nd = &o->u.node;
+	struct filler f = { &b->atoms, 0 };
+	struct view_node *v;
+	struct view_named_qty *al;
+	struct bump bp;
+	uint32_t i, n = 0;
+	size_t size;
+
+	*out = NULL;
+	for (i = 0; i < nd->nallocatable; i++) {
+		if (names_node_resource(nd->allocatable[i].name, NULL) == NODE_RESOURCE_INVALID)
+			continue;
+		if (!nd->allocatable[i].value.present || nd->allocatable[i].value.err) {
+			snprintf(err, errn, "status.allocatable[\"%.*s\"]: not a quantity",
+				 STR_FMT(nd->allocatable[i].name));
+			return -EINVAL;
+		}
+		n++;
+	}
+	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1) + rounded((size_t)n * sizeof(*al));
+	if (!(v = calloc(1, size)))
+		return -ENOMEM;
+	bp.p = (char *)v;
+	bp.end = (char *)v + size;
+	take(&bp, sizeof(*v));
+	v->h.size = (uint32_t)size;
+	v->name = take_text(&bp, o->meta.name);
+	al = n ? take(&bp, n * sizeof(*al)) : NULL;
+	v->allocatable = al;
+	if (!v->name || bp.p > bp.end) {
+		free(v);
+		return -EINVAL;
+	}
+	for (i = 0; i < nd->nallocatable; i++) {
+		if (names_node_resource(nd->allocatable[i].name, NULL) == NODE_RESOURCE_INVALID)
+			continue;
+		al[v->nallocatable].name = S(&f, nd->allocatable[i].name);
+		al[v->nallocatable].value = Qf(&f, &nd->allocatable[i].value);
+		v->nallocatable++;
+	}
+	if (f.rc) {
+		b->record_bytes += v->h.size;
+		view_record_free(b, LIMBO_NODE, v);
+		return f.rc;
+	}
+	*out = v;
+	return 0;
+}
+
+/* --- pool names and holds --------------------------------------------------- */
+
+int view_record_pname(struct view_builder *b, const struct view_atom *name,
+		      const struct view_atom *const *drivers, uint32_t n, struct view_pname **out)
+{
+	struct view_pname *p;
+	const struct view_atom **d;
+	struct bump bp;
+	size_t size = rounded(sizeof(*p)) + rounded((size_t)n * sizeof(*d));
+	uint32_t i;
+
+	(void)b;
+	*out = NULL;
+	if (!(p = calloc(1, size)))
+		return -ENOMEM;
+	bp.p = (char *)p;
+	bp.end = (char *)p + size;
+	take(&bp, sizeof(*p));
+	p->h.size = (uint32_t)size;
+	d = n ? take(&bp, n * sizeof(*d)) : NULL;
+	p->name = atom_get(name);
+	for (i = 0; i < n; i++)
+		d[i] = atom_get(drivers[i]);
+	p->drivers = d;
+	p->ndrivers = n;
+	*out = p;
+	return 0;
+}
+
+int view_record_hold(struct view_builder *b, const struct view_atom *driver, const struct view_atom *pool,
+		     const struct view_atom *device, const struct view_holder *holders, uint32_t n,
+		     struct view_hold **out)
+{
+	struct str ps = view_atom_str(pool), ds = view_atom_str(device);
+	struct view_hold *h;
+	struct view_holder *hs;
+	struct bump bp;
+	size_t size = rounded(sizeof(*h)) + rounded(ps.len + 1 + ds.len + 1) + rounded((size_t)n * sizeof(*hs));
+	char *key;
+	uint32_t i;
+
+	(void)b;
+	*out = NULL;
+	for (i = 0; i < n; i++)
+		size += rounded(strlen(holders[i].name) + 1) +
+			(holders[i].uid.text ? rounded(strlen(holders[i].uid.text) + 1) : 0);
+	if (size > UINT32_MAX)
+		return -E2BIG;
+	if (!(h = calloc(1, size)))
+		return -ENOMEM;
+	bp.p = (char *)h;
+	bp.end = (char *)h + size;
+	take(&bp, sizeof(*h));
+	h->h.size = (uint32_t)size;
+	key = take(&bp, ps.len + 1 + ds.len + 1);
+	memcpy(key, ps.ptr, ps.len);
+	key[ps.len] = '/';
+	memcpy(key + ps.len + 1, ds.ptr, ds.len);
+	key[ps.len + 1 + ds.len] = '\0';
+	h->key = key;
+	hs = n ? take(&bp, n * sizeof(*hs)) : NULL;
+	for (i = 0; i < n; i++) {
+		hs[i] = holders[i];
+		hs[i].name = take_text(&bp, str_from_cstr(holders[i].name));
+		if (holders[i].uid.text)
+			hs[i].uid.text = take_text(&bp, str_from_cstr(holders[i].uid.text));
+		atom_get(hs[i].namespace);
+		atom_get(hs[i].share_id);
+	}
+	h->holders = hs;
+	h->nholders = n;
+	h->driver = atom_get(driver);
+	h->pool = atom_get(pool);
+	h->device = atom_get(device);
+	*out = h;
+	return 0;
+}
+
+void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
+{
+	struct atom_set *as = &b->atoms;
+	uint32_t i, j;
+
+	switch (kind) {
+	case LIMBO_POD: {
+		const struct view_pod *v = p;
+
+		atom_put(as, v->namespace);
+		atom_put(as, v->node_name);
+		for (i = 0; v->requests && i < v->nrequests; i++) {
+			atom_put(as, v->requests[i].name);
+			atom_put(as, v->requests[i].value);
+		}
+		for (i = 0; v->statuses && i < v->nstatuses; i++)
+			for (j = 0; v->statuses[i].resources && j < v->statuses[i].nresources; j++) {
+				atom_put(as, v->statuses[i].resources[j].name);
+				atom_put(as, v->statuses[i].resources[j].value);
+			}
+		break;
+	}
+	case LIMBO_NODE: {
+		const struct view_node *v = p;
+
+		for (i = 0; v->allocatable && i < v->nallocatable; i++) {
+			atom_put(as, v->allocatable[i].name);
+			atom_put(as, v->allocatable[i].value);
+		}
+		break;
+	}
+	case LIMBO_PNAME: {
+		const struct view_pname *v = p;
+
+		atom_put(as, v->name);
+		for (i = 0; v->drivers && i < v->ndrivers; i++)
+			atom_put(as, v->drivers[i]);
+		break;
+	}
+	case LIMBO_HOLD: {
+		const struct view_hold *v = p;
+
+		atom_put(as, v->driver);
+		atom_put(as, v->pool);
+		atom_put(as, v->device);
+		for (i = 0; v->holders && i < v->nholders; i++) {
+			atom_put(as, v->holders[i].namespace);
+			atom_put(as, v->holders[i].share_id);
+		}
+		break;
+	}
+	case LIMBO_MEM:
+	case LIMBO_SLICE:
+	case LIMBO_CLAIM:
+	case LIMBO_POOL:
+		break;
+	}
+}
