@@ -47,6 +47,7 @@ static int loader_start(struct loader *l, struct arena *a, bool borrowed, struct
 	l->p->default_action = ACTION_DENY;
 	l->p->freeze_alert_after_s = POLICY_FREEZE_ALERT_AFTER_DEFAULT_S;
 	l->p->view_max_age_s = POLICY_VIEW_MAX_AGE_DEFAULT;
+	l->p->ledger_settle_s = POLICY_SETTLE_WINDOW_DEFAULT_S;
 	return 0;
 }
 

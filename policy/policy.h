@@ -41,6 +41,10 @@
 #define POLICY_VIEW_MAX_AGE_DEFAULT 300
 #define POLICY_VIEW_MAX_AGE_MIN 10
 #define POLICY_VIEW_MAX_AGE_MAX 86400
+/* ledger.settleWindow: how long after a pool came back or changed
+ * generation allocations from it wait (seconds); default and bounds. */
+#define POLICY_SETTLE_WINDOW_DEFAULT_S 30
+#define POLICY_SETTLE_WINDOW_MAX_S 3600
 /* Longest freeze-reason kept (it is shown to users in every freeze denial). */
 #define POLICY_FREEZE_REASON_MAX 1024
 /* freeze.alertAfter: how long a freeze may stay on before the monitoring
@@ -93,6 +97,8 @@ struct driver_policy {
 	size_t naccounts;
 	struct string_list device_classes;   /* classes this driver serves (freeze scope) */
 	enum driver_scope scope;      /* of entries that name no scope of their own */
+	struct str numa_attribute;    /* the device attribute naming the NUMA zone ("" none) */
+	bool numa_align;              /* ledger.numa.split: a claim's devices in one zone */
 };
 
 struct policy {
@@ -129,7 +135,11 @@ struct policy {
 	struct string_list break_glass_users;
 	uint32_t freeze_alert_after_s;        /* freeze.alertAfter, seconds (exported for the alert) */
 
-	struct string_list numa_attributes;
+	struct string_list numa_attributes;   /* for any driver without numaAttribute */
+	struct string_list numa_align_classes;   /* numa.alignDeviceClasses */
+
+	uint32_t ledger_settle_s;             /* ledger.settleWindow */
+	bool ledger_undecided_deny;           /* ledger.undecided: deny */
 
 	int64_t view_max_age_s;               /* clusterView.maxAge: a view older is stale */
 

@@ -271,7 +271,28 @@ static void load_service_accounts(struct loader *l, const struct doc_node *n, st
 	d->naccounts = n->n;
 }
 
-static const char *const driver_keys[] = { "resources", "serviceAccounts", "scope", "deviceClasses", NULL };
+static const char *const driver_keys[] = { "resources", "serviceAccounts", "scope", "deviceClasses",
+					   "numaAttribute", "numaAlign", NULL };
+
+/* A device attribute name: a qualified name as DRA writes them
+ * (domain/name, or a bare name the driver's domain is implied for). */
+static bool check_attribute(struct loader *l, const struct doc_node *n, struct str s)
+{
+	size_t i;
+
+	for (i = 0; i < s.len; i++) {
+		char c = s.ptr[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.' || c == '/'))
+			break;
+	}
+	if (s.len && s.len <= 317 && i == s.len && s.ptr[0] != '/' && s.ptr[s.len - 1] != '/')
+		return true;
+	policy_fail(l, n->line, n->col, "\"%.*s\" is not a device attribute name (a qualified name such as "
+		    "gpu.example.com/numaNode)", STR_FMT(s));
+	return false;
+}
 
 static void load_driver(struct loader *l, const struct doc_member *m, struct driver_policy *d)
 {
@@ -303,6 +324,18 @@ static void load_driver(struct loader *l, const struct doc_member *m, struct dri
 	if (!l->stop && (v = doc_map_get(n, "deviceClasses")) != NULL) {
 		saved = policy_path_push_key(l, STR_LIT("deviceClasses"));
 		policy_read_string_list(l, v, &d->device_classes, NULL);
+		policy_path_pop(l, saved);
+	}
+	if (!l->stop && (v = doc_map_get(n, "numaAttribute")) != NULL && v->type != DOC_NULL) {
+		saved = policy_path_push_key(l, STR_LIT("numaAttribute"));
+		if (policy_read_nonempty_string(l, v, &d->numa_attribute))
+			check_attribute(l, v, d->numa_attribute);
+		policy_path_pop(l, saved);
+	}
+	if (!l->stop && (v = doc_map_get(n, "numaAlign")) != NULL && v->type != DOC_NULL) {
+		saved = policy_path_push_key(l, STR_LIT("numaAlign"));
+		if (policy_expect(l, v, DOC_BOOL))
+			d->numa_align = v->boolean;
 		policy_path_pop(l, saved);
 	}
 }
@@ -426,14 +459,46 @@ static void load_freeze(struct loader *l, const struct doc_node *n)
 	}
 }
 
-static const char *const numa_keys[] = { "attributes", NULL };
+static const char *const numa_keys[] = { "attributes", "alignDeviceClasses", NULL };
 
 static void load_numa(struct loader *l, const struct doc_node *n)
 {
 	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
 		return;
 	policy_check_keys(l, n, numa_keys);
-	load_list_member(l, n, "attributes", &l->p->numa_attributes, NULL);
+	load_list_member(l, n, "attributes", &l->p->numa_attributes, check_attribute);
+	load_list_member(l, n, "alignDeviceClasses", &l->p->numa_align_classes, NULL);
+}
+
+static const char *const ledger_keys[] = { "settleWindow", "undecided", NULL };
+
+/* ledger.settleWindow and ledger.undecided. */
+static void load_ledger(struct loader *l, const struct doc_node *n)
+{
+	const struct doc_node *v;
+	size_t saved;
+
+	if (n->type == DOC_NULL || !policy_expect(l, n, DOC_MAP))
+		return;
+	policy_check_keys(l, n, ledger_keys);
+	if ((v = doc_map_get(n, "settleWindow")) != NULL && v->type != DOC_NULL) {
+		saved = policy_path_push_key(l, STR_LIT("settleWindow"));
+		policy_read_duration(l, v, 0, POLICY_SETTLE_WINDOW_MAX_S, &l->p->ledger_settle_s);
+		policy_path_pop(l, saved);
+	}
+	if (!l->stop && (v = doc_map_get(n, "undecided")) != NULL && v->type != DOC_NULL) {
+		saved = policy_path_push_key(l, STR_LIT("undecided"));
+		if (policy_expect(l, v, DOC_STRING)) {
+			if (str_eq_cstr(v->text, "allow"))
+				l->p->ledger_undecided_deny = false;
+			else if (str_eq_cstr(v->text, "deny"))
+				l->p->ledger_undecided_deny = true;
+			else
+				policy_fail(l, v->line, v->col, "unknown value \"%.*s\" (accepted: allow, deny)",
+					    STR_FMT(v->text));
+		}
+		policy_path_pop(l, saved);
+	}
 }
 
 static const char *const view_keys[] = { "maxAge", NULL };
@@ -477,7 +542,7 @@ static const char *const metadata_keys[] = { "name", "labels", "annotations", NU
 
 static const char *const policy_keys[] = {
 	"apiVersion", "kind", "metadata", "enforcement", "schedulers", "writers",
-	"drivers", "canary", "freeze", "numa", "clusterView", NULL
+	"drivers", "canary", "freeze", "numa", "clusterView", "ledger", NULL
 };
 
 bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
@@ -532,6 +597,7 @@ static const struct {
 	{ "freeze", load_freeze },
 	{ "numa", load_numa },
 	{ "clusterView", load_cluster_view },
+	{ "ledger", load_ledger },
 };
 
 void policy_load_document(struct loader *l, const struct doc_node *root)

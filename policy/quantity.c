@@ -337,3 +337,53 @@ int quantity_div_floor(const struct quantity *a, const struct quantity *b, int64
 	return 0;
 }
 
+int quantity_scaled_ceil(const struct quantity *q, int scale, int64_t *out)
+{
+	struct qv v = quantity_qv_get(q);
+	int64_t s;
+	u128 limit;
+	bool up = false;
+
+	quantity_strip_zeros(&v);
+	if (v.mag == 0) {
+		*out = 0;
+		return 0;
+	}
+	/* value / 10^scale = mag * 10^(v.scale - scale) */
+	s = v.scale - scale;
+	if (s < 0) {
+		if (-s > QUANTITY_DIGITS_MAX) {
+			/* Below one unit in magnitude: 1 up (or 0 for a negative). */
+			*out = v.neg ? 0 : 1;
+			return 0;
+		}
+		up = v.mag % quantity_pow10[-s] != 0;
+		v.mag /= quantity_pow10[-s];
+		s = 0;
+	}
+	if (s > 18)
+		return -ERANGE;
+	limit = v.neg ? (u128)INT64_MAX + 1 : (u128)INT64_MAX;
+	if (v.mag > limit / quantity_pow10[s])
+		return -ERANGE;
+	v.mag *= quantity_pow10[s];
+	/* Rounded up, as Quantity.ScaledValue: away from zero only for a
+	 * positive value; toward zero for a negative one. */
+	if (up && !v.neg)
+		v.mag++;
+	if (v.mag > limit)
+		return -ERANGE;
+	*out = v.neg ? -(int64_t)(v.mag - 1) - 1 : (int64_t)v.mag;
+	return 0;
+}
+
+void quantity_from_scaled(int64_t n, int scale, enum quantity_format format, struct quantity *out)
+{
+	struct qv v;
+
+	v.neg = n < 0;
+	v.mag = v.neg ? (u128)(-(n + 1)) + 1 : (u128)n;
+	v.scale = scale;
+	if (quantity_qv_put(v, format, out) != 0)
+		quantity_from_int(n, out);
+}

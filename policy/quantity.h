@@ -94,6 +94,14 @@ int quantity_add(const struct quantity *a, const struct quantity *b, struct quan
  * capacity's validRange fit under a bound. */
 int quantity_div_floor(const struct quantity *a, const struct quantity *b, int64_t *n);
 
+/* ceil(value / 10^scale) as an int64, as Quantity.ScaledValue(scale) gives
+ * it (MilliValue() is scale -3, Value() scale 0): a fraction rounds up,
+ * toward +infinity. 0, or -ERANGE when it does not fit. */
+int quantity_scaled_ceil(const struct quantity *q, int scale, int64_t *out);
+
+/* The quantity n * 10^scale in the format given. */
+void quantity_from_scaled(int64_t n, int scale, enum quantity_format format, struct quantity *out);
+
 /* The canonical string, as Quantity.String() prints a value it computed:
  * "8Gi", "1500m", "2k", "1e3", "9223372036854775807"; "0" for zero. Exponents
  * with no suffix of their family fall back to exponent notation instead of
