@@ -71,6 +71,15 @@ int view_mapping_amounts(const struct view_device *d, const struct view_amount *
 		out[n].value = amount;
 		n++;
 	}
+	/* By resource name: what the scheduler writes is a map. */
+	for (i = 1; i < n; i++) {
+		struct view_amount t = out[i];
+		uint32_t j = i;
+
+		for (; j > 0 && str_cmp(out[j - 1].resource, t.resource) > 0; j--)
+			out[j] = out[j - 1];
+		out[j] = t;
+	}
 	return (int)n;
 }
 

@@ -256,7 +256,12 @@ static int deliver(struct view_stream *s, enum view_event ev, const char *text, 
 	int rc;
 
 	arena_reset(s->arena);
-	rc = decode_object_as(text, len, s->obj_kind, s->version, &s->lim, s->arena, &o, &derr);
+	/* A stream of any kind (a `kubectl get -o json` dump): each item names
+	 * its own apiVersion and kind. */
+	if (s->obj_kind == OBJECT_NONE)
+		rc = decode_object(text, len, &s->lim, s->arena, &o, &derr);
+	else
+		rc = decode_object_as(text, len, s->obj_kind, s->version, &s->lim, s->arena, &o, &derr);
 	if (rc == -EPROTO) {
 		char msg[DECODE_ERROR_MAX + 64];
 

@@ -68,9 +68,11 @@ struct view_stream_sink {
 
 struct view_stream;
 
-/* A stream for a body of objects of kind (a guarded kind) in version;
- * max_object bounds one object's text (and so what is buffered). 0 or
- * -ENOMEM. */
+/* A stream for a body of objects of kind (a guarded kind) in version, or
+ * of any kinds (OBJECT_NONE: each item names its own apiVersion and kind,
+ * as in `kubectl get -o json` output; items of kinds the guard does not
+ * read reach the sink as OBJECT_OTHER); max_object bounds one object's
+ * text (and so what is buffered). 0 or -ENOMEM. */
 int view_stream_new(enum view_stream_kind kind, enum object_kind obj_kind, enum api_version version,
 		    size_t max_object, struct view_stream **out);
 

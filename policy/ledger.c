@@ -1,0 +1,713 @@
+/* ledger.c - node accounts and entries from a view snapshot (ledger.h). */
+#include "ledger.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "names.h"
+
+/* --- units ---------------------------------------------------------------------- */
+
+/* The scheduler's unit of a resource: framework.Resource keeps cpu in
+ * millicores (MilliValue) and everything else in whole units (Value), each
+ * rounded up. */
+static int unit_scale(struct str resource)
+{
+	return str_eq_cstr(resource, "cpu") ? -3 : 0;
+}
+
+static int64_t units(struct str resource, const struct quantity *q)
+{
+	int64_t v = 0;
+
+	if (quantity_scaled_ceil(q, unit_scale(resource), &v) != 0)
+		v = INT64_MAX;   /* beyond any node: shown as such, never wrapped */
+	return v;
+}
+
+void ledger_format_units(struct str resource, int64_t u, char buf[static 96])
+{
+	struct quantity q;
+	enum node_resource k = names_node_resource(resource, NULL);
+
+	quantity_from_scaled(u, unit_scale(resource), k == NODE_RESOURCE_CPU ? QUANTITY_DECIMAL_SI
+						       : QUANTITY_BINARY_SI, &q);
+	quantity_format(&q, buf);
+}
+
+/* --- building ------------------------------------------------------------------- */
+
+struct nslot {
+	struct str name;
+	uint32_t idx;
+};
+
+struct status_key {
+	uint32_t node;
+	const struct view_atom *ns;
+	const char *claim;
+	const struct view_pod_status *st;
+};
+
+struct build {
+	const struct view *v;
+	const struct policy *pol;
+	struct ledger *l;
+	struct arena *a;
+	/* nodes by name */
+	struct nslot *nmap;
+	uint32_t nmask;
+	uint32_t nalloc;
+	/* claims already counted in a node's Pod statuses */
+	struct status_key *smap;
+	uint32_t smask, scount;
+	/* entries */
+	uint32_t ealloc;
+	int rc;
+};
+
+static uint32_t hash_str(struct str s)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < s.len; i++)
+		h = (h ^ (unsigned char)s.ptr[i]) * 16777619u;
+	return h ^ (h >> 15);
+}
+
+static int grow_nodes(struct build *b)
+{
+	uint32_t n = b->nmask + 1, i;
+	struct nslot *m = arena_calloc(b->a, (size_t)n * 2, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct nslot *s = &b->nmap[i];
+		uint32_t j;
+
+		if (!s->name.ptr)
+			continue;
+		for (j = hash_str(s->name) & (2 * n - 1); m[j].name.ptr; j = (j + 1) & (2 * n - 1))
+			;
+		m[j] = *s;
+	}
+	b->nmap = m;
+	b->nmask = 2 * n - 1;
+	return 0;
+}
+
+/* The node named name (made when new). */
+static struct ledger_node *node_of(struct build *b, struct str name)
+{
+	struct ledger *l = b->l;
+	uint32_t i;
+
+	if (b->rc)
+		return NULL;
+	for (i = hash_str(name) & b->nmask; b->nmap[i].name.ptr; i = (i + 1) & b->nmask)
+		if (str_eq(b->nmap[i].name, name))
+			return &l->nodes[b->nmap[i].idx];
+	if ((l->nnodes + 1) * 10 > (b->nmask + 1) * 7) {
+		if ((b->rc = grow_nodes(b)) != 0)
+			return NULL;
+		for (i = hash_str(name) & b->nmask; b->nmap[i].name.ptr; i = (i + 1) & b->nmask)
+			;
+	}
+	if (l->nnodes == b->nalloc) {
+		uint32_t n = b->nalloc ? b->nalloc * 2 : 64;
+		struct ledger_node *g = arena_grow(b->a, l->nodes, b->nalloc * sizeof(*g), n * sizeof(*g));
+
+		if (!g) {
+			b->rc = arena_error(b->a);
+			return NULL;
+		}
+		l->nodes = g;
+		b->nalloc = n;
+	}
+	b->nmap[i] = (struct nslot){ name, l->nnodes };
+	memset(&l->nodes[l->nnodes], 0, sizeof(l->nodes[0]));
+	l->nodes[l->nnodes].name = name;
+	return &l->nodes[l->nnodes++];
+}
+
+/* The account of resource on node n (made when new). Arrays grow by
+ * doubling from 4: their capacity follows from the count. */
+static struct ledger_amount *amount_of(struct build *b, struct ledger_node *n, struct str resource)
+{
+	struct ledger_amount *a;
+	uint32_t i;
+
+	if (!n)
+		return NULL;
+	for (i = 0; i < n->nresources; i++)
+		if (str_eq(n->resources[i].resource, resource))
+			return &n->resources[i];
+	if (n->nresources >= LEDGER_MAX_RESOURCES) {
+		b->rc = -E2BIG;
+		return NULL;
+	}
+	if (n->nresources == 0 || (n->nresources >= 4 && (n->nresources & (n->nresources - 1)) == 0)) {
+		uint32_t cap = n->nresources ? n->nresources * 2 : 4;
+		struct ledger_amount *g = arena_grow(b->a, n->resources, n->nresources * sizeof(*g),
+						     cap * sizeof(*g));
+
+		if (!g) {
+			b->rc = arena_error(b->a);
+			return NULL;
+		}
+		n->resources = g;
+	}
+	a = &n->resources[n->nresources++];
+	memset(a, 0, sizeof(*a));
+	a->resource = resource;
+	return a;
+}
+
+static int add_zone(struct build *b, struct ledger_amount *a, struct str zone, int64_t u)
+{
+	uint32_t i;
+
+	for (i = 0; i < a->nzones; i++)
+		if (str_eq(a->zones[i].zone, zone)) {
+			a->zones[i].amount += u;
+			return 0;
+		}
+	if (a->nzones >= LEDGER_MAX_ZONES)
+		return b->rc = -E2BIG;
+	if (a->nzones == 0 || (a->nzones >= 2 && (a->nzones & (a->nzones - 1)) == 0)) {
+		uint32_t cap = a->nzones ? a->nzones * 2 : 2;
+		struct ledger_zone *g = arena_grow(b->a, a->zones, a->nzones * sizeof(*g), cap * sizeof(*g));
+
+		if (!g)
+			return b->rc = arena_error(b->a);
+		a->zones = g;
+	}
+	a->zones[a->nzones++] = (struct ledger_zone){ zone, u };
+	return 0;
+}
+
+/* --- Nodes and Pods ---------------------------------------------------------------- */
+
+static int add_node(void *ctx, const struct view_node *vn)
+{
+	struct build *b = ctx;
+	struct ledger_node *n = node_of(b, str_from_cstr(vn->name));
+	uint32_t i;
+
+	if (!n)
+		return b->rc;
+	n->has_node = true;
+	for (i = 0; i < vn->nallocatable; i++) {
+		struct str r = view_atom_str(vn->allocatable[i].name);
+		struct ledger_amount *a = amount_of(b, n, r);
+
+		if (!a)
+			return b->rc;
+		a->has_allocatable = true;
+		a->allocatable = units(r, view_atom_qty(vn->allocatable[i].value));
+	}
+	return 0;
+}
+
+/* True the first time (node, ns, claim) is seen among Pod statuses; *first
+ * gets the status seen first. */
+static int status_seen(struct build *b, uint32_t node, const struct view_atom *ns, const char *claim,
+		       const struct view_pod_status *st, const struct view_pod_status **first)
+{
+	struct str cs = str_from_cstr(claim);
+	uint32_t h = hash_str(cs) ^ (node * 2654435761u) ^ (uint32_t)((uintptr_t)ns >> 4), i;
+
+	*first = NULL;
+	if ((b->scount + 1) * 10 > (b->smask + 1) * 7) {
+		uint32_t n = (b->smask + 1) * 2, j;
+		struct status_key *m = arena_calloc(b->a, n, sizeof(*m));
+
+		if (!m)
+			return b->rc = -ENOMEM;
+		for (j = 0; b->smap && j <= b->smask; j++) {
+			struct status_key *k = &b->smap[j];
+			uint32_t kh, x;
+
+			if (!k->claim)
+				continue;
+			kh = hash_str(str_from_cstr(k->claim)) ^ (k->node * 2654435761u) ^
+			     (uint32_t)((uintptr_t)k->ns >> 4);
+			for (x = kh & (n - 1); m[x].claim; x = (x + 1) & (n - 1))
+				;
+			m[x] = *k;
+		}
+		b->smap = m;
+		b->smask = n - 1;
+	}
+	for (i = h & b->smask; b->smap[i].claim; i = (i + 1) & b->smask) {
+		struct status_key *k = &b->smap[i];
+
+		if (k->node == node && k->ns == ns && strcmp(k->claim, claim) == 0) {
+			*first = k->st;
+			return 0;
+		}
+	}
+	b->smap[i] = (struct status_key){ node, ns, claim, st };
+	b->scount++;
+	return 1;
+}
+
+static bool same_status(const struct view_pod_status *a, const struct view_pod_status *b)
+{
+	uint32_t i, j;
+
+	if (a->nresources != b->nresources)
+		return false;
+	for (i = 0; i < a->nresources; i++) {
+		for (j = 0; j < b->nresources; j++)
+			if (a->resources[i].name == b->resources[j].name)
+				break;
+		if (j == b->nresources ||
+		    quantity_cmp(view_atom_qty(a->resources[i].value), view_atom_qty(b->resources[j].value)))
+			return false;
+	}
+	return true;
+}
+
+static int add_pod(void *ctx, const struct view_pod *p)
+{
+	struct build *b = ctx;
+	struct ledger_node *n;
+	uint32_t i, j, idx;
+
+	if (!p->node_name)
+		return 0;   /* not on a node yet: no account holds it */
+	n = node_of(b, view_atom_str(p->node_name));
+	if (!n)
+		return b->rc;
+	idx = (uint32_t)(n - b->l->nodes);
+	n->npods++;
+	for (i = 0; i < p->nrequests; i++) {
+		struct str r = view_atom_str(p->requests[i].name);
+		struct ledger_amount *a = amount_of(b, n, r);
+
+		if (!a)
+			return b->rc;
+		a->pods += units(r, view_atom_qty(p->requests[i].value));
+	}
+	for (i = 0; i < p->nstatuses; i++) {
+		const struct view_pod_status *st = &p->statuses[i];
+		const struct view_pod_status *first;
+		int rc = status_seen(b, idx, p->namespace, p->claims[st->claim], st, &first);
+
+		n = &b->l->nodes[idx];
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			/* Shared by two Pods on the node: the claim counts once;
+			 * statuses that disagree are a divergence. */
+			if (first && !same_status(first, st))
+				n->diverging = true;
+			continue;
+		}
+		for (j = 0; j < st->nresources; j++) {
+			struct str r = view_atom_str(st->resources[j].name);
+			struct ledger_amount *a = amount_of(b, n, r);
+
+			if (!a)
+				return b->rc;
+			a->status += units(r, view_atom_qty(st->resources[j].value));
+		}
+	}
+	return 0;
+}
+
+/* --- claims --------------------------------------------------------------------- */
+
+struct str ledger_device_zone(const struct policy *pol, struct str driver, const struct view_device *d,
+			      char *buf, size_t n)
+{
+	const struct driver_policy *dp = pol ? policy_driver(pol, driver) : NULL;
+	struct str names[1 + 64];
+	uint32_t nn = 0, i, j;
+
+	if (!d)
+		return STR_LIT(LEDGER_ZONE_UNKNOWN);
+	if (dp && dp->numa_attribute.len)
+		names[nn++] = dp->numa_attribute;
+	for (i = 0; pol && i < pol->numa_attributes.n && nn < 65; i++)
+		names[nn++] = pol->numa_attributes.items[i];
+	for (i = 0; i < nn; i++) {
+		for (j = 0; j < d->nattrs; j++) {
+			const struct view_attr *at = &d->attrs[j];
+			struct str an = view_atom_str(at->name);
+
+			/* "numaNode" in the driver's domain is spelled either way. */
+			if (!str_eq(an, names[i]) &&
+			    !(an.len + driver.len + 1 == names[i].len && memcmp(names[i].ptr, driver.ptr, driver.len) == 0 &&
+			      names[i].ptr[driver.len] == '/' && memcmp(names[i].ptr + driver.len + 1, an.ptr, an.len) == 0))
+				continue;
+			switch (at->type) {
+			case VIEW_ATTR_INT:
+				snprintf(buf, n, "%" PRId64, at->i);
+				return str_from_cstr(buf);
+			case VIEW_ATTR_BOOL:
+				return str_from_cstr(at->b ? "true" : "false");
+			case VIEW_ATTR_STRING:
+			case VIEW_ATTR_VERSION:
+				return view_atom_str(at->s);
+			}
+		}
+	}
+	return STR_LIT(LEDGER_ZONE_UNKNOWN);
+}
+
+/* The device of a result as the view has it now: in the pool's newest
+ * generation, else in any of its slices. */
+static const struct view_device *device_now(const struct view *v, const struct view_result *r)
+{
+	const struct view_device *d = view_device_current(v, view_atom_str(r->driver), view_atom_str(r->pool),
+							   view_atom_str(r->device), NULL);
+
+	return d ? d : view_device_find(v, view_atom_str(r->driver), view_atom_str(r->pool),
+					view_atom_str(r->device), NULL);
+}
+
+/* True when the device maps the same amounts today as the claim was
+ * charged. */
+static bool still_current(const struct view_device *d, const struct view_result *r, const struct view_charge *c)
+{
+	struct view_amount now[64];
+	enum view_charge_state st;
+	int n, i;
+	uint32_t j;
+
+	if (!d)
+		return false;
+	n = view_device_amounts(d, r, now, 64, &st);
+	if (n < 0 || (uint32_t)n != c->namounts || st != c->state)
+		return false;
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < c->namounts; j++)
+			if (str_eq(view_atom_str(c->amounts[j].name), now[i].resource))
+				break;
+		if (j == c->namounts || quantity_cmp(view_atom_qty(c->amounts[j].value), &now[i].value))
+			return false;
+	}
+	return true;
+}
+
+/* Whether a Pod on node that reserves c asks for resource at Pod level. */
+static bool covered_on(const struct build *b, const struct view_claim *c, struct str node, struct str resource)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < c->nreserved; i++) {
+		const struct view_pod *p = view_pod_get(b->v, view_atom_str(c->namespace),
+							str_from_cstr(c->reserved_for[i].name));
+
+		if (!p || !p->pod_level || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
+			continue;
+		for (j = 0; j < p->nrequests && j < 32; j++)
+			if ((p->pod_level & (1u << j)) && str_eq(view_atom_str(p->requests[j].name), resource))
+				return true;
+	}
+	return false;
+}
+
+static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, struct str node,
+		     const struct view_device *d)
+{
+	struct ledger *l = b->l;
+	const struct view_charge *ch = &c->charges[ri];
+	const struct view_result *r = &c->results[ri];
+	struct ledger_node *n = node_of(b, node);
+	struct ledger_entry *e;
+	char zbuf[32];
+	struct str zone;
+	uint32_t i;
+
+	if (!n)
+		return b->rc;
+	zone = ledger_device_zone(b->pol, view_atom_str(r->driver), d, zbuf, sizeof(zbuf));
+	if (zone.ptr == zbuf && arena_strdup(b->a, zbuf, zone.len, &zone) != 0)
+		return b->rc = arena_error(b->a);
+	if (l->nentries == b->ealloc) {
+		uint32_t cap = b->ealloc ? b->ealloc * 2 : 256;
+		struct ledger_entry *g = arena_grow(b->a, l->entries, b->ealloc * sizeof(*g), cap * sizeof(*g));
+
+		if (!g)
+			return b->rc = arena_error(b->a);
+		l->entries = g;
+		b->ealloc = cap;
+	}
+	e = &l->entries[l->nentries++];
+	*e = (struct ledger_entry){ c, ri, n->name, zone, still_current(d, r, ch) };
+	for (i = 0; i < ch->namounts; i++) {
+		struct str res = view_atom_str(ch->amounts[i].name);
+		struct ledger_amount *a = amount_of(b, n, res);
+		int64_t u = units(res, view_atom_qty(ch->amounts[i].value));
+
+		if (!a || add_zone(b, a, zone, u) != 0)
+			return b->rc;
+		a->dra += u;
+		if (covered_on(b, c, n->name, res))
+			a->covered += u;
+	}
+	return 0;
+}
+
+/* The nodes a claim is charged on (at most max into out). */
+static uint32_t claim_nodes(const struct build *b, const struct view_claim *c, struct str *out, uint32_t max)
+{
+	uint32_t n = 0, i, j;
+
+	if (c->node_local) {
+		out[n++] = view_atom_str(c->node_name);
+		return n;
+	}
+	for (i = 0; i < c->nreserved && n < max; i++) {
+		const struct view_consumer *cons = &c->reserved_for[i];
+		const struct view_pod *p;
+		char uid[64];
+
+		if (!str_eq_cstr(view_atom_str(cons->resource), "pods") || view_atom_str(cons->api_group).len)
+			continue;
+		p = view_pod_get(b->v, view_atom_str(c->namespace), str_from_cstr(cons->name));
+		if (!p || !p->node_name)
+			continue;
+		view_uid_format(&cons->uid, uid, sizeof(uid));
+		if (!view_uid_eq(&p->uid, str_from_cstr(uid)))
+			continue;   /* a namesake, not the Pod the claim is reserved for */
+		for (j = 0; j < n; j++)
+			if (str_eq(out[j], view_atom_str(p->node_name)))
+				break;
+		if (j == n)
+			out[n++] = view_atom_str(p->node_name);
+	}
+	return n;
+}
+
+static int add_claim(void *ctx, const struct view_claim *c)
+{
+	struct build *b = ctx;
+	struct str nodes[256];
+	uint32_t nn, i, k;
+	bool old = false;
+
+	if (!c->allocated || !c->charges)
+		return 0;
+	if (c->charge_pending)
+		b->l->pending++;
+	for (i = 0; i < c->nresults; i++)
+		if (c->charges[i].state == VIEW_CHARGE_NO_CONSUMED)
+			b->l->uncharged++;
+	nn = claim_nodes(b, c, nodes, 256);
+	if (nn == 0) {
+		b->l->unreserved++;
+		return 0;
+	}
+	b->l->claims++;
+	for (i = 0; i < c->nresults; i++) {
+		const struct view_device *d;
+
+		if (c->charges[i].state != VIEW_CHARGE_OK)
+			continue;
+		d = device_now(b->v, &c->results[i]);
+		for (k = 0; k < nn; k++)
+			if (add_entry(b, c, i, nodes[k], d) != 0)
+				return b->rc;
+		if (!b->l->entries[b->l->nentries - 1].current)
+			old = true;
+	}
+	if (old)
+		b->l->old_mapping++;
+	return 0;
+}
+
+static int newest_change(void *ctx, const struct view_slice *s)
+{
+	struct ledger *l = ctx;
+
+	if (s->mapping_changed_ns > l->mapping_changed_ns)
+		l->mapping_changed_ns = s->mapping_changed_ns;
+	return 0;
+}
+
+/* --- finishing ---------------------------------------------------------------------- */
+
+static int cmp_node(const void *x, const void *y)
+{
+	return str_cmp(((const struct ledger_node *)x)->name, ((const struct ledger_node *)y)->name);
+}
+
+static int cmp_amount(const void *x, const void *y)
+{
+	return str_cmp(((const struct ledger_amount *)x)->resource, ((const struct ledger_amount *)y)->resource);
+}
+
+static int cmp_zone(const void *x, const void *y)
+{
+	return str_cmp(((const struct ledger_zone *)x)->zone, ((const struct ledger_zone *)y)->zone);
+}
+
+static int cmp_entry(const void *x, const void *y)
+{
+	const struct ledger_entry *a = x, *b = y;
+	int c = str_cmp(a->node, b->node);
+
+	if (c == 0)
+		c = str_cmp(view_atom_str(a->claim->namespace), view_atom_str(b->claim->namespace));
+	if (c == 0)
+		c = strcmp(a->claim->name, b->claim->name);
+	if (c == 0)
+		c = a->result < b->result ? -1 : a->result > b->result;
+	return c;
+}
+
+static int add_total(struct build *b, const struct ledger_amount *a)
+{
+	struct ledger *l = b->l;
+	uint32_t i;
+
+	for (i = 0; i < l->ntotals; i++)
+		if (str_eq(l->totals[i].resource, a->resource))
+			break;
+	if (i == l->ntotals) {
+		struct ledger_totals *g;
+
+		if (l->ntotals >= LEDGER_MAX_RESOURCES)
+			return b->rc = -E2BIG;
+		g = arena_grow(b->a, l->totals, l->ntotals * sizeof(*g), (l->ntotals + 1) * sizeof(*g));
+		if (!g)
+			return b->rc = arena_error(b->a);
+		l->totals = g;
+		memset(&g[i], 0, sizeof(g[i]));
+		g[i].resource = a->resource;
+		l->ntotals++;
+	}
+	if (a->has_allocatable)
+		l->totals[i].allocatable += a->allocatable;
+	l->totals[i].pods += a->pods;
+	l->totals[i].dra += a->dra;
+	l->totals[i].total += a->total;
+	return 0;
+}
+
+static int finish(struct build *b)
+{
+	struct ledger *l = b->l;
+	uint32_t i, j, e = 0;
+
+	qsort(l->nodes, l->nnodes, sizeof(*l->nodes), cmp_node);
+	if (l->nentries)
+		qsort(l->entries, l->nentries, sizeof(*l->entries), cmp_entry);
+	for (i = 0; i < l->nnodes; i++) {
+		struct ledger_node *n = &l->nodes[i];
+
+		if (n->nresources)
+			qsort(n->resources, n->nresources, sizeof(*n->resources), cmp_amount);
+		for (j = 0; j < n->nresources; j++) {
+			struct ledger_amount *a = &n->resources[j];
+
+			if (a->nzones)
+				qsort(a->zones, a->nzones, sizeof(*a->zones), cmp_zone);
+			a->total = a->pods + a->dra - a->covered;
+			if (a->has_allocatable && a->total > a->allocatable)
+				n->overcommitted = true;
+			if (a->dra != a->status)
+				n->diverging = true;
+			if (add_total(b, a) != 0)
+				return b->rc;
+		}
+		n->first_entry = e;
+		while (e < l->nentries && str_eq(l->entries[e].node, n->name))
+			e++;
+		n->nentries = e - n->first_entry;
+		l->overcommitted += n->overcommitted;
+		l->diverging += n->diverging;
+	}
+	return 0;
+}
+
+int ledger_build(const struct view *v, const struct policy *pol, int64_t now_ns, size_t cap,
+		 struct ledger **out)
+{
+	struct build b;
+	struct arena *a = NULL;
+	struct ledger *l;
+	int rc;
+
+	*out = NULL;
+	if ((rc = arena_new(cap, &a)) != 0)
+		return rc;
+	l = arena_calloc(a, 1, sizeof(*l));
+	if (!l) {
+		arena_free(a);
+		return -ENOMEM;
+	}
+	l->arena = a;
+	l->now_ns = now_ns;
+	l->view_seq = view_seq(v);
+	memset(&b, 0, sizeof(b));
+	b.v = v;
+	b.pol = pol;
+	b.l = l;
+	b.a = a;
+	b.nmask = 255;
+	if (!(b.nmap = arena_calloc(a, b.nmask + 1, sizeof(*b.nmap)))) {
+		arena_free(a);
+		return -ENOMEM;
+	}
+	view_each_node(v, add_node, &b);
+	if (b.rc == 0)
+		view_each_pod(v, add_pod, &b);
+	if (b.rc == 0)
+		view_each_claim(v, add_claim, &b);
+	if (b.rc == 0)
+		view_each_slice(v, newest_change, l);
+	if (b.rc == 0)
+		finish(&b);
+	if (b.rc) {
+		rc = b.rc == -ENOMEM && arena_error(a) ? arena_error(a) : b.rc;
+		arena_free(a);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+void ledger_free(struct ledger *l)
+{
+	if (l)
+		arena_free(l->arena);
+}
+
+const struct ledger_node *ledger_node(const struct ledger *l, struct str name)
+{
+	uint32_t lo = 0, hi = l->nnodes;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = str_cmp(l->nodes[mid].name, name);
+
+		if (c == 0)
+			return &l->nodes[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const struct ledger_amount *ledger_node_amount(const struct ledger_node *n, struct str resource)
+{
+	uint32_t i;
+
+	for (i = 0; n && i < n->nresources; i++)
+		if (str_eq(n->resources[i].resource, resource))
+			return &n->resources[i];
+	return NULL;
+}

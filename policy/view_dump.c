@@ -1,0 +1,230 @@
+/* view_dump.c - a view from files (view_dump.h). JSON goes through the
+ * LIST stream decoder in its any-kind mode; YAML through the document
+ * reader, one object at a time. */
+#include "view_dump.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "decode.h"
+#include "doc.h"
+#include "view_stream.h"
+
+#define DUMP_MAX_OBJECT ((size_t)3 << 20)
+#define DUMP_ARENA ((size_t)64 << 20)
+
+enum view_resource view_resource_of(enum object_kind k)
+{
+	switch (k) {
+	case OBJECT_RESOURCE_SLICE: return VIEW_SLICES;
+	case OBJECT_RESOURCE_CLAIM: return VIEW_CLAIMS;
+	case OBJECT_POD: return VIEW_PODS;
+	case OBJECT_NODE: return VIEW_NODES;
+	case OBJECT_NONE:
+	case OBJECT_CONFIG_MAP:
+	case OBJECT_OTHER:
+		break;
+	}
+	return VIEW_RESOURCE_COUNT;
+}
+
+static int apply_object(struct view_builder *b, enum view_event ev, const struct k8s_object *o, int64_t now,
+			char *err, size_t n)
+{
+	enum view_resource r = view_resource_of(o->kind);
+
+	if (r == VIEW_RESOURCE_COUNT)
+		return 1;
+	return view_builder_apply(b, r, ev, o, now, err, n);
+}
+
+int view_builder_apply_json(struct view_builder *b, enum view_event ev, const char *json, size_t len,
+			    struct arena *a, int64_t now_ns, char *err, size_t n)
+{
+	struct k8s_object o;
+	struct decode_error derr;
+	int rc;
+
+	arena_reset(a);
+	rc = decode_object(json, len, NULL, a, &o, &derr);
+	if (rc) {
+		snprintf(err, n, "%s", derr.msg);
+		return rc;
+	}
+	return apply_object(b, ev, &o, now_ns, err, n);
+}
+
+struct dump {
+	struct view_builder *b;
+	int64_t now;
+	struct view_dump_stats *st;
+};
+
+static void count(struct view_dump_stats *st, int rc, enum object_kind k, const char *err)
+{
+	if (rc == 0) {
+		st->objects[view_resource_of(k)]++;
+	} else if (rc == 1) {
+		st->other++;
+	} else {
+		if (st->refused++ == 0)
+			snprintf(st->first_error, sizeof(st->first_error), "%s", err);
+	}
+}
+
+static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o)
+{
+	struct dump *d = ctx;
+	char err[512];
+	int rc = apply_object(d->b, ev, o, d->now, err, sizeof(err));
+
+	if (rc == -ENOMEM)
+		return rc;
+	count(d->st, rc, o->kind, err);
+	return 0;
+}
+
+static void sink_skipped(void *ctx, const char *msg)
+{
+	struct dump *d = ctx;
+
+	count(d->st, -EPROTO, OBJECT_NONE, msg);
+}
+
+static int load_json(struct dump *d, const char *text, size_t len, char *err, size_t n)
+{
+	struct view_stream_sink sink = { sink_object, sink_skipped, d };
+	struct view_stream *s = NULL;
+	const char *p = text;
+	int rc;
+
+	/* A List is streamed; a lone object is a List of one. */
+	while (p < text + len && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	if ((rc = view_stream_new(VIEW_STREAM_LIST, OBJECT_NONE, API_VERSION_UNKNOWN, DUMP_MAX_OBJECT, &s)) != 0)
+		return rc;
+	if (memmem(text, len < 65536 ? len : 65536, "\"items\"", 7)) {
+		rc = view_stream_feed(s, text, len, &sink);
+		if (rc == 0)
+			rc = view_stream_end(s, &sink);
+		if (rc)
+			snprintf(err, n, "%s", view_stream_error(s));
+	} else {
+		struct arena *a = NULL;
+		char e2[512];
+
+		if ((rc = arena_new(DUMP_ARENA, &a)) == 0) {
+			struct k8s_object o;
+			struct decode_error derr;
+
+			rc = decode_object(p, len - (size_t)(p - text), NULL, a, &o, &derr);
+			if (rc == 0) {
+				rc = apply_object(d->b, VIEW_ADDED, &o, d->now, e2, sizeof(e2));
+				count(d->st, rc, o.kind, e2);
+				rc = rc == -ENOMEM ? rc : 0;
+			} else {
+				snprintf(err, n, "%s", derr.msg);
+				rc = -EBADMSG;
+			}
+			arena_free(a);
+		}
+	}
+	view_stream_free(s);
+	return rc == -ENOMEM ? rc : rc ? -EBADMSG : 0;
+}
+
+static bool is_list(const struct doc_node *n)
+{
+	const struct doc_node *k = doc_map_get(n, "kind"), *items = doc_map_get(n, "items");
+	size_t l;
+
+	if (!k || k->type != DOC_STRING || !items || items->type != DOC_SEQ)
+		return false;
+	l = k->text.len;
+	return l >= 4 && memcmp(k->text.ptr + l - 4, "List", 4) == 0;
+}
+
+static int yaml_object(struct dump *d, const struct doc_node *n, struct arena *a, struct buf *json)
+{
+	char err[512];
+	int rc;
+
+	buf_reset(json);
+	if ((rc = doc_to_json(n, json)) != 0)
+		return rc;
+	rc = view_builder_apply_json(d->b, VIEW_ADDED, buf_cstr(json), buf_len(json), a, d->now, err, sizeof(err));
+	if (rc == -ENOMEM)
+		return rc;
+	count(d->st, rc, rc == 0 ? OBJECT_RESOURCE_SLICE : OBJECT_NONE, err);
+	return 0;
+}
+
+static int load_yaml(struct dump *d, const char *text, size_t len, char *err, size_t n)
+{
+	struct doc_limits lim;
+	struct doc_set *set = NULL;
+	struct doc_error derr;
+	struct arena *a = NULL;
+	struct buf json;
+	size_t i, j;
+	int rc;
+
+	doc_limits_default(&lim);
+	lim.max_bytes = (size_t)1 << 30;
+	lim.max_nodes = (size_t)64 << 20;
+	if ((rc = doc_parse_yaml(text, len, &lim, &set, &derr)) != 0) {
+		snprintf(err, n, "line %u: %s", derr.line, derr.msg);
+		return rc == -ENOMEM ? rc : -EBADMSG;
+	}
+	if ((rc = arena_new(DUMP_ARENA, &a)) != 0) {
+		doc_set_free(set);
+		return rc;
+	}
+	buf_init(&json, DUMP_MAX_OBJECT);
+	for (i = 0; i < doc_set_count(set) && rc == 0; i++) {
+		const struct doc_node *root = doc_set_root(set, i);
+
+		if (root->type == DOC_NULL)
+			continue;
+		if (!is_list(root)) {
+			rc = yaml_object(d, root, a, &json);
+			continue;
+		}
+		for (j = 0; j < doc_map_get(root, "items")->n && rc == 0; j++)
+			rc = yaml_object(d, doc_map_get(root, "items")->items[j], a, &json);
+	}
+	/* yaml_object counts every object as a slice when it applies: the
+	 * stats by resource are redone from the view below. */
+	buf_free(&json);
+	arena_free(a);
+	doc_set_free(set);
+	return rc == -ENOMEM ? rc : 0;
+}
+
+int view_dump_load(struct view_builder *b, const char *text, size_t len, int64_t now_ns,
+		   struct view_dump_stats *st, char *err, size_t n)
+{
+	struct dump d = { b, now_ns, st };
+	const char *p = text;
+	int r, rc;
+
+	memset(st, 0, sizeof(*st));
+	while (p < text + len && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	if (p < text + len && *p == '{')
+		rc = load_json(&d, text, len, err, n);
+	else
+		rc = load_yaml(&d, text, len, err, n);
+	if (rc == 0) {
+		struct view_stats vs;
+
+		view_builder_stats(b, &vs);
+		for (r = 0; r < VIEW_RESOURCE_COUNT; r++) {
+			st->objects[r] = vs.objects[r];
+			view_builder_touch(b, (enum view_resource)r, now_ns);
+		}
+	}
+	return rc;
+}

@@ -1,0 +1,47 @@
+/* view_dump.h - a cluster view built from files: the output of
+ *   kubectl get resourceslices,resourceclaims,pods,nodes -A -o json
+ * (a List of mixed kinds, streamed: a 140 MB dump never sits in memory
+ * whole), a single object, or YAML documents; and single events with a
+ * time, for tests that replay what the watch would deliver.
+ *
+ * A dump is one moment: every object is taken as ADDED at the time given,
+ * so no pool has restarted within the settle window, no mapping has just
+ * changed, and every claim's allocation is first observed then (its
+ * charges computed from the slices in the dump, whatever order they come
+ * in). Kinds the view does not hold are counted and skipped. Pure. */
+#ifndef DRA_GUARD_VIEW_DUMP_H
+#define DRA_GUARD_VIEW_DUMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "view.h"
+
+struct view_dump_stats {
+	uint64_t objects[VIEW_RESOURCE_COUNT];   /* applied, by resource */
+	uint64_t other;                          /* of kinds the view does not hold */
+	uint64_t refused;                        /* did not decode, or a cap refused them */
+	char first_error[512];                   /* why the first was refused */
+};
+
+/* The view resource holding kind k; VIEW_RESOURCE_COUNT for none. */
+enum view_resource view_resource_of(enum object_kind k);
+
+/* Decode one object (its own apiVersion and kind) from json[0..len) and
+ * apply it as event ev at now_ns. a is scratch (reset here). 0 when
+ * applied; 1 when it is of a kind the view does not hold; -EPROTO (not an
+ * object the guard decodes), -EINVAL, -E2BIG or -ENOMEM with err (n
+ * bytes) saying why. */
+int view_builder_apply_json(struct view_builder *b, enum view_event ev, const char *json, size_t len,
+			    struct arena *a, int64_t now_ns, char *err, size_t n);
+
+/* Load a dump (JSON List or object, or YAML documents of objects and
+ * Lists) into b, every object ADDED at now_ns; then every resource counts
+ * as heard of at now_ns. Objects that do not decode or pass a cap are
+ * counted in st, not fatal. 0; -EBADMSG for text that is not JSON or YAML
+ * of objects (err says where); -ENOMEM. */
+int view_dump_load(struct view_builder *b, const char *text, size_t len, int64_t now_ns,
+		   struct view_dump_stats *st, char *err, size_t n);
+
+#endif
