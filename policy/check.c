@@ -14,6 +14,55 @@
  * while leaving what it objects to in place: it is warned instead. */
 #define UNCHANGED_NOTE "unchanged from the stored object, so warned, not denied: "
 
+static void record(struct check *c, enum rule_id id, struct str path, const char *msg);
+
+void check_violation_cause(struct check *c, enum rule_id id, uint8_t cause, bool view_lag, struct str path,
+			   const char *msg_fmt, ...)
+{
+	char msg[CHECK_TEXT_MAX];
+	uint32_t before = c->verdict->nviolations;
+	va_list ap;
+
+	if (c->error)
+		return;
+	va_start(ap, msg_fmt);
+	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
+	va_end(ap);
+	record(c, id, path, msg);
+	if (c->verdict->nviolations > before) {
+		c->verdict->violations[before].cause = cause;
+		c->verdict->violations[before].view_lag = view_lag;
+	}
+}
+
+void check_undecided(struct check *c, enum rule_id id, uint8_t reason)
+{
+	struct verdict *v = c->verdict;
+
+	if (v->nundecided < VERDICT_MAX_UNDECIDED)
+		v->undecided[v->nundecided] = (struct undecided){ id, reason };
+	v->nundecided++;
+}
+
+void check_claim_uid(struct check *c, struct str uid)
+{
+	struct verdict *v = c->verdict;
+	struct str out;
+
+	if (c->error || uid.len == 0)
+		return;
+	if (v->claim_uids.len && memmem(v->claim_uids.ptr, v->claim_uids.len, uid.ptr, uid.len))
+		return;
+	if (v->claim_uids.len > 4096)
+		return;   /* enough for a log line */
+	if (arena_printf(c->arena, &out, "%.*s%s%.*s", STR_FMT(v->claim_uids), v->claim_uids.len ? "," : "",
+			 STR_FMT(uid)) != 0) {
+		c->error = arena_error(c->arena);
+		return;
+	}
+	v->claim_uids = out;
+}
+
 static void record(struct check *c, enum rule_id id, struct str path, const char *msg)
 {
 	enum action action = policy_action(c->policy, id);

@@ -46,6 +46,17 @@ void check_violation(struct check *c, enum rule_id id, const char *path, const c
 void check_violation_at(struct check *c, enum rule_id id, struct str path, const char *msg_fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* A violation with a sub-reason and whether a view a moment behind the API
+ * server could be why (the server then decides again on a newer view). */
+void check_violation_cause(struct check *c, enum rule_id id, uint8_t cause, bool view_lag, struct str path,
+			   const char *msg_fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Rule id could not decide, for reason: allowed, and counted. */
+void check_undecided(struct check *c, enum rule_id id, uint8_t reason);
+
+/* Add a claim UID to the verdict's log field. */
+void check_claim_uid(struct check *c, struct str uid);
+
 /* Format into the arena; on failure records c->error and returns "". */
 struct str check_printf(struct check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -14,6 +14,7 @@
 #include "config_rules.h"
 #include "decode.h"
 #include "freeze_rules.h"
+#include "ledger_rules.h"
 #include "mutant.h"
 #include "mutation.h"
 #include "slice_rules.h"
@@ -48,8 +49,10 @@ static void decide_slice(struct check *c, const struct engine_options *opt)
 {
 	const struct admission_request *req = c->req;
 
-	if (req->operation == ADMISSION_OP_CREATE || req->operation == ADMISSION_OP_UPDATE)
+	if (req->operation == ADMISSION_OP_CREATE || req->operation == ADMISSION_OP_UPDATE) {
 		slice_rules_check(c);
+		ledger_rules_slice(c);
+	}
 	if (!opt->skip_identity_rules)
 		writer_rules_slice(c);
 }
@@ -64,6 +67,7 @@ static void decide_claim(struct check *c, const struct engine_options *opt)
 		freeze_rules_allocate(c);
 		if (!opt->skip_identity_rules)
 			writer_rules_claim_status(c);
+		ledger_rules_claim_status(c);
 	}
 }
 
@@ -71,8 +75,11 @@ static void decide_pod(struct check *c, const struct engine_options *opt)
 {
 	const struct admission_request *req = c->req;
 
-	if (req->operation == ADMISSION_OP_UPDATE && is_status(req) && !opt->skip_identity_rules)
+	if (req->operation != ADMISSION_OP_UPDATE || !is_status(req))
+		return;
+	if (!opt->skip_identity_rules)
 		writer_rules_pod_status(c);
+	ledger_rules_pod_status(c);
 }
 
 static void decide_config_map(struct check *c)

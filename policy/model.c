@@ -134,3 +134,44 @@ const struct device_capacity *model_device_capacity(const struct device *d, stru
 		return NULL;
 	return bsearch(&key, d->capacity, d->ncapacity, sizeof(*d->capacity), capacity_cmp);
 }
+
+static bool field_equal(const struct quantity_field *a, const struct quantity_field *b, bool absent_is_one)
+{
+	struct quantity one, qa, qb;
+
+	quantity_from_int(1, &one);
+	if (!a->present && !b->present)
+		return true;
+	if ((a->present && a->err) || (b->present && b->err))
+		return a->present == b->present && str_eq(a->text, b->text);
+	if (!absent_is_one && a->present != b->present)
+		return false;
+	qa = a->present ? a->value : one;
+	qb = b->present ? b->value : one;
+	return quantity_cmp(&qa, &qb) == 0;
+}
+
+bool model_device_mappings_equal(const struct device *a, const struct device *b)
+{
+	uint32_t i, j;
+
+	if (a->nmappings != b->nmappings)
+		return false;
+	/* Map keys are unique (the decoder refuses duplicates): equal counts
+	 * and each of a found equal in b is equality. */
+	for (i = 0; i < a->nmappings; i++) {
+		const struct mapping *m = &a->mappings[i], *o = NULL;
+
+		for (j = 0; j < b->nmappings && !o; j++)
+			if (b->mappings[j].shape == m->shape && str_eq(b->mappings[j].resource, m->resource))
+				o = &b->mappings[j];
+		if (!o || m->is_null != o->is_null || m->has_capacity_key != o->has_capacity_key ||
+		    (m->has_capacity_key && !str_eq(m->capacity_key, o->capacity_key)) ||
+		    !field_equal(&m->multiplier, &o->multiplier, true) ||
+		    !field_equal(&m->capacity_multiplier, &o->capacity_multiplier, true) ||
+		    !field_equal(&m->overhead_per_pod, &o->overhead_per_pod, false) ||
+		    !field_equal(&m->overhead_per_container, &o->overhead_per_container, false))
+			return false;
+	}
+	return true;
+}

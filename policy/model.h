@@ -369,6 +369,10 @@ const struct device_capacity *model_device_capacity(const struct device *d, stru
 /* True when any device of s maps a node resource (either shape). */
 bool model_slice_has_mappings(const struct resource_slice *s);
 
+/* True when devices a and b map the same node resources the same way
+ * (quantities by value; a missing multiplier is the API default 1). */
+bool model_device_mappings_equal(const struct device *a, const struct device *b);
+
 /* "ResourceSlice" etc.; "" for none/other. Static storage. */
 const char *model_kind_name(enum object_kind k);
 

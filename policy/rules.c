@@ -37,6 +37,10 @@ static const struct rule_info rule_table[RULE_COUNT] = {
 		"spec.pool.generation must not go down" },
 	[RULE_SLICE_MAPPING_UNVERSIONED] = { "slice.mapping.unversioned", ACTION_WARN,
 		"in a pool of several slices, mappings should change together with a pool generation bump" },
+	[RULE_SLICE_GENERATION_STALE] = { "slice.generation.stale", ACTION_DENY,
+		"a pool's generation must not be below the highest the cluster view has seen for it (a stale writer)" },
+	[RULE_SLICE_POOL_COLLISION] = { "slice.pool.collision", ACTION_DENY,
+		"no two drivers may publish a device of the same name in pools of the same name on one node" },
 	[RULE_SLICE_SHAPE_FUTURE] = { "slice.shape.future", ACTION_WARN,
 		"uses something Kubernetes 1.37 drops or renames" },
 	[RULE_SLICE_WRITER] = { "slice.writer", ACTION_DENY,
@@ -53,6 +57,16 @@ static const struct rule_info rule_table[RULE_COUNT] = {
 		"only a driver's own ServiceAccount, on the claim's node, may write that driver's status.devices entries" },
 	[RULE_STATUS_POD_WRITER] = { "status.pod.writer", ACTION_DENY,
 		"only the scheduler may write a Pod's status.nodeAllocatableResourceClaimStatuses" },
+	[RULE_LEDGER_POOL_FRESH] = { "ledger.pool.fresh", ACTION_DENY,
+		"an allocation may use only a complete, settled pool whose device and mappings the ledger can charge" },
+	[RULE_LEDGER_DEVICE_DUPLICATE] = { "ledger.device.duplicate", ACTION_DENY,
+		"a device held by another live claim may be allocated again only if it allows it and has capacity left" },
+	[RULE_LEDGER_NUMA_SPLIT] = { "ledger.numa.split", ACTION_WARN,
+		"a claim's devices stay in one NUMA zone where the policy asks for alignment" },
+	[RULE_LEDGER_POD_AMOUNTS] = { "ledger.pod.amounts", ACTION_DENY,
+		"a Pod's node-allocatable claim statuses must equal what the ledger charges for those claims" },
+	[RULE_LEDGER_MAPPING_DRIFT] = { "ledger.mapping.drift", ACTION_WARN,
+		"a slice update that changes the mapping of a device with live allocations (they stay charged as before)" },
 	[RULE_POLICY_INVALID] = { "policy.invalid", ACTION_DENY,
 		"the guard's policy ConfigMap must hold a policy that loads" },
 };
@@ -79,6 +93,22 @@ enum action rule_builtin_action(enum rule_id id)
 	if ((unsigned)id >= RULE_COUNT)
 		return ACTION_DENY;
 	return rule_table[id].builtin;
+}
+
+bool rule_reads_view(enum rule_id id)
+{
+	switch (id) {
+	case RULE_SLICE_GENERATION_STALE:
+	case RULE_SLICE_POOL_COLLISION:
+	case RULE_LEDGER_POOL_FRESH:
+	case RULE_LEDGER_DEVICE_DUPLICATE:
+	case RULE_LEDGER_NUMA_SPLIT:
+	case RULE_LEDGER_POD_AMOUNTS:
+	case RULE_LEDGER_MAPPING_DRIFT:
+		return true;
+	default:
+		return false;
+	}
 }
 
 const char *rule_summary(enum rule_id id)

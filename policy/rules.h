@@ -32,6 +32,8 @@ enum rule_id {
 	RULE_SLICE_CANARY,
 	RULE_SLICE_GENERATION_REGRESS,
 	RULE_SLICE_MAPPING_UNVERSIONED,
+	RULE_SLICE_GENERATION_STALE,
+	RULE_SLICE_POOL_COLLISION,
 	RULE_SLICE_SHAPE_FUTURE,
 	RULE_SLICE_WRITER,
 	RULE_SLICE_WRITER_NODE,
@@ -40,6 +42,11 @@ enum rule_id {
 	RULE_STATUS_ALLOCATION_WRITER,
 	RULE_STATUS_DEVICES_WRITER,
 	RULE_STATUS_POD_WRITER,
+	RULE_LEDGER_POOL_FRESH,
+	RULE_LEDGER_DEVICE_DUPLICATE,
+	RULE_LEDGER_NUMA_SPLIT,
+	RULE_LEDGER_POD_AMOUNTS,
+	RULE_LEDGER_MAPPING_DRIFT,
 	RULE_POLICY_INVALID,
 	RULE_COUNT
 };
@@ -53,6 +60,11 @@ int rule_lookup(struct str s);
 /* The action a rule has when the policy names neither it nor a stricter
  * default: deny for most, warn for the advisory ones. */
 enum action rule_builtin_action(enum rule_id id);
+
+/* True for the rules that read the cluster view: a denial by one of them
+ * may come from a view a moment behind the API server, so the server
+ * decides again on a newer view before it stands (webhook/admit.c). */
+bool rule_reads_view(enum rule_id id);
 
 /* One sentence saying what the rule checks. Static storage. */
 const char *rule_summary(enum rule_id id);

@@ -43,6 +43,8 @@ int verdict_add(struct verdict *v, struct arena *a, enum rule_id rule, enum acti
 	nv->action = action;
 	nv->path = path;
 	nv->message = message;
+	nv->cause = 0;
+	nv->view_lag = false;
 	return 0;
 }
 

@@ -23,6 +23,17 @@ struct violation {
 	enum action action;
 	struct str path;              /* JSON path in the object, "" for the whole request */
 	struct str message;           /* the full sentence */
+	uint8_t cause;                /* a rule's own sub-reason (ledger.pool.fresh's causes); 0 none */
+	bool view_lag;                /* a view a moment behind could be why: worth deciding again */
+};
+
+/* Something a rule could not decide (the view is stale, or has not seen
+ * an object yet): allowed, and counted. */
+#define VERDICT_MAX_UNDECIDED 8
+
+struct undecided {
+	enum rule_id rule;
+	uint8_t reason;               /* enum ledger_reason (ledger_rules.h) */
 };
 
 struct audit_annotation {
@@ -45,6 +56,9 @@ struct verdict {
 	struct str patch;             /* JSONPatch array text; len 0 when none */
 	bool break_glass;             /* a bypass was used (logged and counted) */
 	struct str break_glass_detail;
+	struct undecided undecided[VERDICT_MAX_UNDECIDED];
+	uint32_t nundecided;          /* may pass VERDICT_MAX_UNDECIDED: the rest are only counted */
+	struct str claim_uids;        /* claims the ledger rules looked at, for the log ("" none) */
 };
 
 /* An empty, allowing verdict that can hold max_violations violations. */

@@ -37,8 +37,12 @@
 #include "decode.h"
 #include "engine.h"
 #include "policy.h"
+#include "ledger.h"
+#include "ledger_rules.h"
 #include "review.h"
 #include "testutil.h"
+#include "view.h"
+#include "view_dump.h"
 
 /* More case files than this is an error, never a silent cut. */
 #define GOLDEN_MAX_CASES 4096
@@ -173,18 +177,117 @@ out:
 	return resp;
 }
 
-/* The whole verdict on one case: {"response": ..., "violations": [...]}, or
- * NULL with why in err. */
+/* A case's cluster view: {"now": seconds since the epoch, "heard": seconds
+ * before now the watch was last heard of (0 when absent), "events": [{"at":
+ * seconds relative to now, "type": ADDED|MODIFIED|DELETED, "object": {...}}]},
+ * applied in order as the watcher would, then published. */
+static int build_view(const json_t *spec, struct view_builder **bout, const struct view **vout,
+		      int64_t *now_ns, char *err, size_t n)
+{
+	const json_t *events = json_object_get(spec, "events"), *ev;
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	size_t i;
+	int64_t now, heard;
+	int rc = -EINVAL, r;
+
+	*bout = NULL;
+	*vout = NULL;
+	if (!json_is_integer(json_object_get(spec, "now")) || !json_is_array(events)) {
+		snprintf(err, n, "a case's view needs now (seconds) and events");
+		return -EINVAL;
+	}
+	now = (int64_t)json_integer_value(json_object_get(spec, "now")) * 1000000000;
+	heard = (int64_t)json_integer_value(json_object_get(spec, "heard")) * 1000000000;
+	if (view_builder_new(NULL, &b) || arena_new(64 << 20, &a)) {
+		snprintf(err, n, "out of memory");
+		goto out;
+	}
+	json_array_foreach(events, i, ev) {
+		const char *type = json_string_value(json_object_get(ev, "type"));
+		json_t *obj = json_object_get(ev, "object");
+		enum view_event e = !type ? VIEW_ERROR : strcmp(type, "ADDED") == 0 ? VIEW_ADDED
+				    : strcmp(type, "MODIFIED") == 0 ? VIEW_MODIFIED
+				    : strcmp(type, "DELETED") == 0 ? VIEW_DELETED : VIEW_ERROR;
+		char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+		char why[512];
+
+		if (e == VIEW_ERROR || !text || !json_is_integer(json_object_get(ev, "at"))) {
+			free(text);
+			snprintf(err, n, "view event %zu: needs at, type ADDED|MODIFIED|DELETED and object", i);
+			goto out;
+		}
+		rc = view_builder_apply_json(b, e, text, strlen(text), a,
+					     now + (int64_t)json_integer_value(json_object_get(ev, "at")) * 1000000000,
+					     why, sizeof(why));
+		free(text);
+		if (rc != 0) {
+			snprintf(err, n, "view event %zu: %s", i, rc == 1 ? "a kind the view does not hold" : why);
+			rc = -EINVAL;
+			goto out;
+		}
+	}
+	for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
+		view_builder_touch(b, (enum view_resource)r, now - heard);
+	if ((rc = view_builder_publish(b, vout)) != 0)
+		snprintf(err, n, "out of memory publishing");
+	*now_ns = now;
+out:
+	arena_free(a);
+	if (rc && b) {
+		view_builder_free(b);
+		b = NULL;
+	}
+	*bout = b;
+	return rc;
+}
+
+/* What the ledger rules could not decide, and the case's ledger as the
+ * export shows it. */
+static json_t *undecided_json(const struct verdict *v)
+{
+	json_t *arr = json_array();
+	uint32_t i;
+
+	for (i = 0; arr && i < v->nundecided && i < VERDICT_MAX_UNDECIDED; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:s}", "rule", rule_name(v->undecided[i].rule),
+						     "reason", ledger_reason_name(v->undecided[i].reason)));
+	return arr;
+}
+
+static json_t *ledger_of(const struct view *view, const struct policy *p, int64_t now, char *err, size_t n)
+{
+	struct ledger *l = NULL;
+	struct buf b;
+	json_error_t jerr;
+	json_t *j = NULL;
+
+	buf_init(&b, 64 << 20);
+	if (ledger_build(view, p, now, 256 << 20, &l) || ledger_json(l, (struct str){ "", 0 }, &b))
+		snprintf(err, n, "the ledger could not be built");
+	else if (!(j = json_loadb(buf_cstr(&b), buf_len(&b), JSON_REJECT_DUPLICATES, &jerr)))
+		snprintf(err, n, "the ledger export is not JSON: %s", jerr.text);
+	ledger_free(l);
+	buf_free(&b);
+	return j;
+}
+
+/* The whole verdict on one case: {"response": ..., "violations": [...]}
+ * (and, with a view, "undecided" and "ledger"), or NULL with why in err. */
 static json_t *observe(const struct golden *g, char *err, size_t n)
 {
 	const json_t *review = json_object_get(g->root, "review");
 	const char *endpoint = json_string_value(json_object_get(g->root, "endpoint"));
 	const char *policy_rel = json_string_value(json_object_get(g->root, "policy"));
+	const json_t *view_spec = json_object_get(g->root, "view");
 	struct policy *p = NULL;
 	struct arena *a = NULL;
 	struct admission_result res;
 	struct engine_options opt;
 	struct decode_limits lim;
+	struct view_builder *vb = NULL;
+	const struct view *view = NULL;
+	int64_t now = 0;
 	json_t *verdict = NULL, *resp = NULL, *viol = NULL;
 	char *body = NULL;
 	struct buf out;
@@ -197,6 +300,8 @@ static json_t *observe(const struct golden *g, char *err, size_t n)
 	}
 	if (load_policy_file(policy_rel, &p, err, n))
 		goto out;
+	if (view_spec && build_view(view_spec, &vb, &view, &now, err, n))
+		goto out;
 	body = json_dumps(review, JSON_COMPACT);
 	if (!body || arena_new(64 * 1024 * 1024, &a)) {
 		snprintf(err, n, "out of memory");
@@ -204,7 +309,7 @@ static json_t *observe(const struct golden *g, char *err, size_t n)
 	}
 	decode_limits_default(&lim);
 	set_options(&opt, endpoint);
-	rc = admission_handle(p, NULL, 0, &opt, &lim, body, strlen(body), a, &out, &res);
+	rc = admission_handle(p, view, now, &opt, &lim, body, strlen(body), a, &out, &res);
 	if (rc || res.http_status != 200) {
 		snprintf(err, n, "admission_handle: %d, HTTP status %d: %s", rc, res.http_status, buf_cstr(&out));
 		goto out;
@@ -219,7 +324,21 @@ static json_t *observe(const struct golden *g, char *err, size_t n)
 	verdict = json_pack("{s:O, s:O}", "response", resp, "violations", viol);
 	if (!verdict)
 		snprintf(err, n, "out of memory");
+	if (verdict && view) {
+		json_t *ledger = ledger_of(view, p, now, err, n);
+
+		if (!ledger) {
+			json_decref(verdict);
+			verdict = NULL;
+			goto out;
+		}
+		json_object_set_new(verdict, "undecided", undecided_json(&res.verdict));
+		json_object_set_new(verdict, "ledger", ledger);
+	}
 out:
+	if (view)
+		view_builder_release(vb, view);
+	view_builder_free(vb);
 	json_decref(resp);
 	json_decref(viol);
 	buf_free(&out);
@@ -413,6 +532,11 @@ static enum object_kind rule_kind(enum rule_id id)
 		{ "status.allocation.", OBJECT_RESOURCE_CLAIM },
 		{ "status.devices.", OBJECT_RESOURCE_CLAIM },
 		{ "status.pod.", OBJECT_POD },
+		{ "ledger.pool.", OBJECT_RESOURCE_CLAIM },
+		{ "ledger.device.", OBJECT_RESOURCE_CLAIM },
+		{ "ledger.numa.", OBJECT_RESOURCE_CLAIM },
+		{ "ledger.pod.", OBJECT_POD },
+		{ "ledger.mapping.", OBJECT_RESOURCE_SLICE },
 		{ "policy.", OBJECT_CONFIG_MAP },
 	};
 	size_t i;

@@ -120,7 +120,7 @@ def review(name, op, obj, old=None, who=None, sub="", version=None):
 
 
 def case(name, about, rv, allowed, rules=(), policy=None, endpoint="validate", absent=(),
-         warnings=None, audit=(), patch=None, code=None):
+         warnings=None, audit=(), patch=None, code=None, view=None, undecided=None, ledger=None):
     expect = {"allowed": allowed, "rules": list(rules)}
     if absent:
         expect["absent"] = list(absent)
@@ -132,8 +132,16 @@ def case(name, about, rv, allowed, rules=(), policy=None, endpoint="validate", a
         expect["audit"] = list(audit)
     if patch is not None:
         expect["patch"] = patch
-    cases.append({"name": name, "about": about, "policy": policy, "endpoint": endpoint,
-                  "review": rv, "expect": expect})
+    if view is not None:
+        # The rules that read the cluster view: what they could not decide
+        # ("rule:reason", every one) and facts of the ledger's summary.
+        expect["undecided"] = sorted(undecided or [])
+        if ledger:
+            expect["ledger"] = ledger
+    c = {"name": name, "about": about, "policy": policy, "endpoint": endpoint, "review": rv, "expect": expect}
+    if view is not None:
+        c["view"] = view
+    cases.append(c)
 
 
 def sl(**kw):
@@ -944,6 +952,14 @@ case("ratchet-new-device", "a new device with the same excess: denied",
      review("ratchet-new-device", "UPDATE", s, big), False, ["slice.mapping.bounds"], policy=STRICT)
 
 
+# --- the rules that read the cluster view, each with its view (ledger_cases.py) -------------------
+
+sys.path.insert(0, HERE)
+import ledger_cases  # noqa: E402
+
+ledger_cases.define(sys.modules[__name__])
+
+
 FINGERPRINT = set("0123456789abcdef")
 
 
@@ -967,8 +983,16 @@ def patch_problems(want, got):
 def intent_problems(c, verdict):
     """Where a recorded verdict contradicts the case's hand-written intent."""
     e, out = c["expect"], []
-    if not isinstance(verdict, dict) or set(verdict) != {"response", "violations"}:
+    keys = {"response", "violations"} | ({"undecided", "ledger"} if "view" in c else set())
+    if not isinstance(verdict, dict) or set(verdict) != keys:
         return ["no recorded verdict"]
+    if "view" in c:
+        got = sorted("%s:%s" % (u["rule"], u["reason"]) for u in verdict["undecided"])
+        if got != e["undecided"]:
+            out.append("undecided %s, intent %s" % (got, e["undecided"]))
+        summary = verdict["ledger"].get("summary", {})
+        out += ["ledger %s is %s, intent %s" % (k, summary.get(k), v)
+                for k, v in e.get("ledger", {}).items() if summary.get(k) != v]
     r, fired = verdict["response"], [v["rule"] for v in verdict["violations"]]
     if r.get("allowed") is not e["allowed"]:
         out.append("allowed is %s, intent %s" % (r.get("allowed"), e["allowed"]))
