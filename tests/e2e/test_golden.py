@@ -60,7 +60,12 @@ def recorded_view(case, resp, logged_rules):
 
 
 def test_the_server_gives_every_recorded_verdict():
-    cases = golden_cases()
+    everything = golden_cases()
+    # A case with a view is judged against a cluster view built from timed
+    # events at a fixed time: the engine replays that (test_engine), and the
+    # real server meets the same rules against a real API server in
+    # test_ledger_envtest.py. Here the server judges the rest.
+    cases = [c for c in everything if "view" not in c]
     check(len(cases) >= 50, "only %d golden cases" % len(cases))
     by_policy = {}
     for case in cases:
@@ -88,7 +93,9 @@ def test_the_server_gives_every_recorded_verdict():
     check(n == len(cases), "ran %d of %d golden cases" % (n, len(cases)))
     check(not bad, "%d of %d cases differ from their recorded verdict:\n     %s" % (
         len(bad), n, "\n     ".join("%s: %s" % (name, "; ".join(d)) for name, d in bad[:SHOWN])))
-    print("     %d golden cases under %d policies, each answered exactly as recorded" % (n, len(by_policy)))
+    print("     %d golden cases under %d policies, each answered exactly as recorded "
+          "(%d with a cluster view: test_engine and test_ledger_envtest.py)"
+          % (n, len(by_policy), len(everything) - len(cases)))
 
 
 def main():

@@ -296,3 +296,40 @@ def define(g):
              "worker-1 with room: ledger and Pod statuses agree, nothing overcommitted",
              {"cpu": "4"}, world + [ev(-1700, pod(status={"cpu": "4"}))], True,
              ledger={"overcommittedNodes": 0, "unbalancedNodes": 0})
+
+    # --- every offence is reported, not only the first -----------------------------------------------
+
+    nic_two = sl("worker-1-nic", 1, driver=NIC, devices=[accel("accel-0", 0, driver=NIC),
+                                                         accel("socket-0", 0, driver=NIC)])
+    case("ledger-every-pool-collision", "both of the slice's devices are also in the other driver's pool",
+         review("ledger-every-pool-collision", "CREATE", sl(), who=driver), False, ["slice.pool.collision"],
+         policy=LEDGER, view=view([ev(-3600, nic_two)]))
+
+    claim_case("ledger-every-pool-fresh", "two results, neither device in the pool: both reported",
+               claim("accel-claim", [result("accel-8", "accels"), result("accel-9", "accels")]), settled, False,
+               ["ledger.pool.fresh"])
+
+    two_held = sl(devices=[accel("accel-0", 0), accel("accel-1", 0)])
+    holder2 = claim("old-claim", [result("accel-0", "accels"), result("accel-1", "accels")], pod="pod-old")
+    claim_case("ledger-every-device-duplicate", "both devices are held by another claim: both reported",
+               claim("accel-claim", [result("accel-0", "accels"), result("accel-1", "accels")]),
+               [ev(-3600, two_held), ev(-1800, holder2)], False, ["ledger.device.duplicate"])
+
+    both = copy.deepcopy(two_held)
+    both["spec"]["pool"]["generation"] = 4
+    for d in both["spec"]["devices"]:
+        d["nodeAllocatableResourceMappings"]["cpu"]["allocationMultiplier"] = "3"
+    case("ledger-every-mapping-drift", "both held devices change their cpu mapping: two warnings",
+         review("ledger-every-mapping-drift", "UPDATE", both, two_held, who=driver), True,
+         ["ledger.mapping.drift"], policy=LEDGER, warnings=True,
+         view=view([ev(-3600, two_held), ev(-1800, holder2)]))
+
+    other_claim = claim("gpu-claim", [result("accel-0", "accels")], pod="pod-a")
+    two_status = pod(status={"cpu": "8"})
+    two_status["spec"]["resourceClaims"].append({"name": "gpus", "resourceClaimName": "gpu-claim"})
+    two_status["status"]["nodeAllocatableResourceClaimStatuses"].append(
+        {"resourceClaimName": "gpu-claim", "containers": ["app"], "resources": {"cpu": "2", "memory": "1Gi"}})
+    case("ledger-every-pod-amounts", "both claim statuses disagree with the ledger: both reported",
+         review("ledger-every-pod-amounts", "UPDATE", two_status, pod(), who=sched, sub="status"), False,
+         ["ledger.pod.amounts"], policy=LEDGER,
+         view=view(world + [ev(-1800, other_claim), ev(-1790, pod())]))
