@@ -600,7 +600,8 @@ static int finish(struct build *b)
 	struct ledger *l = b->l;
 	uint32_t i, j, e = 0;
 
-	qsort(l->nodes, l->nnodes, sizeof(*l->nodes), cmp_node);
+	if (l->nnodes)
+		qsort(l->nodes, l->nnodes, sizeof(*l->nodes), cmp_node);
 	if (l->nentries)
 		qsort(l->entries, l->nentries, sizeof(*l->entries), cmp_entry);
 	for (i = 0; i < l->nnodes; i++) {

@@ -115,6 +115,14 @@ static const struct bad_case bad_cases[] = {
 	{ "alertAfter too long", HEAD "freeze:\n  alertAfter: 720h1s\n", 4, "freeze.alertAfter", "out of range" },
 	{ "alertAfter huge", HEAD "freeze:\n  alertAfter: 99999999999999999999h\n", 4, "freeze.alertAfter", "out of range" },
 	{ "alertAfter typo", HEAD "freeze:\n  alertafter: 1h\n", 4, "freeze", "unknown key \"alertafter\"" },
+	{ "numaAttribute not a name", HEAD "drivers:\n  gpu.example.com:\n    numaAttribute: \"/numa\"\n", 5,
+	  "drivers[\"gpu.example.com\"].numaAttribute", "not a device attribute name" },
+	{ "numaAlign not a bool", HEAD "drivers:\n  gpu.example.com:\n    numaAlign: yes please\n", 5,
+	  "drivers[\"gpu.example.com\"].numaAlign", "expected a boolean" },
+	{ "numa typo", HEAD "numa:\n  alignClasses: [a]\n", 4, "numa", "unknown key \"alignClasses\"" },
+	{ "settle window too long", HEAD "ledger:\n  settleWindow: 2h\n", 4, "ledger.settleWindow", "out of range" },
+	{ "undecided unknown", HEAD "ledger:\n  undecided: warn\n", 4, "ledger.undecided", "accepted: allow, deny" },
+	{ "ledger typo", HEAD "ledger:\n  settle: 1m\n", 4, "ledger", "unknown key \"settle\"" },
 	{ "yaml syntax", HEAD "drivers: [\n", 0, NULL, "" },
 	{ "duplicate key", HEAD "schedulers: [a]\nschedulers: [b]\n", 4, NULL, "duplicate" },
 	{ "two documents", HEAD "---\n" HEAD, 0, NULL, "exactly one" },
@@ -244,6 +252,26 @@ static void test_cluster_view_max_age(void **state)
 	policy_free(p);
 	p = load_ok(HEAD "clusterView:\n  maxAge: 90\n");
 	assert_int_equal(p->view_max_age_s, 90);
+	policy_free(p);
+}
+
+static void test_ledger_settings(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = load_ok(HEAD);
+	assert_int_equal(p->ledger_settle_s, POLICY_SETTLE_WINDOW_DEFAULT_S);
+	assert_false(p->ledger_undecided_deny);
+	policy_free(p);
+	p = load_ok(HEAD "drivers:\n  gpu.example.com:\n    numaAttribute: gpu.example.com/numaNode\n"
+		    "    numaAlign: true\nnuma:\n  attributes: [numaNode]\n  alignDeviceClasses: [gpu.example.com]\n"
+		    "ledger:\n  settleWindow: 0s\n  undecided: deny\n");
+	assert_string_equal(p->drivers[0].numa_attribute.ptr, "gpu.example.com/numaNode");
+	assert_true(p->drivers[0].numa_align);
+	assert_int_equal(p->numa_align_classes.n, 1);
+	assert_int_equal(p->ledger_settle_s, 0);
+	assert_true(p->ledger_undecided_deny);
 	policy_free(p);
 }
 
@@ -808,6 +836,7 @@ int main(void)
 		cmocka_unit_test(test_the_example_configmap_errors_point_into_it),
 		cmocka_unit_test(test_invalid_policies_say_where),
 		cmocka_unit_test(test_cluster_view_max_age),
+		cmocka_unit_test(test_ledger_settings),
 		cmocka_unit_test(test_full_document_loads),
 		cmocka_unit_test(test_builtin_denies_everything_with_advisory_warnings),
 		cmocka_unit_test(test_advisory_rules_never_escalate_by_default),

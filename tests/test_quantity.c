@@ -1226,6 +1226,58 @@ static void test_div_floor(void **state)
 	}
 }
 
+/* ---- scheduler units: ScaledValue rounds up ------------------------------- */
+
+static void test_scaled_ceil_rounds_up_as_the_scheduler_counts(void **state)
+{
+	static const struct {
+		const char *in;
+		int scale;
+		int64_t want;
+	} rows[] = {
+		{ "4", -3, 4000 },          /* MilliValue of 4 cpus */
+		{ "1500m", -3, 1500 },
+		{ "0.5m", -3, 1 },          /* a fraction of a millicore counts whole */
+		{ "1500m", 0, 2 },          /* Value rounds up too */
+		{ "8Gi", 0, 8589934592 },
+		{ "1.5", 0, 2 },
+		{ "0", -3, 0 },
+		{ "1n", 0, 1 },
+		{ "-1.5", 0, -1 },          /* toward +infinity */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct quantity q = must_parse(rows[i].in);
+		int64_t got = -99;
+
+		assert_int_equal(quantity_scaled_ceil(&q, rows[i].scale, &got), 0);
+		if (got != rows[i].want)
+			fail_msg("%s at scale %d: %lld, want %lld", rows[i].in, rows[i].scale, (long long)got,
+				 (long long)rows[i].want);
+	}
+	{
+		struct quantity big = must_parse("100E");
+		int64_t got;
+
+		assert_int_equal(quantity_scaled_ceil(&big, -3, &got), -ERANGE);
+	}
+}
+
+static void test_from_scaled_prints_as_the_scheduler_units_mean(void **state)
+{
+	struct quantity q;
+
+	(void)state;
+	quantity_from_scaled(1500, -3, DSI, &q);
+	assert_formats_as(&q, "1500m", "1500 millicores");
+	quantity_from_scaled(4000, -3, DSI, &q);
+	assert_formats_as(&q, "4", "4000 millicores");
+	quantity_from_scaled(17179869184, 0, BSI, &q);
+	assert_formats_as(&q, "16Gi", "16Gi in bytes");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1257,6 +1309,8 @@ int main(void)
 		cmocka_unit_test(test_binary_si_without_1024_factor_reads_back_as_decimal),
 		cmocka_unit_test(test_canonical_string_parses_back_to_the_same_value),
 		cmocka_unit_test(test_very_long_digit_strings),
+		cmocka_unit_test(test_scaled_ceil_rounds_up_as_the_scheduler_counts),
+		cmocka_unit_test(test_from_scaled_prints_as_the_scheduler_units_mean),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

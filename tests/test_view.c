@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "testutil.h"
 #include "view.h"
+#include "view_dump.h"
 #include "view_stream.h"
 
 #define MAX_OBJECT (3u << 20)
@@ -616,6 +617,158 @@ static void test_real_fixture_slice_decodes(void **state)
 	free(item);
 }
 
+/* --- pools, pool names, Pods and Nodes (what the ledger reads) ---------------- */
+
+static void apply_slice(struct view_builder *b, struct arena *a, enum view_event ev, int64_t now,
+			const char *name, const char *driver, const char *pool, int gen)
+{
+	struct buf t;
+	char err[256];
+
+	buf_init(&t, 1 << 20);
+	slice_json(&t, name, driver, pool, gen, 1, 2, true);
+	if (view_builder_apply_json(b, ev, buf_cstr(&t), buf_len(&t), a, now, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	buf_free(&t);
+}
+
+static void test_a_pool_restarts_when_it_comes_back_or_changes_generation(void **state)
+{
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	const struct view *v;
+	struct buf t;
+	int k;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(arena_new(1 << 24, &a), 0);
+	/* the first LIST: whatever the pools are, they have not restarted */
+	buf_init(&t, 1 << 20);
+	buf_add_cstr(&t, "{\"kind\":\"ResourceSliceList\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[");
+	slice_json(&t, "s1", "gpu.example.com", "w1", 3, 1, 2, false);
+	buf_add_cstr(&t, "]}");
+	{
+		struct feed f = { b, VIEW_SLICES, true, 10, 0, "" };
+
+		assert_int_equal(view_builder_relist_begin(b, VIEW_SLICES), 0);
+		assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&t), buf_len(&t), 4096, NULL), 0);
+		assert_int_equal(view_builder_relist_commit(b, VIEW_SLICES, 10), 0);
+	}
+	buf_free(&t);
+	v = publish(b);
+	assert_int_equal(view_pool_get(v, STR_LIT("gpu.example.com"), STR_LIT("w1"))->restarted_ns, 0);
+	view_builder_release(b, v);
+	/* an update at the same generation (the one-slice pool's usual update) */
+	apply_slice(b, a, VIEW_MODIFIED, 20, "s1", "gpu.example.com", "w1", 3);
+	v = publish(b);
+	assert_int_equal(view_pool_get(v, STR_LIT("gpu.example.com"), STR_LIT("w1"))->restarted_ns, 0);
+	view_builder_release(b, v);
+	/* a new generation: restarted */
+	apply_slice(b, a, VIEW_MODIFIED, 30, "s1", "gpu.example.com", "w1", 4);
+	v = publish(b);
+	assert_int_equal(view_pool_get(v, STR_LIT("gpu.example.com"), STR_LIT("w1"))->restarted_ns, 30);
+	view_builder_release(b, v);
+	/* deleted (the kubelet's wipe) and back at generation 1: restarted again,
+	 * the highest generation remembered */
+	apply_slice(b, a, VIEW_DELETED, 40, "s1", "gpu.example.com", "w1", 4);
+	apply_slice(b, a, VIEW_ADDED, 50, "s1-new", "gpu.example.com", "w1", 1);
+	v = publish(b);
+	{
+		const struct view_pool *p = view_pool_get(v, STR_LIT("gpu.example.com"), STR_LIT("w1"));
+
+		assert_int_equal(p->restarted_ns, 50);
+		assert_int_equal(p->max_generation, 4);
+		assert_int_equal(p->generation, 1);
+	}
+	/* a pool first seen after the view began is new, not restarted */
+	apply_slice(b, a, VIEW_ADDED, 60, "s2", "gpu.example.com", "w2", 7);
+	view_builder_release(b, v);
+	v = publish(b);
+	assert_int_equal(view_pool_get(v, STR_LIT("gpu.example.com"), STR_LIT("w2"))->restarted_ns, 0);
+	view_builder_release(b, v);
+	for (k = 0; k < 2; k++)
+		view_builder_collect(b);
+	view_builder_free(b);
+	arena_free(a);
+}
+
+static void test_pool_names_index_the_drivers_that_use_them(void **state)
+{
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	const struct view *v;
+	const struct view_atom *d[4];
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(arena_new(1 << 24, &a), 0);
+	apply_slice(b, a, VIEW_ADDED, 1, "g", "gpu.example.com", "w1", 1);
+	apply_slice(b, a, VIEW_ADDED, 1, "n", "nic.example.com", "w1", 1);
+	apply_slice(b, a, VIEW_ADDED, 1, "o", "nic.example.com", "w2", 1);
+	v = publish(b);
+	assert_int_equal(view_pool_drivers(v, STR_LIT("w1"), d, 4), 2);
+	assert_int_equal(view_pool_drivers(v, STR_LIT("w2"), d, 4), 1);
+	assert_string_equal(view_atom_str(d[0]).ptr, "nic.example.com");
+	view_builder_release(b, v);
+	apply_slice(b, a, VIEW_DELETED, 2, "g", "gpu.example.com", "w1", 1);
+	v = publish(b);
+	assert_int_equal(view_pool_drivers(v, STR_LIT("w1"), d, 4), 1);   /* a tombstone is no user */
+	assert_string_equal(view_atom_str(d[0]).ptr, "nic.example.com");
+	view_builder_release(b, v);
+	view_builder_free(b);
+	arena_free(a);
+}
+
+static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
+{
+	static const char pod[] =
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\","
+		"\"uid\":\"0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b\",\"managedFields\":[{\"manager\":\"x\"}]},"
+		"\"spec\":{\"nodeName\":\"w1\",\"resourceClaims\":[{\"name\":\"a\",\"resourceClaimName\":\"fixed\"},"
+		"{\"name\":\"b\",\"resourceClaimTemplateName\":\"t\"}],\"containers\":[{\"name\":\"c\",\"image\":\"i\","
+		"\"resources\":{\"requests\":{\"cpu\":\"250m\",\"memory\":\"64Mi\"}},\"env\":[{\"name\":\"X\"}]}]},"
+		"\"status\":{\"phase\":\"Running\",\"resourceClaimStatuses\":[{\"name\":\"b\",\"resourceClaimName\":\"p-b-x7\"}],"
+		"\"nodeAllocatableResourceClaimStatuses\":[{\"resourceClaimName\":\"p-b-x7\",\"containers\":[\"c\"],"
+		"\"resources\":{\"cpu\":\"4\"}}]}}";
+	static const char node[] =
+		"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"w1\"},\"status\":{\"allocatable\":"
+		"{\"cpu\":\"8\",\"memory\":\"32Gi\",\"pods\":\"110\",\"example.com/foo\":\"3\"}}}";
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	const struct view *v;
+	const struct view_pod *p;
+	const struct view_node *n;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(arena_new(1 << 24, &a), 0);
+	assert_int_equal(view_builder_apply_json(b, VIEW_ADDED, pod, strlen(pod), a, 1, err, sizeof(err)), 0);
+	assert_int_equal(view_builder_apply_json(b, VIEW_ADDED, node, strlen(node), a, 1, err, sizeof(err)), 0);
+	v = publish(b);
+	p = view_pod_get(v, STR_LIT("ns"), STR_LIT("p"));
+	assert_non_null(p);
+	assert_string_equal(view_atom_str(p->node_name).ptr, "w1");
+	assert_true(view_uid_eq(&p->uid, STR_LIT("0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b")));
+	assert_int_equal(p->nrequests, 2);
+	assert_int_equal(p->nclaims, 2);
+	assert_string_equal(p->claims[0], "fixed");
+	assert_string_equal(p->claims[1], "p-b-x7");      /* the template's claim, by its generated name */
+	assert_int_equal(p->nstatuses, 1);
+	assert_int_equal(p->statuses[0].claim, 1);
+	/* a record of what the ledger reads: far below the Pod's JSON */
+	assert_true(p->h.size < 256);
+	n = view_node_get(v, STR_LIT("w1"));
+	assert_non_null(n);
+	assert_int_equal(n->nallocatable, 2);             /* cpu and memory; not pods, not extended */
+	assert_int_equal(view_count(v, VIEW_PODS), 1);
+	assert_int_equal(view_count(v, VIEW_NODES), 1);
+	view_builder_release(b, v);
+	view_builder_free(b);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,6 +782,9 @@ int main(void)
 		cmocka_unit_test(test_churn_keeps_the_table_consistent),
 		cmocka_unit_test(test_limits_refuse_instead_of_truncating),
 		cmocka_unit_test(test_staleness_follows_the_last_word_from_each_watch),
+		cmocka_unit_test(test_a_pool_restarts_when_it_comes_back_or_changes_generation),
+		cmocka_unit_test(test_pool_names_index_the_drivers_that_use_them),
+		cmocka_unit_test(test_pods_and_nodes_keep_what_the_ledger_reads),
 		cmocka_unit_test(test_real_fixture_slice_decodes),
 	};
 

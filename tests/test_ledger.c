@@ -1,0 +1,546 @@
+/* test_ledger.c - the ledger's arithmetic: what each claim adds to which
+ * node and NUMA zone, in the scheduler's units, counted once, kept at the
+ * mapping it was charged under, and balanced against the Pod statuses. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "arena.h"
+#include "buf.h"
+#include "ledger.h"
+#include "policy.h"
+#include "view.h"
+#include "view_dump.h"
+
+#define S 1000000000LL
+
+/* --- objects ---------------------------------------------------------------------- */
+
+static char *slice(const char *name, const char *node, int gen, const char *cpu_mult, const char *extra)
+{
+	static char buf[8192];
+
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"%s\","
+		 "\"resourceVersion\":\"%d\"},\"spec\":{\"driver\":\"dra.example.com\",\"nodeName\":\"%s\","
+		 "\"pool\":{\"name\":\"%s\",\"generation\":%d,\"resourceSliceCount\":1},\"devices\":["
+		 "{\"name\":\"accel-0\",\"attributes\":{\"dra.example.com/numaNode\":{\"int\":0}},"
+		 "\"nodeAllocatableResourceMappings\":{\"cpu\":{\"allocationMultiplier\":\"%s\"},"
+		 "\"memory\":{\"allocationMultiplier\":\"8Gi\"}}},"
+		 "{\"name\":\"accel-1\",\"attributes\":{\"dra.example.com/numaNode\":{\"int\":1}},"
+		 "\"nodeAllocatableResourceMappings\":{\"cpu\":{\"allocationMultiplier\":\"%s\"}}},"
+		 "{\"name\":\"socket-0\",\"allowMultipleAllocations\":true,"
+		 "\"capacity\":{\"dra.example.com/cpu\":{\"value\":\"64\"}},"
+		 "\"nodeAllocatableResourceMappings\":{\"cpu\":{\"capacityKey\":\"dra.example.com/cpu\","
+		 "\"allocationMultiplier\":\"2\"}}}%s]}}",
+		 name, gen * 10, node, node, gen, cpu_mult, cpu_mult, extra ? extra : "");
+	return buf;
+}
+
+/* A claim allocated the devices "dev[,dev...]" of node's pool; node-local
+ * when local, else a node selector on a label; reserved for the Pods
+ * "pod[,pod...]" (their UIDs are "uid-<pod>" padded to a UUID). */
+static char *claim(const char *name, const char *node, const char *devs, bool local, const char *pods,
+		   const char *consumed)
+{
+	static char buf[8192];
+	char results[2048] = "", reserved[2048] = "", list[512];
+	char *save = NULL, *d;
+	size_t off = 0, roff = 0;
+	int k = 0;
+
+	snprintf(list, sizeof(list), "%s", devs);
+	for (d = strtok_r(list, ",", &save); d; d = strtok_r(NULL, ",", &save), k++)
+		off += (size_t)snprintf(results + off, sizeof(results) - off,
+					"%s{\"request\":\"r\",\"driver\":\"dra.example.com\",\"pool\":\"%s\","
+					"\"device\":\"%s\"%s%s%s}", k ? "," : "", node, d,
+					consumed ? ",\"consumedCapacity\":{\"dra.example.com/cpu\":\"" : "",
+					consumed ? consumed : "", consumed ? "\"}" : "");
+	snprintf(list, sizeof(list), "%s", pods);
+	k = 0;
+	for (d = strtok_r(list, ",", &save); d; d = strtok_r(NULL, ",", &save), k++)
+		roff += (size_t)snprintf(reserved + roff, sizeof(reserved) - roff,
+					 "%s{\"resource\":\"pods\",\"name\":\"%s\",\"uid\":\"00000000-0000-4000-8000-%012d\"}",
+					 k ? "," : "", d, (int)(d[strlen(d) - 1] - '0'));
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"%s\","
+		 "\"namespace\":\"ns\",\"uid\":\"11111111-0000-4000-8000-0000000000%02d\",\"resourceVersion\":\"5\"},"
+		 "\"spec\":{},\"status\":{\"allocation\":{\"devices\":{\"results\":[%s]},\"nodeSelector\":"
+		 "{\"nodeSelectorTerms\":[{%s}]}},\"reservedFor\":[%s]}}",
+		 name, (int)strlen(name), results,
+		 local ? "\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"NODE\"]}]"
+		       : "\"matchExpressions\":[{\"key\":\"rack\",\"operator\":\"In\",\"values\":[\"r1\"]}]",
+		 reserved);
+	if (local) {
+		char *p = strstr(buf, "NODE");
+		char tail[8192];
+
+		snprintf(tail, sizeof(tail), "%s", p + 4);
+		snprintf(p, sizeof(buf) - (size_t)(p - buf), "%s%s", node, tail);
+	}
+	return buf;
+}
+
+static char *unallocated(const char *name)
+{
+	static char buf[1024];
+
+	snprintf(buf, sizeof(buf), "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":"
+		 "{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"11111111-0000-4000-8000-0000000000%02d\"},"
+		 "\"spec\":{},\"status\":{}}", name, (int)strlen(name));
+	return buf;
+}
+
+/* A Pod podN on node (bound) asking cpu, with a status for claim amounts
+ * (NULL: none) and, with pod_level, a Pod-level cpu request. */
+static char *pod(const char *name, const char *node, const char *cpu, const char *claim_name,
+		 const char *status, const char *pod_level)
+{
+	static char buf[4096];
+	char st[1024] = "", pl[256] = "";
+
+	if (status)
+		snprintf(st, sizeof(st), ",\"nodeAllocatableResourceClaimStatuses\":[{\"resourceClaimName\":\"%s\","
+			 "\"containers\":[\"c\"],\"resources\":{%s}}]", claim_name, status);
+	if (pod_level)
+		snprintf(pl, sizeof(pl), "\"resources\":{\"requests\":{\"cpu\":\"%s\"}},", pod_level);
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
+		 "\"uid\":\"00000000-0000-4000-8000-%012d\"},\"spec\":{%s%s%s%s\"resourceClaims\":[{\"name\":\"c\","
+		 "\"resourceClaimName\":\"%s\"}],\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+		 "{\"cpu\":\"%s\",\"memory\":\"1Gi\"}}}]},\"status\":{\"phase\":\"Running\"%s}}",
+		 name, (int)(name[strlen(name) - 1] - '0'), pl, node ? "\"nodeName\":\"" : "", node ? node : "",
+		 node ? "\"," : "", claim_name ? claim_name : "none", cpu, st);
+	return buf;
+}
+
+static char *node(const char *name, const char *cpu)
+{
+	static char buf[512];
+
+	snprintf(buf, sizeof(buf), "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},"
+		 "\"status\":{\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"}}}", name, cpu);
+	return buf;
+}
+
+/* --- a view ------------------------------------------------------------------------ */
+
+struct world {
+	struct view_builder *b;
+	struct arena *a;
+	struct policy *pol;
+	const struct view *v;
+	struct ledger *l;
+};
+
+static void world_init(struct world *w)
+{
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(view_builder_new(NULL, &w->b), 0);
+	assert_int_equal(arena_new(16 << 20, &w->a), 0);
+	assert_int_equal(policy_builtin(&w->pol), 0);
+}
+
+static void apply(struct world *w, enum view_event ev, int64_t t, const char *json)
+{
+	char err[512];
+	int rc = view_builder_apply_json(w->b, ev, json, strlen(json), w->a, t * S, err, sizeof(err));
+
+	if (rc)
+		fail_msg("apply: %d %s\n%s", rc, err, json);
+}
+
+/* Publish, and build the ledger at t (the previous one is freed). */
+static const struct ledger *build(struct world *w, int64_t t)
+{
+	int r;
+
+	ledger_free(w->l);
+	w->l = NULL;
+	if (w->v)
+		view_builder_release(w->b, w->v);
+	for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
+		view_builder_touch(w->b, (enum view_resource)r, t * S);
+	assert_int_equal(view_builder_publish(w->b, &w->v), 0);
+	assert_int_equal(ledger_build(w->v, w->pol, t * S, 64 << 20, &w->l), 0);
+	return w->l;
+}
+
+static void world_free(struct world *w)
+{
+	ledger_free(w->l);
+	if (w->v)
+		view_builder_release(w->b, w->v);
+	view_builder_free(w->b);
+	arena_free(w->a);
+	policy_free(w->pol);
+}
+
+static const struct ledger_amount *amount(const struct ledger *l, const char *nd, const char *res)
+{
+	const struct ledger_node *n = ledger_node(l, str_from_cstr(nd));
+
+	if (!n)
+		fail_msg("no node %s in the ledger", nd);
+	return ledger_node_amount(n, str_from_cstr(res));
+}
+
+static int64_t zone(const struct ledger_amount *a, const char *z)
+{
+	uint32_t i;
+
+	for (i = 0; a && i < a->nzones; i++)
+		if (str_eq_cstr(a->zones[i].zone, z))
+			return a->zones[i].amount;
+	return -1;
+}
+
+/* --- tests ------------------------------------------------------------------------- */
+
+static void test_a_claim_counts_once_however_many_pods_reserve_it(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+	const struct ledger_amount *cpu;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, node("w1", "16"));
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "accel-0", true, "p1,p2", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p1", "w1", "500m", "c1", "\"cpu\":\"2\",\"memory\":\"8Gi\"", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p2", "w1", "500m", "c1", "\"cpu\":\"2\",\"memory\":\"8Gi\"", NULL));
+	/* the status sent again: the same allocation, the same charge */
+	apply(&w, VIEW_MODIFIED, 4, claim("c1", "w1", "accel-0", true, "p1,p2", NULL));
+	l = build(&w, 10);
+	cpu = amount(l, "w1", "cpu");
+	assert_int_equal(cpu->allocatable, 16000);
+	assert_int_equal(cpu->pods, 1000);
+	assert_int_equal(cpu->dra, 2000);
+	assert_int_equal(cpu->status, 2000);          /* two Pods carry it; it counts once */
+	assert_int_equal(cpu->total, 3000);
+	assert_int_equal(zone(cpu, "unknown"), 2000);  /* the built-in policy names no NUMA attribute */
+	assert_int_equal(amount(l, "w1", "memory")->dra, 8589934592LL);
+	assert_int_equal(l->nentries, 1);
+	assert_int_equal(l->claims, 1);
+	assert_false(ledger_node(l, STR_LIT("w1"))->diverging);
+	assert_int_equal(l->entries[0].claim->allocated_ns, 2 * S);   /* first observed, not re-sent */
+	world_free(&w);
+}
+
+static void test_numa_zones_split_a_node_and_add_up_to_it(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+	const struct ledger_amount *cpu;
+	struct policy_error perr;
+	static const char doc[] = "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
+				  "numa: {attributes: [dra.example.com/numaNode]}\n";
+
+	(void)state;
+	world_init(&w);
+	policy_free(w.pol);
+	assert_int_equal(policy_load(doc, sizeof(doc) - 1, &w.pol, &perr), 0);
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "accel-0,accel-1", true, "p1", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p1", "w1", "1", "c1", "\"cpu\":\"4\",\"memory\":\"8Gi\"", NULL));
+	l = build(&w, 10);
+	cpu = amount(l, "w1", "cpu");
+	assert_int_equal(zone(cpu, "0"), 2000);
+	assert_int_equal(zone(cpu, "1"), 2000);
+	assert_int_equal(cpu->dra, zone(cpu, "0") + zone(cpu, "1"));
+	assert_int_equal(cpu->status, 4000);
+	assert_int_equal(l->nentries, 2);
+	assert_false(ledger_node(l, STR_LIT("w1"))->diverging);
+	world_free(&w);
+}
+
+static void test_capacity_mode_charges_consumed_times_multiplier(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "socket-0", true, "p1", "3"));
+	l = build(&w, 10);
+	assert_int_equal(amount(l, "w1", "cpu")->dra, 6000);   /* 3 consumed x 2 */
+	assert_int_equal(l->entries[0].claim->charges[0].state, VIEW_CHARGE_OK);
+	/* without consumedCapacity the scheduler cannot compute it: nothing charged */
+	apply(&w, VIEW_ADDED, 3, claim("c2", "w1", "socket-0", true, "p2", NULL));
+	l = build(&w, 10);
+	assert_int_equal(amount(l, "w1", "cpu")->dra, 6000);
+	assert_int_equal(l->uncharged, 1);
+	world_free(&w);
+}
+
+static void test_a_multi_node_claim_is_charged_on_each_node_of_a_reserving_pod(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("net", "w1", "accel-1", false, "p1,p2,p3", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p1", "w1", "1", "net", "\"cpu\":\"2\"", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p2", "w2", "1", "net", "\"cpu\":\"2\"", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p3", NULL, "1", "net", NULL, NULL));   /* not bound yet */
+	l = build(&w, 10);
+	assert_int_equal(amount(l, "w1", "cpu")->dra, 2000);
+	assert_int_equal(amount(l, "w2", "cpu")->dra, 2000);
+	assert_int_equal(l->nentries, 2);
+	assert_int_equal(l->claims, 1);
+	assert_int_equal(l->nnodes, 2);
+	/* a namesake with another UID is not the Pod the claim is reserved for */
+	apply(&w, VIEW_MODIFIED, 4, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p2\","
+	      "\"namespace\":\"ns\",\"uid\":\"99999999-0000-4000-8000-000000000002\"},\"spec\":{\"nodeName\":\"w2\","
+	      "\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"Running\"}}");
+	l = build(&w, 10);
+	assert_null(amount(l, "w2", "cpu"));   /* nothing on w2 asks for cpu any more */
+	assert_int_equal(l->nentries, 1);
+	world_free(&w);
+}
+
+static void test_a_charge_stays_at_its_mapping_version(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "accel-0", true, "p1", NULL));
+	l = build(&w, 10);
+	assert_true(l->entries[0].current);
+	assert_int_equal(l->old_mapping, 0);
+	/* the driver doubles the mapping: the live claim keeps what it was charged */
+	apply(&w, VIEW_MODIFIED, 20, slice("s1", "w1", 2, "4", NULL));
+	l = build(&w, 30);
+	assert_int_equal(amount(l, "w1", "cpu")->dra, 2000);
+	assert_false(l->entries[0].current);
+	assert_int_equal(l->old_mapping, 1);
+	assert_int_equal(l->mapping_changed_ns, 20 * S);
+	/* a new allocation is charged at the new one */
+	apply(&w, VIEW_ADDED, 21, claim("c2", "w1", "accel-1", true, "p2", NULL));
+	l = build(&w, 30);
+	assert_int_equal(amount(l, "w1", "cpu")->dra, 6000);
+	world_free(&w);
+}
+
+static void test_a_claim_seen_before_its_slice_is_charged_when_the_slice_comes(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+	struct view_stats st;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, claim("c1", "w1", "accel-0", true, "p1", NULL));
+	view_builder_stats(w.b, &st);
+	assert_int_equal(st.charge_pending, 1);
+	l = build(&w, 2);
+	assert_int_equal(l->pending, 1);
+	assert_int_equal(l->nentries, 0);
+	apply(&w, VIEW_ADDED, 3, slice("s1", "w1", 1, "2", NULL));
+	l = build(&w, 4);
+	assert_int_equal(l->pending, 0);
+	assert_int_equal(amount(l, "w1", "cpu")->dra, 2000);
+	assert_int_equal(l->entries[0].claim->allocated_ns, 1 * S);   /* still when the allocation was seen */
+	assert_int_equal(l->entries[0].claim->charged_ns, 3 * S);
+	view_builder_stats(w.b, &st);
+	assert_int_equal(st.charge_pending, 0);
+	world_free(&w);
+}
+
+static void test_deallocation_removes_entries_and_holds(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "accel-0", true, "p1", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c2", "w1", "accel-0", true, "p2", NULL));
+	l = build(&w, 3);
+	assert_int_equal(view_hold_get(w.v, STR_LIT("dra.example.com"), STR_LIT("w1"), STR_LIT("accel-0"))->nholders, 2);
+	assert_int_equal(l->nentries, 2);
+	apply(&w, VIEW_MODIFIED, 4, unallocated("c1"));
+	/* the same deallocation sent again changes nothing */
+	apply(&w, VIEW_MODIFIED, 5, unallocated("c1"));
+	l = build(&w, 6);
+	assert_int_equal(view_hold_get(w.v, STR_LIT("dra.example.com"), STR_LIT("w1"), STR_LIT("accel-0"))->nholders, 1);
+	assert_int_equal(l->nentries, 1);
+	apply(&w, VIEW_DELETED, 7, claim("c2", "w1", "accel-0", true, "p2", NULL));
+	l = build(&w, 8);
+	assert_null(view_hold_get(w.v, STR_LIT("dra.example.com"), STR_LIT("w1"), STR_LIT("accel-0")));
+	assert_int_equal(l->nentries, 0);
+	world_free(&w);
+}
+
+static void test_pod_level_requests_hold_the_claims_amounts(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+	const struct ledger_amount *cpu;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, node("w1", "8"));
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "accel-0", true, "p1", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p1", "w1", "1", "c1", "\"cpu\":\"2\",\"memory\":\"8Gi\"", "4"));
+	l = build(&w, 4);
+	cpu = amount(l, "w1", "cpu");
+	assert_int_equal(cpu->pods, 4000);      /* the Pod-level request */
+	assert_int_equal(cpu->dra, 2000);
+	assert_int_equal(cpu->covered, 2000);   /* inside the Pod's own 4 */
+	assert_int_equal(cpu->total, 4000);
+	world_free(&w);
+}
+
+static void test_overcommit_and_divergence_are_flagged(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, node("w1", "2"));
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "accel-0", true, "p1", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p1", "w1", "0.5m", "c1", "\"cpu\":\"3\"", NULL));
+	l = build(&w, 4);
+	assert_int_equal(amount(l, "w1", "cpu")->pods, 1);    /* half a millicore counts as one */
+	assert_true(ledger_node(l, STR_LIT("w1"))->overcommitted);   /* 2001m of 2 */
+	assert_true(ledger_node(l, STR_LIT("w1"))->diverging);       /* the status says 3, the ledger 2 */
+	assert_int_equal(l->overcommitted, 1);
+	assert_int_equal(l->diverging, 1);
+	world_free(&w);
+}
+
+static void test_finished_and_unbound_pods_leave_the_accounts(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, node("w1", "8"));
+	apply(&w, VIEW_ADDED, 2, pod("p1", "w1", "1", NULL, NULL, NULL));
+	apply(&w, VIEW_ADDED, 2, pod("p2", NULL, "1", NULL, NULL, NULL));
+	l = build(&w, 3);
+	assert_int_equal(amount(l, "w1", "cpu")->pods, 1000);
+	assert_int_equal(view_count(w.v, VIEW_PODS), 1);   /* p2 neither bound nor with statuses */
+	apply(&w, VIEW_MODIFIED, 4, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
+	      "\"namespace\":\"ns\",\"uid\":\"00000000-0000-4000-8000-000000000001\"},\"spec\":{\"nodeName\":"
+	      "\"w1\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"
+	      "\"status\":{\"phase\":\"Succeeded\"}}");
+	l = build(&w, 5);
+	assert_int_equal(amount(l, "w1", "cpu")->pods, 0);
+	assert_int_equal(view_count(w.v, VIEW_PODS), 0);
+	world_free(&w);
+}
+
+static void test_export_is_json_and_filters_by_node(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+	struct buf b;
+	json_t *j;
+	json_error_t jerr;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 1, slice("s2", "w2", 1, "2", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "accel-0", true, "p1", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c2", "w2", "accel-1", true, "p2", NULL));
+	l = build(&w, 3);
+	buf_init(&b, 1 << 20);
+	assert_int_equal(ledger_json(l, STR_LIT("w2"), &b), 0);
+	j = json_loadb(buf_cstr(&b), buf_len(&b), JSON_REJECT_DUPLICATES, &jerr);
+	if (!j)
+		fail_msg("not JSON: %s\n%s", jerr.text, buf_cstr(&b));
+	assert_int_equal(json_array_size(json_object_get(j, "nodes")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "nodes"), 0),
+							       "name")), "w2");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(j, "totals"), "cpu"),
+							       "dra")), "4");
+	json_decref(j);
+	buf_reset(&b);
+	assert_int_equal(ledger_table(l, STR_LIT(""), true, &b), 0);
+	assert_non_null(strstr(buf_cstr(&b), "ns/c1[0] dra.example.com/w1/accel-0"));
+	buf_free(&b);
+	world_free(&w);
+}
+
+static void test_a_dump_gives_the_same_ledger(void **state)
+{
+	struct view_builder *b = NULL;
+	struct view_dump_stats st;
+	const struct view *v = NULL;
+	struct ledger *l = NULL;
+	struct policy *pol = NULL;
+	char *text, err[256];
+	size_t off = 0;
+
+	(void)state;
+	text = malloc(65536);
+	off += (size_t)snprintf(text + off, 65536 - off, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[%s,",
+				claim("c1", "w1", "accel-0", true, "p1", NULL));
+	off += (size_t)snprintf(text + off, 65536 - off, "%s,", slice("s1", "w1", 1, "2", NULL));
+	off += (size_t)snprintf(text + off, 65536 - off, "%s,", pod("p1", "w1", "1", "c1", "\"cpu\":\"2\"", NULL));
+	off += (size_t)snprintf(text + off, 65536 - off, "%s,{\"apiVersion\":\"v1\",\"kind\":\"Service\","
+				"\"metadata\":{\"name\":\"x\"}}],\"metadata\":{\"resourceVersion\":\"\"}}",
+				node("w1", "8"));
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(view_dump_load(b, text, off, 100 * S, &st, err, sizeof(err)), 0);
+	assert_int_equal(st.objects[VIEW_CLAIMS], 1);
+	assert_int_equal(st.objects[VIEW_NODES], 1);
+	assert_int_equal(st.other, 1);
+	assert_int_equal(view_builder_publish(b, &v), 0);
+	assert_false(view_stale(v, 100 * S, 300 * S));
+	assert_int_equal(policy_builtin(&pol), 0);
+	assert_int_equal(ledger_build(v, pol, 100 * S, 1 << 24, &l), 0);
+	/* the claim came before its slice in the dump: charged all the same */
+	assert_int_equal(amount(l, "w1", "cpu")->dra, 2000);
+	assert_int_equal(amount(l, "w1", "cpu")->status, 2000);
+	assert_int_equal(view_pool_get(v, STR_LIT("dra.example.com"), STR_LIT("w1"))->restarted_ns, 0);
+	ledger_free(l);
+	policy_free(pol);
+	view_builder_release(b, v);
+	view_builder_free(b);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_claim_counts_once_however_many_pods_reserve_it),
+		cmocka_unit_test(test_numa_zones_split_a_node_and_add_up_to_it),
+		cmocka_unit_test(test_capacity_mode_charges_consumed_times_multiplier),
+		cmocka_unit_test(test_a_multi_node_claim_is_charged_on_each_node_of_a_reserving_pod),
+		cmocka_unit_test(test_a_charge_stays_at_its_mapping_version),
+		cmocka_unit_test(test_a_claim_seen_before_its_slice_is_charged_when_the_slice_comes),
+		cmocka_unit_test(test_deallocation_removes_entries_and_holds),
+		cmocka_unit_test(test_pod_level_requests_hold_the_claims_amounts),
+		cmocka_unit_test(test_overcommit_and_divergence_are_flagged),
+		cmocka_unit_test(test_finished_and_unbound_pods_leave_the_accounts),
+		cmocka_unit_test(test_export_is_json_and_filters_by_node),
+		cmocka_unit_test(test_a_dump_gives_the_same_ledger),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
