@@ -64,6 +64,14 @@ int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *
 	return pthread_key_create(&a->worker_key, worker_destroy) == 0 ? 0 : -ENOMEM;
 }
 
+void admit_set_ledger(struct admit *a, struct ledger_watch *lw, unsigned recheck_ms, unsigned max_waiters)
+{
+	a->ledger = lw;
+	a->recheck_ms = recheck_ms;
+	a->recheck_max = max_waiters;
+	atomic_init(&a->rechecking, 0);
+}
+
 void admit_fini(struct admit *a)
 {
 	struct worker *w = pthread_getspecific(a->worker_key);
@@ -157,6 +165,15 @@ static void log_admission(bool mutate, const struct admission_result *res, enum 
 		log_strn(&l, "operation", rq->operation_text.ptr, rq->operation_text.len);
 		log_strn(&l, "user", rq->user.username.ptr, rq->user.username.len);
 	}
+	if (res->decoded && (rq->object.kind == OBJECT_RESOURCE_CLAIM || rq->old_object.kind == OBJECT_RESOURCE_CLAIM)) {
+		const struct str *uid = rq->object.kind == OBJECT_RESOURCE_CLAIM ? &rq->object.meta.uid
+										     : &rq->old_object.meta.uid;
+
+		if (uid->len)
+			log_strn(&l, "claim_uid", uid->ptr, uid->len);
+	}
+	if (res->decoded && v->claim_uids.len)
+		log_strn(&l, "claim_uids", v->claim_uids.ptr, v->claim_uids.len);
 	log_bool(&l, "allowed", result == METRICS_RESULT_ALLOWED);
 	log_uint(&l, "status", status);
 	if (res->decoded && status == 200 && !v->allowed)
@@ -217,10 +234,71 @@ static void record(struct admit *a, enum metrics_endpoint ep, const struct admis
 	}
 	for (i = 0; i < res->verdict.nviolations; i++)
 		metrics_violation(a->m, res->verdict.violations[i].rule, res->verdict.violations[i].action);
+	ledger_watch_count(a->ledger, &res->verdict);
 	if (res->verdict.break_glass) {
 		metrics_break_glass(a->m, resource);
 		log_break_glass(res);
 	}
+}
+
+/* A denial that a view a moment behind the API server could explain:
+ * every denying violation is of a rule that reads the view and says so. */
+static bool worth_rechecking(const struct admission_result *res)
+{
+	const struct verdict *v = &res->verdict;
+	uint32_t i;
+	bool any = false;
+
+	if (res->http_status != 200 || v->allowed || v->code != 403)
+		return false;
+	for (i = 0; i < v->nviolations; i++) {
+		if (v->violations[i].action != ACTION_DENY)
+			continue;
+		if (!rule_reads_view(v->violations[i].rule) || !v->violations[i].view_lag)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+static int64_t mono_ms(void)
+{
+	return (int64_t)(admit_now_ns() / 1000000u);
+}
+
+/* Decide again on newer views until the denial goes or the wait is over
+ * (the watch delivers a release or a slice the scheduler has already seen
+ * within milliseconds); *vsnap and *view follow the view used. */
+static int recheck(struct admit *a, const struct policy *pol, bool mutate, const char *body, size_t len,
+		   struct arena *arena, struct buf *out, struct admission_result *res, struct snapshot **vsnap,
+		   const struct view **view)
+{
+	int64_t deadline = mono_ms() + a->recheck_ms;
+	int rc = 0;
+
+	if (atomic_fetch_add(&a->rechecking, 1) >= a->recheck_max) {
+		atomic_fetch_sub(&a->rechecking, 1);
+		return 0;
+	}
+	for (;;) {
+		struct snapshot *newer = cluster_view_acquire_newer(a->view, view_seq(*view), deadline);
+
+		if (!newer)
+			break;
+		snapshot_release(*vsnap);
+		*vsnap = newer;
+		*view = cluster_view_get(newer);
+		arena_reset(arena);
+		buf_reset(out);
+		rc = admission_handle(pol, *view, wall_ns(), mutate ? &a->opt_mutate : &a->opt_validate, &a->lim,
+				      body, len, arena, out, res);
+		if (rc || !worth_rechecking(res))
+			break;
+	}
+	atomic_fetch_sub(&a->rechecking, 1);
+	if (rc == 0)
+		ledger_watch_recheck(a->ledger, res->verdict.allowed);
+	return rc;
 }
 
 unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len, struct buf *out,
@@ -257,6 +335,8 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		arena_reset(arena);
 		rc = admission_handle(pol, view, wall_ns(), mutate ? &a->opt_mutate : &a->opt_validate,
 				      &a->lim, body, len, arena, out, &res);
+		if (rc == 0 && view && a->recheck_ms && worth_rechecking(&res))
+			rc = recheck(a, pol, mutate, body, len, arena, out, &res, &vsnap, &view);
 	}
 	if (rc == 0)
 		status = (unsigned)res.http_status;

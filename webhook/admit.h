@@ -14,6 +14,7 @@
 #define DRA_GUARD_ADMIT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include "cluster_view.h"
 #include "decode.h"
 #include "engine.h"
+#include "ledger_watch.h"
 #include "metrics.h"
 #include "policy_source.h"
 #include "serve_config.h"
@@ -35,6 +37,10 @@ struct admit {                    /* fields are private */
 	struct decode_limits lim;
 	size_t arena_cap;
 	pthread_key_t worker_key;
+	struct ledger_watch *ledger;  /* NULL without a cluster view */
+	unsigned recheck_ms;          /* --view-recheck */
+	unsigned recheck_max;         /* requests that may wait at once */
+	atomic_uint rechecking;
 };
 
 /* Limits and options from cfg (the ConfigMap name is copied by reference:
@@ -42,6 +48,13 @@ struct admit {                    /* fields are private */
  * -ENOMEM. */
 int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *m,
 	       struct policy_source *policy, struct cluster_view *view);
+
+/* The ledger's admission counters (NULL: none), and how a denial by a
+ * rule that reads the view that a view a moment behind could explain is
+ * decided again: wait up to recheck_ms (0: never) for a newer view, at
+ * most max_waiters requests at once (so some worker threads always serve
+ * while others wait). */
+void admit_set_ledger(struct admit *a, struct ledger_watch *lw, unsigned recheck_ms, unsigned max_waiters);
 
 /* Release what admit_init() made. Every thread that called admit_review()
  * must have exited (its arena is freed as it exits), except the caller. */

@@ -16,14 +16,24 @@
 #include "log.h"
 #include "view_stream.h"
 
+/* The first VIEW_RESOURCE_COUNT in enum view_resource order. */
 enum res {
 	RES_SLICES = 0,
 	RES_CLAIMS,
+	RES_PODS,
+	RES_NODES,
 	RES_CONFIGMAP,
 	RES_COUNT
 };
 
-static const char *const res_names[RES_COUNT] = { "resourceslices", "resourceclaims", "configmap" };
+static const char *const res_names[RES_COUNT] = { "resourceslices", "resourceclaims", "pods", "nodes",
+						  "configmap" };
+static const enum object_kind res_kinds[RES_COUNT] = { OBJECT_RESOURCE_SLICE, OBJECT_RESOURCE_CLAIM, OBJECT_POD,
+						       OBJECT_NODE, OBJECT_CONFIG_MAP };
+
+/* Pods are watched as kube-scheduler's own informer watches them: the
+ * finished ones hold nothing on a node. */
+#define POD_FIELD_SELECTOR "status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
 
 enum relist_reason {
 	RELIST_START = 0,             /* the first LIST */
@@ -124,11 +134,16 @@ struct cluster_view {
 	int64_t last_publish_ms;
 	bool published_once;
 	unsigned rand_state;
+	atomic_uint_fast64_t published_seq;   /* of the newest snapshot, for waiters */
 
 	pthread_mutex_t mu;           /* guards the fields below */
+	pthread_cond_t published;     /* broadcast on every publish */
 	char why_not[600];
 	struct view_stats stats;
 	int64_t synced_ns;
+	struct snapshot *frozen;      /* the view when the last freeze began, or NULL */
+	int64_t frozen_ns;
+	bool freeze_waits;            /* a freeze began before the first view: keep that one */
 };
 
 /* --- time and jitter --------------------------------------------------------- */
@@ -206,6 +221,14 @@ static void publish(struct cluster_view *cv)
 	snapshot_slot_swap(&cv->slot, snap);
 	cv->last_publish_ms = mono_ms();
 	cv->published_once = true;
+	pthread_mutex_lock(&cv->mu);
+	atomic_store(&cv->published_seq, view_seq(v));
+	pthread_cond_broadcast(&cv->published);
+	if (cv->freeze_waits) {
+		cv->freeze_waits = false;
+		cv->frozen = snapshot_slot_acquire(&cv->slot);
+	}
+	pthread_mutex_unlock(&cv->mu);
 }
 
 static void reclaim(struct cluster_view *cv)
@@ -409,6 +432,8 @@ static void collection(const struct cluster_view *cv, enum res res, char *buf, s
 {
 	if (res == RES_CONFIGMAP)
 		snprintf(buf, n, "/api/v1/namespaces/%s/configmaps", cv->cfg.cm_namespace);
+	else if (res == RES_PODS || res == RES_NODES)
+		snprintf(buf, n, "/api/v1/%s", res_names[res]);
 	else
 		snprintf(buf, n, "/apis/resource.k8s.io/%s/%s", cv->version, res_names[res]);
 }
@@ -459,6 +484,8 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 	if (r->res == RES_CONFIGMAP)
 		n += (size_t)snprintf(url + n, sizeof(url) - n, "fieldSelector=metadata.name%%3D%s&",
 				      cv->cfg.cm_name);
+	else if (r->res == RES_PODS)
+		n += (size_t)snprintf(url + n, sizeof(url) - n, "fieldSelector=%s&", POD_FIELD_SELECTOR);
 	if (r->listing) {
 		if (!r->in_relist && r->res != RES_CONFIGMAP) {
 			if ((rc = view_builder_relist_begin(cv->b, (enum view_resource)r->res)) != 0) {
@@ -508,10 +535,8 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 	}
 	view_stream_free(r->stream);
 	r->stream = NULL;
-	if (view_stream_new(r->listing ? VIEW_STREAM_LIST : VIEW_STREAM_WATCH,
-			    r->res == RES_SLICES ? OBJECT_RESOURCE_SLICE
-			    : r->res == RES_CLAIMS ? OBJECT_RESOURCE_CLAIM : OBJECT_CONFIG_MAP,
-			    r->res == RES_CONFIGMAP ? API_V1 : cv->api_version, cv->cfg.max_object,
+	if (view_stream_new(r->listing ? VIEW_STREAM_LIST : VIEW_STREAM_WATCH, res_kinds[r->res],
+			    r->res == RES_SLICES || r->res == RES_CLAIMS ? cv->api_version : API_V1, cv->cfg.max_object,
 			    &r->stream) != 0 || !(r->easy = curl_easy_init())) {
 		r->next_ms = mono_ms() + 1000;
 		return;
@@ -872,7 +897,8 @@ static void *run(void *arg)
 			count_events(&cv->r[k]);
 		now = mono_ms();
 		if (view_builder_dirty(cv->b)) {
-			bool all = cv->r[RES_SLICES].synced && cv->r[RES_CLAIMS].synced;
+			bool all = cv->r[RES_SLICES].synced && cv->r[RES_CLAIMS].synced && cv->r[RES_PODS].synced &&
+				   cv->r[RES_NODES].synced;
 
 			if (all && now - cv->last_publish_ms >= CLUSTER_VIEW_PUBLISH_MS)
 				publish(cv);
@@ -910,6 +936,7 @@ int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct 
 	cv->rand_state = (unsigned)wall_ns() | 1u;
 	snprintf(cv->why_not, sizeof(cv->why_not), "cluster view: not synced yet");
 	pthread_mutex_init(&cv->mu, NULL);
+	pthread_cond_init(&cv->published, NULL);
 	if (snapshot_slot_init(&cv->slot) != 0 || view_builder_new(&cv->cfg.limits, &cv->b) != 0 ||
 	    !(cv->multi = curl_multi_init())) {
 		cluster_view_free(cv);
@@ -955,6 +982,7 @@ void cluster_view_free(struct cluster_view *cv)
 	if (!cv)
 		return;
 	cluster_view_stop(cv);
+	snapshot_release(cv->frozen);
 	snapshot_slot_destroy(&cv->slot);
 	while (cv->handles) {
 		struct view_handle *h = cv->handles;
@@ -976,6 +1004,7 @@ void cluster_view_free(struct cluster_view *cv)
 	if (cv->multi)
 		curl_multi_cleanup(cv->multi);
 	kube_config_free(&cv->cfg.kube);
+	pthread_cond_destroy(&cv->published);
 	pthread_mutex_destroy(&cv->mu);
 	free(cv);
 }
@@ -1029,8 +1058,7 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 	pthread_mutex_unlock(&cv->mu);
 	for (k = 0; rc == 0 && k < RES_COUNT; k++) {
 		const struct reflector *r = &cv->r[k];
-		uint64_t objects = k == RES_SLICES ? st.objects[VIEW_SLICES]
-				   : k == RES_CLAIMS ? st.objects[VIEW_CLAIMS] : atomic_load(&r->cm_exists_pub) ? 1 : 0;
+		uint64_t objects = k < VIEW_RESOURCE_COUNT ? st.objects[k] : atomic_load(&r->cm_exists_pub) ? 1 : 0;
 
 		rc = buf_printf(out, "%s\"%s\":{\"synced\":%s,\"objects\":%" PRIu64
 				",\"lastEventAgeSeconds\":%.3f}", k ? "," : "", res_names[k],
@@ -1236,6 +1264,8 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 				"# TYPE dra_guard_view_objects gauge\n"
 				"dra_guard_view_objects{resource=\"resourceslices\"} %u\n"
 				"dra_guard_view_objects{resource=\"resourceclaims\"} %u\n"
+				"dra_guard_view_objects{resource=\"pods\"} %u\n"
+				"dra_guard_view_objects{resource=\"nodes\"} %u\n"
 				"dra_guard_view_objects{resource=\"pools\"} %u\n"
 				"dra_guard_view_objects{resource=\"pool_tombstones\"} %u\n"
 				"# HELP dra_guard_view_memory_bytes Bytes the view's records and interned atoms take.\n"
@@ -1253,8 +1283,63 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 				"# HELP dra_guard_view_snapshots Published snapshots still read by a request.\n"
 				"# TYPE dra_guard_view_snapshots gauge\n"
 				"dra_guard_view_snapshots %u\n",
-				st.objects[VIEW_SLICES], st.objects[VIEW_CLAIMS], st.pools, st.pool_tombstones,
+				st.objects[VIEW_SLICES], st.objects[VIEW_CLAIMS], st.objects[VIEW_PODS],
+				st.objects[VIEW_NODES], st.pools, st.pool_tombstones,
 				st.record_bytes, st.atom_bytes, stale(cv, now) == 1 ? 1 : 0,
 				max_age_ns(cv) / 1000000000, st.snapshots);
 	return rc;
+}
+
+/* --- waiting, and the view when a freeze began ------------------------------------ */
+
+struct snapshot *cluster_view_acquire_newer(struct cluster_view *cv, uint64_t seq, int64_t deadline_ms)
+{
+	struct timespec ts;
+	int64_t now;
+
+	pthread_mutex_lock(&cv->mu);
+	while (atomic_load(&cv->published_seq) <= seq) {
+		now = mono_ms();
+		if (now >= deadline_ms)
+			break;
+		/* The condition's clock is the wall clock: wait in short steps
+		 * of the monotonic one so a clock step cannot stretch a wait. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)((deadline_ms - now < 50 ? deadline_ms - now : 50) * 1000000);
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&cv->published, &cv->mu, &ts);
+	}
+	pthread_mutex_unlock(&cv->mu);
+	if (atomic_load(&cv->published_seq) <= seq)
+		return NULL;
+	return cluster_view_acquire(cv);
+}
+
+void cluster_view_mark_freeze(struct cluster_view *cv, int64_t since_ns)
+{
+	struct snapshot *s = cluster_view_acquire(cv), *old;
+
+	pthread_mutex_lock(&cv->mu);
+	old = cv->frozen;
+	cv->frozen = s;
+	cv->frozen_ns = since_ns;
+	/* Before the first sync (a replica started during a freeze) the first
+	 * view published is the nearest to the freeze this replica has. */
+	cv->freeze_waits = s == NULL;
+	pthread_mutex_unlock(&cv->mu);
+	snapshot_release(old);
+}
+
+struct snapshot *cluster_view_acquire_frozen(struct cluster_view *cv, int64_t *since_ns)
+{
+	struct snapshot *s;
+
+	pthread_mutex_lock(&cv->mu);
+	s = cv->frozen ? snapshot_ref(cv->frozen) : NULL;
+	*since_ns = cv->frozen_ns;
+	pthread_mutex_unlock(&cv->mu);
+	return s;
 }

@@ -1,8 +1,9 @@
 /* cluster_view.h - the guard's watch on the API server.
  *
  * One thread lists and watches, the way client-go's reflector does, the
- * ResourceSlices, the ResourceClaims of all namespaces and the guard's own
- * policy ConfigMap (a field selector on its name), over libcurl (one multi
+ * ResourceSlices, the ResourceClaims and Pods of all namespaces (Pods not
+ * finished, as the scheduler's informer selects them), the Nodes, and the
+ * guard's own policy ConfigMap (a field selector on its name), over libcurl (one multi
  * handle, one connection per request, TLS verified). Each LIST is paged
  * (limit / continue) and decoded as it arrives (view_stream.h); the WATCH
  * that follows starts at the LIST's resourceVersion with bookmarks and a
@@ -15,7 +16,7 @@
  * The resource.k8s.io version is the first of v1, v1beta2, v1beta1 that the
  * server's discovery offers.
  *
- * Slices and claims go into the view (policy/view.h), published as a new
+ * Slices, claims, Pods and Nodes go into the view (policy/view.h), published as a new
  * snapshot at most every CLUSTER_VIEW_PUBLISH_MS while events arrive; the
  * first one only once every resource has synced. The ConfigMap goes to the
  * policy source (policy_source_offer_api()), so a freeze reaches every
@@ -76,6 +77,20 @@ void cluster_view_free(struct cluster_view *cv);
  * struct view), or NULL before the first full sync. Any thread; release
  * with snapshot_release(). */
 struct snapshot *cluster_view_acquire(struct cluster_view *cv);
+
+/* A snapshot newer than seq (view_seq()), waiting for one until
+ * deadline_ms (CLOCK_MONOTONIC, ms); NULL when none came in time. Any
+ * thread; release with snapshot_release(). */
+struct snapshot *cluster_view_acquire_newer(struct cluster_view *cv, uint64_t seq, int64_t deadline_ms);
+
+/* A freeze began at since_ns (wall clock): keep the view of this moment
+ * (replacing the one of an earlier freeze) for the ledger export; before
+ * the first sync, the first view published. Any thread. */
+void cluster_view_mark_freeze(struct cluster_view *cv, int64_t since_ns);
+
+/* The view kept when the last freeze began (a reference, or NULL when no
+ * freeze began since start), and when it began. Any thread. */
+struct snapshot *cluster_view_acquire_frozen(struct cluster_view *cv, int64_t *since_ns);
 
 /* The view a snapshot from cluster_view_acquire() holds. */
 const struct view *cluster_view_get(const struct snapshot *s);

@@ -715,6 +715,47 @@ static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection 
 	return ret;
 }
 
+/* GET /debug/ledger[?node=NAME][&at=freeze]: the ledger as JSON; 404
+ * without a cluster view, for at=freeze when no freeze began since the
+ * start, and for any other at; 503 before the view's first sync. */
+static enum MHD_Result answer_debug_ledger(struct httpd *h, struct MHD_Connection *c)
+{
+	const char *node = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "node");
+	const char *at = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "at");
+	struct MHD_Response *r;
+	struct buf b;
+	char *text = NULL;
+	size_t len = 0;
+	enum MHD_Result ret;
+	int rc;
+
+	if (!h->env.ledger)
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
+	if (at && strcmp(at, "freeze") != 0)
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
+	buf_init(&b, (size_t)1 << 30);
+	rc = ledger_watch_json(h->env.ledger, node, at != NULL, &b);
+	if (rc == -EAGAIN || rc == -ENOENT) {
+		buf_free(&b);
+		return MHD_queue_response(c, rc == -EAGAIN ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_NOT_FOUND,
+					  rc == -EAGAIN ? h->r_503 : h->r_404);
+	}
+	if (rc != 0 || buf_take(&b, &text, &len) != 0) {
+		buf_free(&b);
+		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
+	}
+	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result handle_metrics(void *cls, struct MHD_Connection *c, const char *url,
 				      const char *method, const char *version, const char *upload_data,
 				      size_t *upload_data_size, void **req_cls)
@@ -729,7 +770,7 @@ static enum MHD_Result handle_metrics(void *cls, struct MHD_Connection *c, const
 		return (*upload_data_size = 0, MHD_YES);
 	*req_cls = h;
 	if (strcmp(url, "/metrics") != 0 && strcmp(url, "/healthz") != 0 && strcmp(url, "/readyz") != 0 &&
-	    strcmp(url, "/debug/view") != 0)
+	    strcmp(url, "/debug/view") != 0 && strcmp(url, "/debug/ledger") != 0)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
 	if (!get)
 		return MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, h->r_405_get);
@@ -739,6 +780,8 @@ static enum MHD_Result handle_metrics(void *cls, struct MHD_Connection *c, const
 		return MHD_queue_response(c, MHD_HTTP_OK, h->r_healthz);
 	if (strcmp(url, "/debug/view") == 0)
 		return answer_debug_view(h, c);
+	if (strcmp(url, "/debug/ledger") == 0)
+		return answer_debug_ledger(h, c);
 	return answer_readyz(h, c);
 }
 
@@ -887,6 +930,7 @@ int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size
 		goto fail;
 	}
 	h->admit_made = true;
+	admit_set_ledger(&h->admit, env->ledger, cfg->view_recheck_ms, cfg->threads > 1 ? cfg->threads - 1 : 0);
 	if (make_fixed(h) != 0) {
 		snprintf(err, errn, "out of memory");
 		goto fail;

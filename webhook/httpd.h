@@ -19,7 +19,7 @@
  * arena (admit.h).
  *
  * The metrics port is plain HTTP on one thread: GET /metrics, /healthz,
- * /readyz. */
+ * /readyz, /debug/view and /debug/ledger (?node=NAME, ?at=freeze). */
 #ifndef DRA_GUARD_HTTPD_H
 #define DRA_GUARD_HTTPD_H
 
@@ -28,6 +28,7 @@
 
 #include "cert_source.h"
 #include "cluster_view.h"
+#include "ledger_watch.h"
 #include "metrics.h"
 #include "policy_source.h"
 #include "serve_config.h"
@@ -46,6 +47,7 @@ struct httpd_env {
 	struct cert_source *certs;
 	struct policy_source *policy;
 	struct cluster_view *view;    /* NULL: serving without a cluster view */
+	struct ledger_watch *ledger;  /* NULL without a cluster view */
 };
 
 struct httpd;

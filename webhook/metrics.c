@@ -75,8 +75,9 @@ struct metrics {
 	atomic_uint_fast64_t tls_reload[METRICS_RELOAD_COUNT];
 	atomic_int_fast64_t tls_not_after_s;
 	atomic_int ready;
-	int (*extra)(void *ctx, struct buf *out);
-	void *extra_ctx;
+	int (*extra[METRICS_EXTRA_MAX])(void *ctx, struct buf *out);
+	void *extra_ctx[METRICS_EXTRA_MAX];
+	unsigned nextra;
 
 	pthread_mutex_t mu;           /* guards the fields below */
 	char version[128];
@@ -264,10 +265,20 @@ void metrics_policy_source(struct metrics *m, const char *source)
 	pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_add_extra(struct metrics *m, int (*fn)(void *ctx, struct buf *out), void *ctx)
+{
+	if (m->nextra < METRICS_EXTRA_MAX) {
+		m->extra[m->nextra] = fn;
+		m->extra_ctx[m->nextra++] = ctx;
+	}
+}
+
 void metrics_set_extra(struct metrics *m, int (*fn)(void *ctx, struct buf *out), void *ctx)
 {
-	m->extra = fn;
-	m->extra_ctx = ctx;
+	m->extra[0] = fn;
+	m->extra_ctx[0] = ctx;
+	if (m->nextra == 0)
+		m->nextra = 1;
 }
 
 void metrics_freeze(struct metrics *m, bool active, const char *reason, int64_t since_ns)
@@ -548,8 +559,9 @@ int metrics_render(struct metrics *m, struct buf *out)
 		rc = render_counters(m, out);
 	if (rc == 0)
 		rc = render_state(m, out);
-	if (rc == 0 && m->extra)
-		rc = m->extra(m->extra_ctx, out);
+	for (unsigned i = 0; rc == 0 && i < m->nextra; i++)
+		if (m->extra[i])
+			rc = m->extra[i](m->extra_ctx[i], out);
 	if (rc != 0)
 		buf_truncate(out, start);
 	return rc;

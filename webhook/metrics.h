@@ -134,9 +134,13 @@ void metrics_tls_reload(struct metrics *m, enum metrics_reload result);
 void metrics_tls_not_after(struct metrics *m, int64_t not_after_s);
 void metrics_ready(struct metrics *m, bool ready);
 
-/* Families rendered by another module after the registry's own (the
- * cluster view's): fn(ctx, out) appends them. Set once, before serving. */
+/* Families rendered by other modules after the registry's own (the
+ * cluster view's, the ledger's): fn(ctx, out) appends them. set_extra sets
+ * the first, add_extra adds another (up to METRICS_EXTRA_MAX), before
+ * serving. */
+#define METRICS_EXTRA_MAX 4
 void metrics_set_extra(struct metrics *m, int (*fn)(void *ctx, struct buf *out), void *ctx);
+void metrics_add_extra(struct metrics *m, int (*fn)(void *ctx, struct buf *out), void *ctx);
 
 /* The whole exposition into out (appended). 0, -E2BIG when out's cap is too
  * small, -ENOMEM. Safe while other threads update. */

@@ -35,6 +35,9 @@ struct policy_source {
 
 	pthread_mutex_t reload_mu;    /* one reload or offer at a time */
 	bool api_active;              /* the API's ConfigMap is the source */
+
+	void (*on_freeze)(void *ctx, int64_t since_ns);   /* a freeze began */
+	void *on_freeze_ctx;
 };
 
 static const char *kind_name(enum policy_source_kind k)
@@ -267,9 +270,13 @@ static void track_freeze(struct policy_source *ps, const struct policy *p, bool 
 	if (!changed && !first)
 		return;
 	if (p->frozen && !ps->frozen) {
+		int64_t since = wall_ns();
+
 		pthread_mutex_lock(&ps->mu);
-		ps->freeze_since_ns = wall_ns();
+		ps->freeze_since_ns = since;
 		pthread_mutex_unlock(&ps->mu);
+		if (ps->on_freeze)
+			ps->on_freeze(ps->on_freeze_ctx, since);
 	}
 	if (p->frozen || !first) {
 		const char *msg = !p->frozen ? "freeze lifted"
@@ -442,4 +449,10 @@ int policy_source_offer_api(struct policy_source *ps, bool exists, const char *d
 	rc = install(ps, p, trigger, "api", "ConfigMap (API)");
 	pthread_mutex_unlock(&ps->reload_mu);
 	return rc;
+}
+
+void policy_source_on_freeze(struct policy_source *ps, void (*fn)(void *ctx, int64_t since_ns), void *ctx)
+{
+	ps->on_freeze = fn;
+	ps->on_freeze_ctx = ctx;
 }

@@ -75,6 +75,11 @@ bool policy_source_changed(struct policy_source *ps);
 /* The directory to watch, or NULL for the built-in policy. Borrowed. */
 const char *policy_source_dir(const struct policy_source *ps);
 
+/* Call fn(ctx, since_ns) on the reloading thread whenever a freeze begins
+ * (since_ns: the wall clock it began at). Set once, before the first
+ * reload. */
+void policy_source_on_freeze(struct policy_source *ps, void (*fn)(void *ctx, int64_t since_ns), void *ctx);
+
 /* A reference to the serving policy's snapshot (snapshot_get() gives the
  * const struct policy), or NULL while none is loaded. Any thread. */
 struct snapshot *policy_source_acquire(struct policy_source *ps);

@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "cluster_view.h"
 #include "httpd.h"
+#include "ledger_watch.h"
 #include "log.h"
 #include "metrics.h"
 #include "policy_source.h"
@@ -47,6 +48,7 @@ struct server {
 	struct cert_source *certs;
 	struct policy_source *policy;
 	struct cluster_view *view;
+	struct ledger_watch *ledger;
 	struct watch *watch;
 	struct httpd *httpd;
 	int sigfd;
@@ -249,6 +251,11 @@ static void drain(struct server *s)
 
 /* The cluster view, unless off or nothing to connect to. 0, or -1 when the
  * configuration is wrong (or missing with --cluster-view=on). */
+static void freeze_began(void *ctx, int64_t since_ns)
+{
+	cluster_view_mark_freeze(ctx, since_ns);
+}
+
 static int setup_view(struct server *s)
 {
 	struct cluster_view_config vc;
@@ -294,6 +301,21 @@ static int setup_view(struct server *s)
 		return -1;
 	}
 	metrics_set_extra(s->m, cluster_view_render_metrics, s->view);
+	if (ledger_watch_new(s->view, s->policy, &s->ledger) != 0) {
+		log_msg(LOG_ERROR, "out of memory at start");
+		return -1;
+	}
+	metrics_add_extra(s->m, ledger_watch_render_metrics, s->ledger);
+	/* The ledger of the moment a freeze begins is kept for the export: a
+	 * freeze already on at the start counts from now. */
+	policy_source_on_freeze(s->policy, freeze_began, s->view);
+	{
+		struct policy_status st;
+
+		policy_source_status(s->policy, &st);
+		if (st.frozen)
+			cluster_view_mark_freeze(s->view, st.freeze_since_ns);
+	}
 	if (cluster_view_start(s->view) != 0) {
 		log_msg(LOG_ERROR, "cannot start the cluster view's thread");
 		return -1;
@@ -369,6 +391,7 @@ int serve_main(int argc, char **argv)
 	env.certs = s.certs;
 	env.policy = s.policy;
 	env.view = s.view;
+	env.ledger = s.ledger;
 	if (httpd_start(&env, &s.httpd, err, sizeof(err)) != 0) {
 		log_msg_str(LOG_ERROR, "cannot start listening", "error", err);
 		goto out;
@@ -381,6 +404,7 @@ int serve_main(int argc, char **argv)
 out:
 	httpd_stop(s.httpd);
 	/* After the server: no request holds a view snapshot any more. */
+	ledger_watch_free(s.ledger);
 	cluster_view_free(s.view);
 	if (curl_ready)
 		curl_global_cleanup();

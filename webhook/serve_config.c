@@ -483,6 +483,30 @@ static int set_watch_timeout(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+/* Milliseconds: "500ms", or a duration ("1s"); 0 disables. */
+static int set_view_recheck(struct serve_config *c, const char *v, char *err)
+{
+	unsigned long long n = 0;
+	size_t len = strlen(v), i;
+	unsigned secs = 0;
+
+	if (len > 2 && strcmp(v + len - 2, "ms") == 0) {
+		for (i = 0; i < len - 2 && v[i] >= '0' && v[i] <= '9' && n <= 10000; i++)
+			n = n * 10 + (unsigned)(v[i] - '0');
+		if (i != len - 2 || n > 10000) {
+			snprintf(err, SERVE_CONFIG_ERROR_MAX, "--view-recheck: '%s' is not a duration up to 10s "
+				 "(e.g. 500ms, 1s; 0 disables)", v);
+			return -EINVAL;
+		}
+		c->view_recheck_ms = (unsigned)n;
+		return 0;
+	}
+	if (parse_duration("view-recheck", v, 10, &secs, err) != 0)
+		return -EINVAL;
+	c->view_recheck_ms = secs * 1000;
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "listen", "DRA_GUARD_LISTEN", ":8443", NULL, "ADDR:PORT",
 	  "the HTTPS webhook port (POST /validate, /mutate; GET /healthz, /readyz)", set_listen },
@@ -524,7 +548,7 @@ static const struct flag flags[] = {
 	{ "log-level", "DRA_GUARD_LOG_LEVEL", "info", NULL, "LEVEL",
 	  "debug, info, warn or error", set_log_level },
 	{ "cluster-view", "DRA_GUARD_CLUSTER_VIEW", "auto", NULL, "MODE",
-	  "watch slices, claims and the policy ConfigMap: auto (when in a cluster or given a"
+	  "watch slices, claims, Pods, Nodes and the policy ConfigMap: auto (when in a cluster or given a"
 	  " kubeconfig), on (required), off (stateless)", set_cluster_view },
 	{ "kubeconfig", "DRA_GUARD_KUBECONFIG", "", "$KUBECONFIG, else in-cluster", "FILE",
 	  "kubeconfig for the API server (client certificate or token); without one, in a"
@@ -535,6 +559,9 @@ static const struct flag flags[] = {
 	  "objects per LIST page (limit; 10 to 100000)", set_watch_page_size },
 	{ "watch-timeout", "DRA_GUARD_WATCH_TIMEOUT", "5m", NULL, "DURATION",
 	  "server-side timeout of each WATCH (resumed at once from the last event)", set_watch_timeout },
+	{ "view-recheck", "DRA_GUARD_VIEW_RECHECK", "500ms", NULL, "DURATION",
+	  "how long a denial by a rule that reads the cluster view waits for a newer view and is decided"
+	  " again (a release or slice the watch is about to deliver); 0 disables", set_view_recheck },
 };
 
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))

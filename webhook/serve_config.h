@@ -57,6 +57,7 @@ struct serve_config {
 	char kube_context[254];
 	unsigned watch_page_size;
 	unsigned watch_timeout_s;
+	unsigned view_recheck_ms;
 };
 
 /* Where the environment is read from: getenv, or a stand-in in tests. */

@@ -84,3 +84,10 @@ void snapshot_slot_swap(struct snapshot_slot *slot, struct snapshot *next)
 	pthread_mutex_unlock(&slot->mu);
 	snapshot_release(old);
 }
+
+struct snapshot *snapshot_ref(struct snapshot *s)
+{
+	if (s)
+		atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}

@@ -35,6 +35,9 @@ struct snapshot_slot {
  * obj is freed too, so the caller never leaks it. */
 int snapshot_new(void *obj, void (*free_obj)(void *obj), struct snapshot **out);
 
+/* One more reference to a snapshot the caller holds a reference to. */
+struct snapshot *snapshot_ref(struct snapshot *s);
+
 /* The object. Valid while the caller holds a reference. */
 void *snapshot_get(const struct snapshot *s);
 

@@ -298,14 +298,15 @@ def test_role_reads_only_the_policy_configmap():
         ml.one(objs, "ServiceAccount", sa)
 
 
-def test_cluster_role_only_reads_slices_and_claims():
+def test_cluster_role_only_reads_slices_claims_pods_and_nodes():
     for name, objs in renders().items():
         _, pod, _, _ = deployment_parts(objs)
         role = ml.one(objs, "ClusterRole")
         rules = [(tuple(r.get("apiGroups", [])), tuple(sorted(r.get("resources", []))),
                   tuple(sorted(r.get("verbs", []))), tuple(r.get("resourceNames", [])))
                  for r in role["rules"]]
-        want = [(("resource.k8s.io",), ("resourceclaims", "resourceslices"), ("get", "list", "watch"), ())]
+        want = [(("resource.k8s.io",), ("resourceclaims", "resourceslices"), ("get", "list", "watch"), ()),
+                (("",), ("nodes", "pods"), ("get", "list", "watch"), ())]
         check(rules == want, "%s: ClusterRole rules %s, want only %s" % (name, rules, want))
         crb = ml.one(objs, "ClusterRoleBinding")
         check(crb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
@@ -979,7 +980,7 @@ def main():
         test_certs_cluster_mode_drops_an_expired_previous_ca,
         test_network_policy_sample_admits_the_webhook_and_metrics_ports,
         test_driver_rbac_sample_fits_the_least_privilege_rules,
-        test_cluster_role_only_reads_slices_and_claims,
+        test_cluster_role_only_reads_slices_claims_pods_and_nodes,
     ]
     try:
         ml.run_tests(tests)

@@ -335,9 +335,18 @@ def test_guard_service_account_with_only_the_manifest_rbac():
         with start_guard(d, kc, "--policy-configmap", "%s/%s" % (GUARD_NS, CM)) as s:
             wait_view_matches(s)
             check(s.find_log("cluster view: request failed") is None, "a request was refused:\n" + s.log()[-2000:])
-    # The same token may not read anything else.
-    st, _ = ENV.request("GET", "/api/v1/pods", token=token)
-    check(st == 403, "the guard's ServiceAccount may list pods (HTTP %d)" % st)
+    # The same token reads Pods and Nodes (the ledger), and nothing else,
+    # and writes nothing.
+    for path in ("/api/v1/pods", "/api/v1/nodes"):
+        st, _ = ENV.request("GET", path, token=token)
+        check(st == 200, "the guard's ServiceAccount may not list %s (HTTP %d)" % (path, st))
+    for path in ("/api/v1/secrets", "/api/v1/namespaces/%s/configmaps" % NS, "/apis/apps/v1/deployments"):
+        st, _ = ENV.request("GET", path, token=token)
+        check(st == 403, "the guard's ServiceAccount may list %s (HTTP %d)" % (path, st))
+    st, _ = ENV.request("POST", "/api/v1/namespaces/%s/pods" % NS, {"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": "x"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+                        token=token)
+    check(st == 403, "the guard's ServiceAccount may create Pods (HTTP %d)" % st)
 
 
 def main():

@@ -1,0 +1,389 @@
+/* ledger_watch.c - the served ledger, its export and its metrics. */
+#include "ledger_watch.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ledger.h"
+#include "ledger_rules.h"
+#include "log.h"
+#include "metrics.h"
+#include "policy.h"
+
+/* The rules whose undecided cases are counted, by label. */
+static const enum rule_id undecided_rules[] = {
+	RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE, RULE_LEDGER_POD_AMOUNTS,
+};
+#define NUNDECIDED_RULES (sizeof(undecided_rules) / sizeof(undecided_rules[0]))
+
+struct ledger_watch {
+	struct cluster_view *cv;
+	struct policy_source *ps;
+	pthread_mutex_t mu;           /* the cached ledger and what it borrows */
+	struct snapshot *vsnap;
+	struct snapshot *psnap;
+	struct ledger *l;
+	double build_s;
+
+	atomic_uint_fast64_t pending[LEDGER_CAUSE_COUNT];
+	atomic_uint_fast64_t duplicates;
+	atomic_uint_fast64_t numa_split;
+	atomic_uint_fast64_t pod_amounts;
+	atomic_uint_fast64_t undecided[NUNDECIDED_RULES][LEDGER_REASON_COUNT];
+	atomic_uint_fast64_t rechecks[2];
+};
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int ledger_watch_new(struct cluster_view *cv, struct policy_source *ps, struct ledger_watch **out)
+{
+	struct ledger_watch *lw = calloc(1, sizeof(*lw));
+
+	*out = NULL;
+	if (!lw)
+		return -ENOMEM;
+	lw->cv = cv;
+	lw->ps = ps;
+	pthread_mutex_init(&lw->mu, NULL);
+	*out = lw;
+	return 0;
+}
+
+static void drop_cache(struct ledger_watch *lw)
+{
+	ledger_free(lw->l);
+	lw->l = NULL;
+	snapshot_release(lw->vsnap);
+	snapshot_release(lw->psnap);
+	lw->vsnap = lw->psnap = NULL;
+}
+
+void ledger_watch_free(struct ledger_watch *lw)
+{
+	if (!lw)
+		return;
+	drop_cache(lw);
+	pthread_mutex_destroy(&lw->mu);
+	free(lw);
+}
+
+static int build(const struct view *v, const struct policy *pol, struct ledger **out, double *took)
+{
+	double t0 = mono_s();
+	int rc = ledger_build(v, pol, wall_ns(), LEDGER_WATCH_CAP, out);
+
+	*took = mono_s() - t0;
+	if (rc) {
+		log_msg_str(LOG_WARN, "ledger: could not be built", "error", rc == -E2BIG ? "over a cap" : "out of memory");
+		return rc;
+	}
+	if (*took > 1.0)
+		log_msg_str(LOG_INFO, "ledger: a slow build", "detail", "more than a second");
+	return 0;
+}
+
+/* The ledger of the current view and policy (lw->mu held): the cached one
+ * while neither changed. */
+static int current(struct ledger_watch *lw)
+{
+	struct snapshot *vs = cluster_view_acquire(lw->cv), *ps = policy_source_acquire(lw->ps);
+	struct ledger *l = NULL;
+	double took;
+	int rc;
+
+	if (!vs || !ps) {
+		snapshot_release(vs);
+		snapshot_release(ps);
+		return -EAGAIN;
+	}
+	if (lw->l && vs == lw->vsnap && ps == lw->psnap) {
+		snapshot_release(vs);
+		snapshot_release(ps);
+		return 0;
+	}
+	rc = build(cluster_view_get(vs), snapshot_get(ps), &l, &took);
+	if (rc) {
+		snapshot_release(vs);
+		snapshot_release(ps);
+		return rc;
+	}
+	drop_cache(lw);
+	lw->l = l;
+	lw->vsnap = vs;
+	lw->psnap = ps;
+	lw->build_s = took;
+	return 0;
+}
+
+int ledger_watch_json(struct ledger_watch *lw, const char *node, bool at_freeze, struct buf *out)
+{
+	struct str filter = str_from_cstr(node ? node : "");
+	int rc;
+
+	if (at_freeze) {
+		int64_t since = 0;
+		struct snapshot *vs = cluster_view_acquire_frozen(lw->cv, &since), *ps;
+		struct ledger *l = NULL;
+		double took;
+
+		if (!vs)
+			return -ENOENT;
+		ps = policy_source_acquire(lw->ps);
+		if (!ps) {
+			snapshot_release(vs);
+			return -EAGAIN;
+		}
+		rc = build(cluster_view_get(vs), snapshot_get(ps), &l, &took);
+		if (rc == 0) {
+			/* The ledger as it stood when the freeze began. */
+			l->now_ns = since;
+			rc = ledger_json(l, filter, out);
+		}
+		ledger_free(l);
+		snapshot_release(ps);
+		snapshot_release(vs);
+		return rc;
+	}
+	pthread_mutex_lock(&lw->mu);
+	rc = current(lw);
+	if (rc == 0)
+		rc = ledger_json(lw->l, filter, out);
+	pthread_mutex_unlock(&lw->mu);
+	return rc;
+}
+
+void ledger_watch_count(struct ledger_watch *lw, const struct verdict *v)
+{
+	uint32_t i, k;
+
+	if (!lw)
+		return;
+	for (i = 0; i < v->nviolations; i++) {
+		const struct violation *vi = &v->violations[i];
+
+		switch (vi->rule) {
+		case RULE_LEDGER_POOL_FRESH:
+			if (vi->cause < LEDGER_CAUSE_COUNT)
+				atomic_fetch_add_explicit(&lw->pending[vi->cause], 1, memory_order_relaxed);
+			break;
+		case RULE_LEDGER_DEVICE_DUPLICATE:
+			atomic_fetch_add_explicit(&lw->duplicates, 1, memory_order_relaxed);
+			break;
+		case RULE_LEDGER_NUMA_SPLIT:
+			atomic_fetch_add_explicit(&lw->numa_split, 1, memory_order_relaxed);
+			break;
+		case RULE_LEDGER_POD_AMOUNTS:
+			atomic_fetch_add_explicit(&lw->pod_amounts, 1, memory_order_relaxed);
+			break;
+		default:
+			break;
+		}
+	}
+	for (i = 0; i < v->nundecided && i < VERDICT_MAX_UNDECIDED; i++)
+		for (k = 0; k < NUNDECIDED_RULES; k++)
+			if (undecided_rules[k] == v->undecided[i].rule && v->undecided[i].reason < LEDGER_REASON_COUNT)
+				atomic_fetch_add_explicit(&lw->undecided[k][v->undecided[i].reason], 1,
+							  memory_order_relaxed);
+}
+
+void ledger_watch_recheck(struct ledger_watch *lw, bool allowed)
+{
+	if (lw)
+		atomic_fetch_add_explicit(&lw->rechecks[allowed ? 0 : 1], 1, memory_order_relaxed);
+}
+
+/* --- metrics ------------------------------------------------------------------------- */
+
+/* A resource's amount in its own unit (cores, bytes) from scheduler units. */
+static double base(struct str resource, int64_t u)
+{
+	return str_eq_cstr(resource, "cpu") ? (double)u / 1000.0 : (double)u;
+}
+
+struct top {
+	const struct ledger_node *n;
+	const struct ledger_amount *a;
+	int64_t value;
+};
+
+static int cmp_top(const void *x, const void *y)
+{
+	const struct top *a = x, *b = y;
+
+	return a->value > b->value ? -1 : a->value < b->value;
+}
+
+static int node_series(struct buf *out, const char *family, const struct ledger *l, bool over)
+{
+	struct top *top = NULL;
+	uint32_t n = 0, cap = 0, i, j;
+	int rc = 0;
+
+	for (i = 0; i < l->nnodes && rc == 0; i++) {
+		const struct ledger_node *nd = &l->nodes[i];
+
+		if (over ? !nd->overcommitted : !nd->diverging)
+			continue;
+		for (j = 0; j < nd->nresources; j++) {
+			const struct ledger_amount *a = &nd->resources[j];
+			int64_t v = over ? (a->has_allocatable ? a->total - a->allocatable : 0) : a->dra - a->status;
+
+			if (v == 0 || (over && v < 0))
+				continue;
+			if (n == cap) {
+				struct top *g = realloc(top, (cap ? cap * 2 : 64) * sizeof(*g));
+
+				if (!g) {
+					rc = -ENOMEM;
+					break;
+				}
+				top = g;
+				cap = cap ? cap * 2 : 64;
+			}
+			top[n++] = (struct top){ nd, a, v < 0 ? -v : v };
+		}
+	}
+	if (n)
+		qsort(top, n, sizeof(*top), cmp_top);
+	for (i = 0; rc == 0 && i < n && i < LEDGER_WATCH_NODE_SERIES; i++) {
+		const struct ledger_amount *a = top[i].a;
+		int64_t v = over ? a->total - a->allocatable : a->dra - a->status;
+
+		rc = buf_printf(out, "%s{node=\"", family);
+		if (rc == 0)
+			rc = metrics_escape_label(out, top[i].n->name.ptr, top[i].n->name.len);
+		if (rc == 0)
+			rc = buf_add_cstr(out, "\",resource=\"");
+		if (rc == 0)
+			rc = metrics_escape_label(out, a->resource.ptr, a->resource.len);
+		if (rc == 0)
+			rc = buf_printf(out, "\"} %.17g\n", base(a->resource, v));
+	}
+	free(top);
+	return rc;
+}
+
+static int render_ledger(struct ledger_watch *lw, struct buf *out)
+{
+	const struct ledger *l = lw->l;
+	int64_t now = wall_ns();
+	uint32_t i;
+	int rc = 0;
+
+	rc = buf_add_cstr(out, "# HELP dra_guard_ledger_capacity Allocatable over every node in the ledger, by "
+			  "resource (cores, bytes).\n# TYPE dra_guard_ledger_capacity gauge\n");
+	for (i = 0; rc == 0 && i < l->ntotals; i++)
+		rc = buf_printf(out, "dra_guard_ledger_capacity{resource=\"%.*s\"} %.17g\n", STR_FMT(l->totals[i].resource),
+				base(l->totals[i].resource, l->totals[i].allocatable));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_ledger_usage What the scheduler counts against it, by resource "
+				  "and source (pods: the Pods' own requests; dra: claims' node-allocatable amounts).\n"
+				  "# TYPE dra_guard_ledger_usage gauge\n");
+	for (i = 0; rc == 0 && i < l->ntotals; i++)
+		rc = buf_printf(out, "dra_guard_ledger_usage{resource=\"%.*s\",source=\"pods\"} %.17g\n"
+				"dra_guard_ledger_usage{resource=\"%.*s\",source=\"dra\"} %.17g\n",
+				STR_FMT(l->totals[i].resource), base(l->totals[i].resource, l->totals[i].pods),
+				STR_FMT(l->totals[i].resource), base(l->totals[i].resource, l->totals[i].dra));
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_ledger_overcommitted_nodes Nodes whose Pod requests and DRA "
+				"amounts exceed their allocatable (ledger.node.overcommit).\n"
+				"# TYPE dra_guard_ledger_overcommitted_nodes gauge\ndra_guard_ledger_overcommitted_nodes %u\n"
+				"# HELP dra_guard_ledger_unbalanced_nodes Nodes where the ledger's DRA amounts and what the "
+				"Pod statuses say differ.\n# TYPE dra_guard_ledger_unbalanced_nodes gauge\n"
+				"dra_guard_ledger_unbalanced_nodes %u\n"
+				"# HELP dra_guard_ledger_node_overcommit How far an overcommitted node is over, by resource "
+				"(the %d largest).\n# TYPE dra_guard_ledger_node_overcommit gauge\n",
+				l->overcommitted, l->diverging, LEDGER_WATCH_NODE_SERIES);
+	if (rc == 0)
+		rc = node_series(out, "dra_guard_ledger_node_overcommit", l, true);
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_ledger_node_divergence The ledger's DRA amount minus what the "
+				"node's Pod statuses say, by resource (the %d largest).\n"
+				"# TYPE dra_guard_ledger_node_divergence gauge\n", LEDGER_WATCH_NODE_SERIES);
+	if (rc == 0)
+		rc = node_series(out, "dra_guard_ledger_node_divergence", l, false);
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_ledger_claims Allocated claims, by state (charged: on a node; "
+				"pending: a device not in the view yet; unreserved: a multi-node claim no Pod on a node "
+				"reserves; old_mapping: charged at a mapping its device no longer has).\n"
+				"# TYPE dra_guard_ledger_claims gauge\n"
+				"dra_guard_ledger_claims{state=\"charged\"} %u\ndra_guard_ledger_claims{state=\"pending\"} %u\n"
+				"dra_guard_ledger_claims{state=\"unreserved\"} %u\n"
+				"dra_guard_ledger_claims{state=\"old_mapping\"} %u\n"
+				"# HELP dra_guard_ledger_entries Ledger entries (node, claim, allocation result).\n"
+				"# TYPE dra_guard_ledger_entries gauge\ndra_guard_ledger_entries %u\n"
+				"# HELP dra_guard_ledger_mapping_age_seconds Seconds since the view last saw a mapping "
+				"change; -1 when it saw none.\n# TYPE dra_guard_ledger_mapping_age_seconds gauge\n"
+				"dra_guard_ledger_mapping_age_seconds %.3f\n"
+				"# HELP dra_guard_ledger_build_seconds How long the last ledger build took.\n"
+				"# TYPE dra_guard_ledger_build_seconds gauge\ndra_guard_ledger_build_seconds %.6f\n",
+				l->claims, l->pending, l->unreserved, l->old_mapping, l->nentries,
+				l->mapping_changed_ns ? (double)(now - l->mapping_changed_ns) / 1e9 : -1.0, lw->build_s);
+	return rc;
+}
+
+int ledger_watch_render_metrics(void *ctx, struct buf *out)
+{
+	struct ledger_watch *lw = ctx;
+	uint32_t i, k;
+	int rc;
+
+	pthread_mutex_lock(&lw->mu);
+	rc = current(lw);
+	rc = rc == 0 ? render_ledger(lw, out) : rc == -EAGAIN ? 0 : rc;
+	pthread_mutex_unlock(&lw->mu);
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_ledger_pending_total Allocations ledger.pool.fresh found, by "
+				  "cause (the Pod stays pending while the rule denies).\n"
+				  "# TYPE dra_guard_ledger_pending_total counter\n");
+	for (i = 1; rc == 0 && i < LEDGER_CAUSE_COUNT; i++)
+		rc = buf_printf(out, "dra_guard_ledger_pending_total{cause=\"%s\"} %" PRIu64 "\n", ledger_cause_name((uint8_t)i),
+				(uint64_t)atomic_load(&lw->pending[i]));
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_ledger_duplicates_total Allocations of a device another live "
+				"claim holds (ledger.device.duplicate).\n# TYPE dra_guard_ledger_duplicates_total counter\n"
+				"dra_guard_ledger_duplicates_total %" PRIu64 "\n"
+				"# HELP dra_guard_ledger_numa_split_total Allocations whose devices span NUMA zones where "
+				"the policy asks for one (ledger.numa.split).\n"
+				"# TYPE dra_guard_ledger_numa_split_total counter\ndra_guard_ledger_numa_split_total %" PRIu64 "\n"
+				"# HELP dra_guard_ledger_pod_amounts_total Pod status writes whose amounts differ from the "
+				"ledger's (ledger.pod.amounts).\n# TYPE dra_guard_ledger_pod_amounts_total counter\n"
+				"dra_guard_ledger_pod_amounts_total %" PRIu64 "\n"
+				"# HELP dra_guard_ledger_undecided_total Requests a rule that reads the view let through "
+				"because the view could not decide, by rule and reason.\n"
+				"# TYPE dra_guard_ledger_undecided_total counter\n",
+				(uint64_t)atomic_load(&lw->duplicates), (uint64_t)atomic_load(&lw->numa_split),
+				(uint64_t)atomic_load(&lw->pod_amounts));
+	for (k = 0; rc == 0 && k < NUNDECIDED_RULES; k++)
+		for (i = 1; rc == 0 && i < LEDGER_REASON_COUNT; i++)
+			rc = buf_printf(out, "dra_guard_ledger_undecided_total{rule=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+					rule_name(undecided_rules[k]), ledger_reason_name((uint8_t)i),
+					(uint64_t)atomic_load(&lw->undecided[k][i]));
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_ledger_rechecks_total Denials by a rule that reads the view, "
+				"decided again on a newer view before they stood, by result.\n"
+				"# TYPE dra_guard_ledger_rechecks_total counter\n"
+				"dra_guard_ledger_rechecks_total{result=\"allowed\"} %" PRIu64 "\n"
+				"dra_guard_ledger_rechecks_total{result=\"denied\"} %" PRIu64 "\n",
+				(uint64_t)atomic_load(&lw->rechecks[0]), (uint64_t)atomic_load(&lw->rechecks[1]));
+	return rc;
+}
