@@ -1,15 +1,12 @@
-/* view_dump.c - a view from files (view_dump.h). JSON goes through the
- * LIST stream decoder in its any-kind mode; YAML through the document
- * reader, one object at a time. */
+/* view_dump.c - a view from a JSON dump (view_dump.h), through the LIST
+ * stream decoder in its any-kind mode. */
 #include "view_dump.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "buf.h"
 #include "decode.h"
-#include "doc.h"
 #include "view_stream.h"
 
 #define DUMP_MAX_OBJECT ((size_t)3 << 20)
@@ -135,74 +132,6 @@ static int load_json(struct dump *d, const char *text, size_t len, char *err, si
 	return rc == -ENOMEM ? rc : rc ? -EBADMSG : 0;
 }
 
-static bool is_list(const struct doc_node *n)
-{
-	const struct doc_node *k = doc_map_get(n, "kind"), *items = doc_map_get(n, "items");
-	size_t l;
-
-	if (!k || k->type != DOC_STRING || !items || items->type != DOC_SEQ)
-		return false;
-	l = k->text.len;
-	return l >= 4 && memcmp(k->text.ptr + l - 4, "List", 4) == 0;
-}
-
-static int yaml_object(struct dump *d, const struct doc_node *n, struct arena *a, struct buf *json)
-{
-	char err[512];
-	int rc;
-
-	buf_reset(json);
-	if ((rc = doc_to_json(n, json)) != 0)
-		return rc;
-	rc = view_builder_apply_json(d->b, VIEW_ADDED, buf_cstr(json), buf_len(json), a, d->now, err, sizeof(err));
-	if (rc == -ENOMEM)
-		return rc;
-	count(d->st, rc, rc == 0 ? OBJECT_RESOURCE_SLICE : OBJECT_NONE, err);
-	return 0;
-}
-
-static int load_yaml(struct dump *d, const char *text, size_t len, char *err, size_t n)
-{
-	struct doc_limits lim;
-	struct doc_set *set = NULL;
-	struct doc_error derr;
-	struct arena *a = NULL;
-	struct buf json;
-	size_t i, j;
-	int rc;
-
-	doc_limits_default(&lim);
-	lim.max_bytes = (size_t)1 << 30;
-	lim.max_nodes = (size_t)64 << 20;
-	if ((rc = doc_parse_yaml(text, len, &lim, &set, &derr)) != 0) {
-		snprintf(err, n, "line %u: %s", derr.line, derr.msg);
-		return rc == -ENOMEM ? rc : -EBADMSG;
-	}
-	if ((rc = arena_new(DUMP_ARENA, &a)) != 0) {
-		doc_set_free(set);
-		return rc;
-	}
-	buf_init(&json, DUMP_MAX_OBJECT);
-	for (i = 0; i < doc_set_count(set) && rc == 0; i++) {
-		const struct doc_node *root = doc_set_root(set, i);
-
-		if (root->type == DOC_NULL)
-			continue;
-		if (!is_list(root)) {
-			rc = yaml_object(d, root, a, &json);
-			continue;
-		}
-		for (j = 0; j < doc_map_get(root, "items")->n && rc == 0; j++)
-			rc = yaml_object(d, doc_map_get(root, "items")->items[j], a, &json);
-	}
-	/* yaml_object counts every object as a slice when it applies: the
-	 * stats by resource are redone from the view below. */
-	buf_free(&json);
-	arena_free(a);
-	doc_set_free(set);
-	return rc == -ENOMEM ? rc : 0;
-}
-
 int view_dump_load(struct view_builder *b, const char *text, size_t len, int64_t now_ns,
 		   struct view_dump_stats *st, char *err, size_t n)
 {
@@ -213,10 +142,11 @@ int view_dump_load(struct view_builder *b, const char *text, size_t len, int64_t
 	memset(st, 0, sizeof(*st));
 	while (p < text + len && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
 		p++;
-	if (p < text + len && *p == '{')
-		rc = load_json(&d, text, len, err, n);
-	else
-		rc = load_yaml(&d, text, len, err, n);
+	if (p == text + len || *p != '{') {
+		snprintf(err, n, "not a JSON object or List (YAML goes through the manifest reader)");
+		return -EPROTO;
+	}
+	rc = load_json(&d, text, len, err, n);
 	if (rc == 0) {
 		struct view_stats vs;
 

@@ -1,8 +1,9 @@
 /* view_dump.h - a cluster view built from files: the output of
  *   kubectl get resourceslices,resourceclaims,pods,nodes -A -o json
- * (a List of mixed kinds, streamed: a 140 MB dump never sits in memory
- * whole), a single object, or YAML documents; and single events with a
- * time, for tests that replay what the watch would deliver.
+ * (a List of mixed kinds, decoded as a LIST is: one object at a time, none
+ * kept) or a single JSON object; and objects one by one with a time, for
+ * YAML read by the manifest reader and for tests that replay what the
+ * watch would deliver.
  *
  * A dump is one moment: every object is taken as ADDED at the time given,
  * so no pool has restarted within the settle window, no mapping has just
@@ -36,11 +37,12 @@ enum view_resource view_resource_of(enum object_kind k);
 int view_builder_apply_json(struct view_builder *b, enum view_event ev, const char *json, size_t len,
 			    struct arena *a, int64_t now_ns, char *err, size_t n);
 
-/* Load a dump (JSON List or object, or YAML documents of objects and
- * Lists) into b, every object ADDED at now_ns; then every resource counts
- * as heard of at now_ns. Objects that do not decode or pass a cap are
- * counted in st, not fatal. 0; -EBADMSG for text that is not JSON or YAML
- * of objects (err says where); -ENOMEM. */
+/* Load a JSON dump (a List, or one object) into b, every object ADDED at
+ * now_ns; then every resource counts as heard of at now_ns. Objects that
+ * do not decode or pass a cap are counted in st, not fatal. 0; -EPROTO
+ * for text that does not start as a JSON object (YAML: read it with the
+ * manifest reader and view_builder_apply_json()); -EBADMSG for JSON that
+ * is not what kubectl prints (err says where); -ENOMEM. */
 int view_dump_load(struct view_builder *b, const char *text, size_t len, int64_t now_ns,
 		   struct view_dump_stats *st, char *err, size_t n);
 

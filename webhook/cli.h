@@ -5,6 +5,8 @@
 #ifndef DRA_GUARD_CLI_H
 #define DRA_GUARD_CLI_H
 
+#include <stdint.h>
+
 /* dra-guard serve: the TLS webhook (webhook/serve.c). */
 int serve_main(int argc, char **argv);
 
@@ -16,6 +18,14 @@ int lint_main(int argc, char **argv);
 
 /* dra-guard rules: the rule catalogue (webhook/dryrun_lint.c). */
 int rules_main(int argc, char **argv);
+
+/* dra-guard ledger --view DUMP: the ledger of a recorded cluster
+ * (webhook/ledger_cmd.c). */
+int ledger_main(int argc, char **argv);
+
+/* A time on the command line: RFC 3339 in UTC (2026-12-01T10:00:00Z) or
+ * seconds since the epoch, into ns. 0 or -EINVAL. */
+int cli_parse_time(const char *s, int64_t *out);
 
 /* dra-guard convert [FILE|-]: each YAML/JSON document as one line of JSON
  * (webhook/convert.c). */

@@ -31,6 +31,8 @@
 #include "inputs.h"
 #include "manifest.h"
 #include "policy.h"
+#include "timefmt.h"
+#include "view_file.h"
 
 /* --- command line -------------------------------------------------------------------------- */
 
@@ -40,6 +42,7 @@ static void dryrun_usage(FILE *f)
 		"usage: dra-guard dry-run [--policy FILE] [--old PATH]... [--operation CREATE|UPDATE|DELETE]\n"
 		"                         [--user NAME] [--group G]... [--extra KEY=VALUE]... [--subresource S]\n"
 		"                         [--namespace NS] [--freeze] [--policy-configmap NAMESPACE/NAME]\n"
+		"                         [--view DUMP]... [--now TIME]\n"
 		"                         [--output text|json|junit] [--warn-exit-code N] INPUT...\n"
 		"\n"
 		"Runs the policy engine on manifests, exactly as the webhook would decide them.\n"
@@ -64,6 +67,12 @@ static void dryrun_usage(FILE *f)
 		"  --freeze              act as if the policy's freeze were on\n"
 		"  --policy-configmap NS/NAME  the guard's own ConfigMap (policy.invalid; default\n"
 		"                        dra-guard/dra-guard-policy)\n"
+		"  --view DUMP           the cluster as the webhook's view would hold it, for the rules that read\n"
+		"                        it (slice.generation.stale, slice.pool.collision, ledger.*): the output of\n"
+		"                        kubectl get resourceslices,resourceclaims,pods,nodes -A -o json (repeatable;\n"
+		"                        YAML and directories too). Overcommitted nodes are reported as warnings\n"
+		"  --now TIME            judge as of TIME (RFC 3339, e.g. 2026-12-01T10:00:00Z, or seconds since\n"
+		"                        the epoch) instead of now\n"
 		"  --output FORMAT       text (default), json or junit\n"
 		"  --warn-exit-code N    exit N when there are warnings but no denials (default 0)\n"
 		"\n"
@@ -150,7 +159,7 @@ static int load_old(struct dryrun *d)
 
 enum {
 	OPT_POLICY = 256, OPT_OLD, OPT_OPERATION, OPT_USER, OPT_GROUP, OPT_EXTRA, OPT_SUBRESOURCE,
-	OPT_OUTPUT, OPT_WARN_EXIT, OPT_FREEZE, OPT_SELF, OPT_NAMESPACE, OPT_HELP,
+	OPT_OUTPUT, OPT_WARN_EXIT, OPT_FREEZE, OPT_SELF, OPT_NAMESPACE, OPT_VIEW, OPT_NOW, OPT_HELP,
 };
 
 static const struct option dryrun_options[] = {
@@ -166,6 +175,8 @@ static const struct option dryrun_options[] = {
 	{ "freeze", no_argument, NULL, OPT_FREEZE },
 	{ "policy-configmap", required_argument, NULL, OPT_SELF },
 	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
+	{ "view", required_argument, NULL, OPT_VIEW },
+	{ "now", required_argument, NULL, OPT_NOW },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -222,6 +233,20 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 			break;
 		}
 		case OPT_SUBRESOURCE: d->subresource = optarg; break;
+		case OPT_VIEW:
+			if (d->nview == DRYRUN_MAX_LIST) {
+				fprintf(stderr, "dra-guard dry-run: more than %d --view paths\n", DRYRUN_MAX_LIST);
+				return 2;
+			}
+			d->view_paths[d->nview++] = optarg;
+			break;
+		case OPT_NOW:
+			if (cli_parse_time(optarg, &d->now_ns) != 0) {
+				fprintf(stderr, "dra-guard dry-run: --now %s: expected RFC 3339 (2026-12-01T10:00:00Z) "
+					"or seconds since the epoch\n", optarg);
+				return 2;
+			}
+			break;
 		case OPT_OUTPUT:
 			if (strcmp(optarg, "text") == 0)
 				d->output = OUTPUT_TEXT;
@@ -271,6 +296,8 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 	/* stdin can be read once. */
 	for (k = 0, stdins = 0; k < d->nold; k++)
 		stdins += strcmp(d->old_paths[k], "-") == 0;
+	for (k = 0; k < d->nview; k++)
+		stdins += strcmp(d->view_paths[k], "-") == 0;
 	for (i = optind; i < argc; i++)
 		stdins += strcmp(argv[i], "-") == 0;
 	if (stdins > 1) {
@@ -286,6 +313,33 @@ static int64_t wall_now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The cluster view from --view, and what it holds on stderr. */
+static int load_view(struct dryrun *d)
+{
+	struct view_dump_stats st;
+	char err[1024], what[1024];
+	int rc = view_file_load(d->view_paths, d->nview, d->now_ns, &d->view_builder, &d->view, &st, err,
+				sizeof(err));
+
+	if (rc) {
+		fprintf(stderr, "dra-guard dry-run: --view: %s\n", rc == -ENOMEM ? "out of memory" : err);
+		return rc;
+	}
+	view_file_describe(d->view, &st, what, sizeof(what));
+	fprintf(stderr, "dra-guard dry-run: --view: %s\n", what);
+	return 0;
+}
+
+/* The view's ledger: an overcommitted node (ledger.node.overcommit) is a
+ * warning of the run (--warn-exit-code), not a denial of any object. */
+static void judge_ledger(struct dryrun *d)
+{
+	if (ledger_build(d->view, d->policy, d->now_ns, (size_t)1 << 30, &d->ledger) != 0) {
+		fprintf(stderr, "dra-guard dry-run: --view: the ledger could not be built (out of memory)\n");
+		d->errors++;
+	}
 }
 
 int dryrun_main(int argc, char **argv)
@@ -310,7 +364,7 @@ int dryrun_main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	d.opt.skip_identity_rules = d.who.user.len == 0;
-	if (load_policy(&d) || (d.nold && load_old(&d)))
+	if (load_policy(&d) || (d.nold && load_old(&d)) || (d.nview && load_view(&d)))
 		goto out;
 	d.results = json_array();
 	if (!d.results || arena_new(DRYRUN_ARENA_CAP, &a)) {
@@ -325,6 +379,8 @@ int dryrun_main(int argc, char **argv)
 			break;
 		}
 	}
+	if (d.view)
+		judge_ledger(&d);
 	if (d.output == OUTPUT_JSON)
 		dryrun_print_json(&d);
 	else if (d.output == OUTPUT_JUNIT)
@@ -335,7 +391,7 @@ int dryrun_main(int argc, char **argv)
 		code = 2;
 	else if (d.denied)
 		code = 1;
-	else if (d.warned && d.warn_exit_code >= 0)
+	else if ((d.warned || (d.ledger && d.ledger->overcommitted)) && d.warn_exit_code >= 0)
 		code = d.warn_exit_code;
 	else
 		code = 0;
@@ -343,6 +399,10 @@ out:
 	json_decref(d.results);
 	arena_free(a);
 	manifest_set_free(d.old_set);
+	ledger_free(d.ledger);
+	if (d.view)
+		view_builder_release(d.view_builder, d.view);
+	view_builder_free(d.view_builder);
 	policy_free(d.policy);
 	return code;
 }

@@ -17,8 +17,10 @@
 #include "decode.h"
 #include "engine.h"
 #include "manifest.h"
+#include "ledger.h"
 #include "policy.h"
 #include "synth.h"
+#include "view.h"
 
 #define DRYRUN_MAX_INPUT (64 * 1024 * 1024)     /* one input file */
 #define DRYRUN_ARENA_CAP (256 * 1024 * 1024)    /* one object's decision */
@@ -44,6 +46,12 @@ struct dryrun {
 	const char *subresource;
 	enum output_format output;
 	int warn_exit_code;                   /* -1: warnings exit 0 */
+
+	const char *view_paths[DRYRUN_MAX_LIST];   /* --view */
+	size_t nview;
+	struct view_builder *view_builder;    /* NULL without --view */
+	const struct view *view;
+	struct ledger *ledger;                /* the view's, after the inputs */
 
 	json_t *results;                      /* result objects in input order */
 	unsigned allowed, denied, warned, errors, skipped;

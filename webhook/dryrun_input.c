@@ -347,7 +347,7 @@ static void decide_object(struct dryrun *d, const struct manifest_entry *e, cons
 		add_error(d, &o, e->file, e->line, e->col, msg);
 		return;
 	}
-	engine_decide(d->policy, NULL, &d->opt, &req, d->now_ns, a, &v);
+	engine_decide(d->policy, d->view, &d->opt, &req, d->now_ns, a, &v);
 	o.nskipped = synth_skipped(&req, d->who.user.len != 0, o.skipped);
 	add_result(d, &o, &v);
 }
@@ -402,7 +402,7 @@ static void decide_review(struct dryrun *d, const struct manifest_entry *e, cons
 	/* A review names its own writer: the identity rules always apply. */
 	opt.skip_identity_rules = false;
 	if (rc == 0)
-		rc = admission_handle(d->policy, NULL, d->now_ns, &opt, &d->lim, text.ptr, text.len, a, &out, &res);
+		rc = admission_handle(d->policy, d->view, d->now_ns, &opt, &d->lim, text.ptr, text.len, a, &out, &res);
 	if (rc) {
 		add_error(d, &o, e->file, line, col, strerror(-rc));
 	} else if (res.error[0]) {

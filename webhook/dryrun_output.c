@@ -36,6 +36,51 @@ static void print_skipped(const json_t *r, const char *indent)
 	}
 }
 
+/* ledger.node.overcommit: each overcommitted node, with what is over. */
+static void print_ledger_text(const struct ledger *l)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < l->nnodes; i++) {
+		const struct ledger_node *n = &l->nodes[i];
+
+		if (!n->overcommitted)
+			continue;
+		printf("WARN  Node/%.*s (the ledger of --view)\n", STR_FMT(n->name));
+		for (j = 0; j < n->nresources; j++) {
+			const struct ledger_amount *a = &n->resources[j];
+			char al[96], t[96], p[96], dr[96];
+
+			if (!a->has_allocatable || a->total <= a->allocatable)
+				continue;
+			ledger_format_units(a->resource, a->allocatable, al);
+			ledger_format_units(a->resource, a->total, t);
+			ledger_format_units(a->resource, a->pods, p);
+			ledger_format_units(a->resource, a->dra, dr);
+			printf("      warn   ledger.node.overcommit: %.*s: %s counted (Pods %s, DRA %s) of %s allocatable\n",
+			       STR_FMT(a->resource), t, p, dr, al);
+		}
+	}
+	printf("ledger: %u nodes, %u claims charged, %u overcommitted, %u unbalanced against their Pod statuses\n",
+	       l->nnodes, l->claims, l->overcommitted, l->diverging);
+}
+
+/* {"nodes": N, ..., "overcommitted": ["node", ...]} for the JSON output. */
+static json_t *ledger_json_summary(const struct ledger *l)
+{
+	json_t *over = json_array(), *unbal = json_array();
+	uint32_t i;
+
+	for (i = 0; i < l->nnodes; i++) {
+		if (l->nodes[i].overcommitted)
+			json_array_append_new(over, json_stringn(l->nodes[i].name.ptr, l->nodes[i].name.len));
+		if (l->nodes[i].diverging)
+			json_array_append_new(unbal, json_stringn(l->nodes[i].name.ptr, l->nodes[i].name.len));
+	}
+	return json_pack("{s:I, s:I, s:I, s:o, s:o}", "nodes", (json_int_t)l->nnodes, "claims", (json_int_t)l->claims,
+			 "entries", (json_int_t)l->nentries, "overcommitted", over, "unbalanced", unbal);
+}
+
 void dryrun_print_text(struct dryrun *d)
 {
 	size_t i, j, n = json_array_size(d->results);
@@ -73,6 +118,8 @@ void dryrun_print_text(struct dryrun *d)
 			free(p);
 		}
 	}
+	if (d->ledger)
+		print_ledger_text(d->ledger);
 	printf("%zu %s: %u allowed (%u with warnings), %u denied, %u unusable", n, n == 1 ? "object" : "objects",
 	       d->allowed, d->warned, d->denied, d->errors);
 	if (d->skipped)
@@ -86,8 +133,11 @@ void dryrun_print_json(struct dryrun *d)
 				"objects", (json_int_t)json_array_size(d->results), "allowed", (json_int_t)d->allowed,
 				"denied", (json_int_t)d->denied, "warned", (json_int_t)d->warned,
 				"errors", (json_int_t)d->errors, "skipped", (json_int_t)d->skipped);
-	char *s = top ? json_dumps(top, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	char *s;
 
+	if (top && d->ledger)
+		json_object_set_new(top, "ledger", ledger_json_summary(d->ledger));
+	s = top ? json_dumps(top, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 	if (s)
 		printf("%s\n", s);
 	free(s);

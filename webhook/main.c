@@ -20,6 +20,7 @@ static void usage(FILE *f)
 		"commands:\n"
 		"  serve          run the TLS admission webhook (serve --help lists the flags)\n"
 		"  dry-run        run the policy engine offline on manifests or AdmissionReviews\n"
+		"  ledger         the ledger of a recorded cluster (kubectl get ... -o json), offline\n"
 		"  policy lint    check a policy document or policy ConfigMap\n"
 		"  rules          list the rule ids, their default actions and what they check\n"
 		"  convert        print YAML/JSON documents as JSON lines, read as the guard reads them\n"
@@ -87,6 +88,8 @@ int main(int argc, char **argv)
 		return serve_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "dry-run") == 0)
 		return dryrun_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "ledger") == 0)
+		return ledger_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "rules") == 0)
 		return rules_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "convert") == 0)
