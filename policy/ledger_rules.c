@@ -11,10 +11,12 @@
 #define SHOW_MAX 64
 #define MAX_LISTED 3            /* claims named in one message; the rest are counted */
 #define MAX_DRIVERS 64
-/* How close to an allocation a mapping change makes a Pod status that
- * disagrees undecidable: the scheduler may have computed it under the
- * mapping before. */
-#define MAPPING_RACE_NS (60 * (int64_t)1000000000)
+/* How close together a mapping change, an allocation and the Pod status
+ * written for it make a status that disagrees undecidable: the scheduler
+ * computes the amounts in its scheduling cycle and writes them in PreBind
+ * right after the allocation, and the slice's and the claim's watch events
+ * may reach the guard in either order. */
+#define MAPPING_RACE_NS (5 * (int64_t)1000000000)
 
 static int shown(struct str s)
 {
@@ -630,13 +632,17 @@ static struct str status_text(struct check *c, const struct claim_resource_statu
 	return check_printf(c, "%s", st->nresources ? text : "nothing");
 }
 
-/* The mapping changed close to when the claim was allocated (either way,
- * within MAPPING_RACE_NS): the scheduler may have worked the status out
- * under the other one. */
+/* The status is the scheduler's PreBind write (close after the view saw
+ * the allocation) and the mapping changed close to the allocation (either
+ * way): the scheduler may have worked the status out under the other
+ * mapping. A status written later, or a change long before or after, is
+ * decided. */
 static bool mapping_changing(const struct check *c, const struct view_claim *cl)
 {
 	uint32_t i;
 
+	if (c->now_ns - cl->allocated_ns > MAPPING_RACE_NS)
+		return false;
 	for (i = 0; i < cl->nresults; i++) {
 		const struct view_slice *s = NULL;
 

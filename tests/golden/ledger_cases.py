@@ -282,6 +282,21 @@ def define(g):
              "a status at the new mapping for a claim charged at the old one",
              {"cpu": "2", "memory": "16Gi"}, drift, False, ["ledger.pod.amounts"])
 
+    # The scheduler works the amounts out in its scheduling cycle and writes
+    # them in PreBind right after the allocation; the slice's and the claim's
+    # watch events may reach the guard in either order.
+    racing = [ev(-7200, node()), ev(-3600, sl()), ev(-3, doubled, "MODIFIED"), ev(-2, accel_claim)]
+    pod_case("ledger-pod-amounts-mapping-changing",
+             "the mapping doubled a second before the view saw the allocation; the PreBind status at the old "
+             "mapping: allowed, undecided",
+             {"cpu": "2", "memory": "8Gi"}, racing, True, absent=["ledger.pod.amounts"],
+             undecided=["ledger.pod.amounts:mapping-changing"])
+
+    later = [ev(-7200, node()), ev(-3600, sl()), ev(-41, doubled, "MODIFIED"), ev(-40, accel_claim)]
+    pod_case("ledger-pod-amounts-mapping-changed-status-later",
+             "the same change and allocation 40s ago; a status written now is not the PreBind write: decided",
+             {"cpu": "2", "memory": "8Gi"}, later, False, ["ledger.pod.amounts"])
+
     # --- ledger.node.overcommit (the ledger's, not an admission rule) -----------------------------------
 
     small = node(cpu="4", memory="16Gi")
