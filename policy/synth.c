@@ -134,6 +134,9 @@ static const char reason_main[] =
 	"this is a write of the main resource, not of its status (--subresource status), and the API "
 	"server ignores status in such a write, so the status rules did not run";
 
+static const char reason_view[] =
+	"no cluster view was given (--view), so the rules that read it did not run";
+
 static void skip(struct synth_skip *out, size_t *n, const char *reason, const enum rule_id *rules, size_t nrules)
 {
 	size_t i;
@@ -147,9 +150,14 @@ static void skip(struct synth_skip *out, size_t *n, const char *reason, const en
 	(*n)++;
 }
 
-size_t synth_skipped(const struct admission_request *req, bool identity_given,
+size_t synth_skipped(const struct admission_request *req, bool identity_given, bool view_given,
 		     struct synth_skip out[SYNTH_SKIP_MAX])
 {
+	static const enum rule_id slice_view[] = { RULE_SLICE_GENERATION_STALE, RULE_SLICE_POOL_COLLISION,
+						   RULE_LEDGER_MAPPING_DRIFT };
+	static const enum rule_id claim_view[] = { RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE,
+						   RULE_LEDGER_NUMA_SPLIT };
+	static const enum rule_id pod_view[] = { RULE_LEDGER_POD_AMOUNTS };
 	static const enum rule_id slice_writer[] = { RULE_SLICE_WRITER, RULE_SLICE_WRITER_NODE };
 	static const enum rule_id claim_status[] = { RULE_CLAIM_FREEZE_ALLOCATE, RULE_STATUS_ALLOCATION_WRITER,
 						     RULE_STATUS_DEVICES_WRITER };
@@ -163,6 +171,9 @@ size_t synth_skipped(const struct admission_request *req, bool identity_given,
 	case OBJECT_RESOURCE_SLICE:
 		if (!identity_given)
 			skip(out, &n, reason_identity, slice_writer, 2);
+		/* ledger.mapping.drift compares with the stored slice: UPDATE only. */
+		if (!view_given && (req->operation == ADMISSION_OP_CREATE || req->operation == ADMISSION_OP_UPDATE))
+			skip(out, &n, reason_view, slice_view, req->operation == ADMISSION_OP_UPDATE ? 3 : 2);
 		break;
 	case OBJECT_RESOURCE_CLAIM:
 		if (req->operation != ADMISSION_OP_UPDATE)
@@ -171,6 +182,8 @@ size_t synth_skipped(const struct admission_request *req, bool identity_given,
 			skip(out, &n, reason_main, claim_status, 3);
 		else if (!identity_given)
 			skip(out, &n, reason_identity, claim_writer, 2);
+		if (status && !view_given)
+			skip(out, &n, reason_view, claim_view, 3);
 		break;
 	case OBJECT_POD:
 		if (req->operation != ADMISSION_OP_UPDATE)
@@ -179,6 +192,8 @@ size_t synth_skipped(const struct admission_request *req, bool identity_given,
 			skip(out, &n, reason_main, pod_status, 1);
 		else if (!identity_given)
 			skip(out, &n, reason_identity, pod_status, 1);
+		if (status && !view_given)
+			skip(out, &n, reason_view, pod_view, 1);
 		break;
 	case OBJECT_CONFIG_MAP:
 	case OBJECT_NODE:

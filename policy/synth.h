@@ -58,12 +58,14 @@ struct synth_skip {
 	size_t nrules;
 };
 
-#define SYNTH_SKIP_MAX 2
+#define SYNTH_SKIP_MAX 3
 
 /* What of the engine's rules for req cannot run (identity_given false: no
- * user was named, so the engine skips the identity rules). Fills out[] and
- * returns how many entries; 0 when every rule for the request ran. */
-size_t synth_skipped(const struct admission_request *req, bool identity_given,
+ * user was named, so the engine skips the identity rules; view_given
+ * false: no cluster view, so the rules that read one do not run). Fills
+ * out[] and returns how many entries; 0 when every rule for the request
+ * ran. */
+size_t synth_skipped(const struct admission_request *req, bool identity_given, bool view_given,
 		     struct synth_skip out[SYNTH_SKIP_MAX]);
 
 /* True when an update from old to obj (both object maps) can only be a

@@ -224,7 +224,7 @@ static void test_skipped_rules_are_the_ones_the_engine_did_not_run(void **state)
 			opt.skip_identity_rules = !identity;
 			assert_int_equal(synth_request(&who, &w, a, &req), 0);
 			assert_int_equal(engine_decide(pol, NULL, &opt, &req, 0, a, &v), 0);
-			n = synth_skipped(&req, identity, skipped);
+			n = synth_skipped(&req, identity, true, skipped);
 			if (pass == 0) {
 				if (!has_violation(&v, c->rule) || n != 0)
 					fail_msg("%s: rule %s did not fire, or %zu skips listed", c->name,
@@ -241,6 +241,59 @@ static void test_skipped_rules_are_the_ones_the_engine_did_not_run(void **state)
 		free(old_text);
 	}
 	policy_free(pol);
+}
+
+/* Without a cluster view the rules that read one do not run (the engine
+ * returns before them): dry-run must name them, per kind and operation as
+ * the engine dispatches them, and name none once a view is given. */
+static void test_view_rules_are_listed_without_a_view(void **state)
+{
+	static const struct {
+		const char *fixture, *old_without, *subresource;
+		bool update;
+		enum rule_id want[3];
+		size_t nwant;
+	} rows[] = {
+		{ "tests/fixtures/resourceslice-v1-node-allocatable.json", NULL, "", false,
+		  { RULE_SLICE_GENERATION_STALE, RULE_SLICE_POOL_COLLISION }, 2 },
+		{ "tests/fixtures/resourceslice-v1-node-allocatable.json", NULL, "", true,
+		  { RULE_SLICE_GENERATION_STALE, RULE_SLICE_POOL_COLLISION, RULE_LEDGER_MAPPING_DRIFT }, 3 },
+		{ "tests/fixtures/resourceclaim-v1-allocated.json", "status", "status", true,
+		  { RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE, RULE_LEDGER_NUMA_SPLIT }, 3 },
+		{ "tests/fixtures/pod-status-node-allocatable.json", "status", "status", true,
+		  { RULE_LEDGER_POD_AMOUNTS }, 1 },
+	};
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char *text = fixture_without(rows[i].fixture, NULL);
+		char *old_text = rows[i].old_without ? fixture_without(rows[i].fixture, rows[i].old_without) : NULL;
+		struct arena *a = NULL;
+		struct k8s_object obj, old;
+		struct synth_identity who = { STR_LIT("system:kube-scheduler"), NULL, 0, NULL, 0 };
+		struct synth_write w = { rows[i].update ? ADMISSION_OP_UPDATE : ADMISSION_OP_CREATE,
+					 str_from_cstr(rows[i].subresource), STR_LIT(""), &obj, &old };
+		struct admission_request req;
+		struct synth_skip skipped[SYNTH_SKIP_MAX] = { { NULL, { 0 }, 0 } };
+		size_t n;
+
+		assert_int_equal(arena_new(ARENA_CAP, &a), 0);
+		decode(text, a, &obj);
+		decode(old_text ? old_text : text, a, &old);
+		assert_int_equal(synth_request(&who, &w, a, &req), 0);
+		n = synth_skipped(&req, true, false, skipped);
+		assert_int_equal(n, 1);
+		assert_non_null(strstr(skipped[0].reason, "--view"));
+		assert_int_equal(skipped[0].nrules, rows[i].nwant);
+		for (j = 0; j < rows[i].nwant; j++)
+			if (!skip_lists(skipped, n, rows[i].want[j]))
+				fail_msg("row %zu: %s not listed", i, rule_name(rows[i].want[j]));
+		assert_int_equal(synth_skipped(&req, true, true, skipped), 0);
+		arena_free(a);
+		free(text);
+		free(old_text);
+	}
 }
 
 /* --- is it a status write? -------------------------------------------------------- */
@@ -308,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_identity_is_complete),
 		cmocka_unit_test(test_a_full_arena_fails_instead_of_cutting_the_identity),
 		cmocka_unit_test(test_skipped_rules_are_the_ones_the_engine_did_not_run),
+		cmocka_unit_test(test_view_rules_are_listed_without_a_view),
 		cmocka_unit_test(test_only_status_differs),
 	};
 

@@ -348,7 +348,7 @@ static void decide_object(struct dryrun *d, const struct manifest_entry *e, cons
 		return;
 	}
 	engine_decide(d->policy, d->view, &d->opt, &req, d->now_ns, a, &v);
-	o.nskipped = synth_skipped(&req, d->who.user.len != 0, o.skipped);
+	o.nskipped = synth_skipped(&req, d->who.user.len != 0, d->view != NULL, o.skipped);
 	add_result(d, &o, &v);
 }
 
@@ -427,6 +427,8 @@ static void decide_review(struct dryrun *d, const struct manifest_entry *e, cons
 		o.subresource = res.req.sub_resource;
 		o.file = e->file;
 		o.object = doc_map_get(req, res.req.operation == ADMISSION_OP_DELETE ? "oldObject" : "object");
+		/* A review names its writer; only the view can be missing. */
+		o.nskipped = synth_skipped(&res.req, true, d->view != NULL, o.skipped);
 		add_result(d, &o, &res.verdict);
 	}
 	doc_locator_free(loc);

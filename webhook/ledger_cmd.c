@@ -35,8 +35,21 @@ static void ledger_usage(FILE *f)
 		"  --output FORMAT       table (default) or json (the shape of GET /debug/ledger)\n"
 		"  --now TIME            as of TIME (RFC 3339 or seconds since the epoch); default now\n"
 		"\n"
-		"Exit status: 0, 1 when a node is overcommitted (ledger.node.overcommit), 2 unusable\n"
-		"input or policy.\n");
+		"Exit status: 0, 1 when a node (with --node: that node) is overcommitted\n"
+		"(ledger.node.overcommit), 2 unusable input or policy.\n");
+}
+
+/* The exit status speaks of what was printed: with --node, that node only. */
+static bool overcommitted(const struct ledger *l, const char *node)
+{
+	uint32_t i;
+
+	if (!node || !*node)
+		return l->overcommitted != 0;
+	for (i = 0; i < l->nnodes; i++)
+		if (l->nodes[i].overcommitted && str_eq_cstr(l->nodes[i].name, node))
+			return true;
+	return false;
 }
 
 int cli_parse_time(const char *s, int64_t *out)
@@ -171,7 +184,7 @@ int ledger_main(int argc, char **argv)
 		fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
 	buf_free(&out);
 	if (rc == 0)
-		code = l->overcommitted ? 1 : 0;
+		code = overcommitted(l, node) ? 1 : 0;
 	else
 		fprintf(stderr, "dra-guard ledger: out of memory\n");
 out:

@@ -18,6 +18,8 @@ BIN = os.environ.get("DRA_GUARD_BIN", os.path.join(ROOT, "build", "rel", "dra-gu
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "resourceslice-v1-node-allocatable.json")
 CLAIM_FIXTURE = os.path.join(ROOT, "tests", "fixtures", "resourceclaim-v1-allocated.json")
 STRICT = os.path.join(ROOT, "tests", "golden", "policies", "strict.yaml")
+# What a slice write leaves out without --view (ledger.mapping.drift: UPDATE only).
+VIEW_SLICE_RULES = ["slice.generation.stale", "slice.pool.collision", "ledger.mapping.drift"]
 FROZEN = os.path.join(ROOT, "tests", "golden", "policies", "frozen.yaml")
 EXAMPLE = os.path.join(ROOT, "examples", "policy-configmap.yaml")
 DRIVER_SA = "system:serviceaccount:dra-system:dra-example-driver"
@@ -460,8 +462,11 @@ class CIDryRun(unittest.TestCase):
         self.assertEqual(code, 1, err)
         doc = json.loads(out)
         self.check(doc)
-        # The driver's ServiceAccount without its node: the writer rules ran.
-        self.assertEqual([x["skipped"] for x in doc["results"]], [[]] * 5)
+        # The driver's ServiceAccount without its node: the writer rules ran;
+        # without --view the rules that read the cluster view did not.
+        self.assertEqual([[s["rules"] for s in x["skipped"]] for x in doc["results"]],
+                         [[VIEW_SLICE_RULES[:2] if x["operation"] == "CREATE" else VIEW_SLICE_RULES]
+                          for x in doc["results"]])
 
     def test_dump_on_stdin_and_text_output(self):
         with open(DUMP) as f:
@@ -472,7 +477,7 @@ class CIDryRun(unittest.TestCase):
         self.check(doc)
         # Without --user every slice says the writer rules did not run.
         for x in doc["results"]:
-            self.assertEqual([s["rules"] for s in x["skipped"]], [["slice.writer", "slice.writer.node"]])
+            self.assertEqual([s["rules"] for s in x["skipped"]][0], ["slice.writer", "slice.writer.node"])
         self.assertEqual(doc["summary"]["skipped"], 5)
         code, out, _ = run("dry-run", "--old", DUMP, self.dir)
         self.assertIn("UPDATE ResourceSlice/worker-2-dra.example.com-fghij %s/20-worker-2.yaml#0 (stored: %s#0/items[1])"
@@ -580,6 +585,13 @@ class SkippedRules(unittest.TestCase):
         self.assertEqual(sk[0]["rules"], ["slice.writer", "slice.writer.node"])
         self.assertIn("--user", sk[0]["reason"])
         code, doc, _ = self.json_run("--policy", STRICT, "--user", "mallory", FIXTURE)
+        self.assertEqual(code, 1)
+        sk = doc["results"][0]["skipped"]
+        self.assertEqual([s["rules"] for s in sk], [["slice.generation.stale", "slice.pool.collision"]])
+        self.assertIn("--view", sk[0]["reason"])
+        # With a view (here an empty cluster) every rule runs.
+        empty = self.write("empty-cluster.json", {"apiVersion": "v1", "kind": "List", "items": []})
+        code, doc, _ = self.json_run("--policy", STRICT, "--user", "mallory", "--view", empty, FIXTURE)
         self.assertEqual(code, 1)
         self.assertEqual(doc["results"][0]["skipped"], [])
         code, out, _ = run("dry-run", "--output", "junit", FIXTURE)
