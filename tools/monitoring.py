@@ -240,8 +240,72 @@ ROWS = [
              targets=[("max by (instance, source) (dra_guard_policy_source{%s})" % SEL, "")],
              table=True, width=4),
     ]),
-    # Rows for the ledger (usage against allocatable per resource for the
-    # top nodes, divergence) go here as its metrics land.
+    ("Ledger", [
+        dict(type="timeseries", title="Ledger usage of allocatable by resource",
+             description="What the scheduler counts against the nodes of the ledger (the Pods' own requests "
+                         "and the claims' node-allocatable amounts), as a share of their allocatable, per "
+                         "resource; the highest of the replicas (each derives the same ledger).",
+             targets=[("max by (resource) (sum by (instance, resource) (dra_guard_ledger_usage{%s}) / on "
+                       "(instance, resource) group_left dra_guard_ledger_capacity{%s})" % (SEL, SEL),
+                       "{{resource}}")],
+             unit="percentunit", width=8),
+        dict(type="timeseries", title="Overcommitted and diverging nodes",
+             description="Nodes whose Pods and claims exceed their allocatable (ledger.node.overcommit, "
+                         "DraGuardNodeOvercommitted), and nodes whose Pod statuses disagree with the ledger "
+                         "(DraGuardLedgerDivergence); the fewest a replica sees.",
+             targets=[("min(dra_guard_ledger_overcommitted_nodes{%s})" % SEL, "overcommitted"),
+                      ("min(dra_guard_ledger_unbalanced_nodes{%s})" % SEL, "diverging")],
+             unit="short", width=8),
+        dict(type="timeseries", title="Claims in the ledger by state",
+             description="charged: on a node; pending: a device not in the view yet; unreserved: a "
+                         "multi-node claim no Pod on a node reserves; old_mapping: charged at a mapping its "
+                         "device no longer has (ledger.mapping.drift).",
+             targets=[("max by (state) (dra_guard_ledger_claims{%s})" % SEL, "{{state}}")],
+             unit="short", width=8),
+        dict(type="table", title="Nodes over allocatable",
+             description="How far each overcommitted node is over, by resource (cores, bytes): the 20 "
+                         "largest per replica. GET /debug/ledger?node=NAME shows its entries.",
+             targets=[("max by (node, resource) (dra_guard_ledger_node_overcommit{%s})" % SEL, "")],
+             table=True, width=12),
+        dict(type="table", title="Nodes whose Pod statuses diverge",
+             description="The ledger's DRA amount minus what the node's Pod statuses say, by resource: the "
+                         "20 largest differences per replica.",
+             targets=[("max by (node, resource) (dra_guard_ledger_node_divergence{%s})" % SEL, "")],
+             table=True, width=12),
+        dict(type="timeseries", title="Allocations held back/s by cause (ledger.pool.fresh)",
+             description="Allocations refused because their pool was not fresh: incomplete (fewer slices than "
+                         "resourceSliceCount), restarted (within ledger.settleWindow), device-missing, "
+                         "mapping-uncharged; view-stale and pool-unseen under ledger.undecided: deny. The Pod "
+                         "stays pending and the scheduler retries.",
+             targets=[("sum by (cause) (rate(dra_guard_ledger_pending_total{%s}[$__rate_interval]))" % SEL,
+                       "{{cause}}")],
+             unit="short", width=8),
+        dict(type="timeseries", title="Duplicates, NUMA splits and Pod amount mismatches/s",
+             description="Allocations of a held device (ledger.device.duplicate, DraGuardDuplicateAllocations), "
+                         "claims across NUMA zones where the policy asks for one (ledger.numa.split), Pod "
+                         "status writes whose amounts differ from the ledger (ledger.pod.amounts).",
+             targets=[("sum(rate(dra_guard_ledger_duplicates_total{%s}[$__rate_interval]))" % SEL, "duplicates"),
+                      ("sum(rate(dra_guard_ledger_numa_split_total{%s}[$__rate_interval]))" % SEL, "NUMA split"),
+                      ("sum(rate(dra_guard_ledger_pod_amounts_total{%s}[$__rate_interval]))" % SEL,
+                       "Pod amounts")],
+             unit="short", width=8),
+        dict(type="timeseries", title="Undecided/s by rule and reason, and rechecks/s",
+             description="Requests a rule that reads the view let through because the view could not decide "
+                         "(ledger.undecided: deny refuses them instead), and denials decided again on a "
+                         "newer view (--view-recheck), by result.",
+             targets=[("sum by (rule, reason) (rate(dra_guard_ledger_undecided_total{%s}[$__rate_interval]))"
+                       % SEL, "{{rule}} {{reason}}"),
+                      ("sum by (result) (rate(dra_guard_ledger_rechecks_total{%s}[$__rate_interval]))" % SEL,
+                       "recheck {{result}}")],
+             unit="short", width=8),
+        dict(type="timeseries", title="Ledger build time and mapping age",
+             description="How long each replica's last ledger build took, and seconds since its view last saw "
+                         "a mapping change (-1: none seen).",
+             targets=[("max by (instance) (dra_guard_ledger_build_seconds{%s})" % SEL, "build {{instance}}"),
+                      ("max by (instance) (dra_guard_ledger_mapping_age_seconds{%s})" % SEL,
+                       "mapping age {{instance}}")],
+             unit="s", width=24),
+    ]),
 ]
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -335,7 +399,7 @@ def dashboard():
         "uid": "dra-guard",
         "title": "dra-guard",
         "description": "dra-guard admission webhook: requests, latency, denials, freeze, policy, "
-                       "certificates, memory, cluster view. See docs/monitoring.md.",
+                       "certificates, memory, cluster view, ledger. See docs/monitoring.md.",
         "tags": ["dra-guard", "kubernetes", "admission"],
         "editable": True,
         "graphTooltip": 1,

@@ -60,7 +60,7 @@ GRAFANA_VARS = {"job": "dra-guard", "instance": ".+", "__rate_interval": "30s"}
 SCRAPE = "1s"
 # The cluster view's metrics: exported only by a guard that watches an API
 # server.
-VIEW_METRIC = re.compile(r"^dra_guard_(watch|view)_")
+VIEW_METRIC = re.compile(r"^dra_guard_(watch|view|ledger)_")
 # Upper bound for Prometheus to start or to see an event: a failure bound.
 PROM_TIMEOUT = 30.0
 
@@ -467,6 +467,37 @@ def live():
     return _live["state"][1]
 
 
+LEDGER_NODE = "mon-node"
+
+
+def ledger_objects(env):
+    """A node for the ledger's panels: 2 cpus, and a Pod bound to it asking
+    for 3 (overcommitted: ledger.node.overcommit), and a Pod whose status
+    says its claim adds 1 cpu where no claim is charged (diverging)."""
+    env.must("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": LEDGER_NODE}})
+    n = env.get("/api/v1/nodes/" + LEDGER_NODE)
+    n["status"] = {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                   "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"}}
+    env.must("PUT", "/api/v1/nodes/%s/status" % LEDGER_NODE, n)
+    env.must("POST", "/api/v1/namespaces/default/serviceaccounts",
+             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}, ok=(201, 409))
+
+    def pod(name, cpu, claims=()):
+        env.create("/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeName": LEDGER_NODE, "automountServiceAccountToken": False,
+                     "resourceClaims": [{"name": c, "resourceClaimName": c} for c in claims],
+                     "containers": [{"name": "app", "image": "registry.example/app:1",
+                                     "resources": {"requests": {"cpu": cpu},
+                                                   "claims": [{"name": c} for c in claims]}}]}})
+
+    pod("over", "3")
+    pod("diverging", "100m", ["gpu"])
+    env.patch("/api/v1/namespaces/default/pods/diverging/status", {"status": {
+        "nodeAllocatableResourceClaimStatuses": [{"resourceClaimName": "gpu", "containers": ["app"],
+                                                  "resources": {"cpu": "1"}}]}}, kind="strategic")
+
+
 def _make_live():
     tmp = guard.TempDir().path
     _live["tmp"] = tmp
@@ -490,6 +521,7 @@ def _make_live():
         env.start()
         for i in range(3):
             env.create(SLICES, view_slice(i))
+        ledger_objects(env)
         proxy = env.proxy()
         proxy.pause()
         view_args = ["--kubeconfig", env.kubeconfig(server="https://127.0.0.1:%d" % proxy.port,
@@ -659,6 +691,18 @@ def test_view_panels_show_the_watch():
     source = prom.query(grafana_expr(_panel("Policy source per replica")["targets"][0]["expr"]),
                         time=end)["data"]["result"]
     check([r["metric"].get("source") for r in source] == ["directory"], "policy source %s" % source)
+
+    # The ledger: the node the live setup overcommitted and made diverge.
+    check(values("Overcommitted and diverging nodes", 0)[-1:] == [1], "overcommitted nodes %s"
+          % values("Overcommitted and diverging nodes", 0)[-3:])
+    check(values("Overcommitted and diverging nodes", 1)[-1:] == [1], "diverging nodes %s"
+          % values("Overcommitted and diverging nodes", 1)[-3:])
+    for title, want in (("Nodes over allocatable", 1.1), ("Nodes whose Pod statuses diverge", -1)):
+        rows = prom.query(grafana_expr(_panel(title)["targets"][0]["expr"]), time=end)["data"]["result"]
+        got = [(r["metric"].get("node"), r["metric"].get("resource"), float(r["value"][1])) for r in rows]
+        check(got == [(LEDGER_NODE, "cpu", want)], "%s: %s, want %s cpu %s" % (title, got, LEDGER_NODE, want))
+    usage = values("Ledger usage of allocatable by resource", resource="cpu")
+    check(usage and abs(usage[-1] - 3.1 / 2) < 1e-9, "cpu usage of allocatable %s, want 155%%" % usage[-3:])
 
 
 def test_prometheus_loads_and_evaluates_every_rule():
