@@ -14,8 +14,8 @@ its real writer writes it:
 The scenarios: same- and cross-NUMA claims, a claim shared by two Pods, release
 retries (the same deallocation twice, and a device reused at once), a node
 restart (slices deleted and republished, the pool settling), a driver restart
-with a stale writer, a duplicate device allocation, and a mapping change under a
-live claim. After each step GET /debug/ledger must show every node's DRA total
+with a stale writer, a duplicate device allocation, a mapping change under a
+live claim, and a second driver's pool of the same name on the node. After each step GET /debug/ledger must show every node's DRA total
 equal to the sum of its NUMA sub-ledgers and to what its Pods' statuses say,
 and every duplicate must have been denied and counted. /debug/ledger?at=freeze
 must keep the ledger of the moment a freeze began."""
@@ -40,10 +40,12 @@ NS = "ledger"
 NODE = "worker-1"
 DRIVER = "dra.example.com"
 DRIVER_SA = "system:serviceaccount:dra-system:dra-example-driver"
+NIC = "nic.example.com"
+NIC_SA = "system:serviceaccount:nic-system:nic-driver"
 SCHEDULER = "system:kube-scheduler"
 CONTROLLER = "system:serviceaccount:kube-system:resource-claim-controller"
 GUARD_NS = "dra-guard"
-SETTLE = 3          # ledger.settleWindow in this test's policy, seconds
+SETTLE = 8          # ledger.settleWindow in this test's policy, seconds (room for a loaded machine)
 BOUND = 10.0        # the longest any wait may take (a failure bound, not a measurement)
 MAPPING_RACE_S = 5.5  # a mapping change this long after an allocation is not a race (ledger_rules.c)
 
@@ -55,9 +57,12 @@ drivers:
     scope: cluster
     numaAttribute: dra.example.com/numaNode
     numaAlign: true
+  nic.example.com:
+    serviceAccounts: [%s]
+    scope: cluster
 ledger:
   settleWindow: %ds
-""" % (DRIVER_SA, SETTLE)
+""" % (DRIVER_SA, NIC_SA, SETTLE)
 
 ENV = None
 GUARD = None
@@ -394,6 +399,25 @@ def test_driver_restart_with_a_stale_writer():
     settled(pod_claims_settled(["early", "reuse", "same"]), "after the driver's restart")
 
 
+def test_pool_name_collision_between_drivers():
+    # A second driver names its node-local pool after the node too (as the
+    # kubelet plugin helper does): harmless, unless a device name is in both
+    # pools, which kube-scheduler cannot tell apart.
+    def nic_slice(name, dev):
+        obj = slice_obj(name, 1, [dev])
+        obj["spec"]["driver"] = NIC
+        return obj
+
+    st, out = ENV.request("POST", SLICES, nic_slice("worker-1-nic-a", device("gpu-0", 0)), identity="nic")
+    check(st >= 400 and "slice.pool.collision" in json.dumps(out), "a device name both drivers publish in pool %s "
+          "answered %d: %s" % (NODE, st, out))
+    nic = {"name": "nic-0", "nodeAllocatableResourceMappings": {"cpu": {"allocationMultiplier": "1"}}}
+    st, out = ENV.request("POST", SLICES, nic_slice("worker-1-nic-b", nic), identity="nic")
+    check(st == 201, "the second driver's own device name was refused: %s" % out)
+    ENV.delete(SLICES + "/worker-1-nic-b", identity="nic")
+    settled(pod_claims_settled(["early", "reuse", "same"]), "after the second driver's slices")
+
+
 def test_freeze_keeps_the_ledger_of_its_moment():
     path = "/api/v1/namespaces/%s/configmaps/dra-guard-policy" % GUARD_NS
     cm = ENV.get(path)
@@ -419,6 +443,7 @@ def main():
         "scheduler": (SCHEDULER, ["system:masters"]),
         "controller": (CONTROLLER, ["system:serviceaccounts", "system:masters"]),
         "kubelet": ("system:node:" + NODE, ["system:nodes", "system:masters"]),
+        "nic": (NIC_SA, ["system:serviceaccounts", "system:masters"]),
     })
     ENV.start()
     try:
@@ -455,6 +480,7 @@ def main():
                     test_mapping_change_under_a_live_claim,
                     test_node_restart_slices_deleted_and_republished,
                     test_driver_restart_with_a_stale_writer,
+                    test_pool_name_collision_between_drivers,
                     test_freeze_keeps_the_ledger_of_its_moment,
                 ])
             finally:
