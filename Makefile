@@ -13,7 +13,9 @@
 #                  against the Go peers
 #   make bench-scale  the cluster view (release build) on 5,000 nodes and 100,000
 #                  claims in the real API server, next to client-go's figures
-#                  (loading takes about 4 minutes)
+#                  (loading takes about 4 minutes), with 150,000 Pods and the Nodes;
+#                  BENCH_SCALE_ARGS=--synthetic serves the same data set from
+#                  files instead of the API server
 #   make fuzz      libFuzzer targets, FUZZ_SECONDS each
 #   make golden-update   record what the engine says of every golden case
 #                  (tests/golden/README.md); review the diff
@@ -326,7 +328,7 @@ bench-compare: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | 
 bench-scale: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_view | deps-bench deps-test
 	DRA_GUARD_BIN=$(abspath $(BUILD)/release/dra-guard) $(PYTHON) tools/bench_scale.py \
 		--bench-view $(abspath $(BUILD)/release/bench/bench_view) --out $(BUILD)/bench-scale.json \
-		--data $(abspath $(BUILD))/bench-scale-data
+		--data $(abspath $(BUILD))/bench-scale-data $(BENCH_SCALE_ARGS)
 
 SOAK_SECONDS ?= 600
 soak: $(BUILD)/release/dra-guard | deps-bench
