@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +42,9 @@ void buf_reset(struct buf *b)
 		b->data[0] = '\0';
 }
 
-/* Make room for n more bytes plus the NUL. */
-static int buf_reserve(struct buf *b, size_t n)
+/* Make room for n more bytes plus the NUL; exact when asked for (a declared
+ * length), else doubling so appends stay amortised O(1). */
+static int buf_reserve(struct buf *b, size_t n, bool exact)
 {
 	size_t want, alloc;
 	char *p;
@@ -53,6 +55,8 @@ static int buf_reserve(struct buf *b, size_t n)
 	if (want <= b->alloc)
 		return 0;
 	alloc = b->alloc ? b->alloc : 256;
+	if (exact)
+		alloc = want;
 	while (alloc < want)
 		alloc = alloc > SIZE_MAX / 2 ? want : alloc * 2;
 	if (alloc > b->cap + 1)
@@ -73,9 +77,14 @@ static int buf_reserve(struct buf *b, size_t n)
 	return 0;
 }
 
+int buf_presize(struct buf *b, size_t n)
+{
+	return buf_reserve(b, n, true);
+}
+
 int buf_add(struct buf *b, const void *p, size_t n)
 {
-	int rc = buf_reserve(b, n);
+	int rc = buf_reserve(b, n, false);
 
 	if (rc)
 		return rc;
@@ -114,7 +123,7 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 		return -EINVAL;
 	if ((size_t)n < sizeof(small))
 		return buf_add(b, small, (size_t)n);
-	rc = buf_reserve(b, (size_t)n);
+	rc = buf_reserve(b, (size_t)n, false);
 	if (rc)
 		return rc;
 	va_start(ap, fmt);
@@ -241,6 +250,11 @@ int buf_take(struct buf *b, char **out, size_t *len)
 const char *buf_cstr(const struct buf *b)
 {
 	return b->data ? b->data : "";
+}
+
+size_t buf_allocated(const struct buf *b)
+{
+	return b->alloc;
 }
 
 size_t buf_len(const struct buf *b)

@@ -37,6 +37,11 @@ void buf_free(struct buf *b);
 /* Empty the buffer but keep its memory. */
 void buf_reset(struct buf *b);
 
+/* Make room for n more bytes (and the NUL) in one allocation, so the appends
+ * that follow do not grow the buffer step by step: for a body whose length
+ * is declared. 0, -E2BIG when n more bytes would pass the cap, -ENOMEM. */
+int buf_presize(struct buf *b, size_t n);
+
 /* Append bytes. 0, -E2BIG over the cap, -ENOMEM. */
 int buf_add(struct buf *b, const void *p, size_t n);
 int buf_add_str(struct buf *b, struct str s);
@@ -59,6 +64,10 @@ int buf_take(struct buf *b, char **out, size_t *len);
 /* Borrow the contents. */
 const char *buf_cstr(const struct buf *b);
 size_t buf_len(const struct buf *b);
+
+/* Bytes the buffer holds allocated (0 before the first append): what it
+ * costs, whatever its contents. */
+size_t buf_allocated(const struct buf *b);
 
 /* Drop everything after the first n bytes (n <= len). */
 void buf_truncate(struct buf *b, size_t n);

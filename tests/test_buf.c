@@ -29,6 +29,51 @@ static void test_cap_leaves_contents_untouched(void **state)
 	buf_free(&b);
 }
 
+/* A declared length is allocated once: the appends that fill it never move
+ * the buffer, and a length past the cap is refused before anything is read. */
+static void test_presize_allocates_the_declared_length_once(void **state)
+{
+	static const size_t sizes[] = { 1, 255, 256, 4097, 137 * 1024 };
+	char chunk[1000];
+	size_t i;
+
+	(void)state;
+	memset(chunk, 'x', sizeof(chunk));
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct buf b;
+		const char *before;
+		size_t left = sizes[i];
+
+		buf_init(&b, 256 * 1024);
+		assert_int_equal(buf_presize(&b, sizes[i]), 0);
+		before = buf_cstr(&b);
+		while (left > 0) {
+			size_t n = left < sizeof(chunk) ? left : sizeof(chunk);
+
+			assert_int_equal(buf_add(&b, chunk, n), 0);
+			left -= n;
+		}
+		assert_ptr_equal(buf_cstr(&b), before);
+		assert_int_equal(buf_len(&b), sizes[i]);
+		assert_int_equal(buf_allocated(&b), sizes[i] + 1);
+		buf_free(&b);
+	}
+}
+
+static void test_presize_past_the_cap_is_refused(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 100);
+	assert_int_equal(buf_add_cstr(&b, "abc"), 0);
+	assert_int_equal(buf_presize(&b, 98), -E2BIG);
+	assert_string_equal(buf_cstr(&b), "abc");
+	assert_int_equal(buf_presize(&b, 97), 0);
+	assert_string_equal(buf_cstr(&b), "abc");
+	buf_free(&b);
+}
+
 struct esc_case {
 	const char *in;
 	size_t len;
@@ -149,6 +194,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cap_leaves_contents_untouched),
+		cmocka_unit_test(test_presize_allocates_the_declared_length_once),
+		cmocka_unit_test(test_presize_past_the_cap_is_refused),
 		cmocka_unit_test(test_json_escaping),
 		cmocka_unit_test(test_escape_over_cap_rolls_back),
 		cmocka_unit_test(test_take_steals),
