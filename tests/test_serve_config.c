@@ -62,6 +62,8 @@ static void test_defaults(void **state)
 	assert_true(c.metrics_enabled);
 	assert_int_equal(c.metrics_listen.sa.ss_family, AF_INET);
 	assert_int_equal(port_of(&c.metrics_listen), 9090);
+	assert_false(c.probe_enabled);
+	assert_int_equal(c.memory_budget, 128 * 1024 * 1024);
 	assert_int_equal(c.policy_kind, POLICY_SOURCE_BUILTIN);
 	assert_false(c.policy_file_watch);
 	assert_string_equal(c.configmap_namespace, "dra-guard");
@@ -87,8 +89,13 @@ static void test_flags_parse_values(void **state)
 	assert_int_equal(parse("--listen 127.0.0.1:0 --metrics-listen=off --threads 3 --max-body 512Ki "
 			       "--max-connections 10 --idle-timeout 2m --body-timeout 5s --max-json-depth 32 "
 			       "--shutdown-timeout 0 --log-level debug --service-name svc.ns.svc "
-			       "--policy-dir /etc/p --policy-configmap ns1/cm-1 --tls-cert /a/c --tls-key /a/k",
+			       "--policy-dir /etc/p --policy-configmap ns1/cm-1 --tls-cert /a/c --tls-key /a/k "
+			       "--probe-listen 0.0.0.0:9091 --memory-budget 64Mi",
 			       env, &c, err), 0);
+	assert_true(c.probe_enabled);
+	assert_int_equal(c.probe_listen.sa.ss_family, AF_INET);
+	assert_int_equal(port_of(&c.probe_listen), 9091);
+	assert_int_equal(c.memory_budget, 64 * 1024 * 1024);
 	assert_int_equal(c.listen.sa.ss_family, AF_INET);
 	assert_int_equal(port_of(&c.listen), 0);
 	assert_false(c.metrics_enabled);
@@ -163,6 +170,10 @@ static void test_bad_values_name_the_flag(void **state)
 		{ "--listen :99999", { NULL }, "--listen" },
 		{ "--listen ::1:8443", { NULL }, "--listen" },
 		{ "--metrics-listen 127.0.0.1", { NULL }, "--metrics-listen" },
+		{ "--probe-listen 9091", { NULL }, "--probe-listen" },
+		{ "--memory-budget lots", { NULL }, "--memory-budget" },
+		{ "--memory-budget 10Mi", { NULL }, "--memory-budget" },
+		{ "--max-body 64Mi --memory-budget 64Mi", { NULL }, "--max-body + 4Mi" },
 		{ "--policy-configmap just-a-name", { NULL }, "--policy-configmap" },
 		{ "--policy-configmap NS/Name", { NULL }, "--policy-configmap" },
 		{ "--policy-file-watch=maybe", { NULL }, "--policy-file-watch" },

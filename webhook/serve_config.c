@@ -19,6 +19,7 @@ _Static_assert(JSCAN_DEPTH_LIMIT == 10240, "the max-json-depth default below say
 #define MAX_THREADS 256
 #define MAX_BODY_MIN 1024
 #define MAX_BODY_MAX ((size_t)256 * 1024 * 1024)
+#define MEMORY_BUDGET_MAX ((size_t)64 << 30)
 #define MAX_CONNECTIONS_MAX 65536
 #define JSON_DEPTH_MIN 8
 /* Deep nesting costs the skip one bit a level, no stack: the default is
@@ -270,6 +271,21 @@ static int set_metrics_listen(struct serve_config *c, const char *v, char *err)
 	return -EINVAL;
 }
 
+static int set_probe_listen(struct serve_config *c, const char *v, char *err)
+{
+	char why[SERVE_CONFIG_ERROR_MAX];
+
+	if (!v[0] || strcmp(v, "off") == 0) {
+		c->probe_enabled = false;
+		return 0;
+	}
+	c->probe_enabled = true;
+	if (serve_config_addr(v, &c->probe_listen, why) == 0)
+		return 0;
+	snprintf(err, SERVE_CONFIG_ERROR_MAX, "--probe-listen: %.480s", why);
+	return -EINVAL;
+}
+
 static int set_tls_cert(struct serve_config *c, const char *v, char *err)
 {
 	return set_path(c->tls_cert, sizeof(c->tls_cert), "tls-cert", v, err);
@@ -378,6 +394,11 @@ static int set_threads(struct serve_config *c, const char *v, char *err)
 static int set_max_body(struct serve_config *c, const char *v, char *err)
 {
 	return parse_size("max-body", v, MAX_BODY_MIN, MAX_BODY_MAX, &c->max_body, err);
+}
+
+static int set_memory_budget(struct serve_config *c, const char *v, char *err)
+{
+	return parse_size("memory-budget", v, MAX_BODY_MIN, MEMORY_BUDGET_MAX, &c->memory_budget, err);
 }
 
 static int set_max_connections(struct serve_config *c, const char *v, char *err)
@@ -513,6 +534,9 @@ static const struct flag flags[] = {
 	{ "metrics-listen", "DRA_GUARD_METRICS_LISTEN", "127.0.0.1:9090", NULL, "ADDR:PORT",
 	  "plain-HTTP port for GET /metrics, /healthz, /readyz; \"off\" or \"\" disables it",
 	  set_metrics_listen },
+	{ "probe-listen", "DRA_GUARD_PROBE_LISTEN", "off", NULL, "ADDR:PORT",
+	  "plain-HTTP port for GET /healthz, /readyz only, with connection slots of its own;"
+	  " \"off\" or \"\" disables it", set_probe_listen },
 	{ "tls-cert", "DRA_GUARD_TLS_CERT", "/etc/dra-guard/tls/tls.crt", NULL, "FILE",
 	  "PEM serving certificate, chain allowed (leaf first); reloaded on change", set_tls_cert },
 	{ "tls-key", "DRA_GUARD_TLS_KEY", "/etc/dra-guard/tls/tls.key", NULL, "FILE",
@@ -533,14 +557,17 @@ static const struct flag flags[] = {
 	  "worker threads serving connections (1 to 256)", set_threads },
 	{ "max-body", "DRA_GUARD_MAX_BODY", "8Mi", NULL, "SIZE",
 	  "largest request body (413 beyond; also for chunked bodies)", set_max_body },
+	{ "memory-budget", "DRA_GUARD_MEMORY_BUDGET", "128Mi", NULL, "SIZE",
+	  "request bodies and answers held at once, over every connection (503 beyond);"
+	  " at least --max-body + 4Mi", set_memory_budget },
 	{ "max-connections", "DRA_GUARD_MAX_CONNECTIONS", "1024", NULL, "N",
 	  "most concurrent connections on the webhook port", set_max_connections },
 	{ "idle-timeout", "DRA_GUARD_IDLE_TIMEOUT", "120s", NULL, "DURATION",
 	  "close a connection silent this long (longer than the API server's 90s keep-alive idle)",
 	  set_idle_timeout },
 	{ "body-timeout", "DRA_GUARD_BODY_TIMEOUT", "30s", NULL, "DURATION",
-	  "close a connection whose request body is not in this long after its headers"
-	  " (the API server waits at most 30s for a webhook)", set_body_timeout },
+	  "close a connection whose request is not received and answered this long after its"
+	  " first byte (the API server waits at most 30s for a webhook)", set_body_timeout },
 	{ "max-json-depth", "DRA_GUARD_MAX_JSON_DEPTH", "10240", NULL, "N",
 	  "deepest JSON nesting accepted in a review (8 to 10240)", set_max_json_depth },
 	{ "shutdown-timeout", "DRA_GUARD_SHUTDOWN_TIMEOUT", "25s", NULL, "DURATION",
@@ -675,6 +702,14 @@ int serve_config_parse(int argc, char **argv, serve_config_env_fn *env, struct s
 				snprintf(err, SERVE_CONFIG_ERROR_MAX, "%s", why);
 			return -EINVAL;
 		}
+	}
+	/* One request at its largest must fit: its body, then its answer. */
+	if (cfg->memory_budget < cfg->max_body + SERVE_CONFIG_ANSWER_EXTRA) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX,
+			 "--memory-budget: %zu bytes is less than one request's largest answer"
+			 " (--max-body + 4Mi = %zu bytes)", cfg->memory_budget,
+			 cfg->max_body + SERVE_CONFIG_ANSWER_EXTRA);
+		return -EINVAL;
 	}
 	return 0;
 }

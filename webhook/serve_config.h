@@ -19,6 +19,10 @@
 
 #define SERVE_CONFIG_ERROR_MAX 512
 
+/* What an answer may hold beyond the body it answers (messages, a patch):
+ * the answer buffer's cap is --max-body plus this. */
+#define SERVE_CONFIG_ANSWER_EXTRA ((size_t)4 << 20)
+
 struct serve_addr {
 	char text[300];               /* as given */
 	struct sockaddr_storage sa;
@@ -36,6 +40,8 @@ struct serve_config {
 	struct serve_addr listen;
 	bool metrics_enabled;
 	struct serve_addr metrics_listen;
+	bool probe_enabled;
+	struct serve_addr probe_listen;
 	char tls_cert[PATH_MAX];
 	char tls_key[PATH_MAX];
 	char service_name[254];
@@ -46,6 +52,7 @@ struct serve_config {
 	char configmap_name[254];
 	unsigned threads;
 	size_t max_body;
+	size_t memory_budget;
 	unsigned max_connections;
 	unsigned idle_timeout_s;
 	unsigned body_timeout_s;
