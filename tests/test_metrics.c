@@ -135,6 +135,10 @@ static void test_fresh_registry_renders_every_family_at_zero(void **state)
 	assert_true(sample(text, "dra_guard_ready") == 0);
 	assert_true(sample(text, "dra_guard_policy_last_reload_successful") == 0);
 	assert_true(sample(text, "dra_guard_freeze_alert_after_seconds") == 0);
+	assert_true(sample(text, "dra_guard_memory_budget_bytes") == 0);
+	assert_true(sample(text, "dra_guard_memory_in_use_bytes") == 0);
+	assert_true(sample(text, "dra_guard_memory_refusals_total{kind=\"body\"}") == 0);
+	assert_true(sample(text, "dra_guard_memory_refusals_total{kind=\"answer\"}") == 0);
 	/* Absent until there is something to say. */
 	assert_null(strstr(text, "dra_guard_policy_info{"));
 	assert_null(strstr(text, "dra_guard_freeze_info{"));
@@ -178,6 +182,38 @@ static void test_counters_move_with_events(void **state)
 	assert_true(sample(text, "dra_guard_tls_cert_not_after_timestamp_seconds") == 1800000000);
 	assert_true(sample(text, "dra_guard_requests_in_flight") == 1);
 	free(text);
+	metrics_free(m);
+}
+
+/* The memory gauges read the budget live; refusals count by kind. */
+static void test_memory_gauges_follow_the_budget(void **state)
+{
+	struct reqmem_limits lim = { .budget = 1 << 20, .cap = { 1024, 1024 }, .pool_keep = 1024, .pool_max = 1 };
+	struct reqmem *rm = NULL;
+	struct metrics *m;
+	char *text;
+
+	(void)state;
+	m = new_metrics("dev");
+	assert_int_equal(reqmem_new(&lim, &rm), 0);
+	metrics_memory_watch(m, rm);
+	assert_true(reqmem_charge(rm, 4096));
+	metrics_memory_refusal(m, REQMEM_ANSWER);
+	metrics_memory_refusal(m, REQMEM_ANSWER);
+	metrics_memory_refusal(m, REQMEM_BODY);
+	text = render(m);
+	check_exposition(text);
+	assert_true(sample(text, "dra_guard_memory_budget_bytes") == 1 << 20);
+	assert_true(sample(text, "dra_guard_memory_in_use_bytes") == 4096);
+	assert_true(sample(text, "dra_guard_memory_refusals_total{kind=\"body\"}") == 1);
+	assert_true(sample(text, "dra_guard_memory_refusals_total{kind=\"answer\"}") == 2);
+	free(text);
+	reqmem_uncharge(rm, 4096);
+	text = render(m);
+	assert_true(sample(text, "dra_guard_memory_in_use_bytes") == 0);
+	free(text);
+	metrics_memory_watch(m, NULL);
+	reqmem_free(rm);
 	metrics_free(m);
 }
 
@@ -387,6 +423,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fresh_registry_renders_every_family_at_zero),
 		cmocka_unit_test(test_counters_move_with_events),
+		cmocka_unit_test(test_memory_gauges_follow_the_budget),
 		cmocka_unit_test(test_histogram_buckets_are_cumulative),
 		cmocka_unit_test(test_label_values_are_escaped),
 		cmocka_unit_test(test_freeze_and_policy_gauges_carry_escaped_strings),

@@ -33,6 +33,8 @@ static const unsigned http_codes[METRICS_HTTP_COUNT] = { 400, 404, 405, 408, 413
 
 static const char *const reload_names[METRICS_RELOAD_COUNT] = { "success", "error" };
 
+static const char *const memory_kind_names[REQMEM_KIND_COUNT] = { "body", "answer" };
+
 /* Bucket bounds in nanoseconds and as written in the le label. */
 static const uint64_t bucket_ns[METRICS_BUCKETS] = {
 	50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 25000000,
@@ -78,6 +80,8 @@ struct metrics {
 	int (*extra[METRICS_EXTRA_MAX])(void *ctx, struct buf *out);
 	void *extra_ctx[METRICS_EXTRA_MAX];
 	unsigned nextra;
+	atomic_uint_fast64_t memory_refusals[REQMEM_KIND_COUNT];
+	const struct reqmem *_Atomic memory;
 
 	pthread_mutex_t mu;           /* guards the fields below */
 	char version[128];
@@ -230,6 +234,17 @@ void metrics_slice_driver_add(struct metrics *m, const char *name, size_t len)
 void metrics_in_flight(struct metrics *m, int delta)
 {
 	atomic_fetch_add_explicit(&m->in_flight, delta, memory_order_relaxed);
+}
+
+void metrics_memory_refusal(struct metrics *m, enum reqmem_kind kind)
+{
+	if ((unsigned)kind < REQMEM_KIND_COUNT)
+		inc(&m->memory_refusals[kind], 1);
+}
+
+void metrics_memory_watch(struct metrics *m, const struct reqmem *rm)
+{
+	atomic_store(&m->memory, rm);
 }
 
 void metrics_policy_reload(struct metrics *m, enum metrics_reload result)
@@ -497,6 +512,29 @@ static int render_counters(struct metrics *m, struct buf *out)
 	return rc;
 }
 
+static int render_memory(struct metrics *m, struct buf *out)
+{
+	const struct reqmem *rm = atomic_load(&m->memory);
+	int rc, i;
+
+	rc = family(out, "dra_guard_memory_budget_bytes", "gauge",
+		    "Bytes of request bodies and answers the server may hold at once (--memory-budget).");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_memory_budget_bytes %zu\n", rm ? reqmem_budget(rm) : 0);
+	if (rc == 0)
+		rc = family(out, "dra_guard_memory_in_use_bytes", "gauge",
+			    "Bytes of request bodies received and answers not yet sent, over every connection.");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_memory_in_use_bytes %zu\n", rm ? reqmem_in_use(rm) : 0);
+	if (rc == 0)
+		rc = family(out, "dra_guard_memory_refusals_total", "counter",
+			    "Requests answered 503 because their body or answer did not fit in the memory budget.");
+	for (i = 0; rc == 0 && i < REQMEM_KIND_COUNT; i++)
+		rc = buf_printf(out, "dra_guard_memory_refusals_total{kind=\"%s\"} %" PRIu64 "\n",
+				memory_kind_names[i], get(&m->memory_refusals[i]));
+	return rc;
+}
+
 /* The string-labelled gauges, under the mutex. */
 static int render_state(struct metrics *m, struct buf *out)
 {
@@ -557,6 +595,8 @@ int metrics_render(struct metrics *m, struct buf *out)
 		rc = render_duration(m, out);
 	if (rc == 0)
 		rc = render_counters(m, out);
+	if (rc == 0)
+		rc = render_memory(m, out);
 	if (rc == 0)
 		rc = render_state(m, out);
 	for (unsigned i = 0; rc == 0 && i < m->nextra; i++)

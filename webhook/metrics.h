@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "model.h"
+#include "reqmem.h"
 #include "rules.h"
 
 enum metrics_endpoint {
@@ -105,6 +106,15 @@ void metrics_http_error(struct metrics *m, enum metrics_http_error code);
 void metrics_slice_denied(struct metrics *m, const char *driver, size_t len);
 /* delta +1 when a request starts, -1 when it ends. */
 void metrics_in_flight(struct metrics *m, int delta);
+
+/* A request refused because its body or its answer did not fit in the
+ * memory budget. */
+void metrics_memory_refusal(struct metrics *m, enum reqmem_kind kind);
+
+/* The budget whose size and use dra_guard_memory_budget_bytes and
+ * dra_guard_memory_in_use_bytes show (read at each render). Borrowed: it
+ * must outlive m, or be unset (NULL) first. Until it is set both read 0. */
+void metrics_memory_watch(struct metrics *m, const struct reqmem *rm);
 
 /* --- state changes (reloads): take the registry's mutex ------------------- */
 
