@@ -1,25 +1,31 @@
-/* httpd.h - the two HTTP listeners of dra-guard serve (libmicrohttpd).
+/* httpd.h - the HTTP listeners of dra-guard serve (libmicrohttpd).
  *
  * The webhook port speaks HTTPS only (GnuTLS, TLS 1.2 and 1.3, an explicit
  * priority string), on a pool of worker threads each running its own epoll
  * loop, so a slow or silent client occupies a connection slot, never a
- * thread. Routes: POST /validate, POST /mutate (the path alone: the API
- * server appends ?timeout=...), GET /healthz, GET /readyz. Everything else
- * is answered, counted and logged: 404, 405 with Allow, 415, 413 (declared
- * or counted as a chunked body arrives), 503 while no policy is loaded.
+ * thread. Routes: POST /validate, POST /mutate (the path alone, as sent:
+ * the API server appends ?timeout=...), GET /healthz, GET /readyz.
+ * Everything else is answered, counted and logged: 404, 405 with Allow,
+ * 415, 413 (declared or counted as a chunked body arrives), 400 for
+ * ambiguous framing (two Content-Lengths, Transfer-Encoding with one),
+ * 503 while no policy is loaded or when the memory budget is spent.
+ *
+ * Every request runs on a clock from its first byte (the handshake's, on a
+ * new connection) until its answer is sent: past --body-timeout a
+ * housekeeping thread shuts the connection down, whatever the client
+ * trickles (headers, chunk sizes, trailers). Bodies and answers are
+ * charged to one memory budget (reqmem.h) and their buffers go back to a
+ * bounded pool as soon as the answer is sent.
  *
  * The certificate comes from the cert source at each handshake: the
  * connection keeps a reference to the credential it was handed until it
  * closes, so a rotation never frees what a handshake still reads and never
  * refuses a connection.
  *
- * The request path allocates nothing of its own in the steady state: each
- * connection reuses its body and answer buffers across keep-alive requests
- * (the answer is sent from there without a copy), and each worker thread its
- * arena (admit.h).
- *
- * The metrics port is plain HTTP on one thread: GET /metrics, /healthz,
- * /readyz, /debug/view and /debug/ledger (?node=NAME, ?at=freeze). */
+ * The metrics port and the optional probe port are plain HTTP, one thread
+ * each, with their own connection slots, a per-address connection limit and
+ * a whole-request deadline: GET /healthz, /readyz, and on the metrics port
+ * only /metrics, /debug/view and /debug/ledger (?node=NAME, ?at=freeze). */
 #ifndef DRA_GUARD_HTTPD_H
 #define DRA_GUARD_HTTPD_H
 
@@ -52,14 +58,20 @@ struct httpd_env {
 
 struct httpd;
 
-/* Bind both ports and start serving. The env and everything it points to
+enum httpd_port {
+	HTTPD_PORT_WEBHOOK = 0,
+	HTTPD_PORT_METRICS,
+	HTTPD_PORT_PROBE,
+};
+
+/* Bind the ports and start serving. The env and everything it points to
  * are borrowed and must outlive httpd_stop(). 0, or a negative errno with
  * err saying what failed (a port in use, TLS setup). */
 int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size_t errn);
 
-/* The bound addresses ("127.0.0.1:8443"), for the log: ports given as 0 are
- * resolved. metrics: the metrics port ("" when disabled). Borrowed. */
-const char *httpd_address(const struct httpd *h, bool metrics);
+/* The bound address of a port ("127.0.0.1:8443"), for the log: ports given
+ * as 0 are resolved; "" for a port that is disabled. Borrowed. */
+const char *httpd_address(const struct httpd *h, enum httpd_port port);
 
 /* True when certificate and policy are loaded and no drain has begun;
  * otherwise why (n bytes) says what is missing. Any thread. */
@@ -73,7 +85,7 @@ void httpd_drain(struct httpd *h);
  * sent). Any thread. */
 unsigned httpd_in_flight(struct httpd *h);
 
-/* Stop both listeners (closing whatever is still open) and free. NULL is a
+/* Stop every listener (closing whatever is still open) and free. NULL is a
  * no-op. */
 void httpd_stop(struct httpd *h);
 

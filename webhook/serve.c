@@ -34,6 +34,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "policy_source.h"
+#include "reqmem.h"
 #include "serve_config.h"
 #include "version.h"
 #include "watch.h"
@@ -41,6 +42,8 @@
 #define RELOAD_SETTLE_MS 100
 #define POLL_INTERVAL_MS 2000
 #define DRAIN_TICK_MS 50
+#define MMAP_THRESHOLD ((size_t)256 * 1024)
+#define TRIM_THRESHOLD ((size_t)1024 * 1024)
 
 struct server {
 	struct serve_config cfg;
@@ -330,10 +333,13 @@ static void log_start(const struct server *s)
 	if (!log_begin(&l, LOG_INFO, "serving"))
 		return;
 	log_str(&l, "version", dra_guard_version);
-	log_str(&l, "listen", httpd_address(s->httpd, false));
-	log_str(&l, "metrics_listen", s->cfg.metrics_enabled ? httpd_address(s->httpd, true) : "off");
+	log_str(&l, "listen", httpd_address(s->httpd, HTTPD_PORT_WEBHOOK));
+	log_str(&l, "metrics_listen",
+		s->cfg.metrics_enabled ? httpd_address(s->httpd, HTTPD_PORT_METRICS) : "off");
+	log_str(&l, "probe_listen", s->cfg.probe_enabled ? httpd_address(s->httpd, HTTPD_PORT_PROBE) : "off");
 	log_uint(&l, "threads", s->cfg.threads);
 	log_uint(&l, "max_body", s->cfg.max_body);
+	log_uint(&l, "memory_budget", s->cfg.memory_budget);
 	log_uint(&l, "max_connections", s->cfg.max_connections);
 	log_uint(&l, "idle_timeout_s", s->cfg.idle_timeout_s);
 	log_uint(&l, "body_timeout_s", s->cfg.body_timeout_s);
@@ -363,6 +369,9 @@ int serve_main(int argc, char **argv)
 		return 2;
 	}
 	log_set_level(s.cfg.log_level);
+	/* Before any thread exists: buffers past the pool's size get their
+	 * own mappings, so a burst of large bodies leaves nothing behind. */
+	reqmem_tune_allocator(MMAP_THRESHOLD, TRIM_THRESHOLD);
 	if (block_signals(&set) != 0 || (s.sigfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
 		log_msg_str(LOG_ERROR, "cannot set up signal handling", "error", strerror(errno));
 		goto out;
