@@ -98,13 +98,15 @@ class Server:
         e = dict(os.environ)
         e.update(env or {})
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log_file, env=e)
-        self.port = self.metrics_port = None
+        self.port = self.metrics_port = self.probe_port = None
         deadline = time.time() + START_TIMEOUT
         while time.time() < deadline:
             line = self.find_log("serving")
             if line:
                 self.port = int(line["listen"].rsplit(":", 1)[1])
                 self.metrics_port = int(line["metrics_listen"].rsplit(":", 1)[1])
+                if line.get("probe_listen", "off") != "off":
+                    self.probe_port = int(line["probe_listen"].rsplit(":", 1)[1])
                 break
             if self.proc.poll() is not None:
                 fail("server exited with %s while starting:\n%s" % (self.proc.returncode, self.log()))
