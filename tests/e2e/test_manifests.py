@@ -375,12 +375,14 @@ def test_deployment_spreads_three_replicas_and_keeps_two_through_disruptions():
         check(strategy.get("maxUnavailable") == 0, "%s: a rollout may take Ready replicas away" % name)
 
 
-def test_probes_use_the_plain_metrics_port():
+def test_probes_use_a_plain_port_of_their_own():
     for name, objs in renders().items():
         _, _, c, flags = deployment_parts(objs)
-        host, port = listen_port(flags.get("metrics-listen", binary_default("metrics-listen")))
+        host, port = listen_port(flags.get("probe-listen", binary_default("probe-listen")))
         check(host in ("0.0.0.0", "", "[::]", "::"),
-              "%s: --metrics-listen on %r: kubelet probes and Prometheus cannot reach it" % (name, host))
+              "%s: --probe-listen on %r: kubelet probes cannot reach it" % (name, host))
+        _, metrics = listen_port(flags.get("metrics-listen", binary_default("metrics-listen")))
+        check(port != metrics, "%s: probes share the metrics port's connection slots" % name)
         for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
             p = c.get(probe)
             check(p and "httpGet" in p, "%s: no %s httpGet" % (name, probe))
@@ -388,7 +390,47 @@ def test_probes_use_the_plain_metrics_port():
             check(g.get("path") == path, "%s: %s path %r, want %s" % (name, probe, g.get("path"), path))
             check(g.get("scheme", "HTTP") == "HTTP", "%s: %s scheme %s" % (name, probe, g.get("scheme")))
             check(container_port(c, g["port"]) == port,
-                  "%s: %s on port %r, the metrics port is %d" % (name, probe, g["port"], port))
+                  "%s: %s on port %r, the probe port is %d" % (name, probe, g["port"], port))
+
+
+_UNITS = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "k": 1000, "K": 1000, "M": 10 ** 6, "G": 10 ** 9, "": 1}
+
+
+def _bytes(text):
+    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi|k|K|M|G|)", str(text))
+    check(m is not None, "size %r" % text)
+    return int(m.group(1)) * _UNITS[m.group(2)]
+
+
+# The worst case the Limits section writes out, term by term.
+SIZING_PROCESS = 16 << 20           # binary, libraries, TLS state, two policy snapshots
+SIZING_PER_CONNECTION = 128 << 10   # 32 KiB library pool, 64 KiB read-ahead, TLS session
+SIZING_POOL = 2 * 32 * (256 << 10)  # the buffer pool: 32 bodies and 32 answers of 256 KiB
+SIZING_PLAIN_PORTS = 16 << 20       # 80 plain-HTTP connections and one /metrics text
+SIZING_ALLOCATOR = 1.15             # fragmentation left to the allocator
+
+
+def test_memory_limit_is_sized_from_the_budget():
+    """limit >= (process + budget + threads x (arena + answer) + connections x
+    per-connection + pool + plain ports) x allocator slack, with the flags
+    the Deployment gives: the sizing the Limits section writes down."""
+    for name, objs in renders().items():
+        _, _, c, flags = deployment_parts(objs)
+        check("threads" in flags, "%s: --threads not set: the default is the node's CPU count" % name)
+        threads = int(flags["threads"])
+        max_body = _bytes(flags.get("max-body", binary_default("max-body")))
+        budget = _bytes(flags.get("memory-budget", binary_default("memory-budget")))
+        conns = int(flags.get("max-connections", binary_default("max-connections")))
+        arena = 4 * max_body + (16 << 20)
+        answer = max_body + (4 << 20)
+        worst = (SIZING_PROCESS + budget + threads * (arena + answer) + conns * SIZING_PER_CONNECTION +
+                 SIZING_POOL + SIZING_PLAIN_PORTS)
+        limit = _bytes(c["resources"]["limits"]["memory"])
+        request = _bytes(c["resources"]["requests"]["memory"])
+        check(limit >= worst * SIZING_ALLOCATOR, "%s: memory limit %d MiB, the sizing needs %.0f MiB" % (
+            name, limit >> 20, worst * SIZING_ALLOCATOR / (1 << 20)))
+        check(request >= budget, "%s: memory request %d MiB below the budget %d MiB" % (
+            name, request >> 20, budget >> 20))
 
 
 def test_policy_and_certificate_are_mounted_as_directories():
@@ -490,7 +532,7 @@ def test_server_starts_with_the_deployment_arguments():
         policy = os.path.join(tmp, "policy")
         os.makedirs(policy)
         _policy_dir(policy, cm["data"])
-        moved = {"listen": "127.0.0.1:0", "metrics-listen": "127.0.0.1:0",
+        moved = {"listen": "127.0.0.1:0", "metrics-listen": "127.0.0.1:0", "probe-listen": "127.0.0.1:0",
                  "tls-cert": os.path.join(tls, "tls.crt"), "tls-key": os.path.join(tls, "tls.key"),
                  "policy-dir": policy}
         argv = [ml.binary(), "serve"]
@@ -518,6 +560,10 @@ def test_server_starts_with_the_deployment_arguments():
             time.sleep(0.05)
         check(status == 200, "/readyz never became 200 (last %s):\n%s" % (status, open(log_path).read()[-3000:]))
         check(_get(metrics + "/healthz")[0] == 200, "/healthz")
+        probes = "http://127.0.0.1:%d" % listen_port(serving["probe_listen"])[1]
+        check(_get(probes + "/healthz")[0] == 200 and _get(probes + "/readyz")[0] == 200,
+              "the probe port does not answer the kubelet's probes")
+        check(_get(probes + "/metrics")[0] == 404, "the probe port serves /metrics")
         # The freeze runbook compares `policy lint` of the ConfigMap with what
         # each replica reports serving; the two hashes must be the same.
         cm_path = os.path.join(tmp, "cm.json")
@@ -886,7 +932,7 @@ def test_certs_cluster_mode_drops_an_expired_previous_ca():
 # --- samples ---------------------------------------------------------------------------------
 
 
-def test_network_policy_sample_admits_the_webhook_and_metrics_ports():
+def test_network_policy_sample_admits_the_webhook_and_metrics_ports_only():
     (np,) = ml.load_file(os.path.join(ml.MANIFESTS, "samples", "networkpolicy.yaml"))
     objs = renders()["base"]
     d, _, c, flags = deployment_parts(objs)
@@ -896,6 +942,8 @@ def test_network_policy_sample_admits_the_webhook_and_metrics_ports():
     ports = {p["port"] for rule in np["spec"]["ingress"] for p in rule["ports"]}
     want = {listen_port(flags["listen"])[1], listen_port(flags["metrics-listen"])[1]}
     check(ports == want, "ingress ports %s, want the container ports %s" % (ports, want))
+    # No Pod may reach the probe port: only kubelet probes, from the node.
+    check(listen_port(flags["probe-listen"])[1] not in ports, "the probe port is admitted")
     check(np["spec"]["policyTypes"] == ["Ingress"], "policyTypes %s" % np["spec"]["policyTypes"])
 
 
@@ -960,7 +1008,8 @@ def main():
         test_role_reads_only_the_policy_configmap,
         test_deployment_is_pod_security_restricted,
         test_deployment_spreads_three_replicas_and_keeps_two_through_disruptions,
-        test_probes_use_the_plain_metrics_port,
+        test_probes_use_a_plain_port_of_their_own,
+        test_memory_limit_is_sized_from_the_budget,
         test_policy_and_certificate_are_mounted_as_directories,
         test_grace_period_outlasts_the_drain,
         test_service_targets_the_port_the_binary_listens_on,
@@ -978,7 +1027,7 @@ def main():
         test_certs_cluster_mode_renews_the_serving_pair_when_names_change,
         test_certs_cluster_mode_renews_near_expiry_and_bundles_the_previous_ca,
         test_certs_cluster_mode_drops_an_expired_previous_ca,
-        test_network_policy_sample_admits_the_webhook_and_metrics_ports,
+        test_network_policy_sample_admits_the_webhook_and_metrics_ports_only,
         test_driver_rbac_sample_fits_the_least_privilege_rules,
         test_cluster_role_only_reads_slices_claims_pods_and_nodes,
     ]
