@@ -21,7 +21,8 @@
 #                  (tests/golden/README.md); review the diff
 #   make mutation-check  break each rule in turn (the "mutant" flavour); the
 #                  golden cases must notice every break
-#   make soak      the release server under load for SOAK_SECONDS, sampling RSS and fds
+#   make soak      the release server under load for SOAK_SECONDS, sampling RSS and fds;
+#                  then memory attacks at full size (tools/soak_hostile.py)
 #   make image     build the container image with podman and run it (both stages,
 #                  checked: tests/image/test_image_build.py)
 #   make clean
