@@ -170,13 +170,12 @@ ROWS = [
                          "(DraGuardMemoryBudgetNearlyFull at 90%).",
              targets=[("max by (instance) (dra_guard_memory_in_use_bytes{%s} / "
                        "dra_guard_memory_budget_bytes{%s})" % (SEL, SEL), "{{instance}}")],
-             unit="percentunit", width=12,
-             needs=["dra_guard_memory_in_use_bytes", "dra_guard_memory_budget_bytes"]),
+             unit="percentunit", width=12),
         dict(type="timeseries", title="Requests refused for memory/s",
              description="Requests refused because the memory budget was full (DraGuardMemoryRefusals).",
              targets=[("sum by (instance) (rate(dra_guard_memory_refusals_total{%s}[$__rate_interval]))" % SEL,
                        "{{instance}}")],
-             unit="reqps", width=12, needs=["dra_guard_memory_refusals_total"]),
+             unit="reqps", width=12),
     ]),
     ("Cluster view", [
         dict(type="timeseries", title="View age by resource",

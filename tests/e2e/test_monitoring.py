@@ -13,9 +13,9 @@
   panel's query and every alert expression is evaluated through the HTTP API:
   each must parse, each panel must return data, and every metric each names
   must exist - so a renamed metric fails here instead of blanking a panel.
-  The memory budget's metrics come with a later part of the server; panels and
-  alerts on them are checked for data only once the server exports them, and
-  the test says so while it does not.
+  A panel may name metrics a later part of the server brings ("needs" in
+  tools/monitoring.py); those are checked for data only once the server
+  exports them, and the test says so while it does not.
 - The guard runs with its cluster view against the real API server
   (tests/e2e/envtest.py): its first LIST waits while the API server cannot be
   reached, then completes; slices are created, changed and deleted; a watch
@@ -348,7 +348,7 @@ def metric_names_in(expr):
 
 
 def pending_metrics():
-    """Metrics that come with a later part of the server (the memory budget)."""
+    """Metrics that come with a later part of the server (panels' "needs")."""
     return set(n for names in gen.panels_needing().values() for n in names)
 
 
