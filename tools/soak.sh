@@ -14,7 +14,8 @@
 #
 # Then tools/soak_hostile.py: memory attacks at full size against the Deployment's settings
 # (idle, stalled and 200 concurrent 8 MiB bodies, 11 MiB echoed answers left unread, a burst
-# of 100 clients); fails when RSS passes the Deployment's memory limit, the budget holds more
+# of 100 clients); fails when RSS passes the sizing's worst case without a cluster view
+# (the Deployment's memory limit less the view's share), the budget holds more
 # than its size, or RSS stays up once the clients are gone. Results: $BUILD/soak/hostile.json.
 #
 # Settings (environment), defaults in brackets:
