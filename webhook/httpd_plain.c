@@ -7,7 +7,8 @@
  * anything: at most PER_ADDRESS connections from one address, an idle
  * timeout, and a deadline for the whole request counted from the
  * connection's start (or its previous answer), which a client trickling
- * header bytes cannot reset. */
+ * header bytes cannot reset. On the metrics port the clock stops once the
+ * request is in; on the probe port it runs until the answer is sent. */
 #include "httpd_impl.h"
 
 #include <errno.h>
@@ -157,6 +158,17 @@ static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const c
 	if (*req_cls)
 		return (*upload_data_size = 0, MHD_YES);
 	*req_cls = h;
+	if (p->metrics) {
+		/* The request is in: what follows is the server's own work (a
+		 * ledger build takes seconds at scale, /debug/ledger tens of MB),
+		 * bounded by the idle timeout while the client reads. Probe
+		 * answers are small and stay on the clock. */
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		struct plain_conn *pc = ci ? ci->socket_context : NULL;
+
+		if (pc)
+			deadline_stop(&pc->dl);
+	}
 	if (!metrics && !debug_view && !debug_ledger && strcmp(url, "/healthz") != 0 &&
 	    strcmp(url, "/readyz") != 0)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
