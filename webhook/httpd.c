@@ -32,6 +32,18 @@
 static const char body_404[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 	"\"code\":404,\"message\":\"no such path: the webhook serves POST /validate and POST /mutate\"}";
+static const char body_404_plain[] =
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
+	"\"code\":404,\"message\":\"no such path: this port serves GET /metrics, /healthz, /readyz, "
+	"/debug/view and /debug/ledger\"}";
+static const char body_404_noview[] =
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
+	"\"code\":404,\"message\":\"this replica runs without a cluster view (--cluster-view off, or no "
+	"kubeconfig and not in a cluster): there is no view or ledger to show\"}";
+static const char body_404_nofreeze[] =
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
+	"\"code\":404,\"message\":\"no ledger kept at a freeze: no freeze began since this replica started "
+	"(at= takes only freeze)\"}";
 static const char body_405[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"MethodNotAllowed\","
 	"\"code\":405,\"message\":\"method not allowed on this path (see the Allow header)\"}";
@@ -73,6 +85,9 @@ static struct MHD_Response *fixed(const char *body, size_t len, const char *allo
 static int make_fixed(struct httpd *h)
 {
 	h->r_404 = fixed(body_404, sizeof(body_404) - 1, NULL);
+	h->r_404_plain = fixed(body_404_plain, sizeof(body_404_plain) - 1, NULL);
+	h->r_404_noview = fixed(body_404_noview, sizeof(body_404_noview) - 1, NULL);
+	h->r_404_nofreeze = fixed(body_404_nofreeze, sizeof(body_404_nofreeze) - 1, NULL);
 	h->r_405_post = fixed(body_405, sizeof(body_405) - 1, "POST");
 	h->r_405_get = fixed(body_405, sizeof(body_405) - 1, "GET, HEAD");
 	h->r_413 = fixed(body_413, sizeof(body_413) - 1, NULL);
@@ -81,7 +96,7 @@ static int make_fixed(struct httpd *h)
 	h->r_503 = fixed(body_503, sizeof(body_503) - 1, NULL);
 	h->r_503_memory = fixed(body_503_memory, sizeof(body_503_memory) - 1, NULL);
 	h->r_healthz = fixed(body_healthz, sizeof(body_healthz) - 1, NULL);
-	if (!h->r_404 || !h->r_405_post || !h->r_405_get || !h->r_413 || !h->r_415 || !h->r_500 ||
+	if (!h->r_404 || !h->r_404_plain || !h->r_404_noview || !h->r_404_nofreeze || !h->r_405_post || !h->r_405_get || !h->r_413 || !h->r_415 || !h->r_500 ||
 	    !h->r_503 || !h->r_503_memory || !h->r_healthz)
 		return -ENOMEM;
 	/* Pressure passes within the body timeout: worth another try soon. */
@@ -93,7 +108,7 @@ static int make_fixed(struct httpd *h)
 static void free_fixed(struct httpd *h)
 {
 	struct MHD_Response **all[] = {
-		&h->r_404, &h->r_405_post, &h->r_405_get, &h->r_413, &h->r_415, &h->r_500, &h->r_503,
+		&h->r_404, &h->r_404_plain, &h->r_404_noview, &h->r_404_nofreeze, &h->r_405_post, &h->r_405_get, &h->r_413, &h->r_415, &h->r_500, &h->r_503,
 		&h->r_503_memory, &h->r_healthz,
 	};
 	size_t i;

@@ -106,7 +106,7 @@ struct httpd {
 	pthread_cond_t keeper_cv;
 
 	/* Fixed answers, built once and shared by every connection. */
-	struct MHD_Response *r_404, *r_405_post, *r_405_get, *r_413, *r_415, *r_500, *r_503,
+	struct MHD_Response *r_404, *r_404_plain, *r_404_noview, *r_404_nofreeze, *r_405_post, *r_405_get, *r_413, *r_415, *r_500, *r_503,
 		*r_503_memory, *r_healthz;
 };
 

@@ -77,7 +77,7 @@ static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection 
 	int rc;
 
 	if (!h->env.view)
-		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noview);
 	buf_init(&b, (size_t)1 << 30);
 	rc = cluster_view_dump_json(h->env.view, &b);
 	if (rc == -EAGAIN) {
@@ -115,15 +115,15 @@ static enum MHD_Result answer_debug_ledger(struct httpd *h, struct MHD_Connectio
 	int rc;
 
 	if (!h->env.ledger)
-		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noview);
 	if (at && strcmp(at, "freeze") != 0)
-		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_nofreeze);
 	buf_init(&b, (size_t)1 << 30);
 	rc = ledger_watch_json(h->env.ledger, node, at != NULL, &b);
 	if (rc == -EAGAIN || rc == -ENOENT) {
 		buf_free(&b);
 		return MHD_queue_response(c, rc == -EAGAIN ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_NOT_FOUND,
-					  rc == -EAGAIN ? h->r_503 : h->r_404);
+					  rc == -EAGAIN ? h->r_503 : h->r_404_nofreeze);
 	}
 	if (rc != 0 || buf_take(&b, &text, &len) != 0) {
 		buf_free(&b);
@@ -171,7 +171,7 @@ static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const c
 	}
 	if (!metrics && !debug_view && !debug_ledger && strcmp(url, "/healthz") != 0 &&
 	    strcmp(url, "/readyz") != 0)
-		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404);
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_plain);
 	if (!get)
 		return MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, h->r_405_get);
 	if (metrics)

@@ -277,7 +277,11 @@ def test_health_and_readiness():
         status, body = guard.http_get(SERVER.metrics_port, path)
         check(status == 200, (path, status, body))
     status, body = guard.http_get(SERVER.metrics_port, "/validate")
-    check(status == 404, status)
+    check(status == 404 and b"this port serves GET /metrics" in body, (status, body))
+    # No cluster view here: the debug paths say so instead of "no such path".
+    for path in ("/debug/view", "/debug/ledger"):
+        status, body = guard.http_get(SERVER.metrics_port, path)
+        check(status == 404 and b"without a cluster view" in body, (path, status, body))
 
 
 def test_metrics_parse_and_counters_move():
