@@ -1,0 +1,361 @@
+/* audit.c - the audit-line reader (audit.h). */
+#include "audit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jscan.h"
+
+/* Nesting an audit line may have: an object and its envelope (the API
+ * server decodes objects at most 10000 deep; its own Event adds two). */
+#define AUDIT_MAX_DEPTH JSCAN_DEPTH_LIMIT
+
+enum {
+	SEEN_STAGE = 1 << 0,
+	SEEN_VERB = 1 << 1,
+	SEEN_REF = 1 << 2,
+	SEEN_USER = 1 << 3,
+	SEEN_STATUS = 1 << 4,
+	SEEN_REQ = 1 << 5,
+	SEEN_RESP = 1 << 6,
+	SEEN_TIME = 1 << 7,
+	SEEN_ID = 1 << 8,
+	SEEN_KIND = 1 << 9,
+	SEEN_API = 1 << 10,
+	SEEN_IMP = 1 << 11,
+};
+
+const char *audit_verb_name(enum audit_verb v)
+{
+	switch (v) {
+	case AUDIT_CREATE: return "create";
+	case AUDIT_UPDATE: return "update";
+	case AUDIT_PATCH: return "patch";
+	case AUDIT_DELETE: return "delete";
+	default: return "";
+	}
+}
+
+static int digits(const char *p, int n, int *out)
+{
+	int v = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (p[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+int audit_parse_time(struct str s, int64_t *out)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	const char *p = s.ptr;
+	size_t i = 19;
+	int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
+	int64_t frac = 0, scale = 100000000;
+
+	if (s.len < 20 || digits(p, 4, &y) || p[4] != '-' || digits(p + 5, 2, &mo) || p[7] != '-' ||
+	    digits(p + 8, 2, &d) || (p[10] != 'T' && p[10] != 't') || digits(p + 11, 2, &h) || p[13] != ':' ||
+	    digits(p + 14, 2, &mi) || p[16] != ':' || digits(p + 17, 2, &se))
+		return -EINVAL;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
+		return -EINVAL;
+	if (p[i] == '.') {
+		if (++i >= s.len || p[i] < '0' || p[i] > '9')
+			return -EINVAL;
+		for (; i < s.len && p[i] >= '0' && p[i] <= '9'; i++) {
+			frac += (p[i] - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (i < s.len && (p[i] == 'Z' || p[i] == 'z')) {
+		i++;
+	} else if (i + 6 == s.len && (p[i] == '+' || p[i] == '-') && !digits(p + i + 1, 2, &oh) &&
+		   p[i + 3] == ':' && !digits(p + i + 4, 2, &om) && oh < 24 && om < 60) {
+		sign = p[i] == '+' ? 1 : -1;
+		i += 6;
+	} else {
+		return -EINVAL;
+	}
+	if (i != s.len)
+		return -EINVAL;
+	*out = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se) - sign * (oh * 3600 + om * 60)) *
+		       1000000000LL + frac;
+	return 0;
+}
+
+static enum audit_verb verb_of(const struct jscan_str *s)
+{
+	if (jscan_str_is(s, "create"))
+		return AUDIT_CREATE;
+	if (jscan_str_is(s, "update"))
+		return AUDIT_UPDATE;
+	if (jscan_str_is(s, "patch"))
+		return AUDIT_PATCH;
+	if (jscan_str_is(s, "delete"))
+		return AUDIT_DELETE;
+	return AUDIT_VERB_OTHER;
+}
+
+static enum audit_resource resource_of(struct str group, struct str res)
+{
+	if (group.len == 0) {
+		if (str_eq_cstr(res, "pods"))
+			return AUDIT_PODS;
+		if (str_eq_cstr(res, "nodes"))
+			return AUDIT_NODES;
+		if (str_eq_cstr(res, "configmaps"))
+			return AUDIT_CONFIGMAPS;
+	} else if (str_eq_cstr(group, "resource.k8s.io")) {
+		if (str_eq_cstr(res, "resourceslices"))
+			return AUDIT_SLICES;
+		if (str_eq_cstr(res, "resourceclaims"))
+			return AUDIT_CLAIMS;
+	}
+	return AUDIT_OTHER;
+}
+
+static struct str raw(const struct jscan_str *s)
+{
+	return (struct str){ s->ptr, s->len };
+}
+
+/* Fail with "what: <scanner's description>". */
+static int fail(struct jscan *s, const char *what, char *err, size_t n)
+{
+	char where[160];
+
+	if (!jscan_error(s))
+		jscan_fail(s, -EINVAL, "a value of another type");
+	jscan_describe(s, where, sizeof(where));
+	snprintf(err, n, "%s: %s", what, where);
+	return -EBADMSG;
+}
+
+static int string_member(struct jscan *s, unsigned *seen, unsigned bit, const char *what, struct jscan_str *out,
+			 char *err, size_t n)
+{
+	if (*seen & bit) {
+		snprintf(err, n, "%s given twice (offset %zu)", what, jscan_offset(s));
+		return -EBADMSG;
+	}
+	*seen |= bit;
+	if (jscan_string(s, out))
+		return fail(s, what, err, n);
+	return 0;
+}
+
+/* An object member kept as text; null gives len 0. */
+static int object_member(struct jscan *s, unsigned *seen, unsigned bit, const char *what, struct str *out,
+			 char *err, size_t n)
+{
+	enum jscan_type t;
+
+	if (*seen & bit) {
+		snprintf(err, n, "%s given twice (offset %zu)", what, jscan_offset(s));
+		return -EBADMSG;
+	}
+	*seen |= bit;
+	t = jscan_peek(s);
+	if (t == JSCAN_NULL) {
+		*out = (struct str){ "", 0 };
+		return jscan_null(s) == 1 ? 0 : fail(s, what, err, n);
+	}
+	if (t != JSCAN_OBJECT || jscan_skip(s, out))
+		return fail(s, what, err, n);
+	return 0;
+}
+
+static int object_ref(struct jscan *s, struct audit_event *ev, char *err, size_t n)
+{
+	struct jscan_str key, v;
+	unsigned seen = 0;
+	int rc;
+
+	if (jscan_object_enter(s))
+		return fail(s, "objectRef", err, n);
+	while ((rc = jscan_object_next(s, &key)) == 1) {
+		struct str *dst = NULL;
+		unsigned bit = 0;
+
+		if (jscan_str_is(&key, "resource"))
+			dst = &ev->resource_name, bit = 1;
+		else if (jscan_str_is(&key, "namespace"))
+			dst = &ev->namespace, bit = 2;
+		else if (jscan_str_is(&key, "name"))
+			dst = &ev->name, bit = 4;
+		else if (jscan_str_is(&key, "apiGroup"))
+			dst = &ev->api_group, bit = 8;
+		else if (jscan_str_is(&key, "apiVersion"))
+			dst = &ev->api_version, bit = 16;
+		else if (jscan_str_is(&key, "subresource"))
+			dst = &ev->subresource, bit = 32;
+		if (!dst) {
+			if (jscan_skip(s, NULL))
+				return fail(s, "objectRef", err, n);
+			continue;
+		}
+		if (string_member(s, &seen, bit, "objectRef member", &v, err, n))
+			return -EBADMSG;
+		*dst = raw(&v);
+	}
+	if (rc < 0)
+		return fail(s, "objectRef", err, n);
+	ev->resource = resource_of(ev->api_group, ev->resource_name);
+	return 0;
+}
+
+static int response_status(struct jscan *s, struct audit_event *ev, char *err, size_t n)
+{
+	struct jscan_str key;
+	int64_t code;
+	bool seen = false;
+	int rc;
+
+	if (jscan_object_enter(s))
+		return fail(s, "responseStatus", err, n);
+	while ((rc = jscan_object_next(s, &key)) == 1) {
+		if (!jscan_str_is(&key, "code")) {
+			if (jscan_skip(s, NULL))
+				return fail(s, "responseStatus", err, n);
+			continue;
+		}
+		if (seen) {
+			snprintf(err, n, "responseStatus.code given twice (offset %zu)", jscan_offset(s));
+			return -EBADMSG;
+		}
+		seen = true;
+		if (jscan_int64(s, &code) || code < 0 || code > 999)
+			return fail(s, "responseStatus.code", err, n);
+		ev->code = (int32_t)code;
+	}
+	if (rc < 0)
+		return fail(s, "responseStatus", err, n);
+	return 0;
+}
+
+/* 1 once what was read so far makes the event one the replay skips. */
+static int skipped(const struct audit_event *ev, unsigned seen, bool complete)
+{
+	if ((seen & SEEN_STAGE) && !complete)
+		return 1;
+	if ((seen & SEEN_VERB) && ev->verb == AUDIT_VERB_OTHER)
+		return 1;
+	if ((seen & SEEN_REF) && ev->resource == AUDIT_OTHER)
+		return 1;
+	return 0;
+}
+
+int audit_parse(const char *line, size_t len, struct audit_event *out, char *err, size_t n)
+{
+	struct jscan s;
+	struct jscan_str key, v;
+	struct str ts = { "", 0 };
+	unsigned seen = 0;
+	bool complete = false;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	err[0] = '\0';
+	jscan_init(&s, line, len, AUDIT_MAX_DEPTH);
+	if (jscan_object_enter(&s))
+		return fail(&s, "an audit event", err, n);
+	while ((rc = jscan_object_next(&s, &key)) == 1) {
+		if (jscan_str_is(&key, "stage")) {
+			if (string_member(&s, &seen, SEEN_STAGE, "stage", &v, err, n))
+				return -EBADMSG;
+			complete = jscan_str_is(&v, "ResponseComplete");
+		} else if (jscan_str_is(&key, "verb")) {
+			if (string_member(&s, &seen, SEEN_VERB, "verb", &v, err, n))
+				return -EBADMSG;
+			out->verb = verb_of(&v);
+		} else if (jscan_str_is(&key, "objectRef")) {
+			if (seen & SEEN_REF) {
+				snprintf(err, n, "objectRef given twice (offset %zu)", jscan_offset(&s));
+				return -EBADMSG;
+			}
+			seen |= SEEN_REF;
+			if (object_ref(&s, out, err, n))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "user")) {
+			if (object_member(&s, &seen, SEEN_USER, "user", &out->user, err, n))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "impersonatedUser")) {
+			if (object_member(&s, &seen, SEEN_IMP, "impersonatedUser", &out->impersonated, err, n))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "responseStatus")) {
+			if (seen & SEEN_STATUS) {
+				snprintf(err, n, "responseStatus given twice (offset %zu)", jscan_offset(&s));
+				return -EBADMSG;
+			}
+			seen |= SEEN_STATUS;
+			if (response_status(&s, out, err, n))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "requestObject")) {
+			if (object_member(&s, &seen, SEEN_REQ, "requestObject", &out->request_object, err, n))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "responseObject")) {
+			if (object_member(&s, &seen, SEEN_RESP, "responseObject", &out->response_object, err, n))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "stageTimestamp")) {
+			if (string_member(&s, &seen, SEEN_TIME, "stageTimestamp", &v, err, n))
+				return -EBADMSG;
+			ts = raw(&v);
+		} else if (jscan_str_is(&key, "auditID")) {
+			if (string_member(&s, &seen, SEEN_ID, "auditID", &v, err, n))
+				return -EBADMSG;
+			out->audit_id = raw(&v);
+		} else if (jscan_str_is(&key, "apiVersion")) {
+			if (string_member(&s, &seen, SEEN_API, "apiVersion", &v, err, n))
+				return -EBADMSG;
+			if (!jscan_str_is(&v, "audit.k8s.io/v1")) {
+				snprintf(err, n, "apiVersion \"%.*s\": expected audit.k8s.io/v1", (int)(v.len > 64 ? 64 : v.len),
+					 v.ptr);
+				return -EBADMSG;
+			}
+		} else if (jscan_str_is(&key, "kind")) {
+			if (string_member(&s, &seen, SEEN_KIND, "kind", &v, err, n))
+				return -EBADMSG;
+			if (!jscan_str_is(&v, "Event")) {
+				snprintf(err, n, "kind \"%.*s\": expected Event", (int)(v.len > 64 ? 64 : v.len), v.ptr);
+				return -EBADMSG;
+			}
+		} else if (jscan_skip(&s, NULL)) {
+			return fail(&s, "an audit event", err, n);
+		}
+		if (skipped(out, seen, complete))
+			return 1;
+	}
+	if (rc < 0 || jscan_finish(&s))
+		return fail(&s, "an audit event", err, n);
+	if (!(seen & SEEN_STAGE) || !(seen & SEEN_VERB) || !(seen & SEEN_REF)) {
+		snprintf(err, n, "an audit event without %s", !(seen & SEEN_STAGE) ? "stage" :
+			 !(seen & SEEN_VERB) ? "verb" : "objectRef");
+		return (seen & SEEN_STAGE) && (seen & SEEN_VERB) ? 1 : -EBADMSG;
+	}
+	if (out->name.len == 0)
+		return 1;      /* deletecollection and the like: no one object */
+	if (!(seen & SEEN_TIME) || audit_parse_time(ts, &out->stage_ns)) {
+		snprintf(err, n, "stageTimestamp \"%.*s\": expected an RFC 3339 time", (int)(ts.len > 64 ? 64 : ts.len),
+			 ts.ptr);
+		return -EBADMSG;
+	}
+	return 0;
+}

@@ -1,0 +1,109 @@
+/* replay.h - what a policy would have said of a recorded audit log, and
+ * what the ledger was through it.
+ *
+ * A replay reads audit lines (audit.h) one at a time. Writes of the
+ * resources the guard reads are put in order of stageTimestamp through a
+ * bounded window (the log backend writes an event when its request ends,
+ * so neighbours can be out of order by as long as a request takes); each
+ * is then
+ *   - judged, when it is a write the guard's webhook configuration sends
+ *     (slices CREATE/UPDATE/DELETE, claims CREATE, claims/status and
+ *     pods/status UPDATE, the guard's own ConfigMap CREATE/UPDATE): the
+ *     AdmissionReview the API server would have sent is made from the
+ *     event (user with groups and extra, resource, subresource, name,
+ *     namespace; object: the responseObject of a write that succeeded, the
+ *     requestObject of a create or update that did not; oldObject: the
+ *     object as the previous write, or the starting dump, left it) and
+ *     answered by decode_review() and engine_decide() under the policy and
+ *     the view of the moment before the write, at the event's time;
+ *   - applied to the view, when it succeeded, from its responseObject (a
+ *     binding sets the stored Pod's spec.nodeName; a deletion that only
+ *     marks the object is a change, not a removal).
+ * The recorded freeze (the guard's ConfigMap data.freeze as written in the
+ * log) is the freeze the engine judges under. The ledger is built from the
+ * view every sample interval of log time and at the end; a node
+ * overcommitted or diverging for less than ledger.settleWindow is a write
+ * in flight, not a divergence.
+ *
+ * Memory: the view, and the last text of every judged object (slices,
+ * claims, Pods, the ConfigMap) for the oldObject of its next write: the
+ * size of the cluster, capped; plus the reorder window, capped. Nothing
+ * grows with the log but counters and the capped example lists.
+ *
+ * Pure (time comes from the events); one thread per replay. */
+#ifndef DRA_GUARD_REPLAY_H
+#define DRA_GUARD_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "policy.h"
+#include "str.h"
+
+struct replay_options {
+	const struct policy *policy;  /* borrowed for the replay's life */
+	struct str self_namespace;    /* the guard's policy ConfigMap */
+	struct str self_name;
+	uint32_t examples;            /* events shown per rule */
+	uint32_t max_refused;         /* recorded successes the policy refuses, listed */
+	int64_t sample_ns;            /* the ledger is sampled this often (log time) */
+	int64_t reorder_ns;           /* how far out of order events may come */
+	size_t reorder_bytes;         /* cap on the lines held for reordering */
+	size_t store_bytes;           /* cap on the stored object texts */
+	size_t max_line;              /* longest line read */
+};
+
+/* 5 examples, 1,000 refusals listed, 1 s samples, a 10 s / 256 MiB
+ * window, 4 GiB of objects, 64 MiB lines. */
+void replay_options_default(struct replay_options *o);
+
+struct replay;
+
+/* 0 with *out, -EINVAL (no policy), -ENOMEM. */
+int replay_new(const struct replay_options *o, struct replay **out);
+
+/* replay_free(NULL) is a no-op. */
+void replay_free(struct replay *r);
+
+/* The starting state: a `kubectl get ... -o json` dump (a List, or one
+ * object) in json[0..len), every object taken as existing at now_ns.
+ * Objects of kinds the replay does not hold are skipped. 0; -EBADMSG for
+ * text that is not such a dump (err says where); -E2BIG past a cap;
+ * -ENOMEM. Call before the first line. */
+int replay_seed(struct replay *r, const char *json, size_t len, int64_t now_ns, char *err, size_t n);
+
+/* One line of the log (without its newline), numbered line_no from 1.
+ * A corrupt line is counted and its number and error kept (the first few);
+ * it is not an error of the call. Returns 0, -E2BIG when a cap of the
+ * view or the store is passed (the replay cannot go on faithfully), or
+ * -ENOMEM. */
+int replay_line(struct replay *r, const char *line, size_t len, uint64_t line_no);
+
+/* A line longer than max_line: counted as corrupt and skipped. */
+void replay_line_too_long(struct replay *r, uint64_t line_no, size_t len);
+
+/* The log ended: the window is drained and the last sample taken. 0,
+ * -E2BIG or -ENOMEM. */
+int replay_finish(struct replay *r);
+
+/* Totals for the exit code. */
+struct replay_totals {
+	uint64_t lines, events, corrupt;
+	uint64_t judged, would_deny, would_warn, would_refuse;  /* would_refuse: succeeded
+							   * in the log, denied now */
+	uint64_t not_judged;
+	uint64_t divergences;       /* settled divergence intervals + admitted duplicates,
+				     * stale-pool allocations and NUMA splits */
+	uint32_t overcommitted;     /* nodes, at the end */
+};
+
+void replay_totals(const struct replay *r, struct replay_totals *out);
+
+/* The report as one JSON document into out (docs/replay.md has its
+ * shape); with_ledger adds the final ledger. 0, -E2BIG (out's cap),
+ * -ENOMEM. */
+int replay_report_json(const struct replay *r, bool with_ledger, struct buf *out);
+
+#endif

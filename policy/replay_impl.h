@@ -1,0 +1,169 @@
+/* replay_impl.h - what the files of the replay share. Private to
+ * policy/replay*.c. replay.c runs the events, replay_store.c keeps the
+ * object texts and reads their metadata, replay_report.c writes the
+ * report. */
+#ifndef DRA_GUARD_REPLAY_IMPL_H
+#define DRA_GUARD_REPLAY_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "audit.h"
+#include "buf.h"
+#include "ledger.h"
+#include "replay.h"
+#include "rules.h"
+#include "view.h"
+
+/* --- the stored object texts (replay_store.c) ------------------------------ */
+
+struct replay_store_entry {
+	struct replay_store_entry *next;
+	uint32_t hash;
+	uint32_t key_len;
+	size_t text_len;
+	char *text;
+	char key[];
+};
+
+struct replay_store {
+	struct replay_store_entry **buckets;
+	size_t nbuckets;            /* a power of two */
+	size_t count;
+	size_t bytes;
+	size_t cap;
+};
+
+int replay_store_init(struct replay_store *s, size_t cap);
+void replay_store_fini(struct replay_store *s);
+/* The text stored under (res, ns, name), or NULL. */
+const struct replay_store_entry *replay_store_get(const struct replay_store *s, enum audit_resource res,
+						  struct str ns, struct str name);
+/* Store a copy of text under the key, replacing what was there. 0, -E2BIG
+ * past the cap, -ENOMEM. */
+int replay_store_put(struct replay_store *s, enum audit_resource res, struct str ns, struct str name,
+		     struct str text);
+void replay_store_del(struct replay_store *s, enum audit_resource res, struct str ns, struct str name);
+
+/* What the replay reads of an object's top level. */
+struct replay_meta {
+	struct str kind;            /* raw */
+	struct str name, namespace; /* raw */
+	bool deleting;              /* metadata.deletionTimestamp set */
+	bool lingers;               /* ...and finalizers or a grace period keep it */
+	bool has_freeze;
+	bool frozen;                /* data.freeze is "true" */
+};
+
+/* Scan an object's text. 0 or -EBADMSG. */
+int replay_meta_read(struct str text, struct replay_meta *out);
+
+/* The resource that holds kind; AUDIT_OTHER for none. */
+enum audit_resource replay_resource_of_kind(struct str kind);
+
+/* Pod text with spec.nodeName set to node (which it must not have) into
+ * out. 0, -EBADMSG (no spec object), or out's error. */
+int replay_pod_bind(struct str pod, struct str node, struct buf *out);
+
+/* spec.target.name (or target.name) of a Binding's text, raw. */
+int replay_binding_target(struct str binding, struct str *node);
+
+/* "2026-12-01T10:00:00.123Z" into buf. */
+void replay_format_time(int64_t ns, char buf[static 40]);
+
+/* --- the replay (replay.c) ----------------------------------------------- */
+
+#define REPLAY_CORRUPT_KEPT 20
+#define REPLAY_TIMELINE_MAX 256
+#define REPLAY_FREEZE_MAX 64
+
+/* One event, written out as a JSON object, kept as an example. */
+struct replay_example {
+	char *json;
+	size_t len;
+};
+
+struct replay_rule_stats {
+	uint64_t deny, warn, dryrun;
+	uint32_t nexamples;
+	struct replay_example *examples;
+};
+
+struct replay_interval {
+	int64_t from_ns, to_ns;
+	uint32_t overcommitted, diverging;
+	char nodes[256];            /* the first nodes, comma-separated */
+};
+
+struct replay_corrupt {
+	uint64_t line;
+	char error[AUDIT_ERROR_MAX];
+};
+
+struct replay_pending {
+	int64_t t;
+	uint64_t seq;
+	uint64_t line_no;
+	char *line;                 /* owned copy; ev points into it */
+	size_t len;
+	struct audit_event ev;
+};
+
+struct replay {
+	struct replay_options o;
+	struct view_builder *builder;
+	const struct view *view;    /* published, NULL before the first */
+	struct arena *arena;        /* one event's decision */
+	struct arena *scratch;      /* view_builder_apply_json */
+	struct replay_store store;
+	struct buf review;          /* the AdmissionReview being made */
+	struct buf text;            /* a Pod being bound */
+
+	/* the reorder window: a binary heap on (t, seq) */
+	struct replay_pending *heap;
+	size_t nheap, heap_cap, heap_bytes;
+	uint64_t seq;
+	int64_t max_t, last_t;
+
+	/* counters */
+	uint64_t lines, bytes, corrupt, skipped, events, out_of_order;
+	uint64_t writes, succeeded, failed, applied, apply_refused;
+	uint64_t judged, not_judged_old, not_judged_patch, undecidable;
+	uint64_t would_deny, would_warn, would_refuse, refused_recorded;
+	int64_t first_ns, end_ns;
+	uint32_t ncorrupt;
+	struct replay_corrupt corrupt_kept[REPLAY_CORRUPT_KEPT];
+	char first_apply_error[AUDIT_ERROR_MAX];
+
+	struct replay_rule_stats rules[RULE_COUNT];
+	struct replay_example undecidable_ex[8];
+	uint32_t nundecidable_ex;
+	struct replay_example *refused;   /* recorded successes the policy denies */
+	uint32_t nrefused;
+
+	/* the recorded freeze */
+	bool frozen;
+	uint32_t nfreeze;
+	struct { int64_t at; bool on; } freeze[REPLAY_FREEZE_MAX];
+	uint64_t freeze_changes;
+
+	/* ledger samples */
+	int64_t next_sample_ns;
+	uint64_t samples;
+	struct replay_interval cur;       /* the state since cur.from_ns */
+	bool have_cur;
+	struct replay_interval timeline[REPLAY_TIMELINE_MAX];
+	uint32_t ntimeline;
+	uint64_t timeline_dropped, divergent_intervals;
+	uint32_t max_overcommitted, max_diverging;
+	int64_t clean_from_ns;            /* start of the current clean window */
+	int64_t best_clean_from, best_clean_to;
+	uint64_t admitted[3];             /* duplicates, stale-pool allocations, NUMA splits */
+	uint64_t restarts_pool;           /* pools seen to come back or change generation */
+	uint64_t slice_deletes, slice_deletes_by_node;
+	struct ledger *ledger;            /* the last sample's */
+};
+
+#endif

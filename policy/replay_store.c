@@ -1,0 +1,347 @@
+/* replay_store.c - the replay's object texts, and what it reads of an
+ * object's top level (replay_impl.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jscan.h"
+#include "replay_impl.h"
+
+static uint32_t hash_key(const char *k, size_t n)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ (uint8_t)k[i]) * 16777619u;
+	return h;
+}
+
+/* "<res>/<ns>/<name>" into buf (n bytes); the length, or 0 when too long. */
+static size_t make_key(char *buf, size_t n, enum audit_resource res, struct str ns, struct str name)
+{
+	size_t len = 2 + ns.len + 1 + name.len;
+
+	if (len > n)
+		return 0;
+	buf[0] = (char)('0' + res);
+	buf[1] = '/';
+	memcpy(buf + 2, ns.ptr, ns.len);
+	buf[2 + ns.len] = '/';
+	memcpy(buf + 3 + ns.len, name.ptr, name.len);
+	return len;
+}
+
+int replay_store_init(struct replay_store *s, size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->nbuckets = 1024;
+	s->cap = cap;
+	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
+	return s->buckets ? 0 : -ENOMEM;
+}
+
+void replay_store_fini(struct replay_store *s)
+{
+	size_t i;
+
+	for (i = 0; s->buckets && i < s->nbuckets; i++) {
+		struct replay_store_entry *e = s->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			free(e->text);
+			free(e);
+		}
+	}
+	free(s->buckets);
+	memset(s, 0, sizeof(*s));
+}
+
+static struct replay_store_entry **find(const struct replay_store *s, const char *key, size_t len, uint32_t h)
+{
+	struct replay_store_entry **p = &s->buckets[h & (s->nbuckets - 1)];
+
+	for (; *p; p = &(*p)->next)
+		if ((*p)->hash == h && (*p)->key_len == len && memcmp((*p)->key, key, len) == 0)
+			return p;
+	return p;
+}
+
+const struct replay_store_entry *replay_store_get(const struct replay_store *s, enum audit_resource res,
+						  struct str ns, struct str name)
+{
+	char key[1024];
+	size_t len = make_key(key, sizeof(key), res, ns, name);
+
+	if (!len)
+		return NULL;
+	return *find(s, key, len, hash_key(key, len));
+}
+
+static int grow(struct replay_store *s)
+{
+	size_t n = s->nbuckets * 2, i;
+	struct replay_store_entry **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < s->nbuckets; i++) {
+		struct replay_store_entry *e = s->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			e->next = b[e->hash & (n - 1)];
+			b[e->hash & (n - 1)] = e;
+		}
+	}
+	free(s->buckets);
+	s->buckets = b;
+	s->nbuckets = n;
+	return 0;
+}
+
+int replay_store_put(struct replay_store *s, enum audit_resource res, struct str ns, struct str name,
+		     struct str text)
+{
+	char key[1024];
+	size_t len = make_key(key, sizeof(key), res, ns, name);
+	uint32_t h;
+	struct replay_store_entry **p, *e;
+	char *copy;
+
+	if (!len)
+		return -E2BIG;
+	h = hash_key(key, len);
+	p = find(s, key, len, h);
+	e = *p;
+	if (s->bytes - (e ? e->text_len : 0) + text.len > s->cap)
+		return -E2BIG;
+	copy = malloc(text.len ? text.len : 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, text.ptr, text.len);
+	if (!e) {
+		if (s->count >= s->nbuckets && grow(s) == 0)
+			p = find(s, key, len, h);
+		e = malloc(sizeof(*e) + len);
+		if (!e) {
+			free(copy);
+			return -ENOMEM;
+		}
+		e->hash = h;
+		e->key_len = (uint32_t)len;
+		memcpy(e->key, key, len);
+		e->text = NULL;
+		e->text_len = 0;
+		e->next = NULL;
+		*p = e;
+		s->count++;
+	}
+	s->bytes -= e->text_len;
+	free(e->text);
+	e->text = copy;
+	e->text_len = text.len;
+	s->bytes += text.len;
+	return 0;
+}
+
+void replay_store_del(struct replay_store *s, enum audit_resource res, struct str ns, struct str name)
+{
+	char key[1024];
+	size_t len = make_key(key, sizeof(key), res, ns, name);
+	struct replay_store_entry **p, *e;
+
+	if (!len)
+		return;
+	p = find(s, key, len, hash_key(key, len));
+	e = *p;
+	if (!e)
+		return;
+	*p = e->next;
+	s->bytes -= e->text_len;
+	s->count--;
+	free(e->text);
+	free(e);
+}
+
+enum audit_resource replay_resource_of_kind(struct str kind)
+{
+	if (str_eq_cstr(kind, "ResourceSlice"))
+		return AUDIT_SLICES;
+	if (str_eq_cstr(kind, "ResourceClaim"))
+		return AUDIT_CLAIMS;
+	if (str_eq_cstr(kind, "Pod"))
+		return AUDIT_PODS;
+	if (str_eq_cstr(kind, "Node"))
+		return AUDIT_NODES;
+	if (str_eq_cstr(kind, "ConfigMap"))
+		return AUDIT_CONFIGMAPS;
+	return AUDIT_OTHER;
+}
+
+static int read_metadata(struct jscan *s, struct replay_meta *m)
+{
+	struct jscan_str key, v;
+	int64_t grace = 0;
+	bool finalizers = false;
+	int rc;
+
+	if (jscan_object_enter(s))
+		return -EBADMSG;
+	while ((rc = jscan_object_next(s, &key)) == 1) {
+		if (jscan_str_is(&key, "name") || jscan_str_is(&key, "namespace")) {
+			struct str *dst = jscan_str_is(&key, "name") ? &m->name : &m->namespace;
+
+			if (jscan_string(s, &v))
+				return -EBADMSG;
+			*dst = (struct str){ v.ptr, v.len };
+		} else if (jscan_str_is(&key, "deletionTimestamp")) {
+			m->deleting = jscan_peek(s) == JSCAN_STRING;
+			if (jscan_skip(s, NULL))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "deletionGracePeriodSeconds") && jscan_peek(s) == JSCAN_NUMBER) {
+			if (jscan_int64(s, &grace))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "finalizers") && jscan_peek(s) == JSCAN_ARRAY) {
+			struct str raw;
+
+			if (jscan_skip(s, &raw))
+				return -EBADMSG;
+			finalizers = raw.len > 2;
+		} else if (jscan_skip(s, NULL)) {
+			return -EBADMSG;
+		}
+	}
+	if (rc < 0)
+		return -EBADMSG;
+	m->lingers = m->deleting && (finalizers || grace > 0);
+	return 0;
+}
+
+static int read_data(struct jscan *s, struct replay_meta *m)
+{
+	struct jscan_str key, v;
+	int rc;
+
+	if (jscan_null(s) == 1)
+		return 0;
+	if (jscan_object_enter(s))
+		return -EBADMSG;
+	while ((rc = jscan_object_next(s, &key)) == 1) {
+		if (jscan_str_is(&key, "freeze") && jscan_peek(s) == JSCAN_STRING) {
+			if (jscan_string(s, &v))
+				return -EBADMSG;
+			m->has_freeze = true;
+			/* as the policy loader reads it: surrounding whitespace ignored */
+			while (v.len && (v.ptr[0] == ' ' || v.ptr[0] == '\t' || v.ptr[0] == '\n'))
+				v.ptr++, v.len--;
+			while (v.len && (v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t' || v.ptr[v.len - 1] == '\n'))
+				v.len--;
+			m->frozen = v.len == 4 && memcmp(v.ptr, "true", 4) == 0;
+		} else if (jscan_skip(s, NULL)) {
+			return -EBADMSG;
+		}
+	}
+	return rc < 0 ? -EBADMSG : 0;
+}
+
+int replay_meta_read(struct str text, struct replay_meta *m)
+{
+	struct jscan s;
+	struct jscan_str key, v;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	jscan_init(&s, text.ptr, text.len, JSCAN_DEPTH_LIMIT);
+	if (jscan_object_enter(&s))
+		return -EBADMSG;
+	while ((rc = jscan_object_next(&s, &key)) == 1) {
+		if (jscan_str_is(&key, "kind")) {
+			if (jscan_string(&s, &v))
+				return -EBADMSG;
+			m->kind = (struct str){ v.ptr, v.len };
+		} else if (jscan_str_is(&key, "metadata")) {
+			if (read_metadata(&s, m))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "data")) {
+			if (read_data(&s, m))
+				return -EBADMSG;
+		} else if (jscan_skip(&s, NULL)) {
+			return -EBADMSG;
+		}
+	}
+	return rc < 0 ? -EBADMSG : 0;
+}
+
+int replay_pod_bind(struct str pod, struct str node, struct buf *out)
+{
+	struct jscan s;
+	struct jscan_str key;
+	int rc;
+
+	buf_reset(out);
+	jscan_init(&s, pod.ptr, pod.len, JSCAN_DEPTH_LIMIT);
+	if (jscan_object_enter(&s))
+		return -EBADMSG;
+	while ((rc = jscan_object_next(&s, &key)) == 1) {
+		size_t at;
+		bool empty;
+
+		if (!jscan_str_is(&key, "spec")) {
+			if (jscan_skip(&s, NULL))
+				return -EBADMSG;
+			continue;
+		}
+		if (jscan_peek(&s) != JSCAN_OBJECT)
+			return -EBADMSG;
+		at = jscan_offset(&s) + 1;     /* just after the spec's '{' */
+		if (jscan_object_enter(&s))
+			return -EBADMSG;
+		empty = jscan_object_next(&s, &key) == 0;
+		rc = buf_add(out, pod.ptr, at);
+		if (rc == 0)
+			rc = buf_add_cstr(out, "\"nodeName\":\"");
+		if (rc == 0)
+			rc = buf_add(out, node.ptr, node.len);
+		if (rc == 0)
+			rc = buf_add_cstr(out, empty ? "\"" : "\",");
+		if (rc == 0)
+			rc = buf_add(out, pod.ptr + at, pod.len - at);
+		return rc;
+	}
+	return -EBADMSG;
+}
+
+int replay_binding_target(struct str binding, struct str *node)
+{
+	struct jscan s;
+	struct jscan_str key, v;
+	int rc;
+
+	jscan_init(&s, binding.ptr, binding.len, JSCAN_DEPTH_LIMIT);
+	if (jscan_object_enter(&s))
+		return -EBADMSG;
+	while ((rc = jscan_object_next(&s, &key)) == 1) {
+		if (!jscan_str_is(&key, "target")) {
+			if (jscan_skip(&s, NULL))
+				return -EBADMSG;
+			continue;
+		}
+		if (jscan_object_enter(&s))
+			return -EBADMSG;
+		while ((rc = jscan_object_next(&s, &key)) == 1) {
+			if (!jscan_str_is(&key, "name")) {
+				if (jscan_skip(&s, NULL))
+					return -EBADMSG;
+				continue;
+			}
+			if (jscan_string(&s, &v) || v.len == 0)
+				return -EBADMSG;
+			*node = (struct str){ v.ptr, v.len };
+			return 0;
+		}
+		return -EBADMSG;
+	}
+	return -EBADMSG;
+}
