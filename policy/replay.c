@@ -448,7 +448,7 @@ static int add_example(struct replay_rule_stats *st, uint32_t max, const struct 
 	if (rc == 0)
 		rc = buf_add_json_str(&x, message.ptr, message.len);
 	if (rc == 0)
-		rc = example_make(ev, line_no, op, x.data, buf_len(&x), &st->examples[st->nexamples]);
+		rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &st->examples[st->nexamples]);
 	if (rc == 0)
 		st->nexamples++;
 	buf_free(&x);
@@ -478,7 +478,7 @@ static int add_refused(struct replay *r, const struct audit_event *ev, uint64_t 
 	if (rc == 0)
 		rc = buf_add_json_str(&x, v->message.ptr, v->message.len);
 	if (rc == 0)
-		rc = example_make(ev, line_no, op, x.data, buf_len(&x), &r->refused[r->nrefused]);
+		rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &r->refused[r->nrefused]);
 	if (rc == 0)
 		r->nrefused++;
 	buf_free(&x);
@@ -562,6 +562,10 @@ static int judge(struct replay *r, const struct audit_event *ev, const struct ju
 	rc = make_review(r, ev, j, obj, old, line_no);
 	if (rc)
 		return rc == -E2BIG ? (r->not_judged_patch++, 0) : rc;
+	/* The log is the cluster's whole write history: the view is as fresh
+	 * as the event, so rules that refuse to decide on a stale view run. */
+	for (rc = 0; rc < VIEW_RESOURCE_COUNT; rc++)
+		view_builder_touch(r->builder, (enum view_resource)rc, ev->stage_ns);
 	rc = publish(r);
 	if (rc)
 		return rc;
@@ -571,7 +575,7 @@ static int judge(struct replay *r, const struct audit_event *ev, const struct ju
 	opt.self_namespace = r->o.self_namespace;
 	arena_reset(r->arena);
 	r->judged++;
-	rc = decode_review(r->review.data, buf_len(&r->review), NULL, r->arena, &req, &derr);
+	rc = decode_review(buf_cstr(&r->review), buf_len(&r->review), NULL, r->arena, &req, &derr);
 	if (rc) {
 		struct buf x;
 
@@ -586,7 +590,7 @@ static int judge(struct replay *r, const struct audit_event *ev, const struct ju
 		if (rc == 0)
 			rc = buf_add_json_str(&x, derr.msg, strlen(derr.msg));
 		if (rc == 0)
-			rc = example_make(ev, line_no, op, x.data, buf_len(&x), &r->undecidable_ex[r->nundecidable_ex]);
+			rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &r->undecidable_ex[r->nundecidable_ex]);
 		if (rc == 0)
 			r->nundecidable_ex++;
 		buf_free(&x);
@@ -649,7 +653,7 @@ static int remove_object(struct replay *r, const struct audit_event *ev)
 	} else {
 		rc = minimal_object(r, ev, kind_of(ev->resource));
 		if (rc == 0)
-			rc = view_apply(r, VIEW_DELETED, (struct str){ r->text.data, buf_len(&r->text) }, ev->stage_ns);
+			rc = view_apply(r, VIEW_DELETED, (struct str){ buf_cstr(&r->text), buf_len(&r->text) }, ev->stage_ns);
 		if (rc)
 			return rc;
 	}
@@ -698,7 +702,7 @@ static int bind_pod(struct replay *r, const struct audit_event *ev)
 		return rc;
 	memset(&m, 0, sizeof(m));
 	/* r->text is overwritten by nothing before keep_object copies it */
-	return keep_object(r, ev, VIEW_MODIFIED, (struct str){ r->text.data, buf_len(&r->text) }, &m);
+	return keep_object(r, ev, VIEW_MODIFIED, (struct str){ buf_cstr(&r->text), buf_len(&r->text) }, &m);
 }
 
 static int apply(struct replay *r, const struct audit_event *ev)
@@ -1055,4 +1059,9 @@ void replay_totals(const struct replay *r, struct replay_totals *out)
 	out->not_judged = r->not_judged_old + r->not_judged_patch;
 	out->divergences = r->divergent_intervals + r->admitted[0] + r->admitted[1] + r->admitted[2];
 	out->overcommitted = r->ledger ? r->ledger->overcommitted : 0;
+}
+
+const struct ledger *replay_ledger(const struct replay *r)
+{
+	return r->ledger;
 }

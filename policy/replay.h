@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "ledger.h"
 #include "policy.h"
 #include "str.h"
 
@@ -100,6 +101,10 @@ struct replay_totals {
 };
 
 void replay_totals(const struct replay *r, struct replay_totals *out);
+
+/* The ledger of the last sample (after replay_finish(): of the end), or
+ * NULL before the first. Borrowed from r. */
+const struct ledger *replay_ledger(const struct replay *r);
 
 /* The report as one JSON document into out (docs/replay.md has its
  * shape); with_ledger adds the final ledger. 0, -E2BIG (out's cap),

@@ -23,6 +23,10 @@ int rules_main(int argc, char **argv);
  * (webhook/ledger_cmd.c). */
 int ledger_main(int argc, char **argv);
 
+/* dra-guard replay LOG...: what a policy would have said of a recorded
+ * audit log, and the ledger through it (webhook/replay_cmd.c). */
+int replay_main(int argc, char **argv);
+
 /* A time on the command line: RFC 3339 in UTC (2026-12-01T10:00:00Z) or
  * seconds since the epoch, into ns. 0 or -EINVAL. */
 int cli_parse_time(const char *s, int64_t *out);

@@ -21,6 +21,7 @@ static void usage(FILE *f)
 		"  serve          run the TLS admission webhook (serve --help lists the flags)\n"
 		"  dry-run        run the policy engine offline on manifests or AdmissionReviews\n"
 		"  ledger         the ledger of a recorded cluster (kubectl get ... -o json), offline\n"
+		"  replay         what a policy would have said of a recorded audit log, and the ledger\n"
 		"  policy lint    check a policy document or policy ConfigMap\n"
 		"  rules          list the rule ids, their default actions and what they check\n"
 		"  convert        print YAML/JSON documents as JSON lines, read as the guard reads them\n"
@@ -90,6 +91,8 @@ int main(int argc, char **argv)
 		return dryrun_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "ledger") == 0)
 		return ledger_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "replay") == 0)
+		return replay_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "rules") == 0)
 		return rules_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "convert") == 0)

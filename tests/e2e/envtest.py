@@ -182,7 +182,8 @@ class EnvTest:
 
     identities: {name: (user, [groups])} client certificates (env.identity(name)).
     tokens: {token: (user, [groups])} bearer tokens (--token-auth-file).
-    audit: keep an audit log (env.audit_events()).
+    audit: keep an audit log (env.audit_events()): True for Metadata level on
+        everything, or the text of an audit.k8s.io/v1 Policy.
     extra_args: more kube-apiserver flags.
     etcd_dir: etcd's data directory, kept by stop() (reuse a loaded data set).
     """
@@ -236,7 +237,8 @@ class EnvTest:
                 f.write('%s,%s,uid-%d,"%s"\n' % (tok, user, i, ",".join(groups)))
         if self.audit:
             with open(self.path("audit-policy.yaml"), "w") as f:
-                f.write("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+                f.write(self.audit if isinstance(self.audit, str)
+                        else "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
         with open(self.path("ca.crt")) as f:
             self.ca_pem = f.read()
 
@@ -464,6 +466,9 @@ class EnvTest:
                                               "caBundle": base64.b64encode(ca_pem.encode()).decode()},
                              "rules": rules}]}
         return self.create("/apis/admissionregistration.k8s.io/v1/" + plural, obj)
+
+    def audit_log_path(self):
+        return self.path("audit.log")
 
     def audit_events(self):
         out = []

@@ -18,11 +18,17 @@ with a stale writer, a duplicate device allocation, a mapping change under a
 live claim, and a second driver's pool of the same name on the node. After each step GET /debug/ledger must show every node's DRA total
 equal to the sum of its NUMA sub-ledgers and to what its Pods' statuses say,
 and every duplicate must have been denied and counted. /debug/ledger?at=freeze
-must keep the ledger of the moment a freeze began."""
+must keep the ledger of the moment a freeze began.
+
+With DRA_GUARD_RECORD_AUDIT=DIR the API server also keeps an audit log under
+tests/fixtures/replay/audit-policy.yaml, and the run leaves it in DIR/audit.log
+with the guard's policy in DIR/policy.yaml: the recorded traffic `dra-guard
+replay` is tested with (make replay-fixtures)."""
 
 import copy
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -438,7 +444,13 @@ def test_freeze_keeps_the_ledger_of_its_moment():
 
 def main():
     global ENV, GUARD
-    ENV = envtest.EnvTest(identities={
+    record = os.environ.get("DRA_GUARD_RECORD_AUDIT")
+    audit = False
+    if record:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "replay",
+                               "audit-policy.yaml")) as f:
+            audit = f.read()
+    ENV = envtest.EnvTest(audit=audit, identities={
         "driver": (DRIVER_SA, ["system:serviceaccounts", "system:masters"]),
         "scheduler": (SCHEDULER, ["system:masters"]),
         "controller": (CONTROLLER, ["system:serviceaccounts", "system:masters"]),
@@ -485,6 +497,11 @@ def main():
                 ])
             finally:
                 GUARD.stop()
+        if record:
+            os.makedirs(record, exist_ok=True)
+            shutil.copyfile(ENV.audit_log_path(), os.path.join(record, "audit.log"))
+            with open(os.path.join(record, "policy.yaml"), "w") as f:
+                f.write(POLICY)
     finally:
         ENV.stop()
 

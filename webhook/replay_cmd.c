@@ -1,0 +1,738 @@
+/* replay_cmd.c - dra-guard replay: what a policy would have said of a
+ * recorded audit log, and the ledger through it (policy/replay.h does the
+ * work; this file reads the files and prints).
+ *
+ * Logs are read in large chunks and cut into lines here; a gzip'd log
+ * (magic 1f 8b) is read through a pipe from `gzip -dc`, which runs on
+ * another core while this one replays and adds no library to the guard.
+ *
+ * Exit codes, as dry-run's: 0 nothing would be denied, 1 some write would
+ * be denied, 2 unusable input or policy (a log that cannot be read, a
+ * gzip stream that is cut, a cap passed), --warn-exit-code N when there
+ * were warnings, corrupt lines or ledger divergences but no denial. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "dryrun_impl.h"
+#include "fileio.h"
+#include "ledger.h"
+#include "policy.h"
+#include "replay.h"
+
+extern char **environ;
+
+#define REPLAY_CHUNK ((size_t)4 << 20)
+#define REPLAY_MAX_DUMP ((size_t)4 << 30)
+#define REPLAY_MAX_LOGS 1024
+
+struct replay_cli {
+	struct replay_options o;
+	const char *policy_path;
+	const char *view_path;
+	const char *logs[REPLAY_MAX_LOGS];
+	size_t nlogs;
+	enum output_format output;
+	int warn_exit_code;
+	bool no_ledger;
+	bool read_error;
+};
+
+static void replay_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dra-guard replay [--policy FILE] [--view DUMP] [--output text|json|junit]\n"
+		"                        [--examples N] [--sample DURATION] [--reorder-window DURATION]\n"
+		"                        [--warn-exit-code N] [--no-ledger] LOG...\n"
+		"\n"
+		"Replay Kubernetes audit logs (audit.k8s.io/v1 Events, one JSON a line, gzip'd or not;\n"
+		"- for stdin) through the guard's engine and ledger: what the policy would have said of\n"
+		"every write the guard judges, and the ledger's divergences over the log's time.\n"
+		"\n"
+		"  --policy FILE          the policy to judge with (default: the built-in policy)\n"
+		"  --view DUMP            the cluster at the log's start: kubectl get resourceslices,\n"
+		"                         resourceclaims,pods,nodes,configmaps -A -o json\n"
+		"  --output FORMAT        text (default), json or junit\n"
+		"  --examples N           events shown per rule (default 5)\n"
+		"  --max-refused N        refused writes listed (default 1000)\n"
+		"  --sample DURATION      how often (log time) the ledger is checked (default 1s)\n"
+		"  --reorder-window DURATION  how far out of stageTimestamp order events may be (default 10s)\n"
+		"  --max-line BYTES       the longest line read; longer ones are corrupt (default 64Mi)\n"
+		"  --max-state BYTES      cap on the object texts kept for oldObject (default 4Gi)\n"
+		"  --self NAMESPACE/NAME  the guard's policy ConfigMap (default dra-guard/dra-guard-policy)\n"
+		"  --warn-exit-code N     exit N on warnings, corrupt lines or divergences without denials\n"
+		"  --no-ledger            leave the final ledger out of the report\n"
+		"\n"
+		"Exit: 0 nothing would be denied, 1 a write would be denied, 2 unusable input or policy.\n");
+}
+
+/* "250ms", "10s", "2m", "1h" into ns. */
+static int parse_duration(const char *s, int64_t *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	if (strcmp(end, "ms") == 0)
+		v *= 1e6;
+	else if (strcmp(end, "s") == 0)
+		v *= 1e9;
+	else if (strcmp(end, "m") == 0)
+		v *= 60e9;
+	else if (strcmp(end, "h") == 0)
+		v *= 3600e9;
+	else
+		return -EINVAL;
+	if (v > 9e18)
+		return -EINVAL;
+	*out = (int64_t)v;
+	return 0;
+}
+
+/* "64Mi", "4Gi", "1000000" into bytes. */
+static int parse_bytes(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	if (strcmp(end, "Ki") == 0)
+		shift = 10;
+	else if (strcmp(end, "Mi") == 0)
+		shift = 20;
+	else if (strcmp(end, "Gi") == 0)
+		shift = 30;
+	else if (*end)
+		return -EINVAL;
+	if (v == 0 || v > (~0ULL >> (shift + 1)))
+		return -EINVAL;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+static int parse_count(const char *opt, const char *s, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > max) {
+		fprintf(stderr, "dra-guard replay: --%s %s: expected 0..%ld\n", opt, s, max);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+enum {
+	OPT_POLICY = 256, OPT_VIEW, OPT_OUTPUT, OPT_EXAMPLES, OPT_MAX_REFUSED, OPT_SAMPLE, OPT_REORDER,
+	OPT_MAX_LINE, OPT_MAX_STATE, OPT_SELF, OPT_WARN_EXIT, OPT_NO_LEDGER, OPT_HELP
+};
+
+static const struct option replay_options[] = {
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "view", required_argument, NULL, OPT_VIEW },
+	{ "output", required_argument, NULL, OPT_OUTPUT },
+	{ "examples", required_argument, NULL, OPT_EXAMPLES },
+	{ "max-refused", required_argument, NULL, OPT_MAX_REFUSED },
+	{ "sample", required_argument, NULL, OPT_SAMPLE },
+	{ "reorder-window", required_argument, NULL, OPT_REORDER },
+	{ "max-line", required_argument, NULL, OPT_MAX_LINE },
+	{ "max-state", required_argument, NULL, OPT_MAX_STATE },
+	{ "self", required_argument, NULL, OPT_SELF },
+	{ "warn-exit-code", required_argument, NULL, OPT_WARN_EXIT },
+	{ "no-ledger", no_argument, NULL, OPT_NO_LEDGER },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* -1 to go on, else the exit code. */
+static int parse_args(struct replay_cli *c, int argc, char **argv)
+{
+	int ch, i, stdins = 0;
+	long n;
+	const char *slash;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", replay_options, NULL)) != -1) {
+		switch (ch) {
+		case OPT_POLICY:
+			c->policy_path = optarg;
+			break;
+		case OPT_VIEW:
+			c->view_path = optarg;
+			break;
+		case OPT_OUTPUT:
+			if (strcmp(optarg, "text") == 0)
+				c->output = OUTPUT_TEXT;
+			else if (strcmp(optarg, "json") == 0)
+				c->output = OUTPUT_JSON;
+			else if (strcmp(optarg, "junit") == 0)
+				c->output = OUTPUT_JUNIT;
+			else {
+				fprintf(stderr, "dra-guard replay: --output %s: expected text, json or junit\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_EXAMPLES:
+			if (parse_count("examples", optarg, 100000, &n))
+				return 2;
+			c->o.examples = (uint32_t)n;
+			break;
+		case OPT_MAX_REFUSED:
+			if (parse_count("max-refused", optarg, 1000000, &n))
+				return 2;
+			c->o.max_refused = (uint32_t)n;
+			break;
+		case OPT_WARN_EXIT:
+			if (parse_count("warn-exit-code", optarg, 255, &n))
+				return 2;
+			c->warn_exit_code = (int)n;
+			break;
+		case OPT_SAMPLE:
+		case OPT_REORDER: {
+			int64_t *dst = ch == OPT_SAMPLE ? &c->o.sample_ns : &c->o.reorder_ns;
+
+			if (parse_duration(optarg, dst) || (ch == OPT_SAMPLE && *dst < 1000000)) {
+				fprintf(stderr, "dra-guard replay: --%s %s: expected a duration such as 500ms, 10s, 1m%s\n",
+					ch == OPT_SAMPLE ? "sample" : "reorder-window", optarg,
+					ch == OPT_SAMPLE ? " (at least 1ms)" : "");
+				return 2;
+			}
+			break;
+		}
+		case OPT_MAX_LINE:
+		case OPT_MAX_STATE:
+			if (parse_bytes(optarg, ch == OPT_MAX_LINE ? &c->o.max_line : &c->o.store_bytes)) {
+				fprintf(stderr, "dra-guard replay: --%s %s: expected bytes such as 1048576, 64Mi, 4Gi\n",
+					ch == OPT_MAX_LINE ? "max-line" : "max-state", optarg);
+				return 2;
+			}
+			break;
+		case OPT_SELF:
+			slash = strchr(optarg, '/');
+			if (!slash || slash == optarg || !slash[1] || strchr(slash + 1, '/')) {
+				fprintf(stderr, "dra-guard replay: --self %s: expected NAMESPACE/NAME\n", optarg);
+				return 2;
+			}
+			c->o.self_namespace = (struct str){ optarg, (size_t)(slash - optarg) };
+			c->o.self_name = str_from_cstr(slash + 1);
+			break;
+		case OPT_NO_LEDGER:
+			c->no_ledger = true;
+			break;
+		case OPT_HELP:
+		case 'h':
+			replay_usage(stdout);
+			return 0;
+		default:
+			replay_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "dra-guard replay: no LOG given\n");
+		replay_usage(stderr);
+		return 2;
+	}
+	for (i = optind; i < argc; i++) {
+		if ((size_t)(i - optind) >= REPLAY_MAX_LOGS) {
+			fprintf(stderr, "dra-guard replay: more than %d logs\n", REPLAY_MAX_LOGS);
+			return 2;
+		}
+		c->logs[c->nlogs++] = argv[i];
+		stdins += strcmp(argv[i], "-") == 0;
+	}
+	stdins += c->view_path && strcmp(c->view_path, "-") == 0;
+	if (stdins > 1) {
+		fprintf(stderr, "dra-guard replay: - (stdin) is named more than once; it can be read once\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* --- reading the logs -------------------------------------------------------------------------- */
+
+struct reader {
+	char *data;
+	size_t cap, start, end;
+	uint64_t line_no;
+	bool skipping;            /* inside a line over max_line */
+	size_t skipped_len;
+};
+
+/* Feed every whole line in the reader to the replay; at eof the rest too. */
+static int lines(struct replay *r, const struct replay_options *o, struct reader *rd, bool eof)
+{
+	int rc;
+
+	for (;;) {
+		char *p = rd->data + rd->start;
+		size_t avail = rd->end - rd->start;
+		char *nl = memchr(p, '\n', avail);
+		size_t len;
+
+		if (!nl) {
+			if (rd->skipping) {
+				rd->skipped_len += avail;
+				rd->start = rd->end;
+			} else if (avail > o->max_line) {
+				rd->skipping = true;
+				rd->skipped_len = avail;
+				rd->start = rd->end;
+			}
+			if (!eof || rd->start == rd->end) {
+				if (eof && rd->skipping) {
+					replay_line_too_long(r, ++rd->line_no, rd->skipped_len);
+					rd->skipping = false;
+				}
+				return 0;
+			}
+			len = avail;
+			rd->line_no++;
+			rd->start = rd->end;
+			return replay_line(r, p, len, rd->line_no);
+		}
+		len = (size_t)(nl - p);
+		rd->start += len + 1;
+		rd->line_no++;
+		if (rd->skipping) {
+			replay_line_too_long(r, rd->line_no, rd->skipped_len + len);
+			rd->skipping = false;
+			continue;
+		}
+		if (len > o->max_line) {
+			replay_line_too_long(r, rd->line_no, len);
+			continue;
+		}
+		rc = replay_line(r, p, len, rd->line_no);
+		if (rc)
+			return rc;
+	}
+}
+
+/* A child `gzip -dc -- path`; its stdout as *fd. */
+static int spawn_gunzip(const char *path, pid_t *pid, int *fd)
+{
+	int pipefd[2];
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { "gzip", "-dc", "--", (char *)path, NULL };
+	int rc;
+
+	if (pipe(pipefd))
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+	posix_spawn_file_actions_addclose(&fa, pipefd[1]);
+	rc = posix_spawnp(pid, "gzip", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pipefd[1]);
+	if (rc) {
+		close(pipefd[0]);
+		return -rc;
+	}
+	*fd = pipefd[0];
+	return 0;
+}
+
+/* Replay one log. 0; 2 when it could not be read whole (said on stderr);
+ * or the replay's negative error. */
+static int replay_log(struct replay *r, const struct replay_options *o, const char *path, struct reader *rd)
+{
+	unsigned char magic[2];
+	pid_t child = -1;
+	int fd, rc = 0, status;
+	ssize_t got;
+	bool gz = false;
+
+	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "dra-guard replay: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	rd->start = rd->end = 0;
+	rd->line_no = 0;
+	rd->skipping = false;
+	got = read(fd, rd->data, 2);
+	if (got == 2 && memcmp(rd->data, "\x1f\x8b", 2) == 0) {
+		memcpy(magic, rd->data, 2);
+		if (fd == STDIN_FILENO) {
+			fprintf(stderr, "dra-guard replay: -: stdin is gzip'd; name the file, or pipe it through gzip -dc\n");
+			return 2;
+		}
+		close(fd);
+		gz = true;
+		rc = spawn_gunzip(path, &child, &fd);
+		if (rc) {
+			fprintf(stderr, "dra-guard replay: %s: cannot run gzip -dc: %s\n", path, strerror(-rc));
+			return 2;
+		}
+	} else if (got > 0) {
+		rd->end = (size_t)got;
+	}
+	for (;;) {
+		if (rd->start > 0 && (rd->cap - rd->end < REPLAY_CHUNK)) {
+			memmove(rd->data, rd->data + rd->start, rd->end - rd->start);
+			rd->end -= rd->start;
+			rd->start = 0;
+		}
+		if (rd->cap - rd->end < REPLAY_CHUNK) {
+			/* the carried part of a line is at most max_line */
+			fprintf(stderr, "dra-guard replay: internal: reader full\n");
+			rc = 2;
+			break;
+		}
+		got = read(fd, rd->data + rd->end, REPLAY_CHUNK);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			fprintf(stderr, "dra-guard replay: %s: %s\n", path, strerror(errno));
+			rc = 2;
+			break;
+		}
+		rd->end += (size_t)got;
+		rc = lines(r, o, rd, got == 0);
+		if (rc || got == 0)
+			break;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (gz) {
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		if (rc == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+			fprintf(stderr, "dra-guard replay: %s: gzip -dc failed (a cut or corrupt gzip stream); "
+				"the lines before the damage were replayed\n", path);
+			rc = 2;
+		}
+	}
+	(void)magic;
+	return rc;
+}
+
+/* --- printing --------------------------------------------------------------------------------- */
+
+static const char *js(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "";
+}
+
+static long long ji(json_t *o, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+static void print_event(FILE *f, json_t *e, const char *indent)
+{
+	fprintf(f, "%sline %lld %s %s %s%s%s %s%s%s by %s (recorded %lld)", indent, ji(e, "line"), js(e, "time"),
+		js(e, "operation"), js(e, "resource"), *js(e, "subresource") ? "/" : "", js(e, "subresource"),
+		js(e, "namespace"), *js(e, "namespace") ? "/" : "", js(e, "name"), *js(e, "user") ? js(e, "user") : "?",
+		ji(e, "recorded"));
+	if (json_object_get(e, "rules")) {
+		size_t i;
+		json_t *x;
+
+		fprintf(f, " [");
+		json_array_foreach(json_object_get(e, "rules"), i, x)
+			fprintf(f, "%s%s", i ? ", " : "", json_string_value(x));
+		fprintf(f, "]");
+	}
+	fprintf(f, ": %s\n", js(e, "message"));
+}
+
+static void print_text(json_t *rep, const struct ledger *l)
+{
+	json_t *w = json_object_get(rep, "window"), *in = json_object_get(rep, "input");
+	json_t *wr = json_object_get(rep, "writes"), *nj = json_object_get(wr, "notJudged");
+	json_t *dv = json_object_get(rep, "divergence"), *fz = json_object_get(rep, "freeze");
+	json_t *x, *e, *lc = json_object_get(dv, "longestClean");
+	size_t i, j;
+
+	printf("replay of %lld lines (%lld bytes), %s to %s\n", ji(w, "lines"), ji(w, "bytes"),
+	       json_is_string(json_object_get(w, "from")) ? js(w, "from") : "-",
+	       json_is_string(json_object_get(w, "to")) ? js(w, "to") : "-");
+	printf("  %lld writes of the guarded resources (%lld succeeded, %lld failed); %lld other lines skipped; "
+	       "%lld corrupt; %lld out of order\n", ji(wr, "total"), ji(wr, "succeeded"), ji(wr, "failed"),
+	       ji(in, "skipped"), ji(in, "corrupt"), ji(in, "outOfOrder"));
+	printf("  judged %lld: would deny %lld, would warn %lld; %lld that succeeded would be refused; "
+	       "not judged %lld (old object unknown) + %lld (object not in the log); undecidable %lld\n",
+	       ji(wr, "judged"), ji(wr, "wouldDeny"), ji(wr, "wouldWarn"), ji(wr, "wouldRefuse"),
+	       ji(nj, "oldObjectUnknown"), ji(nj, "objectNotRecorded"), ji(wr, "undecidable"));
+	if (ji(wr, "notApplied"))
+		printf("  %lld writes not applied to the view; the first: %s\n", ji(wr, "notApplied"),
+		       js(wr, "firstNotApplied"));
+	json_array_foreach(json_object_get(in, "corruptLines"), i, x)
+		printf("  corrupt line %lld: %s\n", ji(x, "line"), js(x, "error"));
+	printf("\nrules\n");
+	if (json_array_size(json_object_get(rep, "rules")) == 0)
+		printf("  (no rule objected to any write)\n");
+	json_array_foreach(json_object_get(rep, "rules"), i, x) {
+		printf("  %-28s would deny %lld, would warn %lld, dryrun %lld\n", js(x, "rule"), ji(x, "wouldDeny"),
+		       ji(x, "wouldWarn"), ji(x, "dryrun"));
+		json_array_foreach(json_object_get(x, "events"), j, e) {
+			printf("    %s ", js(e, "action"));
+			print_event(stdout, e, "");
+		}
+	}
+	json_array_foreach(json_object_get(rep, "undecidable"), i, x)
+		print_event(stdout, x, "  undecidable: ");
+	if (json_array_size(json_object_get(rep, "wouldRefuse"))) {
+		printf("\nwrites that succeeded and the policy would refuse\n");
+		json_array_foreach(json_object_get(rep, "wouldRefuse"), i, x)
+			print_event(stdout, x, "  ");
+	}
+	printf("\nfreeze: %lld changes, %s at the end\n", ji(fz, "changes"),
+	       json_is_true(json_object_get(fz, "frozenAtEnd")) ? "on" : "off");
+	json_array_foreach(json_object_get(fz, "events"), i, x)
+		printf("  %s at %s\n", json_is_true(json_object_get(x, "freeze")) ? "on " : "off", js(x, "at"));
+	printf("\nledger: %lld samples; %lld divergences that outlasted the settle window (%s); at most %lld "
+	       "overcommitted and %lld diverging nodes; admitted: %lld duplicate allocations, %lld from a stale pool, "
+	       "%lld NUMA splits\n", ji(dv, "samples"), ji(dv, "divergentIntervals"), js(dv, "settleWindow"),
+	       ji(dv, "maxOvercommittedNodes"), ji(dv, "maxDivergingNodes"), ji(dv, "admittedDuplicates"),
+	       ji(dv, "admittedStalePoolAllocations"), ji(dv, "admittedNumaSplits"));
+	printf("  longest window without divergence: %.3fs (%s to %s)\n",
+	       json_real_value(json_object_get(lc, "seconds")),
+	       json_is_string(json_object_get(lc, "from")) ? js(lc, "from") : "-",
+	       json_is_string(json_object_get(lc, "to")) ? js(lc, "to") : "-");
+	json_array_foreach(json_object_get(dv, "timeline"), i, x) {
+		if (!ji(x, "overcommittedNodes") && !ji(x, "divergingNodes"))
+			continue;
+		printf("  %s to %s: %lld overcommitted, %lld diverging%s:", js(x, "from"), js(x, "to"),
+		       ji(x, "overcommittedNodes"), ji(x, "divergingNodes"),
+		       json_is_true(json_object_get(x, "settled")) ? "" : " (within the settle window)");
+		json_array_foreach(json_object_get(x, "nodes"), j, e)
+			printf(" %s", json_string_value(e));
+		printf("\n");
+	}
+	if (l) {
+		struct buf t;
+
+		buf_init(&t, (size_t)1 << 30);
+		printf("\nledger at the end\n");
+		if (ledger_table(l, (struct str){ "", 0 }, true, &t) == 0)
+			fwrite(buf_cstr(&t), 1, buf_len(&t), stdout);
+		buf_free(&t);
+	}
+}
+
+static void xml(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&apos;", f); break;
+		default:
+			fputc((unsigned char)*s < 0x20 && *s != '\n' ? ' ' : *s, f);
+		}
+	}
+}
+
+static void print_junit(json_t *rep)
+{
+	json_t *rules = json_object_get(rep, "rules"), *x, *e, *dv = json_object_get(rep, "divergence");
+	json_t *in = json_object_get(rep, "input");
+	size_t i, j, failures = 0;
+	long long div = ji(dv, "divergentIntervals") + ji(dv, "admittedDuplicates") +
+			ji(dv, "admittedStalePoolAllocations") + ji(dv, "admittedNumaSplits");
+
+	json_array_foreach(rules, i, x)
+		failures += ji(x, "wouldDeny") > 0;
+	failures += div > 0;
+	printf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	printf("<testsuite name=\"dra-guard replay\" tests=\"%zu\" failures=\"%zu\" errors=\"%d\">\n",
+	       json_array_size(rules) + 2, failures, ji(in, "corrupt") > 0);
+	json_array_foreach(rules, i, x) {
+		printf("  <testcase classname=\"rule\" name=\"");
+		xml(stdout, js(x, "rule"));
+		printf("\">\n");
+		if (ji(x, "wouldDeny"))
+			printf("    <failure message=\"would deny %lld writes\">", ji(x, "wouldDeny"));
+		else
+			printf("    <system-out>");
+		json_array_foreach(json_object_get(x, "events"), j, e) {
+			char line[2048];
+
+			snprintf(line, sizeof(line), "%s line %lld %s %s %s/%s/%s by %s: %s\n", js(e, "action"),
+				 ji(e, "line"), js(e, "time"), js(e, "operation"), js(e, "resource"), js(e, "namespace"),
+				 js(e, "name"), js(e, "user"), js(e, "message"));
+			xml(stdout, line);
+		}
+		printf(ji(x, "wouldDeny") ? "</failure>\n" : "</system-out>\n");
+		printf("  </testcase>\n");
+	}
+	printf("  <testcase classname=\"ledger\" name=\"divergence\">\n");
+	if (div)
+		printf("    <failure message=\"%lld divergences\">%lld settled divergent intervals, %lld duplicate "
+		       "allocations, %lld allocations from a stale pool, %lld NUMA splits admitted</failure>\n", div,
+		       ji(dv, "divergentIntervals"), ji(dv, "admittedDuplicates"), ji(dv, "admittedStalePoolAllocations"),
+		       ji(dv, "admittedNumaSplits"));
+	printf("  </testcase>\n");
+	printf("  <testcase classname=\"input\" name=\"corrupt lines\">\n");
+	if (ji(in, "corrupt")) {
+		printf("    <error message=\"%lld corrupt lines\">", ji(in, "corrupt"));
+		json_array_foreach(json_object_get(in, "corruptLines"), i, x) {
+			char line[512];
+
+			snprintf(line, sizeof(line), "line %lld: %s\n", ji(x, "line"), js(x, "error"));
+			xml(stdout, line);
+		}
+		printf("</error>\n");
+	}
+	printf("  </testcase>\n");
+	printf("</testsuite>\n");
+}
+
+/* --- main ------------------------------------------------------------------------------------ */
+
+static int load_policy(struct replay_cli *c, struct policy **pol)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!c->policy_path)
+		return policy_builtin(pol) == 0 ? 0 : (fprintf(stderr, "dra-guard replay: out of memory\n"), -ENOMEM);
+	rc = fileio_read(c->policy_path, 4 * 1024 * 1024, &text, &len);
+	if (rc) {
+		fprintf(stderr, "dra-guard replay: --policy %s: %s\n", c->policy_path, strerror(-rc));
+		return rc;
+	}
+	rc = dryrun_policy_load(c->policy_path, "dra-guard replay: --policy ", text, len, pol);
+	free(text);
+	return rc;
+}
+
+static int load_view(struct replay_cli *c, struct replay *r)
+{
+	char *text = NULL, err[512];
+	size_t len = 0;
+	int rc = fileio_read(c->view_path, REPLAY_MAX_DUMP, &text, &len);
+
+	if (rc) {
+		fprintf(stderr, "dra-guard replay: --view %s: %s\n", c->view_path, strerror(-rc));
+		return rc;
+	}
+	/* The dump is the cluster before the log: taken as existing since long before it. */
+	rc = replay_seed(r, text, len, 1, err, sizeof(err));
+	free(text);
+	if (rc)
+		fprintf(stderr, "dra-guard replay: --view %s: %s\n", c->view_path,
+			rc == -EBADMSG ? err : rc == -E2BIG ? "over a cap (--max-state)" : "out of memory");
+	return rc;
+}
+
+int replay_main(int argc, char **argv)
+{
+	struct replay_cli c;
+	struct policy *pol = NULL;
+	struct replay *r = NULL;
+	struct reader rd;
+	struct replay_totals t;
+	struct buf out;
+	json_t *rep = NULL;
+	size_t i;
+	int rc, code = 2;
+	bool unreadable = false;
+
+	memset(&c, 0, sizeof(c));
+	memset(&rd, 0, sizeof(rd));
+	buf_init(&out, (size_t)1 << 31);
+	replay_options_default(&c.o);
+	c.warn_exit_code = -1;
+	rc = parse_args(&c, argc, argv);
+	if (rc >= 0)
+		return rc;
+	if (load_policy(&c, &pol))
+		goto out;
+	c.o.policy = pol;
+	if (replay_new(&c.o, &r)) {
+		fprintf(stderr, "dra-guard replay: out of memory\n");
+		goto out;
+	}
+	if (c.view_path && load_view(&c, r))
+		goto out;
+	rd.cap = c.o.max_line + 2 * REPLAY_CHUNK;
+	rd.data = malloc(rd.cap);
+	if (!rd.data) {
+		fprintf(stderr, "dra-guard replay: out of memory\n");
+		goto out;
+	}
+	for (i = 0; i < c.nlogs; i++) {
+		rc = replay_log(r, &c.o, c.logs[i], &rd);
+		if (rc == 2) {
+			unreadable = true;
+			continue;
+		}
+		if (rc)
+			break;
+	}
+	if (rc == 0 || rc == 2)
+		rc = replay_finish(r);
+	if (rc < 0) {
+		fprintf(stderr, "dra-guard replay: %s\n", rc == -E2BIG
+			? "a cap of the view or of the stored objects was passed (--max-state); the replay stopped"
+			: "out of memory");
+		goto out;
+	}
+	rc = replay_report_json(r, !c.no_ledger, &out);
+	if (rc) {
+		fprintf(stderr, "dra-guard replay: the report could not be written (out of memory)\n");
+		goto out;
+	}
+	if (c.output == OUTPUT_JSON) {
+		fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
+		fputc('\n', stdout);
+	} else {
+		json_error_t jerr;
+
+		rep = json_loadb(buf_cstr(&out), buf_len(&out), 0, &jerr);
+		if (!rep) {
+			fprintf(stderr, "dra-guard replay: internal: the report does not read back: %s\n", jerr.text);
+			goto out;
+		}
+		if (c.output == OUTPUT_JUNIT)
+			print_junit(rep);
+		else
+			print_text(rep, c.no_ledger ? NULL : replay_ledger(r));
+	}
+	replay_totals(r, &t);
+	if (unreadable)
+		code = 2;
+	else if (t.would_deny)
+		code = 1;
+	else if ((t.would_warn || t.corrupt || t.divergences || t.overcommitted) && c.warn_exit_code >= 0)
+		code = c.warn_exit_code;
+	else
+		code = 0;
+out:
+	json_decref(rep);
+	buf_free(&out);
+	free(rd.data);
+	replay_free(r);
+	policy_free(pol);
+	return code;
+}
