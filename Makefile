@@ -19,6 +19,9 @@
 #   make fuzz      libFuzzer targets, FUZZ_SECONDS each
 #   make golden-update   record what the engine says of every golden case
 #                  (tests/golden/README.md); review the diff
+#   make replay-fixtures  record the audit log dra-guard replay is tested with
+#                  (the ledger scenarios through the real API server) and
+#                  rewrite its expected reports (tests/fixtures/replay/)
 #   make mutation-check  break each rule in turn (the "mutant" flavour); the
 #                  golden cases must notice every break
 #   make soak      the release server under load for SOAK_SECONDS, sampling RSS and fds;
@@ -118,7 +121,8 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
 .PHONY: all release deps deps-test deps-bench deps-fuzz deps-image test unit-test e2e-test fuzz-smoke \
-	golden-update mutation-check run bench bench-compare bench-scale fuzz fuzz-seeds soak image clean FORCE
+	golden-update replay-fixtures mutation-check run bench bench-compare bench-scale fuzz fuzz-seeds soak image \
+	clean FORCE
 
 all: dra-guard
 
@@ -269,6 +273,12 @@ fuzz-smoke: fuzz-build
 # the verdicts are recorded unless one contradicts its case's intent.
 golden-update: $(BUILD)/rel/tests/test_engine
 	$(Q)$(PYTHON) tests/golden/gen.py --observer $<
+
+# The recorded traffic of tests/e2e/test_replay.py: test_ledger_envtest.py's
+# scenarios with the API server's audit log kept, then the expected reports.
+replay-fixtures: $(BUILD)/rel/dra-guard | deps-test
+	$(Q)DRA_GUARD_RECORD_AUDIT=$(CURDIR)/tests/fixtures/replay $(PYTHON) tests/e2e/test_ledger_envtest.py
+	$(Q)$(PYTHON) tests/e2e/test_replay.py --update
 
 # Each mutant is one golden run with one rule broken; a survivor fails the
 # check unless tests/golden/mutants-allowed.txt says why (V=1: every mutant).

@@ -350,7 +350,7 @@ int audit_parse(const char *line, size_t len, struct audit_event *out, char *err
 			 !(seen & SEEN_VERB) ? "verb" : "objectRef");
 		return (seen & SEEN_STAGE) && (seen & SEEN_VERB) ? 1 : -EBADMSG;
 	}
-	if (out->name.len == 0)
+	if (out->name.len == 0 && out->verb != AUDIT_CREATE)
 		return 1;      /* deletecollection and the like: no one object */
 	if (!(seen & SEEN_TIME) || audit_parse_time(ts, &out->stage_ns)) {
 		snprintf(err, n, "stageTimestamp \"%.*s\": expected an RFC 3339 time", (int)(ts.len > 64 ? 64 : ts.len),

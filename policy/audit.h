@@ -59,7 +59,8 @@ struct audit_event {
 
 /* Read the event in line[0..len) (no newline). Returns 0 with *out filled
  * for a ResponseComplete write (create, update, patch, delete) of a
- * resource the replay reads, with an objectRef.name and a stageTimestamp;
+ * resource the replay reads, with an objectRef.name (a create may have
+ * none: its object was named by generateName) and a stageTimestamp;
  * 1 for any other event (skipped: *out holds what was read); -EBADMSG for a
  * line that is not JSON or not an Event as the API server writes it (a
  * member of the wrong type, a duplicate of a member read, a bad

@@ -1020,6 +1020,16 @@ int replay_line(struct replay *r, const char *line, size_t len, uint64_t line_no
 		corrupt(r, line_no, err);
 		return 0;
 	}
+	if (ev.name.len == 0) {
+		/* A create by generateName: the name is the stored object's. */
+		struct replay_meta m;
+
+		if (!ev.response_object.len || replay_meta_read(ev.response_object, &m) || !m.name.len) {
+			r->skipped++;
+			return 0;
+		}
+		ev.name = m.name;
+	}
 	r->events++;
 	rc = push(r, &ev, line, len, line_no);
 	return rc ? rc : drain(r, false);

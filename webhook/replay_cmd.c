@@ -40,6 +40,7 @@ struct replay_cli {
 	struct replay_options o;
 	const char *policy_path;
 	const char *view_path;
+	int64_t view_ns;              /* --view-time; 1 (long before) when not given */
 	const char *logs[REPLAY_MAX_LOGS];
 	size_t nlogs;
 	enum output_format output;
@@ -62,6 +63,8 @@ static void replay_usage(FILE *f)
 		"  --policy FILE          the policy to judge with (default: the built-in policy)\n"
 		"  --view DUMP            the cluster at the log's start: kubectl get resourceslices,\n"
 		"                         resourceclaims,pods,nodes,configmaps -A -o json\n"
+		"  --view-time TIME       when the dump was taken (RFC 3339 or epoch seconds); default:\n"
+		"                         unknown, long before the log (ledger entries show 1970)\n"
 		"  --output FORMAT        text (default), json or junit\n"
 		"  --examples N           events shown per rule (default 5)\n"
 		"  --max-refused N        refused writes listed (default 1000)\n"
@@ -144,12 +147,13 @@ static int parse_count(const char *opt, const char *s, long max, long *out)
 
 enum {
 	OPT_POLICY = 256, OPT_VIEW, OPT_OUTPUT, OPT_EXAMPLES, OPT_MAX_REFUSED, OPT_SAMPLE, OPT_REORDER,
-	OPT_MAX_LINE, OPT_MAX_STATE, OPT_SELF, OPT_WARN_EXIT, OPT_NO_LEDGER, OPT_HELP
+	OPT_MAX_LINE, OPT_MAX_STATE, OPT_SELF, OPT_WARN_EXIT, OPT_NO_LEDGER, OPT_VIEW_TIME, OPT_HELP
 };
 
 static const struct option replay_options[] = {
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "view", required_argument, NULL, OPT_VIEW },
+	{ "view-time", required_argument, NULL, OPT_VIEW_TIME },
 	{ "output", required_argument, NULL, OPT_OUTPUT },
 	{ "examples", required_argument, NULL, OPT_EXAMPLES },
 	{ "max-refused", required_argument, NULL, OPT_MAX_REFUSED },
@@ -179,6 +183,13 @@ static int parse_args(struct replay_cli *c, int argc, char **argv)
 			break;
 		case OPT_VIEW:
 			c->view_path = optarg;
+			break;
+		case OPT_VIEW_TIME:
+			if (cli_parse_time(optarg, &c->view_ns) != 0 || c->view_ns <= 0) {
+				fprintf(stderr, "dra-guard replay: --view-time %s: expected RFC 3339 or seconds since the "
+					"epoch\n", optarg);
+				return 2;
+			}
 			break;
 		case OPT_OUTPUT:
 			if (strcmp(optarg, "text") == 0)
@@ -636,8 +647,8 @@ static int load_view(struct replay_cli *c, struct replay *r)
 		fprintf(stderr, "dra-guard replay: --view %s: %s\n", c->view_path, strerror(-rc));
 		return rc;
 	}
-	/* The dump is the cluster before the log: taken as existing since long before it. */
-	rc = replay_seed(r, text, len, 1, err, sizeof(err));
+	/* Without --view-time the dump is taken as existing since long before the log. */
+	rc = replay_seed(r, text, len, c->view_ns ? c->view_ns : 1, err, sizeof(err));
 	free(text);
 	if (rc)
 		fprintf(stderr, "dra-guard replay: --view %s: %s\n", c->view_path,

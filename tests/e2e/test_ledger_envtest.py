@@ -442,9 +442,34 @@ def test_freeze_keeps_the_ledger_of_its_moment():
           % metric("dra_guard_ledger_duplicates_total"))
 
 
+RECORD = None
+DUMP_KINDS = [(V1 + "/resourceslices", "resource.k8s.io/v1", "ResourceSlice"),
+              (V1 + "/resourceclaims", "resource.k8s.io/v1", "ResourceClaim"),
+              ("/api/v1/pods", "v1", "Pod"), ("/api/v1/nodes", "v1", "Node"),
+              ("/api/v1/namespaces/%s/configmaps" % GUARD_NS, "v1", "ConfigMap")]
+
+
+def record_dump():
+    """When recording: the cluster as `kubectl get ... -A -o json` prints it at
+    this moment, and how many lines the audit log holds then (the replay of
+    the rest from this dump must end where the whole log's replay ends)."""
+    items = []
+    for path, api_version, kind in DUMP_KINDS:
+        for item in ENV.get(path)["items"]:
+            items.append(dict(apiVersion=api_version, kind=kind, **item))
+    with open(os.path.join(RECORD, "dump.json"), "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}, f,
+                  indent=1, sort_keys=True)
+        f.write("\n")
+    with open(ENV.audit_log_path()) as f:
+        n = sum(1 for _ in f)
+    with open(os.path.join(RECORD, "dump-line.txt"), "w") as f:
+        f.write("%d\n" % n)
+
+
 def main():
-    global ENV, GUARD
-    record = os.environ.get("DRA_GUARD_RECORD_AUDIT")
+    global ENV, GUARD, RECORD
+    record = RECORD = os.environ.get("DRA_GUARD_RECORD_AUDIT")
     audit = False
     if record:
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "replay",
@@ -488,6 +513,7 @@ def main():
                     test_cross_numa_claim,
                     test_claim_shared_by_two_pods_counts_once,
                     test_release_retries_and_reuse_at_once,
+                ] + ([record_dump] if record else []) + [
                     test_duplicate_device_allocation_is_denied_and_counted,
                     test_mapping_change_under_a_live_claim,
                     test_node_restart_slices_deleted_and_republished,
