@@ -233,11 +233,20 @@ static int read_data(struct jscan *s, struct replay_meta *m)
 			if (jscan_string(s, &v))
 				return -EBADMSG;
 			m->has_freeze = true;
-			/* as the policy loader reads it: surrounding whitespace ignored */
-			while (v.len && (v.ptr[0] == ' ' || v.ptr[0] == '\t' || v.ptr[0] == '\n'))
-				v.ptr++, v.len--;
-			while (v.len && (v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t' || v.ptr[v.len - 1] == '\n'))
-				v.len--;
+			/* as the policy loader reads it: surrounding whitespace
+			 * ignored (here still escaped: \n is two bytes) */
+			for (;;) {
+				if (v.len && (v.ptr[0] == ' ' || v.ptr[0] == '\t'))
+					v.ptr++, v.len--;
+				else if (v.len >= 2 && v.ptr[0] == '\\' && memchr("ntr", v.ptr[1], 3))
+					v.ptr += 2, v.len -= 2;
+				else if (v.len && (v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t'))
+					v.len--;
+				else if (v.len >= 2 && v.ptr[v.len - 2] == '\\' && memchr("ntr", v.ptr[v.len - 1], 3))
+					v.len -= 2;
+				else
+					break;
+			}
 			m->frozen = v.len == 4 && memcmp(v.ptr, "true", 4) == 0;
 		} else if (jscan_skip(s, NULL)) {
 			return -EBADMSG;

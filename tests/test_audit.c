@@ -1,0 +1,181 @@
+/* test_audit.c - the audit-line reader: what it keeps of a write, what it
+ * skips (and how early), what it refuses, and the API server's times. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "audit.h"
+
+#define HEAD "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"level\":\"RequestResponse\"," \
+	     "\"auditID\":\"a-1\","
+#define USER "\"user\":{\"username\":\"system:kube-scheduler\",\"groups\":[\"system:authenticated\"]},"
+#define REF(res, sub) "\"objectRef\":{\"resource\":\"" res "\",\"namespace\":\"ns\",\"name\":\"p\"," \
+		      "\"apiVersion\":\"v1\"" sub "},"
+#define TAIL "\"responseStatus\":{\"metadata\":{},\"code\":200},\"requestObject\":{\"a\":1}," \
+	     "\"responseObject\":{\"kind\":\"Pod\"},\"requestReceivedTimestamp\":\"2026-12-01T10:00:00.000001Z\"," \
+	     "\"stageTimestamp\":\"2026-12-01T10:00:00.250000Z\",\"annotations\":{\"x\":\"y\"}}"
+
+static const char *const good = HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"patch\"," USER
+	REF("pods", ",\"subresource\":\"status\"") TAIL;
+
+static void test_a_status_write_is_read_whole(void **state)
+{
+	struct audit_event ev;
+	char err[AUDIT_ERROR_MAX];
+
+	(void)state;
+	assert_int_equal(audit_parse(good, strlen(good), &ev, err, sizeof(err)), 0);
+	assert_int_equal(ev.verb, AUDIT_PATCH);
+	assert_int_equal(ev.resource, AUDIT_PODS);
+	assert_true(str_eq_cstr(ev.subresource, "status"));
+	assert_true(str_eq_cstr(ev.namespace, "ns"));
+	assert_true(str_eq_cstr(ev.name, "p"));
+	assert_true(str_eq_cstr(ev.api_version, "v1"));
+	assert_true(str_eq_cstr(ev.audit_id, "a-1"));
+	assert_int_equal(ev.code, 200);
+	assert_true(str_eq_cstr(ev.request_object, "{\"a\":1}"));
+	assert_true(str_eq_cstr(ev.response_object, "{\"kind\":\"Pod\"}"));
+	assert_true(str_has_prefix(ev.user, "{\"username\":\"system:kube-scheduler\""));
+	assert_int_equal(ev.impersonated.len, 0);
+	assert_true(ev.stage_ns == 1796119200250000000LL);
+}
+
+struct skip_case {
+	const char *what;
+	const char *line;
+};
+
+/* Each is skipped: 1, whatever follows the member that decides it (here,
+ * text that is not JSON: the reader stopped before it). */
+static void test_events_the_replay_does_not_read_are_skipped_early(void **state)
+{
+	static const struct skip_case cases[] = {
+		{ "another stage", HEAD "\"stage\":\"RequestReceived\",garbage" },
+		{ "a read", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"get\",garbage" },
+		{ "a watch", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"watch\",garbage" },
+		{ "another resource", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"update\"," USER
+			"\"objectRef\":{\"resource\":\"leases\",\"namespace\":\"kube-node-lease\",\"name\":\"n\","
+			"\"apiGroup\":\"coordination.k8s.io\",\"apiVersion\":\"v1\"},garbage" },
+		{ "pods of another group", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"update\","
+			"\"objectRef\":{\"resource\":\"pods\",\"apiGroup\":\"metrics.k8s.io\",\"name\":\"x\"},garbage" },
+		{ "a deletecollection", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"delete\"," USER
+			"\"objectRef\":{\"resource\":\"pods\",\"namespace\":\"ns\",\"apiVersion\":\"v1\"}," TAIL },
+		{ "a non-resource request", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"create\"," USER TAIL },
+	};
+	struct audit_event ev;
+	char err[AUDIT_ERROR_MAX];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = audit_parse(cases[i].line, strlen(cases[i].line), &ev, err, sizeof(err));
+
+		if (rc != 1)
+			fail_msg("%s: %d (%s), expected 1", cases[i].what, rc, err);
+	}
+}
+
+static void test_corrupt_events_say_where(void **state)
+{
+	static const struct skip_case cases[] = {
+		{ "expected an object", "not json" },
+		{ "stage given twice", HEAD "\"stage\":\"ResponseComplete\",\"stage\":\"ResponseComplete\"}" },
+		{ "verb", HEAD "\"stage\":\"ResponseComplete\",\"verb\":7}" },
+		{ "audit.k8s.io/v1", "{\"apiVersion\":\"audit.k8s.io/v1beta1\",\"stage\":\"ResponseComplete\"}" },
+		{ "expected Event", "{\"kind\":\"EventList\"}" },
+		{ "stageTimestamp", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"patch\"," USER
+			REF("pods", "") "\"stageTimestamp\":\"yesterday\"}" },
+		{ "responseStatus.code", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"patch\"," USER
+			REF("pods", "") "\"responseStatus\":{\"code\":\"200\"}}" },
+		{ "responseObject", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"patch\"," USER
+			REF("pods", "") "\"responseObject\":[1]}" },
+		/* an event that is read is validated to its end */
+		{ "an audit event", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"patch\"," USER
+			REF("pods", "") "\"responseObject\":{},\"x\":tru}" },
+		{ "an audit event", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"patch\"," USER
+			REF("pods", "") "\"stageTimestamp\":\"2026-12-01T10:00:00Z\"} trailing" },
+		{ "without stage", "{\"verb\":\"create\"}" },
+	};
+	struct audit_event ev;
+	char err[AUDIT_ERROR_MAX];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = audit_parse(cases[i].line, strlen(cases[i].line), &ev, err, sizeof(err));
+
+		if (rc != -EBADMSG || !strstr(err, cases[i].what))
+			fail_msg("case %zu: %d \"%s\", expected -EBADMSG naming %s", i, rc, err, cases[i].what);
+	}
+}
+
+static void test_impersonation_and_null_objects(void **state)
+{
+	static const char line[] = HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"delete\"," USER
+		"\"impersonatedUser\":{\"username\":\"system:node:n1\"},"
+		"\"objectRef\":{\"resource\":\"resourceslices\",\"name\":\"s\",\"apiGroup\":\"resource.k8s.io\","
+		"\"apiVersion\":\"v1\"},\"responseStatus\":{\"code\":200},\"requestObject\":null,"
+		"\"stageTimestamp\":\"2026-12-01T10:00:00+01:00\"}";
+	struct audit_event ev;
+	char err[AUDIT_ERROR_MAX];
+
+	(void)state;
+	assert_int_equal(audit_parse(line, strlen(line), &ev, err, sizeof(err)), 0);
+	assert_int_equal(ev.resource, AUDIT_SLICES);
+	assert_int_equal(ev.verb, AUDIT_DELETE);
+	assert_true(str_eq_cstr(ev.impersonated, "{\"username\":\"system:node:n1\"}"));
+	assert_int_equal(ev.request_object.len, 0);
+	assert_int_equal(ev.response_object.len, 0);
+	assert_true(ev.stage_ns == 1796119200000000000LL - 3600000000000LL);
+}
+
+struct time_case {
+	const char *text;
+	int64_t want;     /* -1: invalid */
+};
+
+static void test_api_server_times(void **state)
+{
+	static const struct time_case cases[] = {
+		{ "1970-01-01T00:00:00Z", 0 },
+		{ "2026-12-01T10:00:00Z", 1796119200000000000LL },
+		{ "2026-12-01T10:00:00.5Z", 1796119200500000000LL },
+		{ "2026-12-01T10:00:00.123456789Z", 1796119200123456789LL },
+		{ "2026-12-01T10:00:00.1234567891Z", 1796119200123456789LL },
+		{ "2026-12-01T11:30:00+01:30", 1796119200000000000LL },
+		{ "2026-12-01T08:00:00-02:00", 1796119200000000000LL },
+		{ "2024-02-29T00:00:00Z", 1709164800000000000LL },
+		{ "2026-12-01T10:00:00", -1 }, { "2026-12-01 10:00:00Z", -1 }, { "2026-13-01T10:00:00Z", -1 },
+		{ "2026-02-30T10:00:00Z", -1 }, { "2026-12-01T24:00:00Z", -1 }, { "2026-12-01T10:00:00.Z", -1 },
+		{ "2026-12-01T10:00:00ZZ", -1 }, { "2026-12-01T10:00:00+0100", -1 }, { "", -1 }, { "x", -1 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t got = -1;
+		int rc = audit_parse_time(str_from_cstr(cases[i].text), &got);
+
+		if (cases[i].want < 0 ? rc != -EINVAL : (rc != 0 || got != cases[i].want))
+			fail_msg("\"%s\": %d, %lld; expected %lld", cases[i].text, rc, (long long)got,
+				 (long long)cases[i].want);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_status_write_is_read_whole),
+		cmocka_unit_test(test_events_the_replay_does_not_read_are_skipped_early),
+		cmocka_unit_test(test_corrupt_events_say_where),
+		cmocka_unit_test(test_impersonation_and_null_objects),
+		cmocka_unit_test(test_api_server_times),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,217 @@
+/* test_replay.c - the replay: object texts kept for oldObject, what it
+ * reads of an object, binding a Pod, and a small log through the engine
+ * (a duplicate allocation that got through, a corrupt line, a read). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "jscan.h"
+#include "policy.h"
+#include "replay_impl.h"
+
+static void test_store_keeps_the_last_text_within_its_cap(void **state)
+{
+	struct replay_store s;
+	const struct replay_store_entry *e;
+	char name[32];
+	int i;
+
+	(void)state;
+	assert_int_equal(replay_store_init(&s, 100000), 0);
+	for (i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "pod-%d", i);
+		assert_int_equal(replay_store_put(&s, AUDIT_PODS, STR_LIT("ns"), str_from_cstr(name), STR_LIT("{}")), 0);
+	}
+	assert_int_equal(replay_store_put(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-7"), STR_LIT("{\"a\":1}")), 0);
+	e = replay_store_get(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-7"));
+	assert_non_null(e);
+	assert_memory_equal(e->text, "{\"a\":1}", 7);
+	/* the same name in another resource or namespace is another object */
+	assert_null(replay_store_get(&s, AUDIT_CLAIMS, STR_LIT("ns"), STR_LIT("pod-7")));
+	assert_null(replay_store_get(&s, AUDIT_PODS, STR_LIT("n"), STR_LIT("spod-7")));
+	assert_int_equal(s.count, 3000);
+	assert_int_equal(s.bytes, 2 * 3000 + 5);
+	replay_store_del(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-7"));
+	assert_null(replay_store_get(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-7")));
+	assert_int_equal(s.bytes, 2 * 2999);
+	/* over the cap: refused, the old text kept */
+	{
+		static char big[100000];
+
+		memset(big, ' ', sizeof(big));
+		assert_int_equal(replay_store_put(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-8"),
+						  (struct str){ big, sizeof(big) }), -E2BIG);
+		e = replay_store_get(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-8"));
+		assert_non_null(e);
+		assert_int_equal(e->text_len, 2);
+	}
+	replay_store_fini(&s);
+}
+
+static void test_meta_tells_a_deletion_that_lingers(void **state)
+{
+	struct replay_meta m;
+
+	(void)state;
+	assert_int_equal(replay_meta_read(STR_LIT("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\","
+						  "\"deletionTimestamp\":\"2026-12-01T10:00:00Z\","
+						  "\"deletionGracePeriodSeconds\":30}}"), &m), 0);
+	assert_true(str_eq_cstr(m.kind, "Pod") && str_eq_cstr(m.name, "p") && str_eq_cstr(m.namespace, "ns"));
+	assert_true(m.deleting && m.lingers);
+	assert_int_equal(replay_meta_read(STR_LIT("{\"metadata\":{\"deletionTimestamp\":\"2026-12-01T10:00:00Z\","
+						  "\"deletionGracePeriodSeconds\":0,\"finalizers\":[]},"
+						  "\"kind\":\"Pod\"}"), &m), 0);
+	assert_true(m.deleting && !m.lingers);
+	assert_int_equal(replay_meta_read(STR_LIT("{\"metadata\":{\"deletionTimestamp\":\"2026-12-01T10:00:00Z\","
+						  "\"finalizers\":[\"x\"]}}"), &m), 0);
+	assert_true(m.lingers);
+	assert_int_equal(replay_meta_read(STR_LIT("{\"kind\":\"ConfigMap\",\"data\":{\"freeze\":\" true\\n\"}}"), &m), 0);
+	assert_true(m.has_freeze && m.frozen);
+	assert_int_equal(replay_meta_read(STR_LIT("{\"data\":{\"freeze\":\"True\"}}"), &m), 0);
+	assert_true(m.has_freeze && !m.frozen);
+	assert_int_equal(replay_meta_read(STR_LIT("[1]"), &m), -EBADMSG);
+	assert_int_equal(replay_meta_read(STR_LIT("{\"metadata\":{\"name\":1}}"), &m), -EBADMSG);
+}
+
+static void expect_json(const char *text, size_t len)
+{
+	struct jscan s;
+
+	jscan_init(&s, text, len, 0);
+	assert_int_equal(jscan_skip(&s, NULL), 0);
+	assert_int_equal(jscan_finish(&s), 0);
+}
+
+static void test_binding_sets_the_pods_node(void **state)
+{
+	struct buf b;
+	struct str node;
+
+	(void)state;
+	buf_init(&b, 1 << 20);
+	assert_int_equal(replay_pod_bind(STR_LIT("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[]}}"),
+				      STR_LIT("n1"), &b), 0);
+	assert_string_equal(buf_cstr(&b), "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"nodeName\":\"n1\",\"containers\":[]}}");
+	expect_json(buf_cstr(&b), buf_len(&b));
+	assert_int_equal(replay_pod_bind(STR_LIT("{\"spec\": { } }"), STR_LIT("n1"), &b), 0);
+	assert_string_equal(buf_cstr(&b), "{\"spec\": {\"nodeName\":\"n1\" } }");
+	expect_json(buf_cstr(&b), buf_len(&b));
+	assert_int_equal(replay_pod_bind(STR_LIT("{\"metadata\":{}}"), STR_LIT("n1"), &b), -EBADMSG);
+	assert_int_equal(replay_binding_target(STR_LIT("{\"kind\":\"Binding\",\"target\":{\"kind\":\"Node\","
+						       "\"name\":\"n7\"}}"), &node), 0);
+	assert_true(str_eq_cstr(node, "n7"));
+	assert_int_equal(replay_binding_target(STR_LIT("{\"target\":{}}"), &node), -EBADMSG);
+	buf_free(&b);
+}
+
+/* --- a small log ------------------------------------------------------------------------------ */
+
+#define DRIVER "system:serviceaccount:dra:gpu"
+static const char policy_text[] =
+	"apiVersion: dra-guard.io/v1alpha1\nkind: Policy\ndrivers:\n  gpu.example.com:\n"
+	"    serviceAccounts: [" DRIVER "]\n    scope: cluster\n";
+
+#define SLICE "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"n1-gpu\"," \
+	"\"uid\":\"u-s\",\"resourceVersion\":\"1\"},\"spec\":{\"driver\":\"gpu.example.com\",\"nodeName\":\"n1\"," \
+	"\"pool\":{\"name\":\"n1\",\"generation\":1,\"resourceSliceCount\":1},\"devices\":[{\"name\":\"gpu-0\"," \
+	"\"nodeAllocatableResourceMappings\":{\"cpu\":{\"allocationMultiplier\":\"2\"}}},{\"name\":\"gpu-1\"}]}}"
+#define NODE "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":{\"allocatable\":" \
+	"{\"cpu\":\"16\",\"memory\":\"64Gi\",\"pods\":\"110\"}}}"
+#define CLAIM(n, uid, rv, status) "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\"," \
+	"\"metadata\":{\"name\":\"" n "\",\"namespace\":\"default\",\"uid\":\"" uid "\",\"resourceVersion\":\"" rv "\"}," \
+	"\"spec\":{\"devices\":{\"requests\":[{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu\"}}]}}" status "}"
+#define ALLOC(dev) ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":" \
+	"\"gpu.example.com\",\"pool\":\"n1\",\"device\":\"" dev "\"}]},\"nodeSelector\":{\"nodeSelectorTerms\":" \
+	"[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}]}]}}}"
+#define UID1 "11111111-1111-1111-1111-111111111111"
+#define UID2 "22222222-2222-2222-2222-222222222222"
+
+static int line(struct replay *r, uint64_t no, const char *verb, const char *user, const char *group,
+		const char *res, const char *sub, const char *ns, const char *name, int code, const char *obj,
+		int second)
+{
+	static char buf[16384];
+	int n = snprintf(buf, sizeof(buf),
+			 "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"level\":\"RequestResponse\","
+			 "\"auditID\":\"id-%llu\",\"stage\":\"ResponseComplete\",\"verb\":\"%s\",\"user\":{\"username\":"
+			 "\"%s\",\"groups\":[\"system:authenticated\"]},\"objectRef\":{\"resource\":\"%s\","
+			 "\"namespace\":\"%s\",\"name\":\"%s\",\"apiGroup\":\"%s\",\"apiVersion\":\"v1\"%s%s%s},"
+			 "\"responseStatus\":{\"code\":%d},\"requestObject\":%s,\"responseObject\":%s,"
+			 "\"stageTimestamp\":\"2026-12-01T10:00:%02d.000000Z\"}",
+			 (unsigned long long)no, verb, user, res, ns, name, group, *sub ? ",\"subresource\":\"" : "",
+			 sub, *sub ? "\"" : "", code, obj, code < 300 ? obj : "null", second);
+
+	assert_true(n > 0 && (size_t)n < sizeof(buf));
+	return replay_line(r, buf, (size_t)n, no);
+}
+
+static void test_a_duplicate_that_got_through_is_named(void **state)
+{
+	struct policy *pol = NULL;
+	struct policy_error perr;
+	struct replay_options o;
+	struct replay *r = NULL;
+	struct replay_totals t;
+	struct buf out;
+	const char *rep;
+
+	(void)state;
+	assert_int_equal(policy_load(policy_text, sizeof(policy_text) - 1, &pol, &perr), 0);
+	replay_options_default(&o);
+	o.policy = pol;
+	assert_int_equal(replay_new(&o, &r), 0);
+	assert_int_equal(line(r, 1, "create", DRIVER, "resource.k8s.io", "resourceslices", "", "", "n1-gpu", 201,
+			      SLICE, 1), 0);
+	assert_int_equal(line(r, 2, "create", "admin", "", "nodes", "", "", "n1", 201, NODE, 1), 0);
+	assert_int_equal(line(r, 3, "create", "admin", "resource.k8s.io", "resourceclaims", "", "default", "c1", 201,
+			      CLAIM("c1", UID1, "2", ""), 2), 0);
+	assert_int_equal(line(r, 4, "update", "system:kube-scheduler", "resource.k8s.io", "resourceclaims", "status",
+			      "default", "c1", 200, CLAIM("c1", UID1, "3", ALLOC("gpu-0")), 3), 0);
+	assert_int_equal(replay_line(r, "{\"kind\":\"Event\",", 16, 5), 0);
+	assert_int_equal(line(r, 6, "create", "admin", "resource.k8s.io", "resourceclaims", "", "default", "c2", 201,
+			      CLAIM("c2", UID2, "4", ""), 4), 0);
+	assert_int_equal(line(r, 7, "update", "system:kube-scheduler", "resource.k8s.io", "resourceclaims", "status",
+			      "default", "c2", 200, CLAIM("c2", UID2, "5", ALLOC("gpu-0")), 5), 0);
+	assert_int_equal(line(r, 8, "get", "admin", "resource.k8s.io", "resourceclaims", "", "default", "c2", 200,
+			      "null", 6), 0);
+	assert_int_equal(replay_finish(r), 0);
+
+	replay_totals(r, &t);
+	assert_int_equal(t.lines, 8);
+	assert_int_equal(t.events, 6);
+	assert_int_equal(t.corrupt, 1);
+	assert_int_equal(t.judged, 5);      /* the Node is applied, not judged */
+	assert_int_equal(t.would_refuse, 1);
+	assert_true(t.divergences >= 1);    /* the admitted duplicate */
+	buf_init(&out, 1 << 24);
+	assert_int_equal(replay_report_json(r, true, &out), 0);
+	rep = buf_cstr(&out);
+	expect_json(rep, buf_len(&out));
+	assert_non_null(strstr(rep, "\"corruptLines\":[{\"line\":5,"));
+	assert_non_null(strstr(rep, "{\"rule\":\"ledger.device.duplicate\",\"wouldDeny\":1,"));
+	assert_non_null(strstr(rep, "\"wouldRefuse\":[{\"line\":7,"));
+	assert_non_null(strstr(rep, "\"admittedDuplicates\":1,"));
+	/* both claims are charged in the final ledger: the duplicate did happen */
+	assert_non_null(strstr(rep, "\"claims\":2,"));
+	buf_free(&out);
+	replay_free(r);
+	policy_free(pol);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_store_keeps_the_last_text_within_its_cap),
+		cmocka_unit_test(test_meta_tells_a_deletion_that_lingers),
+		cmocka_unit_test(test_binding_sets_the_pods_node),
+		cmocka_unit_test(test_a_duplicate_that_got_through_is_named),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
