@@ -26,9 +26,11 @@ static size_t make_key(char *buf, size_t n, enum audit_resource res, struct str 
 		return 0;
 	buf[0] = (char)('0' + res);
 	buf[1] = '/';
-	memcpy(buf + 2, ns.ptr, ns.len);
+	if (ns.len)
+		memcpy(buf + 2, ns.ptr, ns.len);
 	buf[2 + ns.len] = '/';
-	memcpy(buf + 3 + ns.len, name.ptr, name.len);
+	if (name.len)
+		memcpy(buf + 3 + ns.len, name.ptr, name.len);
 	return len;
 }
 
