@@ -717,9 +717,11 @@ static bool hold_key(struct str pool, struct str device, char *buf, size_t n, st
 {
 	if (pool.len + 1 + device.len > n)
 		return false;
-	memcpy(buf, pool.ptr, pool.len);
+	if (pool.len)               /* an empty str may have no pointer */
+		memcpy(buf, pool.ptr, pool.len);
 	buf[pool.len] = '/';
-	memcpy(buf + pool.len + 1, device.ptr, device.len);
+	if (device.len)
+		memcpy(buf + pool.len + 1, device.ptr, device.len);
 	*out = (struct str){ buf, pool.len + 1 + device.len };
 	return true;
 }
