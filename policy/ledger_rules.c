@@ -475,7 +475,7 @@ static void rule_device_duplicate(struct check *c, const struct k8s_object *obj)
 /* The device class of the request a result is for ("req" or "req/sub"). */
 static bool class_aligned(const struct check *c, const struct resource_claim *cl, struct str request)
 {
-	const char *slash = memchr(request.ptr, '/', request.len);
+	const char *slash = request.len ? memchr(request.ptr, '/', request.len) : NULL;
 	struct str top = slash ? (struct str){ request.ptr, (size_t)(slash - request.ptr) } : request;
 	uint32_t i, k;
 
