@@ -110,8 +110,11 @@ static int read_qty_map(struct reader *r, struct jscan *s, struct rlist *out, co
 		struct quantity q;
 		struct str name, text;
 
-		if (jscan_str_decode(&key, r->a, &name) < 0)
-			return -ENOMEM;
+		k = jscan_str_decode(&key, r->a, &name);
+		if (k == -EINVAL)
+			return fail(r, what, "a resource name is not UTF-8");
+		if (k < 0)
+			return k;
 		if (jscan_peek(s) == JSCAN_NUMBER) {
 			if (jscan_number(s, &text) < 0)
 				return fail(r, what, "a value is not a quantity");
@@ -157,12 +160,14 @@ static int read_resources(struct reader *r, struct jscan *s, struct rlist *out, 
 static int read_string(struct reader *r, struct jscan *s, struct str *out, const char *what)
 {
 	struct jscan_str js;
+	int rc;
 
 	if (jscan_null(s) == 1)
 		return 0;
 	if (jscan_string(s, &js) < 0)
 		return fail(r, what, "expected a string");
-	return jscan_str_decode(&js, r->a, out) < 0 ? -ENOMEM : 0;
+	rc = jscan_str_decode(&js, r->a, out);
+	return rc == -EINVAL ? fail(r, what, "not UTF-8") : rc;
 }
 
 static int read_containers(struct reader *r, struct str raw, struct container **out, uint32_t *nout,
