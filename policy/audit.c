@@ -75,7 +75,8 @@ int audit_parse_time(struct str s, int64_t *out)
 	    digits(p + 8, 2, &d) || (p[10] != 'T' && p[10] != 't') || digits(p + 11, 2, &h) || p[13] != ':' ||
 	    digits(p + 14, 2, &mi) || p[16] != ':' || digits(p + 17, 2, &se))
 		return -EINVAL;
-	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
+	/* ns since the epoch in an int64 reach from 1970 into 2262 */
+	if (y < 1970 || y > 2261 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
 		return -EINVAL;
 	if (p[i] == '.') {
 		if (++i >= s.len || p[i] < '0' || p[i] > '9')
@@ -94,7 +95,7 @@ int audit_parse_time(struct str s, int64_t *out)
 	} else {
 		return -EINVAL;
 	}
-	if (i != s.len)
+	if (i != s.len || (y == 1970 && mo == 1 && d == 1 && h * 60 + mi < sign * (oh * 60 + om)))
 		return -EINVAL;
 	*out = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se) - sign * (oh * 3600 + om * 60)) *
 		       1000000000LL + frac;

@@ -255,8 +255,10 @@ static struct str user_name(struct str user)
 	struct jscan s;
 	struct jscan_str key, v;
 
+	if (user.len == 0)
+		return (struct str){ "", 0 };
 	jscan_init(&s, user.ptr, user.len, 16);
-	if (user.len == 0 || jscan_object_enter(&s))
+	if (jscan_object_enter(&s))
 		return (struct str){ "", 0 };
 	while (jscan_object_next(&s, &key) == 1) {
 		if (jscan_str_is(&key, "username") && jscan_string(&s, &v) == 0)

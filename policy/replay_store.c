@@ -264,6 +264,8 @@ int replay_meta_read(struct str text, struct replay_meta *m)
 	int rc;
 
 	memset(m, 0, sizeof(*m));
+	if (!text.len)
+		return -EBADMSG;
 	jscan_init(&s, text.ptr, text.len, JSCAN_DEPTH_LIMIT);
 	if (jscan_object_enter(&s))
 		return -EBADMSG;
@@ -292,6 +294,8 @@ int replay_pod_bind(struct str pod, struct str node, struct buf *out)
 	int rc;
 
 	buf_reset(out);
+	if (!pod.len)
+		return -EBADMSG;
 	jscan_init(&s, pod.ptr, pod.len, JSCAN_DEPTH_LIMIT);
 	if (jscan_object_enter(&s))
 		return -EBADMSG;
@@ -330,6 +334,8 @@ int replay_binding_target(struct str binding, struct str *node)
 	struct jscan_str key, v;
 	int rc;
 
+	if (!binding.len)
+		return -EBADMSG;
 	jscan_init(&s, binding.ptr, binding.len, JSCAN_DEPTH_LIMIT);
 	if (jscan_object_enter(&s))
 		return -EBADMSG;

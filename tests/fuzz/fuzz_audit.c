@@ -106,7 +106,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		p += len + (nl != NULL);
 	}
 	rc = replay_finish(r);
-	if (rc && rc != -E2BIG) fprintf(stderr, "finish %d\n", rc);
 	check(rc == 0 || rc == -E2BIG);
 	if (rc)
 		goto done;
