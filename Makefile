@@ -9,7 +9,7 @@
 #   make run       the webhook on localhost with dev certificates and the example
 #                  policy (leaves ./dra-guard in place)
 #   make bench     benchmarks of the release build (engine, end to end, scaling,
-#                  profile); BENCH_COMPARE=1 or `make bench-compare` also runs them
+#                  profile, audit-log replay); BENCH_COMPARE=1 or `make bench-compare` also runs them
 #                  against the Go peers
 #   make bench-scale  the cluster view (release build) on 5,000 nodes and 100,000
 #                  claims in the real API server, next to client-go's figures
@@ -329,7 +329,7 @@ run: dra-guard
 		--policy examples/policy-configmap.yaml --metrics-listen 127.0.0.1:9090
 
 # Knobs (DURATION, CONNS, SIZES, SCALE_THREADS, BENCH_COMPARE, ...): tools/bench.sh.
-bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | deps-bench
+bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine $(BUILD)/release/bench/bench_replay | deps-bench
 	@BUILD=$(BUILD) tools/bench.sh
 
 bench-compare: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | deps-bench

@@ -566,8 +566,11 @@ static int judge(struct replay *r, const struct audit_event *ev, const struct ju
 		return rc == -E2BIG ? (r->not_judged_patch++, 0) : rc;
 	/* The log is the cluster's whole write history: the view is as fresh
 	 * as the event, so rules that refuse to decide on a stale view run. */
-	for (rc = 0; rc < VIEW_RESOURCE_COUNT; rc++)
-		view_builder_touch(r->builder, (enum view_resource)rc, ev->stage_ns);
+	if (ev->stage_ns - r->touched_ns >= 1000000000LL) {     /* every second is plenty */
+		for (rc = 0; rc < VIEW_RESOURCE_COUNT; rc++)
+			view_builder_touch(r->builder, (enum view_resource)rc, ev->stage_ns);
+		r->touched_ns = ev->stage_ns;
+	}
 	rc = publish(r);
 	if (rc)
 		return rc;
@@ -791,12 +794,15 @@ static int sample(struct replay *r, int64_t t)
 
 	if (rc)
 		return rc;
+	r->samples++;
+	/* The same view gives the same ledger: only its time would differ. */
+	if (r->ledger && r->ledger->view_seq == view_seq(r->view))
+		return 0;
 	ledger_free(r->ledger);
 	r->ledger = NULL;
 	rc = ledger_build(r->view, r->o.policy, t, REPLAY_LEDGER_CAP, &r->ledger);
 	if (rc)
 		return rc;
-	r->samples++;
 	memset(&now, 0, sizeof(now));
 	now.from_ns = t;
 	now.overcommitted = r->ledger->overcommitted;

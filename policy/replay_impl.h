@@ -126,6 +126,7 @@ struct replay {
 	size_t nheap, heap_cap, heap_bytes;
 	uint64_t seq;
 	int64_t max_t, last_t;
+	int64_t touched_ns;         /* when the view was last told every resource is live */
 
 	/* counters */
 	uint64_t lines, bytes, corrupt, skipped, events, out_of_order;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh - `make bench` and `make bench-compare`: how fast dra-guard decides.
 #
-#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare report
-#                                (default: engine e2e profile [perf] [compare] report)
+#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare replay report
+#                                (default: engine e2e profile [perf] [compare] replay report)
 #
 #   engine   bench_engine on deterministic bodies (bench/gen_bodies.py --seed 1):
 #            ns per scan / decode / decide / encode / whole request, per body;
@@ -16,6 +16,10 @@
 #            dra-guard, libc, kernel) and by symbol; skipped when perf cannot record
 #   compare  ../shared/bench/compare.sh with dra-guard as A and each Go peer as B
 #            (peers built into PEER_DIR); runs with BENCH_COMPARE=1 or when named
+#   replay   bench_replay (one core, CPU time) on audit logs made by bench/gen_audit.py from the
+#            recorded fixture: only guarded writes (ledger sampled every 1s, and never), and a busy
+#            cluster's log with REPLAY_OTHER skipped events per write; then dra-guard replay on
+#            that log plain and gzip'd (wall, CPU with gzip's, peak RSS) -> replay.json
 #   report   merge everything into $BUILD/bench/results.json and print the tables
 #
 # Settings (environment), defaults in brackets; the defaults take about 4 minutes:
@@ -35,6 +39,7 @@
 #   BENCH_COMPARE [0]        1: also run the compare step (about 4 min per peer by default)
 #   COMPARE_PEERS ["peer-go peer-go-fast"]  COMPARE_DURATION [10s]  COMPARE_CONNS ["16 64"]
 #   COMPARE_ROUNDS [2]  COMPARE_SIZES [$SIZES]  COMPARE_PORTS ["18543 18544"]
+#   REPLAY_COPIES [200]  REPLAY_OTHER [20]  REPLAY_ROUNDS [5]
 #   PEER_DIR [/tmp/dra-bench]  DRA_GUARD_SHARED [../shared]
 set -euo pipefail
 
@@ -81,15 +86,16 @@ if [ ${#steps[@]} -eq 0 ]; then
 	steps=(engine e2e profile)
 	[ "${PERF:-1}" = 1 ] && steps+=(perf)
 	[ "$BENCH_COMPARE" = 1 ] && steps+=(compare)
-	steps+=(report)
+	steps+=(replay report)
 fi
 for s in "${steps[@]}"; do
-	case "$s" in engine | e2e | profile | perf | compare | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare report)" ;; esac
+	case "$s" in engine | e2e | profile | perf | compare | replay | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare replay report)" ;; esac
 done
 
 tools/deps.sh build bench
 if [ "${BENCH_BUILD:-1}" = 1 ]; then
-	make -s BUILD="$BUILD" "$BUILD/release/dra-guard" "$BUILD/release/bench/bench_engine" >/dev/null
+	make -s BUILD="$BUILD" "$BUILD/release/dra-guard" "$BUILD/release/bench/bench_engine" \
+		"$BUILD/release/bench/bench_replay" >/dev/null
 fi
 [ -x "$bin" ] && [ -x "$engine" ] || die "no $bin or $engine (run make BUILD=$BUILD first)"
 mkdir -p "$out"
@@ -116,6 +122,36 @@ for s in "${steps[@]}"; do
 			--scale-threads "$SCALE_THREADS" --scale-conns "$SCALE_CONNS" --scale-sizes "$SCALE_SIZES" \
 			--wrk-threads "$WRK_THREADS" --busy-pct "$BUSY_PCT" --retries "$RETRIES" \
 			--quiet-wait "${QUIET_WAIT:-10}" || status=1
+		;;
+	replay)
+		echo "== replay: bench_replay -r ${REPLAY_ROUNDS:-5}, ${REPLAY_COPIES:-200} copies of the recorded log"
+		rp="$root/tests/fixtures/replay/policy.yaml"
+		python3 bench/gen_audit.py --copies "${REPLAY_COPIES:-200}" --other 0 "$out/replay-guarded.log"
+		python3 bench/gen_audit.py --copies "$(( ${REPLAY_COPIES:-200} / 2 ))" --other "${REPLAY_OTHER:-20}" \
+			"$out/replay-mixed.log"
+		gzip -1 -c "$out/replay-mixed.log" >"$out/replay-mixed.log.gz"
+		{
+			printf '{"guarded":'
+			"$root/$BUILD/release/bench/bench_replay" -r "${REPLAY_ROUNDS:-5}" -s 1 "$rp" "$out/replay-guarded.log"
+			printf ',"guarded_no_ledger":'
+			"$root/$BUILD/release/bench/bench_replay" -r "${REPLAY_ROUNDS:-5}" -s 1000000 "$rp" "$out/replay-guarded.log"
+			printf ',"mixed":'
+			"$root/$BUILD/release/bench/bench_replay" -r "${REPLAY_ROUNDS:-5}" -s 1 "$rp" "$out/replay-mixed.log"
+			for f in replay-mixed.log replay-mixed.log.gz; do
+				printf ',"cli_%s":' "${f//[.-]/_}"
+				/usr/bin/time -f '{"wall_s":%e,"cpu_s":%U,"sys_s":%S,"max_rss_kib":%M}' -o "$out/time.json" \
+					"$bin" replay --policy "$rp" --output json "$out/$f" >/dev/null || true
+				tr -d '\n' <"$out/time.json"
+				printf ',"cli_%s_bytes":%s' "${f//[.-]/_}" "$(stat -c %s "$out/replay-mixed.log")"
+			done
+			printf '}\n'
+		} >"$out/replay.json"
+		python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
+for k in ("guarded","guarded_no_ledger","mixed"):
+    x=r[k]; print("  %-18s %8.1f MB/s (median %.1f)  %d lines, %d judged, peak RSS %d MiB" % (k, x["mb_per_s"], x["median_mb_per_s"], x["lines"], x["judged"], x["max_rss_kib"]//1024))
+for k in ("cli_replay_mixed_log","cli_replay_mixed_log_gz"):
+    x=r[k]; b=r[k+"_bytes"]; print("  %-24s %6.2f s wall, %6.2f s CPU (%.0f MB/s of log per CPU second), peak RSS %d MiB" % (k, x["wall_s"], x["cpu_s"]+x["sys_s"], b/1e6/max(x["cpu_s"]+x["sys_s"],1e-9), x["max_rss_kib"]//1024))' "$out/replay.json"
+		echo
 		;;
 	profile)
 		echo "== profile: callgrind --toggle-collect=admission_handle"

@@ -2,7 +2,8 @@
 """Merge the parts of `make bench` into one results.json and print the summary.
 
 Reads, from --dir, whatever exists of engine.json (bench_engine), profile.json
-(tools/bench_profile.py), e2e.json (tools/bench_e2e.py) and compare/<peer>/
+(tools/bench_profile.py), e2e.json (tools/bench_e2e.py), replay.json (the replay
+step of tools/bench.sh) and compare/<peer>/
 runs.csv (../shared/bench/compare.sh with dra-guard as A and the peer as B).
 """
 
@@ -244,6 +245,13 @@ def main():
         for e in perf["sizes"]:
             print("perf, slice-%d at %.0f req/s: server CPU by component: %s" % (
                 e["devices"], e["rps"], ", ".join("%s %.0f%%" % (k.split(" (")[0], v) for k, v in e["groups_pct"].items())))
+        print()
+    replay = load(os.path.join(args.dir, "replay.json"))
+    if replay:
+        res["replay"] = replay
+        print("replay (one core): %.0f MB/s of guarded writes, %.0f MB/s without ledger samples, %.0f MB/s of a busy "
+              "cluster's log" % (replay["guarded"]["mb_per_s"], replay["guarded_no_ledger"]["mb_per_s"],
+                                 replay["mixed"]["mb_per_s"]))
         print()
     cdir = os.path.join(args.dir, "compare")
     if os.path.isdir(cdir):

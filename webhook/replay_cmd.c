@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,6 +670,11 @@ int replay_main(int argc, char **argv)
 	int rc, code = 2;
 	bool unreadable = false;
 
+	/* The ledger is rebuilt every sample and freed: without these glibc
+	 * gives the memory back to the kernel and asks again each time (brk
+	 * and TLB flushes were a fifth of the CPU). */
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	memset(&c, 0, sizeof(c));
 	memset(&rd, 0, sizeof(rd));
 	buf_init(&out, (size_t)1 << 31);
