@@ -48,6 +48,12 @@ static int loader_start(struct loader *l, struct arena *a, bool borrowed, struct
 	l->p->freeze_alert_after_s = POLICY_FREEZE_ALERT_AFTER_DEFAULT_S;
 	l->p->view_max_age_s = POLICY_VIEW_MAX_AGE_DEFAULT;
 	l->p->ledger_settle_s = POLICY_SETTLE_WINDOW_DEFAULT_S;
+	l->p->promotion.zero_divergence_s = POLICY_PROMOTION_WINDOW_DEFAULT_S;
+	l->p->promotion.pending_p50_s = POLICY_PROMOTION_P50_DEFAULT_S;
+	l->p->promotion.pending_p99_s = POLICY_PROMOTION_P99_DEFAULT_S;
+	l->p->promotion.capacity_headroom_pct = POLICY_PROMOTION_HEADROOM_DEFAULT_PCT;
+	l->p->promotion.require_rollback_drill = true;
+	l->p->promotion.require_restarts = true;
 	return 0;
 }
 

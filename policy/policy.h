@@ -101,6 +101,28 @@ struct driver_policy {
 	bool numa_align;              /* ledger.numa.split: a claim's devices in one zone */
 };
 
+/* promotion: the thresholds of the go/no-go readiness report over a
+ * replayed window (policy/readiness.h). */
+struct promotion_policy {
+	uint32_t zero_divergence_s;           /* zeroDivergenceWindow: the longest window
+					       * without a divergence must be at least this */
+	uint32_t pending_p50_s, pending_p99_s;   /* pendingSLO.p50 / .p99: Pod creation to
+						  * binding, Pods with claims */
+	uint32_t capacity_headroom_pct;       /* capacityHeadroomPercent: a node this close
+					       * to its allocatable fails the capacity SLO */
+	bool require_rollback_drill;          /* requireRollbackDrill */
+	bool require_restarts;                /* requireRestarts: the window saw driver or
+					       * node restarts */
+	struct string_list drivers;           /* drivers: each must have published mappings */
+};
+
+#define POLICY_PROMOTION_WINDOW_DEFAULT_S (24 * 3600)
+#define POLICY_PROMOTION_WINDOW_MAX_S (90 * 24 * 3600)
+#define POLICY_PROMOTION_P50_DEFAULT_S 30
+#define POLICY_PROMOTION_P99_DEFAULT_S 300
+#define POLICY_PROMOTION_PENDING_MAX_S (24 * 3600)
+#define POLICY_PROMOTION_HEADROOM_DEFAULT_PCT 10
+
 struct policy {
 	enum action default_action;
 	bool rule_set[RULE_COUNT];    /* enforcement.rules names the rule */
@@ -142,6 +164,8 @@ struct policy {
 	bool ledger_undecided_deny;           /* ledger.undecided: deny */
 
 	int64_t view_max_age_s;               /* clusterView.maxAge: a view older is stale */
+
+	struct promotion_policy promotion;
 
 	char hash[65];                        /* SHA-256 (hex) of the inputs */
 	struct arena *storage;                /* owns everything above */

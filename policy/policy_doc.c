@@ -542,7 +542,7 @@ static const char *const metadata_keys[] = { "name", "labels", "annotations", NU
 
 static const char *const policy_keys[] = {
 	"apiVersion", "kind", "metadata", "enforcement", "schedulers", "writers",
-	"drivers", "canary", "freeze", "numa", "clusterView", "ledger", NULL
+	"drivers", "canary", "freeze", "numa", "clusterView", "ledger", "promotion", NULL
 };
 
 bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
@@ -598,6 +598,7 @@ static const struct {
 	{ "numa", load_numa },
 	{ "clusterView", load_cluster_view },
 	{ "ledger", load_ledger },
+	{ "promotion", policy_load_promotion },
 };
 
 void policy_load_document(struct loader *l, const struct doc_node *root)

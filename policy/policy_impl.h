@@ -97,6 +97,9 @@ bool policy_read_duration(struct loader *l, const struct doc_node *n, uint32_t m
 bool policy_check_type_meta(struct loader *l, const struct doc_node *root,
 			    const char *api_version, const char *kind);
 
+/* The promotion section (policy_promotion.c). */
+void policy_load_promotion(struct loader *l, const struct doc_node *n);
+
 /* Load a Policy document's sections into l->p. */
 void policy_load_document(struct loader *l, const struct doc_node *root);
 
