@@ -46,7 +46,8 @@ int replay_new(const struct replay_options *o, struct replay **out)
 	r->o = *o;
 	buf_init(&r->review, REPLAY_REVIEW_CAP);
 	buf_init(&r->text, REPLAY_REVIEW_CAP);
-	if (replay_store_init(&r->store, o->store_bytes))
+	if (replay_store_init(&r->store, o->store_bytes) || replay_store_init(&r->pools, (size_t)64 << 20) ||
+	    replay_store_init(&r->pending, (size_t)256 << 20))
 		goto fail;
 	if ((rc = view_builder_new(NULL, &r->builder)) || (rc = arena_new(REPLAY_ARENA_CAP, &r->arena)) ||
 	    (rc = arena_new(REPLAY_SCRATCH_CAP, &r->scratch)))
@@ -99,6 +100,8 @@ void replay_free(struct replay *r)
 	arena_free(r->arena);
 	arena_free(r->scratch);
 	replay_store_fini(&r->store);
+	replay_store_fini(&r->pools);
+	replay_store_fini(&r->pending);
 	buf_free(&r->review);
 	buf_free(&r->text);
 	free(r);
@@ -135,10 +138,22 @@ static bool is_self(const struct replay *r, struct str ns, struct str name)
 	return str_eq(ns, r->o.self_namespace) && str_eq(name, r->o.self_name);
 }
 
+static uint64_t divergences_now(const struct replay *r, int64_t at);
+
 static void note_freeze(struct replay *r, bool on, int64_t at)
 {
 	if (on == r->frozen)
 		return;
+	if (on) {
+		r->divergences_at_freeze = divergences_now(r, at);
+	} else if (r->ndrills < REPLAY_DRILLS_MAX && r->nfreeze && r->freeze[r->nfreeze - 1].on) {
+		struct replay_drill *d = &r->drills[r->ndrills++];
+
+		d->on_ns = r->freeze[r->nfreeze - 1].at;
+		d->off_ns = at;
+		d->divergences_at_on = r->divergences_at_freeze;
+		d->clean = divergences_now(r, at) == r->divergences_at_freeze;
+	}
 	r->frozen = on;
 	r->freeze_changes++;
 	if (r->nfreeze < REPLAY_FREEZE_MAX) {
@@ -532,6 +547,44 @@ static int record(struct replay *r, const struct audit_event *ev, uint64_t line_
 	return 0;
 }
 
+/* Driver coverage: each driver's slice writes, and whether it published
+ * mappings that were written. */
+static void note_driver(struct replay *r, struct str obj, bool ok, const struct verdict *v, uint64_t line_no)
+{
+	struct replay_meta m;
+	struct replay_driver *d = NULL;
+	uint32_t i;
+
+	if (replay_meta_read(obj, &m) || m.driver.len == 0)
+		return;
+	for (i = 0; i < r->ndrivers && !d; i++)
+		if (strlen(r->drivers[i].name) == m.driver.len && memcmp(r->drivers[i].name, m.driver.ptr, m.driver.len) == 0)
+			d = &r->drivers[i];
+	if (!d) {
+		if (r->ndrivers >= REPLAY_DRIVERS_MAX || m.driver.len >= sizeof(d->name)) {
+			r->drivers_dropped++;
+			return;
+		}
+		d = &r->drivers[r->ndrivers++];
+		memcpy(d->name, m.driver.ptr, m.driver.len);
+		d->name[m.driver.len] = '\0';
+	}
+	d->writes++;
+	if (ok && m.has_mappings)
+		d->mappings = true;
+	if (!v->allowed) {
+		if (d->denied++ == 0) {
+			d->first_denied_line = line_no;
+			for (i = 0; i < v->nviolations; i++)
+				if (v->violations[i].action == ACTION_DENY) {
+					snprintf(d->first_denied_rule, sizeof(d->first_denied_rule), "%s",
+						 rule_name(v->violations[i].rule));
+					break;
+				}
+		}
+	}
+}
+
 static int judge(struct replay *r, const struct audit_event *ev, const struct judged *j, uint64_t line_no)
 {
 	struct engine_options opt;
@@ -602,6 +655,8 @@ static int judge(struct replay *r, const struct audit_event *ev, const struct ju
 		return rc == -E2BIG ? 0 : rc;
 	}
 	engine_decide(r->o.policy, r->view, &opt, &req, ev->stage_ns, r->arena, &v);
+	if (ev->resource == AUDIT_SLICES)
+		note_driver(r, obj.len ? obj : old, success(ev), &v, line_no);
 	return record(r, ev, line_no, op, &v);
 }
 
@@ -710,15 +765,110 @@ static int bind_pod(struct replay *r, const struct audit_event *ev)
 	return keep_object(r, ev, VIEW_MODIFIED, (struct str){ buf_cstr(&r->text), buf_len(&r->text) }, &m);
 }
 
+struct replay_pool_state {
+	int64_t generation;
+	int64_t live;               /* slices */
+};
+
+/* Restarts and upgrades: a pool whose slices all went comes back, or its
+ * generation goes up. m is the slice (as written, or as it was when
+ * deleted). */
+static int note_pool(struct replay *r, const struct replay_meta *m, enum audit_verb verb)
+{
+	const struct replay_store_entry *e = replay_store_get(&r->pools, AUDIT_OTHER, m->driver, m->pool);
+	struct replay_pool_state st = { 0, 0 };
+
+	if (!m->pool.len)
+		return 0;
+	if (e && e->text_len == sizeof(st))
+		memcpy(&st, e->text, sizeof(st));
+	if (verb == AUDIT_DELETE) {
+		st.live -= st.live > 0;
+	} else {
+		if (verb == AUDIT_CREATE) {
+			if (e && st.live == 0)
+				r->pools_republished++;
+			st.live++;
+		}
+		if (e && m->generation > st.generation && st.generation > 0)
+			r->generation_bumps++;
+		if (m->generation > st.generation)
+			st.generation = m->generation;
+	}
+	return replay_store_put(&r->pools, AUDIT_OTHER, m->driver, m->pool, (struct str){ (const char *)&st, sizeof(st) });
+}
+
+static void pending_add(struct replay *r, int64_t ns)
+{
+	int64_t ms = ns / 1000000;
+	size_t i;
+
+	if (ms < 0)
+		ms = 0;
+	if (ms < 1000)
+		i = (size_t)(ms / 10);
+	else if (ms < 60000)
+		i = 100 + (size_t)((ms - 1000) / 100);
+	else if (ms < 3600000)
+		i = 690 + (size_t)((ms - 60000) / 1000);
+	else if (ms < 86400000)
+		i = 4230 + (size_t)((ms - 3600000) / 60000);
+	else
+		i = REPLAY_PENDING_BUCKETS - 1;
+	r->pending_hist[i]++;
+	r->pending_count++;
+	if (ns > r->pending_max_ns)
+		r->pending_max_ns = ns;
+}
+
+/* Pending time: a Pod with claims from its creation to its binding. */
+static int note_pod(struct replay *r, const struct audit_event *ev, const struct replay_meta *m)
+{
+	const struct replay_store_entry *e;
+	int64_t t;
+
+	if (ev->verb == AUDIT_CREATE && ev->subresource.len == 0) {
+		if (!m->has_claims || m->node_name.len)
+			return 0;
+		return replay_store_put(&r->pending, AUDIT_PODS, ev->namespace, ev->name,
+					(struct str){ (const char *)&ev->stage_ns, sizeof(ev->stage_ns) });
+	}
+	if (ev->verb == AUDIT_CREATE && str_eq_cstr(ev->subresource, "binding")) {
+		e = replay_store_get(&r->pending, AUDIT_PODS, ev->namespace, ev->name);
+		if (!e || e->text_len != sizeof(t))
+			return 0;
+		memcpy(&t, e->text, sizeof(t));
+		pending_add(r, ev->stage_ns - t);
+	}
+	if (ev->verb == AUDIT_DELETE || str_eq_cstr(ev->subresource, "binding") ||
+	    str_eq_cstr(ev->subresource, "eviction"))
+		replay_store_del(&r->pending, AUDIT_PODS, ev->namespace, ev->name);
+	return 0;
+}
+
 static int apply(struct replay *r, const struct audit_event *ev)
 {
 	struct replay_meta m;
 	struct str resp = ev->response_object;
 	bool same = false;
 
+	int rc;
+
 	r->applied++;
+	memset(&m, 0, sizeof(m));
 	if (resp.len && replay_meta_read(resp, &m) == 0)
 		same = replay_resource_of_kind(m.kind) == ev->resource;
+	if (ev->resource == AUDIT_PODS && (rc = note_pod(r, ev, &m)) != 0)
+		return rc;
+	if (ev->resource == AUDIT_SLICES && ev->subresource.len == 0) {
+		struct replay_meta pm = m;
+		const struct replay_store_entry *e = replay_store_get(&r->store, AUDIT_SLICES, ev->namespace, ev->name);
+
+		if (ev->verb == AUDIT_DELETE && e)
+			replay_meta_read((struct str){ e->text, e->text_len }, &pm);
+		if ((same || ev->verb == AUDIT_DELETE) && (rc = note_pool(r, &pm, ev->verb)) != 0)
+			return rc;
+	}
 	if (ev->resource == AUDIT_SLICES && ev->verb == AUDIT_DELETE) {
 		r->slice_deletes++;
 		if (str_has_prefix(user_name(ev->user), "system:node:"))
@@ -785,6 +935,40 @@ static void note_admitted(struct replay *r, int which, int64_t t)
 	}
 }
 
+static uint64_t divergences_now(const struct replay *r, int64_t at)
+{
+	return r->divergent_intervals + r->admitted[0] + r->admitted[1] + r->admitted[2] +
+	       (r->have_cur && dirty(&r->cur) && at - r->cur.from_ns >= settle_ns(r));
+}
+
+/* Nodes whose total is within the policy's headroom of allocatable for
+ * some resource (overcommitted ones included). */
+static void note_capacity(struct replay *r)
+{
+	uint64_t pct = r->o.policy->promotion.capacity_headroom_pct;
+	uint32_t i, k, near = 0;
+	const struct ledger_node *first = NULL;
+
+	for (i = 0; i < r->ledger->nnodes; i++) {
+		const struct ledger_node *nd = &r->ledger->nodes[i];
+
+		for (k = 0; k < nd->nresources; k++) {
+			const struct ledger_amount *a = &nd->resources[k];
+
+			if (a->has_allocatable && a->allocatable > 0 && a->total > 0 &&
+			    (__int128)a->total * 100 >= (__int128)a->allocatable * (int64_t)(100 - pct)) {
+				near++;
+				first = first ? first : nd;
+				break;
+			}
+		}
+	}
+	if (near > r->max_near_capacity) {
+		r->max_near_capacity = near;
+		snprintf(r->near_capacity_node, sizeof(r->near_capacity_node), "%.*s", STR_FMT(first->name));
+	}
+}
+
 static int sample(struct replay *r, int64_t t)
 {
 	struct replay_interval now;
@@ -803,6 +987,7 @@ static int sample(struct replay *r, int64_t t)
 	rc = ledger_build(r->view, r->o.policy, t, REPLAY_LEDGER_CAP, &r->ledger);
 	if (rc)
 		return rc;
+	note_capacity(r);
 	memset(&now, 0, sizeof(now));
 	now.from_ns = t;
 	now.overcommitted = r->ledger->overcommitted;
@@ -1075,11 +1260,16 @@ void replay_totals(const struct replay *r, struct replay_totals *out)
 	out->would_warn = r->would_warn;
 	out->would_refuse = r->would_refuse;
 	out->not_judged = r->not_judged_old + r->not_judged_patch;
-	out->divergences = r->divergent_intervals + r->admitted[0] + r->admitted[1] + r->admitted[2];
+	out->divergences = replay_divergences(r);
 	out->overcommitted = r->ledger ? r->ledger->overcommitted : 0;
 }
 
 const struct ledger *replay_ledger(const struct replay *r)
 {
 	return r->ledger;
+}
+
+uint64_t replay_divergences(const struct replay *r)
+{
+	return r->divergent_intervals + r->admitted[0] + r->admitted[1] + r->admitted[2];
 }

@@ -111,4 +111,12 @@ const struct ledger *replay_ledger(const struct replay *r);
  * -ENOMEM. */
 int replay_report_json(const struct replay *r, bool with_ledger, struct buf *out);
 
+/* The go/no-go readiness report over the replayed window as JSON into
+ * out (docs/replay.md): one verdict per criterion (driver coverage,
+ * rollback drill, restarts and upgrades, zero-divergence window, pending
+ * SLO, capacity SLO) with its evidence, against the policy's promotion
+ * section; *go is true when every criterion is met. Call after
+ * replay_finish(). 0, -E2BIG, -ENOMEM. */
+int replay_readiness_json(const struct replay *r, struct buf *out, bool *go);
+
 #endif

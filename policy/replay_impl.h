@@ -55,6 +55,11 @@ struct replay_meta {
 	bool lingers;               /* ...and finalizers or a grace period keep it */
 	bool has_freeze;
 	bool frozen;                /* data.freeze is "true" */
+	/* spec, for slices and Pods */
+	struct str driver, pool, node_name;   /* raw */
+	int64_t generation;         /* spec.pool.generation */
+	bool has_mappings;          /* a device maps node resources (either shape) */
+	bool has_claims;            /* spec.resourceClaims is not empty */
 };
 
 /* Scan an object's text. 0 or -EBADMSG. */
@@ -73,11 +78,36 @@ int replay_binding_target(struct str binding, struct str *node);
 /* "2026-12-01T10:00:00.123Z" into buf. */
 void replay_format_time(int64_t ns, char buf[static 40]);
 
+struct replay;
+
+/* Settled divergent intervals and admitted duplicates, stale-pool
+ * allocations and NUMA splits so far. */
+uint64_t replay_divergences(const struct replay *r);
+
 /* --- the replay (replay.c) ----------------------------------------------- */
 
 #define REPLAY_CORRUPT_KEPT 20
 #define REPLAY_TIMELINE_MAX 256
 #define REPLAY_FREEZE_MAX 64
+#define REPLAY_DRIVERS_MAX 256
+#define REPLAY_DRILLS_MAX 16
+/* Pending-time histogram: 10 ms steps to 1 s, 100 ms to 1 min, 1 s to
+ * 1 h, 1 min to 24 h, and one bucket above. */
+#define REPLAY_PENDING_BUCKETS (100 + 590 + 3540 + 1380 + 1)
+
+struct replay_driver {
+	char name[64];
+	uint64_t writes, denied;
+	bool mappings;              /* published mappings */
+	uint64_t first_denied_line;
+	char first_denied_rule[64];
+};
+
+struct replay_drill {
+	int64_t on_ns, off_ns;
+	uint64_t divergences_at_on;
+	bool clean;
+};
 
 /* One event, written out as a JSON object, kept as an example. */
 struct replay_example {
@@ -164,6 +194,22 @@ struct replay {
 	uint64_t admitted[3];             /* duplicates, stale-pool allocations, NUMA splits */
 	uint64_t restarts_pool;           /* pools seen to come back or change generation */
 	uint64_t slice_deletes, slice_deletes_by_node;
+	uint64_t generation_bumps, pools_republished;
+	struct replay_store pools;        /* driver/pool -> struct replay_pool_state */
+
+	/* readiness evidence */
+	struct replay_driver drivers[REPLAY_DRIVERS_MAX];
+	uint32_t ndrivers;
+	uint64_t drivers_dropped;
+	struct replay_drill drills[REPLAY_DRILLS_MAX];
+	uint32_t ndrills;
+	uint64_t divergences_at_freeze;
+	struct replay_store pending;      /* ns/name -> creation time of Pods with claims */
+	uint64_t pending_hist[REPLAY_PENDING_BUCKETS];
+	uint64_t pending_count;
+	int64_t pending_max_ns;
+	uint32_t max_near_capacity;
+	char near_capacity_node[256];
 	struct ledger *ledger;            /* the last sample's */
 };
 

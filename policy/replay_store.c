@@ -257,6 +257,70 @@ static int read_data(struct jscan *s, struct replay_meta *m)
 	return rc < 0 ? -EBADMSG : 0;
 }
 
+static int read_pool(struct jscan *s, struct replay_meta *m)
+{
+	struct jscan_str key, v;
+	int rc;
+
+	if (jscan_object_enter(s))
+		return -EBADMSG;
+	while ((rc = jscan_object_next(s, &key)) == 1) {
+		if (jscan_str_is(&key, "name") && jscan_peek(s) == JSCAN_STRING) {
+			if (jscan_string(s, &v))
+				return -EBADMSG;
+			m->pool = (struct str){ v.ptr, v.len };
+		} else if (jscan_str_is(&key, "generation") && jscan_peek(s) == JSCAN_NUMBER) {
+			if (jscan_int64(s, &m->generation))
+				return -EBADMSG;
+		} else if (jscan_skip(s, NULL)) {
+			return -EBADMSG;
+		}
+	}
+	return rc < 0 ? -EBADMSG : 0;
+}
+
+static bool has_text(struct str hay, const char *needle)
+{
+	return hay.len && memmem(hay.ptr, hay.len, needle, strlen(needle)) != NULL;
+}
+
+static int read_spec(struct jscan *s, struct replay_meta *m)
+{
+	struct jscan_str key, v;
+	struct str raw;
+	int rc;
+
+	if (jscan_peek(s) != JSCAN_OBJECT)
+		return jscan_skip(s, NULL) ? -EBADMSG : 0;
+	if (jscan_object_enter(s))
+		return -EBADMSG;
+	while ((rc = jscan_object_next(s, &key)) == 1) {
+		if ((jscan_str_is(&key, "driver") || jscan_str_is(&key, "nodeName")) &&
+		    jscan_peek(s) == JSCAN_STRING) {
+			struct str *dst = jscan_str_is(&key, "driver") ? &m->driver : &m->node_name;
+
+			if (jscan_string(s, &v))
+				return -EBADMSG;
+			*dst = (struct str){ v.ptr, v.len };
+		} else if (jscan_str_is(&key, "pool") && jscan_peek(s) == JSCAN_OBJECT) {
+			if (read_pool(s, m))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "devices")) {
+			if (jscan_skip(s, &raw))
+				return -EBADMSG;
+			m->has_mappings = has_text(raw, "\"nodeAllocatableResourceMappings\":{\"") ||
+					  has_text(raw, "\"nodeAllocatableResources\":{\"");
+		} else if (jscan_str_is(&key, "resourceClaims")) {
+			if (jscan_skip(s, &raw))
+				return -EBADMSG;
+			m->has_claims = raw.len > 2 && raw.ptr[0] == '[';
+		} else if (jscan_skip(s, NULL)) {
+			return -EBADMSG;
+		}
+	}
+	return rc < 0 ? -EBADMSG : 0;
+}
+
 int replay_meta_read(struct str text, struct replay_meta *m)
 {
 	struct jscan s;
@@ -279,6 +343,9 @@ int replay_meta_read(struct str text, struct replay_meta *m)
 				return -EBADMSG;
 		} else if (jscan_str_is(&key, "data")) {
 			if (read_data(&s, m))
+				return -EBADMSG;
+		} else if (jscan_str_is(&key, "spec")) {
+			if (read_spec(&s, m))
 				return -EBADMSG;
 		} else if (jscan_skip(&s, NULL)) {
 			return -EBADMSG;

@@ -27,6 +27,10 @@ int ledger_main(int argc, char **argv);
  * audit log, and the ledger through it (webhook/replay_cmd.c). */
 int replay_main(int argc, char **argv);
 
+/* dra-guard readiness LOG...: the go/no-go promotion report over a
+ * replayed window (webhook/replay_cmd.c). */
+int readiness_main(int argc, char **argv);
+
 /* A time on the command line: RFC 3339 in UTC (2026-12-01T10:00:00Z) or
  * seconds since the epoch, into ns. 0 or -EINVAL. */
 int cli_parse_time(const char *s, int64_t *out);

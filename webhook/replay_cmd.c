@@ -48,12 +48,14 @@ struct replay_cli {
 	int warn_exit_code;
 	bool no_ledger;
 	bool read_error;
+	bool readiness;               /* dra-guard readiness, or replay --report readiness */
 };
 
 static void replay_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: dra-guard replay [--policy FILE] [--view DUMP] [--output text|json|junit]\n"
+		"                        [--report replay|readiness]\n"
 		"                        [--examples N] [--sample DURATION] [--reorder-window DURATION]\n"
 		"                        [--warn-exit-code N] [--no-ledger] LOG...\n"
 		"\n"
@@ -76,8 +78,13 @@ static void replay_usage(FILE *f)
 		"  --self NAMESPACE/NAME  the guard's policy ConfigMap (default dra-guard/dra-guard-policy)\n"
 		"  --warn-exit-code N     exit N on warnings, corrupt lines or divergences without denials\n"
 		"  --no-ledger            leave the final ledger out of the report\n"
+		"  --report readiness     the go/no-go readiness report instead (as dra-guard readiness)\n"
 		"\n"
-		"Exit: 0 nothing would be denied, 1 a write would be denied, 2 unusable input or policy.\n");
+		"Exit: 0 nothing would be denied, 1 a write would be denied, 2 unusable input or policy.\n"
+		"\n"
+		"dra-guard readiness [the same options] LOG... replays the window and prints the go/no-go\n"
+		"report (--output markdown, the default, or json) against the policy's promotion section;\n"
+		"exit 0 go, 1 no-go, 2 unusable input or policy.\n");
 }
 
 /* "250ms", "10s", "2m", "1h" into ns. */
@@ -148,7 +155,7 @@ static int parse_count(const char *opt, const char *s, long max, long *out)
 
 enum {
 	OPT_POLICY = 256, OPT_VIEW, OPT_OUTPUT, OPT_EXAMPLES, OPT_MAX_REFUSED, OPT_SAMPLE, OPT_REORDER,
-	OPT_MAX_LINE, OPT_MAX_STATE, OPT_SELF, OPT_WARN_EXIT, OPT_NO_LEDGER, OPT_VIEW_TIME, OPT_HELP
+	OPT_MAX_LINE, OPT_MAX_STATE, OPT_SELF, OPT_WARN_EXIT, OPT_NO_LEDGER, OPT_VIEW_TIME, OPT_REPORT, OPT_HELP
 };
 
 static const struct option replay_options[] = {
@@ -165,6 +172,7 @@ static const struct option replay_options[] = {
 	{ "self", required_argument, NULL, OPT_SELF },
 	{ "warn-exit-code", required_argument, NULL, OPT_WARN_EXIT },
 	{ "no-ledger", no_argument, NULL, OPT_NO_LEDGER },
+	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -199,8 +207,19 @@ static int parse_args(struct replay_cli *c, int argc, char **argv)
 				c->output = OUTPUT_JSON;
 			else if (strcmp(optarg, "junit") == 0)
 				c->output = OUTPUT_JUNIT;
+			else if (strcmp(optarg, "markdown") == 0)
+				c->output = OUTPUT_TEXT;     /* readiness: the text is Markdown */
 			else {
-				fprintf(stderr, "dra-guard replay: --output %s: expected text, json or junit\n", optarg);
+				fprintf(stderr, "dra-guard replay: --output %s: expected text, json or junit (readiness: "
+					"markdown or json)\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_REPORT:
+			if (strcmp(optarg, "replay") == 0 || strcmp(optarg, "readiness") == 0) {
+				c->readiness = strcmp(optarg, "readiness") == 0;
+			} else {
+				fprintf(stderr, "dra-guard replay: --report %s: expected replay or readiness\n", optarg);
 				return 2;
 			}
 			break;
@@ -259,6 +278,10 @@ static int parse_args(struct replay_cli *c, int argc, char **argv)
 			replay_usage(stderr);
 			return 2;
 		}
+	}
+	if (c->readiness && c->output == OUTPUT_JUNIT) {
+		fprintf(stderr, "dra-guard readiness: --output junit: expected markdown or json\n");
+		return 2;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "dra-guard replay: no LOG given\n");
@@ -618,6 +641,101 @@ static void print_junit(json_t *rep)
 	printf("</testsuite>\n");
 }
 
+static const char *md_title(const char *name)
+{
+	static const char *const titles[][2] = {
+		{ "driverCoverage", "Driver coverage" }, { "rollbackDrill", "Rollback drill" },
+		{ "restartsAndUpgrades", "Restarts and upgrades" }, { "zeroDivergenceWindow", "Zero-divergence window" },
+		{ "pendingSLO", "Pending SLO" }, { "capacitySLO", "Capacity SLO" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(titles) / sizeof(titles[0]); i++)
+		if (strcmp(titles[i][0], name) == 0)
+			return titles[i][1];
+	return name;
+}
+
+/* Markdown cells: no '|' or newline may break the table. */
+static void md(const char *s)
+{
+	for (; *s; s++)
+		fputs(*s == '|' ? "\\|" : *s == '\n' ? " " : (char[2]){ *s, 0 }, stdout);
+}
+
+static void print_markdown(json_t *rep)
+{
+	json_t *w = json_object_get(rep, "window"), *c, *ev, *x;
+	size_t i, j;
+	bool go = strcmp(js(rep, "verdict"), "go") == 0;
+
+	printf("# dra-guard readiness: %s\n\n", go ? "GO" : "NO-GO");
+	printf("Window %s to %s (%.0f s): %lld audit lines, %lld writes of the resources the guard reads, "
+	       "%lld corrupt lines. Policy sha256 `%.12s`.\n\n",
+	       json_is_string(json_object_get(w, "from")) ? js(w, "from") : "-",
+	       json_is_string(json_object_get(w, "to")) ? js(w, "to") : "-",
+	       json_real_value(json_object_get(w, "seconds")), ji(w, "lines"), ji(w, "writes"), ji(w, "corruptLines"),
+	       js(rep, "policy"));
+	printf("| Criterion | Verdict | Evidence |\n|---|---|---|\n");
+	json_array_foreach(json_object_get(rep, "criteria"), i, c) {
+		printf("| %s | **%s** | ", md_title(js(c, "name")), strcmp(js(c, "verdict"), "go") == 0 ? "go" : "NO-GO");
+		md(js(c, "summary"));
+		printf(" |\n");
+	}
+	json_array_foreach(json_object_get(rep, "criteria"), i, c) {
+		const char *name = js(c, "name");
+
+		ev = json_object_get(c, "evidence");
+		printf("\n## %s: %s\n\n", md_title(name), strcmp(js(c, "verdict"), "go") == 0 ? "go" : "NO-GO");
+		if (strcmp(name, "driverCoverage") == 0) {
+			printf("| Driver | Slice writes | Refused | Published mappings | First refused |\n|---|---|---|---|---|\n");
+			json_array_foreach(json_object_get(ev, "drivers"), j, x) {
+				json_t *f = json_object_get(x, "firstRefused");
+
+				printf("| ");
+				md(js(x, "name"));
+				printf(" | %lld | %lld | %s | ", ji(x, "sliceWrites"), ji(x, "refused"),
+				       json_is_true(json_object_get(x, "publishedMappings")) ? "yes" : "no");
+				if (f)
+					printf("line %lld, %s", ji(f, "line"), js(f, "rule"));
+				printf(" |\n");
+			}
+		} else if (strcmp(name, "rollbackDrill") == 0) {
+			if (json_array_size(json_object_get(ev, "drills")) == 0)
+				printf("No freeze was turned on and off in the window.\n");
+			json_array_foreach(json_object_get(ev, "drills"), j, x)
+				printf("- freeze on %s, off %s: %s\n", js(x, "on"), js(x, "off"),
+				       json_is_true(json_object_get(x, "clean")) ? "no divergence through it"
+										: "the ledger diverged during it");
+			if (json_is_true(json_object_get(ev, "frozenAtEnd")))
+				printf("- a freeze is still on at the end of the window\n");
+		} else if (strcmp(name, "restartsAndUpgrades") == 0) {
+			printf("- pools that came back after all their slices went: %lld\n- generation bumps: %lld\n"
+			       "- slice deletions by a kubelet (node restarts): %lld of %lld\n"
+			       "- allocations from a pool still settling, admitted: %lld\n- duplicate allocations admitted: %lld\n",
+			       ji(ev, "poolsRepublished"), ji(ev, "generationBumps"), ji(ev, "sliceDeletesByKubelet"),
+			       ji(ev, "sliceDeletes"), ji(ev, "stalePoolAllocationsAdmitted"), ji(ev, "duplicatesAdmitted"));
+		} else if (strcmp(name, "zeroDivergenceWindow") == 0) {
+			printf("- longest: %.1f s, %s to %s (required: %lld s)\n- divergences in the window: %lld\n",
+			       json_real_value(json_object_get(ev, "seconds")),
+			       json_is_string(json_object_get(ev, "from")) ? js(ev, "from") : "-",
+			       json_is_string(json_object_get(ev, "to")) ? js(ev, "to") : "-", ji(ev, "requiredSeconds"),
+			       ji(ev, "divergences"));
+		} else if (strcmp(name, "pendingSLO") == 0) {
+			printf("| Pods with claims bound | p50 | p99 | max | still pending |\n|---|---|---|---|---|\n"
+			       "| %lld | %.2f s (SLO %lld s) | %.2f s (SLO %lld s) | %.2f s | %lld |\n", ji(ev, "pods"),
+			       json_real_value(json_object_get(ev, "p50Seconds")), ji(ev, "sloP50Seconds"),
+			       json_real_value(json_object_get(ev, "p99Seconds")), ji(ev, "sloP99Seconds"),
+			       json_real_value(json_object_get(ev, "maxSeconds")), ji(ev, "stillPending"));
+		} else if (strcmp(name, "capacitySLO") == 0) {
+			printf("- ledger samples: %lld\n- most nodes overcommitted at once: %lld\n"
+			       "- most nodes within %lld %% of allocatable at once: %lld%s%s\n", ji(ev, "samples"),
+			       ji(ev, "maxOvercommittedNodes"), ji(ev, "headroomPercent"), ji(ev, "maxNodesWithinHeadroom"),
+			       *js(ev, "example") ? ", e.g. " : "", js(ev, "example"));
+		}
+	}
+}
+
 /* --- main ------------------------------------------------------------------------------------ */
 
 static int load_policy(struct replay_cli *c, struct policy **pol)
@@ -657,7 +775,7 @@ static int load_view(struct replay_cli *c, struct replay *r)
 	return rc;
 }
 
-int replay_main(int argc, char **argv)
+static int run(int argc, char **argv, bool readiness)
 {
 	struct replay_cli c;
 	struct policy *pol = NULL;
@@ -680,6 +798,7 @@ int replay_main(int argc, char **argv)
 	buf_init(&out, (size_t)1 << 31);
 	replay_options_default(&c.o);
 	c.warn_exit_code = -1;
+	c.readiness = readiness;
 	rc = parse_args(&c, argc, argv);
 	if (rc >= 0)
 		return rc;
@@ -713,6 +832,31 @@ int replay_main(int argc, char **argv)
 		fprintf(stderr, "dra-guard replay: %s\n", rc == -E2BIG
 			? "a cap of the view or of the stored objects was passed (--max-state); the replay stopped"
 			: "out of memory");
+		goto out;
+	}
+	if (c.readiness) {
+		bool go = false;
+
+		rc = replay_readiness_json(r, &out, &go);
+		if (rc) {
+			fprintf(stderr, "dra-guard readiness: the report could not be written (out of memory)\n");
+			goto out;
+		}
+		if (c.output == OUTPUT_JSON) {
+			fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
+			fputc('\n', stdout);
+		} else {
+			json_error_t jerr;
+
+			rep = json_loadb(buf_cstr(&out), buf_len(&out), 0, &jerr);
+			if (!rep) {
+				fprintf(stderr, "dra-guard readiness: internal: the report does not read back: %s\n",
+					jerr.text);
+				goto out;
+			}
+			print_markdown(rep);
+		}
+		code = unreadable ? 2 : go ? 0 : 1;
 		goto out;
 	}
 	rc = replay_report_json(r, !c.no_ledger, &out);
@@ -752,4 +896,14 @@ out:
 	replay_free(r);
 	policy_free(pol);
 	return code;
+}
+
+int replay_main(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}
+
+int readiness_main(int argc, char **argv)
+{
+	return run(argc, argv, true);
 }
