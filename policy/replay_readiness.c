@@ -80,8 +80,9 @@ static int drivers(const struct replay *r, struct buf *b, bool *all_go)
 		missing += !found;
 	}
 	c.go = published > 0 && failing == 0 && missing == 0;
-	snprintf(c.summary, sizeof(c.summary), "%u drivers published mappings; %u of them had slice writes the policy "
-		 "refuses; %u of %zu required drivers missing", published, failing, missing, (size_t)req->n);
+	snprintf(c.summary, sizeof(c.summary), "%u driver%s published mappings; %u of them had slice writes the "
+		 "policy refuses; %u of %zu required driver%s missing", published, published == 1 ? "" : "s", failing,
+		 missing, (size_t)req->n, req->n == 1 ? "" : "s");
 	rc = open_criterion(b, true, &c);
 	if (rc == 0)
 		rc = buf_add_cstr(b, ",\"evidence\":{\"drivers\":[");
@@ -122,8 +123,8 @@ static int drill(const struct replay *r, struct buf *b, bool *all_go)
 	for (i = 0; i < r->ndrills; i++)
 		clean += r->drills[i].clean;
 	c.go = r->o.policy->promotion.require_rollback_drill ? r->ndrills > 0 && clean == r->ndrills : clean == r->ndrills;
-	snprintf(c.summary, sizeof(c.summary), "%u freezes turned on and off in the window, %u with no divergence "
-		 "through them%s%s", r->ndrills, clean, r->frozen ? "; a freeze is still on at the end" : "",
+	snprintf(c.summary, sizeof(c.summary), "%u freeze%s turned on and off in the window, %u with no divergence "
+		 "through it%s%s", r->ndrills, r->ndrills == 1 ? "" : "s", clean, r->frozen ? "; a freeze is still on at the end" : "",
 		 r->o.policy->promotion.require_rollback_drill ? "" : " (a drill is not required)");
 	rc = open_criterion(b, false, &c);
 	if (rc == 0)
@@ -179,8 +180,8 @@ static int window(const struct replay *r, struct buf *b, bool *all_go)
 
 	c.go = longest >= (int64_t)need * 1000000000LL;
 	snprintf(c.summary, sizeof(c.summary), "the longest window without a divergence is %.1fs; the policy asks "
-		 "for %us (%" PRIu64 " divergences in the whole window)", (double)longest / 1e9, need,
-		 replay_divergences(r));
+		 "for %us (%" PRIu64 " divergence%s in the whole window)", (double)longest / 1e9, need,
+		 replay_divergences(r), replay_divergences(r) == 1 ? "" : "s");
 	rc = open_criterion(b, false, &c);
 	if (rc == 0)
 		rc = buf_add_cstr(b, ",\"evidence\":{\"from\":");

@@ -467,6 +467,15 @@ def record_dump():
         f.write("%d\n" % n)
 
 
+def record_freeze_off():
+    """When recording: the freeze ends (the rollback drill's second half)."""
+    path = "/api/v1/namespaces/%s/configmaps/dra-guard-policy" % GUARD_NS
+    cm = ENV.get(path)
+    cm["data"] = {"policy.yaml": POLICY, "freeze": "false"}
+    ENV.must("PUT", path, cm)
+    GUARD.wait(lambda: metric("dra_guard_freeze_active") == 0, "the freeze to end")
+
+
 def main():
     global ENV, GUARD, RECORD
     record = RECORD = os.environ.get("DRA_GUARD_RECORD_AUDIT")
@@ -520,7 +529,7 @@ def main():
                     test_driver_restart_with_a_stale_writer,
                     test_pool_name_collision_between_drivers,
                     test_freeze_keeps_the_ledger_of_its_moment,
-                ])
+                ] + ([record_freeze_off] if record else []))
             finally:
                 GUARD.stop()
         if record:

@@ -21,7 +21,11 @@ Checked here:
   the replay goes on; events out of order within the window are sorted, and
   without a window counted;
 - a dump taken mid-recording plus the rest of the log ends at the same ledger;
-- JUnit output; exit codes 0/1/2 and --warn-exit-code."""
+- JUnit output; exit codes 0/1/2 and --warn-exit-code;
+- the readiness report's verdicts and evidence against what the log shows (the
+  stale writer's refused slices, the freeze on and off, the kubelet's slice
+  deletions, each Pod's time from creation to binding), and a threshold the
+  window cannot meet."""
 
 import gzip
 import json
@@ -48,10 +52,24 @@ TMP = tempfile.mkdtemp(prefix="dra-guard-replay-")
 
 # Name -> arguments after "replay"; the expected output of each is
 # tests/fixtures/replay/expected-<name>.
+PROMOTION = os.path.join(FIX, "promotion.yaml")
+
+
+def readiness_policy():
+    with open(POLICY) as f, open(PROMOTION) as g:
+        return tmp("readiness.yaml", f.read() + g.read())
+
+
 CASES = {
     "report.json": ["--policy", POLICY, "--output", "json", LOG],
     "report.txt": ["--policy", POLICY, LOG],
+    "readiness.md": ["--report", "readiness", "--policy", "@readiness", LOG],
+    "readiness.json": ["--report", "readiness", "--policy", "@readiness", "--output", "json", LOG],
 }
+
+
+def case_args(args):
+    return [readiness_policy() if a == "@readiness" else a for a in args]
 
 
 def replay(args, ok=(0, 1)):
@@ -153,7 +171,7 @@ def expected_strict_refusals():
 
 def test_expected_reports():
     for name, args in CASES.items():
-        p = replay(args)
+        p = replay(case_args(args))
         with open(os.path.join(FIX, "expected-" + name)) as f:
             want = f.read()
         check(p.stdout == want, "replay %s differs from expected-%s (make replay-fixtures rewrites it)"
@@ -180,7 +198,8 @@ def test_recorded_denials_are_denied_again():
               "line %d denied for other rules than recorded (%s): %s" % (line, ev["responseStatus"]["message"],
                                                                           rule))
     check(rep["input"]["corrupt"] == 0 and rep["input"]["outOfOrder"] == 0, "input %s" % rep["input"])
-    check(rep["freeze"]["changes"] == 1 and rep["freeze"]["frozenAtEnd"], "freeze %s" % rep["freeze"])
+    check([e["freeze"] for e in rep["freeze"]["events"]] == [True, False] and not rep["freeze"]["frozenAtEnd"],
+          "freeze %s" % rep["freeze"])
     check(rep["restarts"]["sliceDeletesByKubelet"] == 2, "restarts %s" % rep["restarts"])
     check(rep["divergence"]["admittedNumaSplits"] == 1, "NUMA splits %s" % rep["divergence"])
     check(rep["ledger"]["summary"]["overcommittedNodes"] == 0 and rep["ledger"]["summary"]["claims"] == 2,
@@ -282,9 +301,66 @@ def test_junit_and_exit_codes():
     check(replay(["--policy", tmp("bad.yaml", "kind: Nope\n"), LOG], ok=(2,)).returncode == 2, "a bad policy")
 
 
+def pending_times():
+    """Seconds from the creation of each Pod with claims to its binding."""
+    created, out = {}, []
+    for _, ev in sorted(events(), key=lambda x: (x[1]["stageTimestamp"], x[0])):
+        res, sub, ns, name = where(ev)
+        if res != "pods" or not ok(ev):
+            continue
+        t = ev["stageTimestamp"]
+        secs = int(t[11:13]) * 3600 + int(t[14:16]) * 60 + float(t[17:-1])
+        if ev["verb"] == "create" and sub == "" and ev["responseObject"]["spec"].get("resourceClaims"):
+            created[(ns, name)] = secs
+        elif ev["verb"] == "create" and sub == "binding" and (ns, name) in created:
+            out.append(secs - created.pop((ns, name)))
+    return sorted(out), len(created)
+
+
+def test_readiness_verdicts_follow_the_log():
+    rep, p = replay_json(["--report", "readiness", "--policy", readiness_policy(), LOG])
+    check(p.returncode == (0 if rep["verdict"] == "go" else 1), "exit %d for %s" % (p.returncode, rep["verdict"]))
+    crit = {c["name"]: c for c in rep["criteria"]}
+    check(list(crit) == ["driverCoverage", "rollbackDrill", "restartsAndUpgrades", "zeroDivergenceWindow",
+                         "pendingSLO", "capacitySLO"], "criteria %s" % list(crit))
+    # the stale writer's slices were refused while recording: the driver did not pass
+    refused = [line for line, ev in events() if where(ev)[0] == "resourceslices" and not ok(ev)]
+    drv = crit["driverCoverage"]["evidence"]["drivers"]
+    check(crit["driverCoverage"]["verdict"] == "no-go" and drv[0]["name"] == "dra.example.com" and
+          drv[0]["publishedMappings"] and drv[0]["refused"] >= len(refused), "driver coverage %s" % crit["driverCoverage"])
+    freeze = [json.loads(ev["responseObject"]["data"].get("freeze", "false")) for _, ev in events()
+              if where(ev)[0] == "configmaps" and ok(ev) and ev["verb"] in ("create", "update")]
+    check(freeze[-2:] == [True, False], "the recording's freeze writes %s" % freeze)
+    drills = crit["rollbackDrill"]["evidence"]["drills"]
+    check(crit["rollbackDrill"]["verdict"] == "go" and len(drills) == 1 and drills[0]["clean"], "drill %s" % drills)
+    kubelet = sum(1 for _, ev in events() if where(ev)[0] == "resourceslices" and ev["verb"] == "delete" and ok(ev)
+                  and ev["user"]["username"].startswith("system:node:"))
+    ev = crit["restartsAndUpgrades"]["evidence"]
+    check(ev["sliceDeletesByKubelet"] == kubelet == 2 and ev["poolsRepublished"] == 2 and
+          crit["restartsAndUpgrades"]["verdict"] == "go", "restarts %s" % ev)
+    times, waiting = pending_times()
+    ev = crit["pendingSLO"]["evidence"]
+    p50, p99 = times[(len(times) + 1) // 2 - 1], times[-1]
+    check(ev["pods"] == len(times) and ev["stillPending"] == waiting, "pending %s, log %s / %d" % (ev, times, waiting))
+    # the histogram gives the upper bound of the bucket: 10 ms under 1 s, 100 ms under a minute
+    for got, want in ((ev["p50Seconds"], p50), (ev["p99Seconds"], p99)):
+        check(want <= got + 1e-6 <= want + (0.01 if want < 1 else 0.1) + 1e-6, "pending %s, log %s" % (ev, times))
+    check(crit["capacitySLO"]["verdict"] == "go", "capacity %s" % crit["capacitySLO"])
+    # a threshold the window cannot meet turns its criterion, and the verdict, to no-go
+    with open(readiness_policy()) as f:
+        text = f.read().replace("zeroDivergenceWindow: 5s", "zeroDivergenceWindow: 1h")
+    rep, p = replay_json(["--report", "readiness", "--policy", tmp("long.yaml", text), LOG])
+    check(p.returncode == 1 and rep["verdict"] == "no-go" and
+          [c["verdict"] for c in rep["criteria"] if c["name"] == "zeroDivergenceWindow"] == ["no-go"],
+          "a 1h window passed on a 15s log")
+    p = replay(["--report", "readiness", "--policy", tmp("bad-promotion.yaml", text.replace("p99: 5s", "p99: 0s")),
+                LOG], ok=(2,))
+    check("promotion.pendingSLO.p99" in p.stderr, "a bad promotion section: %s" % p.stderr)
+
+
 def update():
     for name, args in CASES.items():
-        p = replay(args)
+        p = replay(case_args(args))
         with open(os.path.join(FIX, "expected-" + name), "w") as f:
             f.write(p.stdout)
         print("wrote", os.path.join(FIX, "expected-" + name))
@@ -303,6 +379,7 @@ def main():
         test_out_of_order_events_are_sorted_within_the_window,
         test_a_dump_and_the_rest_of_the_log_end_at_the_same_ledger,
         test_junit_and_exit_codes,
+        test_readiness_verdicts_follow_the_log,
     ])
 
 
