@@ -123,6 +123,21 @@ static const struct bad_case bad_cases[] = {
 	{ "settle window too long", HEAD "ledger:\n  settleWindow: 2h\n", 4, "ledger.settleWindow", "out of range" },
 	{ "undecided unknown", HEAD "ledger:\n  undecided: warn\n", 4, "ledger.undecided", "accepted: allow, deny" },
 	{ "ledger typo", HEAD "ledger:\n  settle: 1m\n", 4, "ledger", "unknown key \"settle\"" },
+	{ "promotion window zero", HEAD "promotion:\n  zeroDivergenceWindow: 0s\n", 4,
+	  "promotion.zeroDivergenceWindow", "out of range" },
+	{ "promotion p99 under p50", HEAD "promotion:\n  pendingSLO: {p50: 1m, p99: 30s}\n", 4, "promotion.pendingSLO",
+	  "below p50" },
+	{ "promotion pending typo", HEAD "promotion:\n  pendingSLO: {p95: 1m}\n", 4, "promotion.pendingSLO",
+	  "unknown key \"p95\"" },
+	{ "promotion headroom 100", HEAD "promotion:\n  capacityHeadroomPercent: 100\n", 4,
+	  "promotion.capacityHeadroomPercent", "from 0 to 99" },
+	{ "promotion headroom fraction", HEAD "promotion:\n  capacityHeadroomPercent: 2.5\n", 4,
+	  "promotion.capacityHeadroomPercent", "whole percentage" },
+	{ "promotion drill not a bool", HEAD "promotion:\n  requireRollbackDrill: sometimes\n", 4,
+	  "promotion.requireRollbackDrill", "expected a boolean" },
+	{ "promotion drivers twice", HEAD "promotion:\n  drivers: [a.example.com, a.example.com]\n", 4,
+	  "promotion.drivers[1]", "duplicate" },
+	{ "promotion typo", HEAD "promotion:\n  zeroDivergence: 1h\n", 4, "promotion", "unknown key \"zeroDivergence\"" },
 	{ "yaml syntax", HEAD "drivers: [\n", 0, NULL, "" },
 	{ "duplicate key", HEAD "schedulers: [a]\nschedulers: [b]\n", 4, NULL, "duplicate" },
 	{ "two documents", HEAD "---\n" HEAD, 0, NULL, "exactly one" },
@@ -272,6 +287,30 @@ static void test_ledger_settings(void **state)
 	assert_int_equal(p->numa_align_classes.n, 1);
 	assert_int_equal(p->ledger_settle_s, 0);
 	assert_true(p->ledger_undecided_deny);
+	policy_free(p);
+}
+
+static void test_promotion_thresholds(void **state)
+{
+	struct policy *p;
+
+	(void)state;
+	p = load_ok(HEAD);
+	assert_int_equal(p->promotion.zero_divergence_s, POLICY_PROMOTION_WINDOW_DEFAULT_S);
+	assert_int_equal(p->promotion.pending_p50_s, POLICY_PROMOTION_P50_DEFAULT_S);
+	assert_int_equal(p->promotion.pending_p99_s, POLICY_PROMOTION_P99_DEFAULT_S);
+	assert_int_equal(p->promotion.capacity_headroom_pct, POLICY_PROMOTION_HEADROOM_DEFAULT_PCT);
+	assert_true(p->promotion.require_rollback_drill && p->promotion.require_restarts);
+	policy_free(p);
+	p = load_ok(HEAD "promotion:\n  zeroDivergenceWindow: 72h\n  pendingSLO: {p50: 10s, p99: 2m}\n"
+		    "  capacityHeadroomPercent: 0\n  requireRollbackDrill: false\n  requireRestarts: false\n"
+		    "  drivers: [gpu.example.com]\n");
+	assert_int_equal(p->promotion.zero_divergence_s, 72 * 3600);
+	assert_int_equal(p->promotion.pending_p50_s, 10);
+	assert_int_equal(p->promotion.pending_p99_s, 120);
+	assert_int_equal(p->promotion.capacity_headroom_pct, 0);
+	assert_false(p->promotion.require_rollback_drill || p->promotion.require_restarts);
+	assert_int_equal(p->promotion.drivers.n, 1);
 	policy_free(p);
 }
 
@@ -837,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_policies_say_where),
 		cmocka_unit_test(test_cluster_view_max_age),
 		cmocka_unit_test(test_ledger_settings),
+		cmocka_unit_test(test_promotion_thresholds),
 		cmocka_unit_test(test_full_document_loads),
 		cmocka_unit_test(test_builtin_denies_everything_with_advisory_warnings),
 		cmocka_unit_test(test_advisory_rules_never_escalate_by_default),
