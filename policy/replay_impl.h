@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "audit.h"
 #include "buf.h"
+#include "model.h"
 #include "ledger.h"
 #include "replay.h"
 #include "rules.h"
@@ -212,5 +213,40 @@ struct replay {
 	char near_capacity_node[256];
 	struct ledger *ledger;            /* the last sample's */
 };
+
+/* --- shared by replay.c, replay_judge.c, replay_apply.c ----------------- */
+
+/* Whether the guard's webhook configuration sends a write, and as what. */
+struct judged {
+	enum admission_op op;
+	const char *kind;
+};
+
+/* The working view published for engine_decide() and ledger_build(). */
+int replay_publish(struct replay *r);
+/* The kinds whose last text is kept for the next write's oldObject. */
+bool replay_stored_kind(enum audit_resource res);
+/* ns/name is the guard's policy ConfigMap. */
+bool replay_is_self(const struct replay *r, struct str ns, struct str name);
+/* The recorded freeze turned on or off at `at` (drills are noted). */
+void replay_note_freeze(struct replay *r, bool on, int64_t at);
+/* Apply text as ev to the view; a refusal is counted, not fatal. */
+int replay_view_apply(struct replay *r, enum view_event ev, struct str text, int64_t t);
+/* A duplicate (0), stale-pool allocation (1) or NUMA split (2) got through at t. */
+void replay_note_admitted(struct replay *r, int which, int64_t t);
+/* Divergences so far, with the current interval if it has outlasted the
+ * settle window at `at`. */
+uint64_t replay_divergences_now(const struct replay *r, int64_t at);
+/* The write succeeded (2xx). */
+bool replay_success(const struct audit_event *ev);
+/* "s" with s's raw (already escaped) JSON string contents. */
+int replay_json_raw(struct buf *b, struct str s);
+/* The username in a user object's text, raw; "" when none. */
+struct str replay_user_name(struct str user);
+/* replay_judge.c: a write the webhook is sent, and judging it. */
+bool replay_judged_write(const struct replay *r, const struct audit_event *ev, struct judged *j);
+int replay_judge(struct replay *r, const struct audit_event *ev, const struct judged *j, uint64_t line_no);
+/* replay_apply.c: a write that succeeded, applied. */
+int replay_apply(struct replay *r, const struct audit_event *ev);
 
 #endif

@@ -1,0 +1,414 @@
+/* replay_judge.c - a recorded write judged as the webhook would have judged
+ * it (replay.h): the AdmissionReview built from the event, decoded and
+ * decided by the engine, and what each rule said kept as counts and
+ * examples. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "engine.h"
+#include "jscan.h"
+#include "replay_impl.h"
+#include "timefmt.h"
+
+/* --- one event, written out -------------------------------------------------- */
+
+int replay_json_raw(struct buf *b, struct str s)
+{
+	int rc = buf_add_char(b, '"');
+
+	if (rc == 0)
+		rc = buf_add(b, s.ptr, s.len);
+	return rc ? rc : buf_add_char(b, '"');
+}
+
+/* The username in a user object's text, raw; "" when none. */
+struct str replay_user_name(struct str user)
+{
+	struct jscan s;
+	struct jscan_str key, v;
+
+	if (user.len == 0)
+		return (struct str){ "", 0 };
+	jscan_init(&s, user.ptr, user.len, 16);
+	if (jscan_object_enter(&s))
+		return (struct str){ "", 0 };
+	while (jscan_object_next(&s, &key) == 1) {
+		if (jscan_str_is(&key, "username") && jscan_string(&s, &v) == 0)
+			return (struct str){ v.ptr, v.len };
+		if (jscan_skip(&s, NULL))
+			break;
+	}
+	return (struct str){ "", 0 };
+}
+
+void replay_format_time(int64_t ns, char buf[static 40])
+{
+	char t[TIMEFMT_MAX];
+	int64_t sec = ns / 1000000000LL - (ns % 1000000000LL < 0);
+	int ms = (int)((ns - sec * 1000000000LL) / 1000000);
+
+	timefmt_rfc3339(sec * 1000000000LL, t);
+	t[strlen(t) - 1] = '\0';
+	snprintf(buf, 40, "%s.%03dZ", t, ms);
+}
+
+/* {"line":..,"time":..,...} of ev, then extra members (already JSON, each
+ * starting with ','), then '}', as a malloc'd example. */
+static int example_make(const struct audit_event *ev, uint64_t line_no, const char *op, const char *extra,
+			size_t extra_len, struct replay_example *out)
+{
+	struct buf b;
+	char t[40];
+	int rc;
+
+	buf_init(&b, (size_t)1 << 20);
+	replay_format_time(ev->stage_ns, t);
+	rc = buf_printf(&b, "{\"line\":%llu,\"time\":\"%s\",\"auditID\":", (unsigned long long)line_no, t);
+	if (rc == 0)
+		rc = replay_json_raw(&b, ev->audit_id);
+	if (rc == 0)
+		rc = buf_printf(&b, ",\"verb\":\"%s\",\"operation\":\"%s\",\"resource\":", audit_verb_name(ev->verb),
+				op);
+	if (rc == 0)
+		rc = replay_json_raw(&b, ev->resource_name);
+	if (rc == 0)
+		rc = buf_add_cstr(&b, ",\"subresource\":");
+	if (rc == 0)
+		rc = replay_json_raw(&b, ev->subresource);
+	if (rc == 0)
+		rc = buf_add_cstr(&b, ",\"namespace\":");
+	if (rc == 0)
+		rc = replay_json_raw(&b, ev->namespace);
+	if (rc == 0)
+		rc = buf_add_cstr(&b, ",\"name\":");
+	if (rc == 0)
+		rc = replay_json_raw(&b, ev->name);
+	if (rc == 0)
+		rc = buf_add_cstr(&b, ",\"user\":");
+	if (rc == 0)
+		rc = replay_json_raw(&b, replay_user_name(ev->impersonated.len ? ev->impersonated : ev->user));
+	if (rc == 0)
+		rc = buf_printf(&b, ",\"recorded\":%d", (int)ev->code);
+	if (rc == 0 && extra_len)
+		rc = buf_add(&b, extra, extra_len);
+	if (rc == 0)
+		rc = buf_add_char(&b, '}');
+	if (rc == 0)
+		rc = buf_take(&b, &out->json, &out->len);
+	buf_free(&b);
+	return rc;
+}
+
+/* --- judging ------------------------------------------------------------------ */
+
+/* Whether the guard's webhook configuration sends this write, and as what. */
+bool replay_judged_write(const struct replay *r, const struct audit_event *ev, struct judged *j)
+{
+	bool main = ev->subresource.len == 0;
+	bool status = str_eq_cstr(ev->subresource, "status");
+
+	j->op = ev->verb == AUDIT_CREATE ? ADMISSION_OP_CREATE
+		: ev->verb == AUDIT_DELETE ? ADMISSION_OP_DELETE : ADMISSION_OP_UPDATE;
+	switch (ev->resource) {
+	case AUDIT_SLICES:
+		j->kind = "ResourceSlice";
+		return main;
+	case AUDIT_CLAIMS:
+		j->kind = "ResourceClaim";
+		return (main && j->op == ADMISSION_OP_CREATE) || (status && j->op == ADMISSION_OP_UPDATE);
+	case AUDIT_PODS:
+		j->kind = "Pod";
+		return status && j->op == ADMISSION_OP_UPDATE;
+	case AUDIT_CONFIGMAPS:
+		j->kind = "ConfigMap";
+		return main && j->op != ADMISSION_OP_DELETE && replay_is_self(r, ev->namespace, ev->name);
+	default:
+		return false;
+	}
+}
+
+bool replay_success(const struct audit_event *ev)
+{
+	return ev->code >= 200 && ev->code < 300;
+}
+
+/* The AdmissionReview the API server would have sent, into r->review. */
+static int make_review(struct replay *r, const struct audit_event *ev, const struct judged *j, struct str obj,
+		       struct str old, uint64_t line_no)
+{
+	struct buf *b = &r->review;
+	struct str user = ev->impersonated.len ? ev->impersonated : ev->user;
+	int rc;
+
+	buf_reset(b);
+	rc = buf_add_cstr(b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":");
+	if (rc == 0 && ev->audit_id.len)
+		rc = replay_json_raw(b, ev->audit_id);
+	else if (rc == 0)
+		rc = buf_printf(b, "\"line-%llu\"", (unsigned long long)line_no);
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"kind\":{\"group\":");
+	if (rc == 0)
+		rc = replay_json_raw(b, ev->api_group);
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"version\":");
+	if (rc == 0)
+		rc = replay_json_raw(b, ev->api_version);
+	if (rc == 0)
+		rc = buf_printf(b, ",\"kind\":\"%s\"},\"resource\":{\"group\":", j->kind);
+	if (rc == 0)
+		rc = replay_json_raw(b, ev->api_group);
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"version\":");
+	if (rc == 0)
+		rc = replay_json_raw(b, ev->api_version);
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"resource\":");
+	if (rc == 0)
+		rc = replay_json_raw(b, ev->resource_name);
+	if (rc == 0 && ev->subresource.len) {
+		rc = buf_add_cstr(b, "},\"subResource\":");
+		if (rc == 0)
+			rc = replay_json_raw(b, ev->subresource);
+	} else if (rc == 0) {
+		rc = buf_add_char(b, '}');
+	}
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"name\":");
+	if (rc == 0)
+		rc = replay_json_raw(b, ev->name);
+	if (rc == 0 && ev->namespace.len) {
+		rc = buf_add_cstr(b, ",\"namespace\":");
+		if (rc == 0)
+			rc = replay_json_raw(b, ev->namespace);
+	}
+	if (rc == 0)
+		rc = buf_printf(b, ",\"operation\":\"%s\",\"userInfo\":", model_op_name(j->op));
+	if (rc == 0)
+		rc = user.len ? buf_add(b, user.ptr, user.len) : buf_add_cstr(b, "{}");
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"object\":");
+	if (rc == 0)
+		rc = obj.len ? buf_add(b, obj.ptr, obj.len) : buf_add_cstr(b, "null");
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"oldObject\":");
+	if (rc == 0)
+		rc = old.len ? buf_add(b, old.ptr, old.len) : buf_add_cstr(b, "null");
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"dryRun\":false}}");
+	return rc;
+}
+
+static int add_example(struct replay_rule_stats *st, uint32_t max, const struct audit_event *ev, uint64_t line_no,
+		       const char *op, enum action act, struct str message)
+{
+	struct buf x;
+	int rc;
+
+	if (st->nexamples >= max)
+		return 0;
+	if (!st->examples) {
+		st->examples = calloc(max, sizeof(*st->examples));
+		if (!st->examples)
+			return -ENOMEM;
+	}
+	buf_init(&x, (size_t)1 << 20);
+	rc = buf_printf(&x, ",\"action\":\"%s\",\"message\":", action_name(act));
+	if (rc == 0)
+		rc = buf_add_json_str(&x, message.ptr, message.len);
+	if (rc == 0)
+		rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &st->examples[st->nexamples]);
+	if (rc == 0)
+		st->nexamples++;
+	buf_free(&x);
+	return rc == -E2BIG ? 0 : rc;
+}
+
+static int add_refused(struct replay *r, const struct audit_event *ev, uint64_t line_no, const char *op,
+		       const struct verdict *v)
+{
+	struct buf x;
+	uint32_t i, k;
+	bool seen[RULE_COUNT] = { false };
+	int rc;
+
+	if (r->nrefused >= r->o.max_refused)
+		return 0;
+	buf_init(&x, (size_t)1 << 20);
+	rc = buf_add_cstr(&x, ",\"rules\":[");
+	for (i = 0, k = 0; rc == 0 && i < v->nviolations; i++) {
+		if (v->violations[i].action != ACTION_DENY || seen[v->violations[i].rule])
+			continue;
+		seen[v->violations[i].rule] = true;
+		rc = buf_printf(&x, "%s\"%s\"", k++ ? "," : "", rule_name(v->violations[i].rule));
+	}
+	if (rc == 0)
+		rc = buf_add_cstr(&x, "],\"message\":");
+	if (rc == 0)
+		rc = buf_add_json_str(&x, v->message.ptr, v->message.len);
+	if (rc == 0)
+		rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &r->refused[r->nrefused]);
+	if (rc == 0)
+		r->nrefused++;
+	buf_free(&x);
+	return rc == -E2BIG ? 0 : rc;
+}
+
+static int record(struct replay *r, const struct audit_event *ev, uint64_t line_no, const char *op,
+		  const struct verdict *v)
+{
+	bool seen[RULE_COUNT] = { false };
+	bool deny = false, warn = false;
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < v->nviolations; i++) {
+		const struct violation *x = &v->violations[i];
+		struct replay_rule_stats *st = &r->rules[x->rule];
+
+		if (seen[x->rule])
+			continue;
+		seen[x->rule] = true;
+		if (x->action == ACTION_DENY)
+			st->deny++, deny = true;
+		else if (x->action == ACTION_WARN)
+			st->warn++, warn = true;
+		else
+			st->dryrun++;
+		rc = add_example(st, r->o.examples, ev, line_no, op, x->action, x->message);
+		if (rc)
+			return rc;
+		/* What got into the cluster although the ledger rules object. */
+		if (replay_success(ev)) {
+			if (x->rule == RULE_LEDGER_DEVICE_DUPLICATE)
+				replay_note_admitted(r, 0, ev->stage_ns);
+			else if (x->rule == RULE_LEDGER_POOL_FRESH)
+				replay_note_admitted(r, 1, ev->stage_ns);
+			else if (x->rule == RULE_LEDGER_NUMA_SPLIT)
+				replay_note_admitted(r, 2, ev->stage_ns);
+		}
+	}
+	r->would_deny += deny || !v->allowed;
+	r->would_warn += warn;
+	if (!v->allowed && replay_success(ev)) {
+		r->would_refuse++;
+		return add_refused(r, ev, line_no, op, v);
+	}
+	return 0;
+}
+
+/* Driver coverage: each driver's slice writes, and whether it published
+ * mappings that were written. */
+static void note_driver(struct replay *r, struct str obj, bool ok, const struct verdict *v, uint64_t line_no)
+{
+	struct replay_meta m;
+	struct replay_driver *d = NULL;
+	uint32_t i;
+
+	if (replay_meta_read(obj, &m) || m.driver.len == 0)
+		return;
+	for (i = 0; i < r->ndrivers && !d; i++)
+		if (strlen(r->drivers[i].name) == m.driver.len && memcmp(r->drivers[i].name, m.driver.ptr, m.driver.len) == 0)
+			d = &r->drivers[i];
+	if (!d) {
+		if (r->ndrivers >= REPLAY_DRIVERS_MAX || m.driver.len >= sizeof(d->name)) {
+			r->drivers_dropped++;
+			return;
+		}
+		d = &r->drivers[r->ndrivers++];
+		memcpy(d->name, m.driver.ptr, m.driver.len);
+		d->name[m.driver.len] = '\0';
+	}
+	d->writes++;
+	if (ok && m.has_mappings)
+		d->mappings = true;
+	if (!v->allowed) {
+		if (d->denied++ == 0) {
+			d->first_denied_line = line_no;
+			for (i = 0; i < v->nviolations; i++)
+				if (v->violations[i].action == ACTION_DENY) {
+					snprintf(d->first_denied_rule, sizeof(d->first_denied_rule), "%s",
+						 rule_name(v->violations[i].rule));
+					break;
+				}
+		}
+	}
+}
+
+int replay_judge(struct replay *r, const struct audit_event *ev, const struct judged *j, uint64_t line_no)
+{
+	struct engine_options opt;
+	struct admission_request req;
+	struct decode_error derr;
+	struct verdict v;
+	struct str obj = { "", 0 }, old = { "", 0 };
+	const char *op = model_op_name(j->op);
+	int rc;
+
+	if (j->op != ADMISSION_OP_DELETE) {
+		if (replay_success(ev))
+			obj = ev->response_object;
+		else if (ev->verb != AUDIT_PATCH)
+			obj = ev->request_object;
+		if (obj.len == 0) {
+			r->not_judged_patch++;
+			return 0;
+		}
+	}
+	if (j->op != ADMISSION_OP_CREATE) {
+		const struct replay_store_entry *e = replay_store_get(&r->store, ev->resource, ev->namespace, ev->name);
+
+		if (!e) {
+			r->not_judged_old++;
+			return 0;
+		}
+		old = (struct str){ e->text, e->text_len };
+	}
+	rc = make_review(r, ev, j, obj, old, line_no);
+	if (rc)
+		return rc == -E2BIG ? (r->not_judged_patch++, 0) : rc;
+	/* The log is the cluster's whole write history: the view is as fresh
+	 * as the event, so rules that refuse to decide on a stale view run. */
+	if (ev->stage_ns - r->touched_ns >= 1000000000LL) {     /* every second is plenty */
+		for (rc = 0; rc < VIEW_RESOURCE_COUNT; rc++)
+			view_builder_touch(r->builder, (enum view_resource)rc, ev->stage_ns);
+		r->touched_ns = ev->stage_ns;
+	}
+	rc = replay_publish(r);
+	if (rc)
+		return rc;
+	memset(&opt, 0, sizeof(opt));
+	opt.force_freeze = r->frozen;
+	opt.self_name = r->o.self_name;
+	opt.self_namespace = r->o.self_namespace;
+	arena_reset(r->arena);
+	r->judged++;
+	rc = decode_review(buf_cstr(&r->review), buf_len(&r->review), NULL, r->arena, &req, &derr);
+	if (rc) {
+		struct buf x;
+
+		r->undecidable++;
+		r->would_deny++;
+		if (replay_success(ev))
+			r->would_refuse++;
+		if (r->nundecidable_ex >= sizeof(r->undecidable_ex) / sizeof(r->undecidable_ex[0]))
+			return 0;
+		buf_init(&x, (size_t)1 << 16);
+		rc = buf_add_cstr(&x, ",\"message\":");
+		if (rc == 0)
+			rc = buf_add_json_str(&x, derr.msg, strlen(derr.msg));
+		if (rc == 0)
+			rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &r->undecidable_ex[r->nundecidable_ex]);
+		if (rc == 0)
+			r->nundecidable_ex++;
+		buf_free(&x);
+		return rc == -E2BIG ? 0 : rc;
+	}
+	engine_decide(r->o.policy, r->view, &opt, &req, ev->stage_ns, r->arena, &v);
+	if (ev->resource == AUDIT_SLICES)
+		note_driver(r, obj.len ? obj : old, replay_success(ev), &v, line_no);
+	return record(r, ev, line_no, op, &v);
+}
