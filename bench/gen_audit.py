@@ -9,7 +9,7 @@ them, OTHER events the replay skips for every guarded write, shaped as a
 busy cluster's log at Metadata level writes them: kubelet lease renewals,
 Event creates, and list responses at RequestResponse with a 40 KB body.
 
-  gen_audit.py --copies N --other K [--gzip] OUT"""
+  gen_audit.py --copies N --other K [--gzip] [--same-cluster] OUT"""
 
 import argparse
 import gzip
@@ -77,6 +77,8 @@ def main():
     ap.add_argument("--copies", type=int, default=100)
     ap.add_argument("--other", type=int, default=0, help="skipped events per guarded write")
     ap.add_argument("--gzip", action="store_true")
+    ap.add_argument("--same-cluster", action="store_true",
+                    help="do not rename: every copy replays the same objects (the log grows, the cluster does not)")
     ap.add_argument("out")
     a = ap.parse_args()
     rng = random.Random(1)
@@ -87,7 +89,7 @@ def main():
     with opener(a.out, "wt") as out:
         for c in range(a.copies):
             for line in base:
-                line = shift(rename(line, c), 60 * c)
+                line = shift(line if a.same_cluster else rename(line, c), 60 * c)
                 stamp = json.loads(line)["stageTimestamp"]
                 for _ in range(a.other):
                     out.write(other(rng, stamp, n))

@@ -138,18 +138,29 @@ for s in "${steps[@]}"; do
 			printf ',"mixed":'
 			"$root/$BUILD/release/bench/bench_replay" -r "${REPLAY_ROUNDS:-5}" -s 1 "$rp" "$out/replay-mixed.log"
 			for f in replay-mixed.log replay-mixed.log.gz; do
+				# the bytes are the plain log's either way: MB/s of audit log
 				printf ',"cli_%s":' "${f//[.-]/_}"
 				/usr/bin/time -f '{"wall_s":%e,"cpu_s":%U,"sys_s":%S,"max_rss_kib":%M}' -o "$out/time.json" \
 					"$bin" replay --policy "$rp" --output json "$out/$f" >/dev/null || true
 				tr -d '\n' <"$out/time.json"
 				printf ',"cli_%s_bytes":%s' "${f//[.-]/_}" "$(stat -c %s "$out/replay-mixed.log")"
 			done
+			# memory: the same cluster, a log 100 times longer
+			for n in 20 2000; do
+				python3 bench/gen_audit.py --copies "$n" --same-cluster "$out/replay-same.log"
+				printf ',"cli_same_cluster_%s":' "$n"
+				/usr/bin/time -f '{"wall_s":%e,"cpu_s":%U,"sys_s":%S,"max_rss_kib":%M}' -o "$out/time.json" \
+					"$bin" replay --policy "$rp" --output json "$out/replay-same.log" >/dev/null || true
+				tr -d '\n' <"$out/time.json"
+				printf ',"cli_same_cluster_%s_bytes":%s' "$n" "$(stat -c %s "$out/replay-same.log")"
+			done
+			rm -f "$out/replay-same.log"
 			printf '}\n'
 		} >"$out/replay.json"
 		python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
 for k in ("guarded","guarded_no_ledger","mixed"):
     x=r[k]; print("  %-18s %8.1f MB/s (median %.1f)  %d lines, %d judged, peak RSS %d MiB" % (k, x["mb_per_s"], x["median_mb_per_s"], x["lines"], x["judged"], x["max_rss_kib"]//1024))
-for k in ("cli_replay_mixed_log","cli_replay_mixed_log_gz"):
+for k in ("cli_replay_mixed_log","cli_replay_mixed_log_gz","cli_same_cluster_20","cli_same_cluster_2000"):
     x=r[k]; b=r[k+"_bytes"]; print("  %-24s %6.2f s wall, %6.2f s CPU (%.0f MB/s of log per CPU second), peak RSS %d MiB" % (k, x["wall_s"], x["cpu_s"]+x["sys_s"], b/1e6/max(x["cpu_s"]+x["sys_s"],1e-9), x["max_rss_kib"]//1024))' "$out/replay.json"
 		echo
 		;;

@@ -425,7 +425,9 @@ static int replay_log(struct replay *r, const struct replay_options *o, const ch
 		rd->end = (size_t)got;
 	}
 	for (;;) {
-		if (rd->start > 0 && (rd->cap - rd->end < REPLAY_CHUNK)) {
+		/* The unread part (at most a line) goes to the front before each
+		 * read, so the buffer touches only a line and a chunk of memory. */
+		if (rd->start > 0) {
 			memmove(rd->data, rd->data + rd->start, rd->end - rd->start);
 			rd->end -= rd->start;
 			rd->start = 0;
