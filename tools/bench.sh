@@ -140,7 +140,7 @@ for s in "${steps[@]}"; do
 			for f in replay-mixed.log replay-mixed.log.gz; do
 				# the bytes are the plain log's either way: MB/s of audit log
 				printf ',"cli_%s":' "${f//[.-]/_}"
-				/usr/bin/time -f '{"wall_s":%e,"cpu_s":%U,"sys_s":%S,"max_rss_kib":%M}' -o "$out/time.json" \
+				/usr/bin/time -q -f '{"wall_s":%e,"cpu_s":%U,"sys_s":%S,"max_rss_kib":%M}' -o "$out/time.json" \
 					"$bin" replay --policy "$rp" --output json "$out/$f" >/dev/null || true
 				tr -d '\n' <"$out/time.json"
 				printf ',"cli_%s_bytes":%s' "${f//[.-]/_}" "$(stat -c %s "$out/replay-mixed.log")"
@@ -149,7 +149,7 @@ for s in "${steps[@]}"; do
 			for n in 20 2000; do
 				python3 bench/gen_audit.py --copies "$n" --same-cluster "$out/replay-same.log"
 				printf ',"cli_same_cluster_%s":' "$n"
-				/usr/bin/time -f '{"wall_s":%e,"cpu_s":%U,"sys_s":%S,"max_rss_kib":%M}' -o "$out/time.json" \
+				/usr/bin/time -q -f '{"wall_s":%e,"cpu_s":%U,"sys_s":%S,"max_rss_kib":%M}' -o "$out/time.json" \
 					"$bin" replay --policy "$rp" --output json "$out/replay-same.log" >/dev/null || true
 				tr -d '\n' <"$out/time.json"
 				printf ',"cli_same_cluster_%s_bytes":%s' "$n" "$(stat -c %s "$out/replay-same.log")"
