@@ -23,6 +23,7 @@ struct check {
 	const struct view *view;     /* NULL without a cluster view */
 	int64_t now_ns;
 	bool frozen;                 /* the policy's freeze, or dry-run --freeze */
+	struct str self_user;        /* the guard's own user: it may remove its scheduling gate */
 	struct str self_name;        /* the guard's own policy ConfigMap */
 	struct str self_namespace;
 	const struct admission_request *req;

@@ -75,6 +75,42 @@ RAW_MEMBER(raw_container_statuses, container_statuses_raw, true)
 RAW_MEMBER(raw_init_statuses, init_statuses_raw, true)
 RAW_MEMBER(raw_conditions, conditions_raw, true)
 
+static int decode_gate_name(struct dctx *d, void *obj)
+{
+	struct pod *p = obj;
+	struct str name = { NULL, 0 };
+	int rc = decode_read_str(d, &name);
+
+	if (rc == 0 && str_eq_cstr(name, MODEL_FREEZE_GATE))
+		p->has_freeze_gate = true;
+	return rc;
+}
+
+static const struct field gate_fields[] = {
+	FCALL("name", decode_gate_name),
+};
+
+/* spec.schedulingGates: only whether the guard's own gate is there, and
+ * how many there are (the mutation appends to a list that exists). */
+static int decode_scheduling_gates(struct dctx *d, void *obj)
+{
+	struct pod *p = obj;
+	int r, rc;
+
+	if ((r = decode_enter_array(d)) <= 0)
+		return r;
+	p->has_scheduling_gates = true;
+	decode_path_push_index(d);
+	while ((r = decode_next_elem(d)) == 1) {
+		decode_path_set_index(d, p->nscheduling_gates);
+		if ((rc = decode_fields(d, gate_fields, COUNT(gate_fields), p, NULL)) != 0)
+			return rc;
+		p->nscheduling_gates++;
+	}
+	decode_path_pop(d);
+	return r;
+}
+
 const struct field decode_pod_spec_fields[] = {
 	FSTR("nodeName", struct pod, node_name),
 	FCALL("resourceClaims", decode_claim_refs),
@@ -82,6 +118,7 @@ const struct field decode_pod_spec_fields[] = {
 	FCALL("initContainers", raw_init_containers),
 	FCALL("overhead", raw_overhead),
 	FCALL("resources", raw_pod_resources),
+	FCALL("schedulingGates", decode_scheduling_gates),
 };
 const int decode_pod_spec_nfields = COUNT(decode_pod_spec_fields);
 

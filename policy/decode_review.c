@@ -50,6 +50,77 @@ static int decode_labels(struct dctx *d, void *obj)
 	return r;
 }
 
+/* annotations: only the resource-claim controller's pod-claim-name is
+ * read; the rest are validated and skipped. */
+static int decode_annotations(struct dctx *d, void *obj)
+{
+	struct object_meta *m = obj;
+	struct jscan_str key;
+	int r, rc;
+
+	if ((r = decode_enter_object(d)) <= 0)
+		return r;
+	m->has_annotations = true;
+	while ((r = decode_next_key(d, &key)) == 1) {
+		decode_path_push(d, key.ptr, key.len);
+		if (!jscan_str_is(&key, MODEL_POD_CLAIM_ANNOTATION)) {
+			rc = decode_skip(d);
+		} else if (m->has_pod_claim_name) {
+			rc = decode_key_fail(d, "annotation", &key);
+		} else {
+			m->has_pod_claim_name = true;
+			rc = decode_read_str(d, &m->pod_claim_name);
+		}
+		if (rc)
+			return rc;
+		decode_path_pop(d);
+	}
+	return r;
+}
+
+struct owner_ref {
+	struct str api_version, kind, name, uid;
+	bool controller;
+};
+
+static const struct field owner_fields[] = {
+	FSTR("apiVersion", struct owner_ref, api_version),
+	FSTR("kind", struct owner_ref, kind),
+	FSTR("name", struct owner_ref, name),
+	FSTR("uid", struct owner_ref, uid),
+	FBOOL("controller", struct owner_ref, controller),
+};
+
+/* ownerReferences: the controller's reference only (the API server lets
+ * one have controller: true). */
+static int decode_owners(struct dctx *d, void *obj)
+{
+	struct object_meta *m = obj;
+	uint32_t i = 0;
+	int r, rc;
+
+	if ((r = decode_enter_array(d)) <= 0)
+		return r;
+	decode_path_push_index(d);
+	while ((r = decode_next_elem(d)) == 1) {
+		struct owner_ref o;
+
+		memset(&o, 0, sizeof(o));
+		decode_path_set_index(d, i++);
+		if ((rc = decode_fields(d, owner_fields, COUNT(owner_fields), &o, NULL)) != 0)
+			return rc;
+		if (o.controller && !m->has_controller) {
+			m->has_controller = true;
+			m->controller_api_version = o.api_version;
+			m->controller_kind = o.kind;
+			m->controller_name = o.name;
+			m->controller_uid = o.uid;
+		}
+	}
+	decode_path_pop(d);
+	return r;
+}
+
 static int decode_deletion(struct dctx *d, void *obj)
 {
 	struct str ts = { NULL, 0 };
@@ -64,6 +135,8 @@ static const struct field meta_fields[] = {
 	FSTR("uid", struct object_meta, uid),
 	FSTR("resourceVersion", struct object_meta, resource_version),
 	FCALL("labels", decode_labels),
+	FCALL("annotations", decode_annotations),
+	FCALL("ownerReferences", decode_owners),
 	FCALL("deletionTimestamp", decode_deletion),
 };
 

@@ -14,6 +14,7 @@
 #include "config_rules.h"
 #include "decode.h"
 #include "freeze_rules.h"
+#include "gate.h"
 #include "ledger_rules.h"
 #include "mutant.h"
 #include "mutation.h"
@@ -75,7 +76,13 @@ static void decide_pod(struct check *c, const struct engine_options *opt)
 {
 	const struct admission_request *req = c->req;
 
-	if (req->operation != ADMISSION_OP_UPDATE || !is_status(req))
+	if (req->operation != ADMISSION_OP_UPDATE)
+		return;
+	if (req->sub_resource.len == 0) {
+		freeze_rules_gate(c);
+		return;
+	}
+	if (!is_status(req))
 		return;
 	if (!opt->skip_identity_rules)
 		writer_rules_pod_status(c);
@@ -120,14 +127,32 @@ static int fail_closed(struct verdict *out, struct arena *a, int err, const char
 	return err;
 }
 
-/* The mutating endpoint: the label patch for a slice it can read, nothing
- * else. It never denies: a rule judged here would run before later mutating
+/* The scheduling gate on a new Pod during a freeze with freeze.gatePods. */
+static void gate_mutation(const struct policy *pol, const struct engine_options *opt,
+			  const struct admission_request *req, struct arena *a, struct verdict *out)
+{
+	struct str ns = req->namespace.len ? req->namespace : req->object.meta.namespace;
+
+	if (req->operation != ADMISSION_OP_CREATE || req->sub_resource.len ||
+	    !gate_wanted(pol, pol->frozen || opt->force_freeze, &req->object, ns))
+		return;
+	if (gate_pod_patch(pol, &req->object, a, &out->patch) != 0)
+		out->patch = (struct str){ "", 0 };
+}
+
+/* The mutating endpoint: the label patch for a slice it can read, the
+ * freeze's scheduling gate for a new Pod, nothing else. It never denies: a rule judged here would run before later mutating
  * webhooks have changed the object, its denial would be credited to the
  * mutating entry, and it would defeat taking only the validating entry out
  * of the path in an emergency. A patch that cannot be made is left out. */
-static int decide_mutation(const struct admission_request *req, enum object_kind kind, struct arena *a,
+static int decide_mutation(const struct policy *pol, const struct engine_options *opt,
+			   const struct admission_request *req, enum object_kind kind, struct arena *a,
 			   struct verdict *out)
 {
+	if (kind == OBJECT_POD && req->object.kind == OBJECT_POD) {
+		gate_mutation(pol, opt, req, a, out);
+		return 0;
+	}
 	if (kind != OBJECT_RESOURCE_SLICE || req->object.kind != OBJECT_RESOURCE_SLICE ||
 	    (req->operation != ADMISSION_OP_CREATE && req->operation != ADMISSION_OP_UPDATE))
 		return 0;
@@ -145,6 +170,7 @@ int engine_decide(const struct policy *pol, const struct view *view,
 		.view = view,
 		.now_ns = now_ns,
 		.frozen = pol->frozen || opt->force_freeze,
+		.self_user = opt->self_user,
 		.self_name = opt->self_name,
 		.self_namespace = opt->self_namespace,
 		.req = req,
@@ -160,7 +186,7 @@ int engine_decide(const struct policy *pol, const struct view *view,
 	if (kind == OBJECT_OTHER || kind == OBJECT_NONE || kind == OBJECT_NODE)
 		return 0;
 	if (opt->mutating_endpoint)
-		return decide_mutation(req, kind, a, out);
+		return decide_mutation(pol, opt, req, kind, a, out);
 	describe(req, kind, desc, sizeof(desc));
 	missing = missing_object(req, kind);
 	if (missing) {
@@ -175,7 +201,7 @@ int engine_decide(const struct policy *pol, const struct view *view,
 	 * ownerReferences when it orphans); no rule reads them, so such an
 	 * UPDATE passes for whoever RBAC let through. */
 	if (req->operation == ADMISSION_OP_UPDATE && model_only_metadata_changed(&req->object, &req->old_object))
-		return opt->mutate ? decide_mutation(req, kind, a, out) : 0;
+		return opt->mutate ? decide_mutation(pol, opt, req, kind, a, out) : 0;
 	switch (kind) {
 	case OBJECT_RESOURCE_SLICE:
 		decide_slice(&c, opt);
@@ -207,7 +233,7 @@ int engine_decide(const struct policy *pol, const struct view *view,
 		rc = verdict_audit(out, a, STR_LIT("break-glass"), out->break_glass_detail);
 	/* dry-run shows the patch the mutating endpoint would add. */
 	if (rc == 0 && opt->mutate && out->allowed)
-		rc = decide_mutation(req, kind, a, out);
+		rc = decide_mutation(pol, opt, req, kind, a, out);
 	if (rc)
 		return fail_closed(out, a, rc, desc);
 	return 0;

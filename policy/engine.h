@@ -28,6 +28,8 @@ struct engine_options {
 	bool skip_identity_rules;     /* dry-run without --user: the request names no
 				       * real identity, so slice.writer* and status.*
 				       * have nothing to check */
+	struct str self_user;         /* the guard's own user name: it may remove its
+				       * scheduling gate (claim.freeze.gate) */
 	struct str self_name;         /* the guard's policy ConfigMap (policy.invalid) */
 	struct str self_namespace;
 };

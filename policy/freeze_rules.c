@@ -1,6 +1,9 @@
 /* freeze_rules.c - claim.freeze.*: the operators' rollback brake. */
 #include "freeze_rules.h"
 
+#include "gate.h"
+#include "view.h"
+
 
 static const char *reason_text(const struct check *c)
 {
@@ -56,14 +59,52 @@ static bool bypassed(struct check *c, const char *what)
 	return true;
 }
 
+/* What the resource-claim controller writes when it makes a claim from a
+ * Pod's template: the annotation naming the Pod's resourceClaims entry
+ * and an ownerReference to the Pod (apiVersion v1, kind Pod, controller:
+ * true). */
+static bool made_for_pod(const struct object_meta *m)
+{
+	return m->has_pod_claim_name && m->has_controller && str_eq_cstr(m->controller_api_version, "v1") &&
+	       str_eq_cstr(m->controller_kind, "Pod") && m->controller_name.len && m->controller_uid.len;
+}
+
+enum gated_owner { OWNER_NOT_GATED = 0, OWNER_GATED, OWNER_UNSEEN };
+
+/* Is the Pod this template claim is made for held at the guard's gate, by
+ * the cluster view? A Pod the view does not hold (unbound Pods are kept
+ * only while gated) may be one the view has not seen yet. */
+static enum gated_owner owner_gated(const struct check *c, struct str ns)
+{
+	const struct object_meta *m = &c->req->object.meta;
+	const struct view_pod *p;
+
+	if (!c->policy->freeze_gate_pods || !c->view || !made_for_pod(m))
+		return OWNER_NOT_GATED;
+	p = view_pod_get(c->view, ns, m->controller_name);
+	if (!p)
+		return OWNER_UNSEEN;
+	if (!view_uid_eq(&p->uid, m->controller_uid))
+		return OWNER_UNSEEN;  /* a Pod of that name made again: the view is behind */
+	return p->gated ? OWNER_GATED : OWNER_NOT_GATED;
+}
+
 void freeze_rules_create(struct check *c)
 {
-	if (!c->frozen || !in_scope(c, &c->req->object) || bypassed(c, "new ResourceClaim"))
+	struct str ns = c->req->namespace.len ? c->req->namespace : c->req->object.meta.namespace;
+	enum gated_owner owner;
+
+	if (!c->frozen || !in_scope(c, &c->req->object))
 		return;
-	check_violation(c, RULE_CLAIM_FREEZE_CREATE, "",
-			"the cluster is in a rollback freeze (reason: %s); new ResourceClaims are refused "
-			"while it lasts. Retry creating this claim after the freeze ends; Pods that need it "
-			"stay Pending until then", reason_text(c));
+	/* Creating a claim allocates nothing: for a Pod held at the gate it
+	 * is only made ready for the moment the freeze ends. */
+	owner = owner_gated(c, ns);
+	if (owner == OWNER_GATED || bypassed(c, "new ResourceClaim"))
+		return;
+	check_violation_cause(c, RULE_CLAIM_FREEZE_CREATE, 0, owner == OWNER_UNSEEN, STR_LIT(""),
+			      "the cluster is in a rollback freeze (reason: %s); new ResourceClaims are refused "
+			      "while it lasts. Retry creating this claim after the freeze ends; Pods that need it "
+			      "stay Pending until then", reason_text(c));
 }
 
 void freeze_rules_allocate(struct check *c)
@@ -81,4 +122,21 @@ void freeze_rules_allocate(struct check *c)
 			"the cluster is in a rollback freeze (reason: %s); new allocations are refused while "
 			"it lasts. The scheduler retries, and the Pod stays Pending until the freeze ends",
 			reason_text(c));
+}
+
+void freeze_rules_gate(struct check *c)
+{
+	const struct str self = c->self_user;
+
+	if (!c->frozen || !gate_removed(&c->req->old_object, &c->req->object))
+		return;
+	if (self.len && str_eq(c->req->user.username, self))
+		return;
+	if (bypassed(c, "removal of the scheduling gate " MODEL_FREEZE_GATE))
+		return;
+	check_violation(c, RULE_CLAIM_FREEZE_GATE, "spec.schedulingGates",
+			"%.*s may not remove the scheduling gate \"" MODEL_FREEZE_GATE "\" while the cluster is "
+			"in a rollback freeze (reason: %s): the Pod would take new allocations the freeze refuses. "
+			"dra-guard removes the gate itself when the freeze ends; keep every other gate as it is, "
+			"or ask for freeze.breakGlass", STR_FMT(check_who(c)), reason_text(c));
 }

@@ -3,7 +3,13 @@
  * While the policy says frozen, new ResourceClaims and new allocations are
  * refused, so no Pod starts to depend on mappings being repaired; existing
  * bindings keep working (deallocation, reservedFor removals, consumers added
- * to claims already allocated, driver status, deletions, slice writes). */
+ * to claims already allocated, driver status, deletions, slice writes).
+ *
+ * With freeze.gatePods new Pods are held at a scheduling gate instead
+ * (gate.h): the claims the resource-claim controller makes from the
+ * templates of a gated Pod may be created, since a gated Pod is never
+ * scheduled and so allocates nothing; only the guard may take the gate
+ * away while the freeze lasts. */
 #ifndef DRA_GUARD_FREEZE_RULES_H
 #define DRA_GUARD_FREEZE_RULES_H
 
@@ -14,5 +20,8 @@ void freeze_rules_create(struct check *c);
 
 /* claim.freeze.allocate on a resourceclaims/status UPDATE. */
 void freeze_rules_allocate(struct check *c);
+
+/* claim.freeze.gate on a Pod UPDATE (not its status). */
+void freeze_rules_gate(struct check *c);
 
 #endif

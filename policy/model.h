@@ -207,6 +207,14 @@ struct pod_claim_name {
 	struct str claim_name;      /* len 0: no claim was needed */
 };
 
+/* The scheduling gate the guard puts on new Pods during a rollback freeze
+ * (freeze.gatePods), and the annotation that says why. */
+#define MODEL_FREEZE_GATE "dra-guard.io/freeze"
+#define MODEL_FREEZE_ANNOTATION "dra-guard.io/freeze-reason"
+/* The annotation the resource-claim controller puts on claims it makes
+ * from a Pod's template: the name of the Pod's resourceClaims entry. */
+#define MODEL_POD_CLAIM_ANNOTATION "resource.kubernetes.io/pod-claim-name"
+
 struct pod {
 	struct str node_name;
 	struct str phase;           /* status.phase */
@@ -218,6 +226,9 @@ struct pod {
 	struct claim_resource_status *claim_statuses;
 	uint32_t nclaim_statuses;
 	struct str claim_statuses_raw;
+	bool has_scheduling_gates;  /* spec.schedulingGates is present (even if empty) */
+	uint32_t nscheduling_gates;
+	bool has_freeze_gate;       /* one of them is dra-guard.io/freeze (MODEL_FREEZE_GATE) */
 	/* JSON text (len 0 when absent) of what only the cluster view reads:
 	 * the Pod's requests as the scheduler computes them come from these. */
 	struct str containers_raw;          /* spec.containers */
@@ -255,6 +266,17 @@ struct object_meta {
 	bool has_mapping_label;     /* labels["dra-guard.io/mappings"] */
 	struct str mapping_label;
 	bool deleting;              /* deletionTimestamp set */
+	bool has_annotations;
+	bool has_pod_claim_name;    /* annotations["resource.kubernetes.io/pod-claim-name"]:
+				     * the resource-claim controller made it from a template */
+	struct str pod_claim_name;
+	/* The ownerReference with controller: true (the first, when a hostile
+	 * object names several), len 0 fields when there is none. */
+	bool has_controller;
+	struct str controller_api_version;
+	struct str controller_kind;
+	struct str controller_name;
+	struct str controller_uid;
 };
 
 /* A top-level member of an object other than metadata, as text. */

@@ -155,6 +155,8 @@ struct policy {
 						    * serve: a class in driver scope */
 	struct string_list break_glass_groups;
 	struct string_list break_glass_users;
+	bool freeze_gate_pods;                /* freeze.gatePods: hold new Pods with claims at
+					       * the scheduling gate MODEL_FREEZE_GATE */
 	uint32_t freeze_alert_after_s;        /* freeze.alertAfter, seconds (exported for the alert) */
 
 	struct string_list numa_attributes;   /* for any driver without numaAttribute */

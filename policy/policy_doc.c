@@ -395,7 +395,7 @@ static void load_canary(struct loader *l, const struct doc_node *n)
 	policy_path_pop(l, saved);
 }
 
-static const char *const freeze_keys[] = { "scope", "breakGlass", "alertAfter", NULL };
+static const char *const freeze_keys[] = { "scope", "breakGlass", "alertAfter", "gatePods", NULL };
 static const char *const freeze_scope_keys[] = { "drivers", "deviceClasses", "namespaces", NULL };
 static const char *const break_glass_keys[] = { "groups", "users", NULL };
 
@@ -448,6 +448,13 @@ static void load_freeze(struct loader *l, const struct doc_node *n)
 			load_list_member(l, v, "groups", &l->p->break_glass_groups, NULL);
 			load_list_member(l, v, "users", &l->p->break_glass_users, NULL);
 		}
+		policy_path_pop(l, saved);
+	}
+	v = doc_map_get(n, "gatePods");
+	if (!l->stop && v && v->type != DOC_NULL) {
+		saved = policy_path_push_key(l, STR_LIT("gatePods"));
+		if (policy_expect(l, v, DOC_BOOL))
+			l->p->freeze_gate_pods = v->boolean;
 		policy_path_pop(l, saved);
 	}
 	v = doc_map_get(n, "alertAfter");

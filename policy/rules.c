@@ -51,6 +51,8 @@ static const struct rule_info rule_table[RULE_COUNT] = {
 		"no new ResourceClaims during a rollback freeze" },
 	[RULE_CLAIM_FREEZE_ALLOCATE] = { "claim.freeze.allocate", ACTION_DENY,
 		"no new allocations during a rollback freeze" },
+	[RULE_CLAIM_FREEZE_GATE] = { "claim.freeze.gate", ACTION_DENY,
+		"during a rollback freeze only the guard removes its scheduling gate dra-guard.io/freeze from a Pod" },
 	[RULE_STATUS_ALLOCATION_WRITER] = { "status.allocation.writer", ACTION_DENY,
 		"only the scheduler (or a configured allocator) may write status.allocation and status.reservedFor" },
 	[RULE_STATUS_DEVICES_WRITER] = { "status.devices.writer", ACTION_DENY,
@@ -100,6 +102,7 @@ bool rule_reads_view(enum rule_id id)
 	switch (id) {
 	case RULE_SLICE_GENERATION_STALE:
 	case RULE_SLICE_POOL_COLLISION:
+	case RULE_CLAIM_FREEZE_CREATE:      /* the gated Pod of a template's claim */
 	case RULE_LEDGER_POOL_FRESH:
 	case RULE_LEDGER_DEVICE_DUPLICATE:
 	case RULE_LEDGER_NUMA_SPLIT:

@@ -258,6 +258,7 @@ struct view_pod {
 	const char *name;
 	struct view_uid uid;
 	const struct view_atom *node_name;   /* NULL while unbound */
+	bool gated;                 /* carries the scheduling gate MODEL_FREEZE_GATE */
 	uint16_t nrequests;
 	uint16_t nclaims;
 	uint16_t nstatuses;

@@ -294,7 +294,8 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 		     char *err, size_t errn);
 
 /* True when a Pod belongs in the view: not finished (Succeeded, Failed),
- * and on a node or carrying node-allocatable claim statuses. */
+ * and on a node, carrying node-allocatable claim statuses, or carrying the
+ * freeze's scheduling gate. */
 bool view_pod_kept(const struct k8s_object *o);
 
 /* A pool-name record: name and the drivers (each gains a reference). */

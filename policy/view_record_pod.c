@@ -2,7 +2,7 @@
  * of them, and nothing else: 150,000 Pods must stay small), and of the two
  * derived indexes, pool names and device holds.
  *
- * A Pod keeps its node, UID, its requests as the scheduler counts them
+ * A Pod keeps its node, UID, whether it carries the freeze's gate, its requests as the scheduler counts them
  * (pod_requests.h: computed once here, not kept as containers), the claims
  * it uses and its node-allocatable claim statuses. Names and quantities
  * that repeat (namespaces, nodes, resource names, request amounts) are
@@ -26,7 +26,10 @@ bool view_pod_kept(const struct k8s_object *o)
 
 	if (str_eq_cstr(p->phase, "Succeeded") || str_eq_cstr(p->phase, "Failed"))
 		return false;
-	return p->node_name.len > 0 || p->nclaim_statuses > 0;
+	/* Unbound Pods only while they carry the freeze's gate: the replica
+	 * that releases them finds them here, and claim.freeze.create asks
+	 * whether a claim's Pod is one of them. */
+	return p->node_name.len > 0 || p->nclaim_statuses > 0 || p->has_freeze_gate;
 }
 
 /* The name of the claim a Pod's resourceClaims entry uses: its
@@ -121,6 +124,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	take(&bp, sizeof(*v));
 	v->h.size = (uint32_t)size;
 	v->name = take_text(&bp, o->meta.name);
+	v->gated = p->has_freeze_gate;
 	view_uid_fill(&bp, o->meta.uid, &v->uid);
 	v->nrequests = (uint16_t)req.n;
 	rq = req.n ? take(&bp, req.n * sizeof(*rq)) : NULL;

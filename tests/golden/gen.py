@@ -52,6 +52,8 @@ OUT = os.path.join(HERE, "cases")
 STRICT = "tests/golden/policies/strict.yaml"
 FROZEN = "tests/golden/policies/frozen.yaml"
 FROZEN_SCOPED = "tests/golden/policies/frozen-scoped.yaml"
+FROZEN_GATE = "tests/golden/policies/frozen-gate.yaml"
+THAWED_GATE = "tests/golden/policies/thawed-gate.yaml"
 WARN = "tests/golden/policies/warn.yaml"
 DRYRUN_NAME = "tests/golden/policies/dryrun-name.yaml"
 
@@ -592,6 +594,130 @@ case("freeze-scope-driver-allocation", "scope: an allocation from the frozen dri
 case("freeze-scope-driver-other-allocation", "scope: another driver's allocation passes",
      review("freeze-scope-driver-other-allocation", "UPDATE", claim(devices=None), unallocated,
             who=user(SCHEDULER), sub="status"), True, policy=FROZEN_SCOPED)
+
+# --- the freeze's scheduling gate (freeze.gatePods) ----------------------------------------------------
+
+GATE = {"name": "dra-guard.io/freeze"}
+
+
+def new_pod(gates=None, claims=True, annotations=None, node=None):
+    p = copy.deepcopy(POD)
+    p["spec"].pop("nodeName")
+    p["status"] = {"phase": "Pending"}
+    if node:
+        p["spec"]["nodeName"] = node
+    if not claims:
+        p["spec"].pop("resourceClaims")
+        p["spec"]["containers"][0]["resources"].pop("claims")
+    if gates is not None:
+        p["spec"]["schedulingGates"] = gates
+    if annotations is not None:
+        p["metadata"]["annotations"] = annotations
+    return p
+
+
+APP = user("system:serviceaccount:team-a:app")
+REASON = "INC-4211: hugepage mapping regression on gpu.example.com"
+case("gate-pod-create", "frozen with gatePods: a new Pod with claims gets the gate and the reason",
+     review("gate-pod-create", "CREATE", new_pod(), who=APP), True, policy=FROZEN_GATE, endpoint="mutate",
+     patch=[{"op": "add", "path": "/spec/schedulingGates", "value": [GATE]},
+            {"op": "add", "path": "/metadata/annotations", "value": {"dra-guard.io/freeze-reason": REASON}}])
+case("gate-pod-create-other-gates", "the gate goes after the Pod's own gates; other annotations stay",
+     review("gate-pod-create-other-gates", "CREATE", new_pod([{"name": "example.com/quota"}], annotations={"a": "b"}),
+            who=APP), True, policy=FROZEN_GATE, endpoint="mutate",
+     patch=[{"op": "add", "path": "/spec/schedulingGates/-", "value": GATE},
+            {"op": "add", "path": "/metadata/annotations/dra-guard.io~1freeze-reason", "value": REASON}])
+case("gate-pod-create-no-claims", "a Pod without claims is not gated",
+     review("gate-pod-create-no-claims", "CREATE", new_pod(claims=False), who=APP), True, policy=FROZEN_GATE,
+     endpoint="mutate")
+case("gate-pod-create-bound", "a Pod created with spec.nodeName bypasses the scheduler: not gated",
+     review("gate-pod-create-bound", "CREATE", new_pod(node="worker-1"), who=APP), True, policy=FROZEN_GATE,
+     endpoint="mutate")
+case("gate-pod-create-gated", "a Pod that already carries the gate is left as it is",
+     review("gate-pod-create-gated", "CREATE", new_pod([GATE]), who=APP), True, policy=FROZEN_GATE,
+     endpoint="mutate")
+case("gate-pod-create-no-gate-pods", "frozen without gatePods: no gate (the claims are refused as before)",
+     review("gate-pod-create-no-gate-pods", "CREATE", new_pod(), who=APP), True, policy=FROZEN, endpoint="mutate")
+case("gate-pod-create-thawed", "gatePods but no freeze: no gate",
+     review("gate-pod-create-thawed", "CREATE", new_pod(), who=APP), True, policy=THAWED_GATE, endpoint="mutate")
+case("gate-pod-create-validate", "the validating endpoint has nothing to say about a new Pod",
+     review("gate-pod-create-validate", "CREATE", new_pod(), who=APP), True, policy=FROZEN_GATE)
+
+gated = new_pod([{"name": "example.com/quota"}, GATE], annotations={"dra-guard.io/freeze-reason": REASON})
+ungated = new_pod([{"name": "example.com/quota"}], annotations={"dra-guard.io/freeze-reason": REASON})
+case("gate-remove-user", "frozen: a user may not remove the gate",
+     review("gate-remove-user", "UPDATE", ungated, gated, who=user("alice@example.com")), False,
+     ["claim.freeze.gate"], policy=FROZEN_GATE)
+case("gate-remove-all-gates", "nor all gates at once",
+     review("gate-remove-all-gates", "UPDATE", new_pod([]), gated, who=user("alice@example.com")), False,
+     ["claim.freeze.gate"], policy=FROZEN_GATE)
+case("gate-remove-without-gate-pods", "the gate is the freeze's whatever gatePods says now",
+     review("gate-remove-without-gate-pods", "UPDATE", ungated, gated, who=user("alice@example.com")), False,
+     ["claim.freeze.gate"], policy=FROZEN)
+case("gate-remove-break-glass", "a freeze.breakGlass group may, and the bypass is recorded",
+     review("gate-remove-break-glass", "UPDATE", ungated, gated,
+            who=user("carol@example.com", ["dra-guard:freeze-breakers"])), True, policy=FROZEN_GATE,
+     audit=["break-glass"])
+case("gate-remove-thawed", "after the freeze anyone RBAC lets through may",
+     review("gate-remove-thawed", "UPDATE", ungated, gated, who=user("alice@example.com")), True,
+     policy=THAWED_GATE)
+case("gate-remove-other-gate", "removing another gate keeps the freeze's: allowed",
+     review("gate-remove-other-gate", "UPDATE", new_pod([GATE]), gated, who=user("alice@example.com")), True,
+     policy=FROZEN_GATE)
+case("gate-keep-label-change", "an update that keeps the gate passes",
+     review("gate-keep-label-change", "UPDATE", new_pod([{"name": "example.com/quota"}, GATE], annotations={"x": "y"}),
+            gated, who=user("alice@example.com")), True, policy=FROZEN_GATE)
+case("gate-pod-status", "the Pod's status is not the gate",
+     review("gate-pod-status", "UPDATE", ungated, gated, who=user("alice@example.com"), sub="status"), True,
+     policy=FROZEN_GATE)
+
+POD_UID = POD["metadata"]["uid"]
+tmpl_claim = copy.deepcopy(new_claim)
+tmpl_claim["metadata"] = {"generateName": "pod-a-cpus-", "name": "pod-a-cpus-x7k2p", "namespace": "team-a",
+                          "annotations": {"resource.kubernetes.io/pod-claim-name": "cpus"},
+                          "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "pod-a", "uid": POD_UID,
+                                               "controller": True, "blockOwnerDeletion": True}],
+                          "finalizers": ["resource.kubernetes.io/delete-protection"]}
+CLAIM_CONTROLLER = user("system:serviceaccount:kube-system:resource-claim-controller")
+
+
+def gate_view(*pods):
+    return {"now": 1796119200, "heard": 0,
+            "events": [{"at": 1796119100, "type": "ADDED", "object": p} for p in pods]}
+
+
+case("gate-claim-for-gated-pod", "frozen with gatePods: the controller makes a gated Pod's claim from its template",
+     review("gate-claim-for-gated-pod", "CREATE", tmpl_claim, who=CLAIM_CONTROLLER), True, policy=FROZEN_GATE,
+     view=gate_view(new_pod([GATE])))
+bound_pod = new_pod(node="worker-1")
+case("gate-claim-for-ungated-pod", "a Pod the view holds without the gate (bound) gets no claim",
+     review("gate-claim-for-ungated-pod", "CREATE", tmpl_claim, who=CLAIM_CONTROLLER), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE, view=gate_view(bound_pod))
+case("gate-claim-pod-unseen", "a Pod the view has not seen: refused (and decided again on a newer view)",
+     review("gate-claim-pod-unseen", "CREATE", tmpl_claim, who=CLAIM_CONTROLLER), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE, view=gate_view())
+other_uid = new_pod([GATE]); other_uid["metadata"]["uid"] = "00000000-0000-4000-8000-000000000001"
+case("gate-claim-pod-other-uid", "a gated Pod of that name but another UID is not the owner",
+     review("gate-claim-pod-other-uid", "CREATE", tmpl_claim, who=CLAIM_CONTROLLER), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE, view=gate_view(other_uid))
+no_owner = copy.deepcopy(tmpl_claim); no_owner["metadata"].pop("ownerReferences")
+case("gate-claim-no-owner", "a claim naming no Pod as its controller is refused as before",
+     review("gate-claim-no-owner", "CREATE", no_owner, who=CLAIM_CONTROLLER), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE, view=gate_view(new_pod([GATE])))
+no_ann = copy.deepcopy(tmpl_claim); no_ann["metadata"].pop("annotations")
+case("gate-claim-not-from-template", "a claim without the pod-claim-name annotation is refused as before",
+     review("gate-claim-not-from-template", "CREATE", no_ann, who=APP), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE, view=gate_view(new_pod([GATE])))
+case("gate-claim-without-gate-pods", "without gatePods a gated Pod's claim is refused",
+     review("gate-claim-without-gate-pods", "CREATE", tmpl_claim, who=CLAIM_CONTROLLER), False,
+     ["claim.freeze.create"], policy=FROZEN, view=gate_view(new_pod([GATE])))
+case("gate-claim-no-view", "without a cluster view the guard cannot tell: refused as before",
+     review("gate-claim-no-view", "CREATE", tmpl_claim, who=CLAIM_CONTROLLER), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE)
+gated_alloc = claim(devices=None)
+case("gate-allocate", "frozen with gatePods: new allocations are still refused",
+     review("gate-allocate", "UPDATE", gated_alloc, unallocated, who=user(SCHEDULER), sub="status"),
+     False, ["claim.freeze.allocate"], policy=FROZEN_GATE)
 
 # --- policy.invalid --------------------------------------------------------------------------------------
 

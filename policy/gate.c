@@ -1,0 +1,59 @@
+/* gate.c - holding new Pods at a scheduling gate during a rollback freeze. */
+#include "gate.h"
+
+#include <errno.h>
+
+#include "buf.h"
+
+bool gate_wanted(const struct policy *p, bool frozen, const struct k8s_object *pod, struct str ns)
+{
+	const struct pod *pd = &pod->u.pod;
+
+	if (!frozen || !p->freeze_gate_pods || pod->kind != OBJECT_POD)
+		return false;
+	if (pd->nresource_claims == 0 || pd->node_name.len || pd->has_freeze_gate)
+		return false;
+	return !p->freeze_scoped || policy_list_has(&p->freeze_namespaces, ns);
+}
+
+/* JSON Pointer escaping of the annotation key: "/" becomes "~1". */
+#define ANNOTATION_POINTER "/metadata/annotations/dra-guard.io~1freeze-reason"
+
+int gate_pod_patch(const struct policy *p, const struct k8s_object *pod, struct arena *a, struct str *patch)
+{
+	struct str reason = p->freeze_reason.len ? p->freeze_reason : STR_LIT("no reason given");
+	struct buf b;
+	int rc;
+
+	if (reason.len > GATE_REASON_MAX)
+		reason.len = GATE_REASON_MAX;
+	buf_init(&b, 2 * 6 * GATE_REASON_MAX + 512);
+	rc = buf_add_cstr(&b, "[");
+	if (rc == 0 && pod->u.pod.has_scheduling_gates)
+		rc = buf_add_cstr(&b, "{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\","
+				  "\"value\":{\"name\":\"" MODEL_FREEZE_GATE "\"}},");
+	else if (rc == 0)
+		rc = buf_add_cstr(&b, "{\"op\":\"add\",\"path\":\"/spec/schedulingGates\","
+				  "\"value\":[{\"name\":\"" MODEL_FREEZE_GATE "\"}]},");
+	/* An existing annotation of this key (someone copied a gated Pod's
+	 * metadata) is replaced by "add", as JSONPatch defines it. */
+	if (rc == 0 && pod->meta.has_annotations)
+		rc = buf_add_cstr(&b, "{\"op\":\"add\",\"path\":\"" ANNOTATION_POINTER "\",\"value\":");
+	else if (rc == 0)
+		rc = buf_add_cstr(&b, "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{\""
+				  MODEL_FREEZE_ANNOTATION "\":");
+	if (rc == 0)
+		rc = buf_add_json_str(&b, reason.ptr, reason.len);
+	if (rc == 0)
+		rc = buf_add_cstr(&b, pod->meta.has_annotations ? "}]" : "}}]");
+	if (rc == 0)
+		rc = arena_strdup(a, buf_cstr(&b), buf_len(&b), patch);
+	buf_free(&b);
+	return rc;
+}
+
+bool gate_removed(const struct k8s_object *old_pod, const struct k8s_object *new_pod)
+{
+	return old_pod->kind == OBJECT_POD && new_pod->kind == OBJECT_POD && old_pod->u.pod.has_freeze_gate &&
+	       !new_pod->u.pod.has_freeze_gate;
+}
