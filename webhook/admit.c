@@ -55,6 +55,7 @@ int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *
 	a->lim.max_depth = cfg->max_json_depth;
 	a->opt_validate.self_name = str_from_cstr(cfg->configmap_name);
 	a->opt_validate.self_namespace = str_from_cstr(cfg->configmap_namespace);
+	a->opt_validate.self_user = str_from_cstr(cfg->self_user);
 	a->opt_mutate = a->opt_validate;
 	a->opt_mutate.mutate = true;
 	a->opt_mutate.mutating_endpoint = true;

@@ -136,6 +136,8 @@ struct cluster_view {
 	unsigned rand_state;
 	atomic_uint_fast64_t published_seq;   /* of the newest snapshot, for waiters */
 
+	pthread_mutex_t kube_mu;      /* the token: read and refreshed by the watcher
+				       * and by cluster_view_client_setup() callers */
 	pthread_mutex_t mu;           /* guards the fields below */
 	pthread_cond_t published;     /* broadcast on every publish */
 	char why_not[600];
@@ -470,6 +472,47 @@ static void setup_easy(struct cluster_view *cv, CURL *e, const char *url, long t
 	}
 }
 
+/* --- requests of other parts (the gate's Lease and releases) ------------------- */
+
+int cluster_view_client_setup(struct cluster_view *cv, CURL *e, const char *path, long timeout_s,
+			      struct curl_slist **headers)
+{
+	char url[4096], auth[8192];
+	struct curl_slist *h = *headers, *t;
+	int rc = 0;
+
+	if ((size_t)snprintf(url, sizeof(url), "%s%s", cv->cfg.kube.server, path) >= sizeof(url))
+		return -E2BIG;
+	setup_easy(cv, e, url, timeout_s);
+	if (!(t = curl_slist_append(h, "Accept: application/json")))
+		return -ENOMEM;
+	h = t;
+	if (!(t = curl_slist_append(h, "User-Agent: dra-guard")))
+		rc = -ENOMEM;
+	else
+		h = t;
+	pthread_mutex_lock(&cv->kube_mu);
+	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), false);
+	if (rc == 0 && cv->cfg.kube.token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cv->cfg.kube.token);
+		if (!(t = curl_slist_append(h, auth)))
+			rc = -ENOMEM;
+		else
+			h = t;
+		memset(auth, 0, sizeof(auth));
+	}
+	pthread_mutex_unlock(&cv->kube_mu);
+	*headers = h;
+	return rc;
+}
+
+void cluster_view_client_unauthorized(struct cluster_view *cv)
+{
+	pthread_mutex_lock(&cv->kube_mu);
+	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), true);
+	pthread_mutex_unlock(&cv->kube_mu);
+}
+
 static void send_request(struct cluster_view *cv, struct reflector *r)
 {
 	char path[512], url[VIEW_CONTINUE_MAX * 3 + 1024], auth[8192];
@@ -541,6 +584,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		r->next_ms = mono_ms() + 1000;
 		return;
 	}
+	pthread_mutex_lock(&cv->kube_mu);
 	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), false);
 	r->headers = NULL;
 	add_header(r, "Accept: application/json");
@@ -550,6 +594,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		add_header(r, auth);
 		memset(auth, 0, sizeof(auth));
 	}
+	pthread_mutex_unlock(&cv->kube_mu);
 	setup_easy(cv, r->easy, url, timeout);
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
@@ -704,7 +749,7 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 			return;
 		}
 		if (r->http == 401)
-			kube_config_token_refresh(&cv->cfg.kube, mono_ms(), true);
+			cluster_view_client_unauthorized(cv);
 		if (r->listing)
 			start_relist(cv, r, RELIST_ERROR);
 		fail_backoff(cv, r, r->listing ? "list" : "watch", detail);
@@ -772,6 +817,7 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 	buf_init(&body, 1 << 20);
 	snprintf(url, sizeof(url), "%s/apis/resource.k8s.io", cv->cfg.kube.server);
 	setup_easy(cv, e, url, 30);
+	pthread_mutex_lock(&cv->kube_mu);
 	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), false);
 	h = curl_slist_append(h, "Accept: application/json");
 	if (cv->cfg.kube.token) {
@@ -779,6 +825,7 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 		h = curl_slist_append(h, auth);
 		memset(auth, 0, sizeof(auth));
 	}
+	pthread_mutex_unlock(&cv->kube_mu);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
@@ -787,7 +834,7 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 	if (res != CURLE_OK) {
 		snprintf(err, errn, "discovery: %s", curl_easy_strerror(res));
 	} else if (code == 401) {
-		kube_config_token_refresh(&cv->cfg.kube, mono_ms(), true);
+		cluster_view_client_unauthorized(cv);
 		snprintf(err, errn, "discovery: HTTP 401 (not authenticated)");
 	} else if (code != 200) {
 		snprintf(err, errn, "discovery: HTTP %ld from %.400s", code, url);
@@ -936,6 +983,7 @@ int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct 
 	cv->rand_state = (unsigned)wall_ns() | 1u;
 	snprintf(cv->why_not, sizeof(cv->why_not), "cluster view: not synced yet");
 	pthread_mutex_init(&cv->mu, NULL);
+	pthread_mutex_init(&cv->kube_mu, NULL);
 	pthread_cond_init(&cv->published, NULL);
 	if (snapshot_slot_init(&cv->slot) != 0 || view_builder_new(&cv->cfg.limits, &cv->b) != 0 ||
 	    !(cv->multi = curl_multi_init())) {
@@ -1005,6 +1053,7 @@ void cluster_view_free(struct cluster_view *cv)
 		curl_multi_cleanup(cv->multi);
 	kube_config_free(&cv->cfg.kube);
 	pthread_cond_destroy(&cv->published);
+	pthread_mutex_destroy(&cv->kube_mu);
 	pthread_mutex_destroy(&cv->mu);
 	free(cv);
 }

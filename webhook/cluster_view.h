@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <curl/curl.h>
+
 #include "buf.h"
 #include "kube_config.h"
 #include "metrics.h"
@@ -111,6 +113,20 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out);
  * "maxGeneration","slices","resourceSliceCount"}]}. -EAGAIN before the first
  * sync, -E2BIG / -ENOMEM from out. Any thread. */
 int cluster_view_dump_json(struct cluster_view *cv, struct buf *out);
+
+/* Prepare e for one request of another part of the guard to the view's API
+ * server, with the view's credentials and TLS settings: URL server + path
+ * (path starts with '/', query included), HTTP/1.1, TLS verified, the
+ * given whole-request timeout; Accept: application/json, User-Agent and the
+ * bearer token are appended to *headers (which the caller sets on e and
+ * frees with curl_slist_free_all() after the request). 0, -E2BIG when the
+ * URL is too long, -ENOMEM. Any thread. */
+int cluster_view_client_setup(struct cluster_view *cv, CURL *e, const char *path, long timeout_s,
+			      struct curl_slist **headers);
+
+/* The API server answered 401 to such a request: read the token again. Any
+ * thread. */
+void cluster_view_client_unauthorized(struct cluster_view *cv);
 
 /* The view's metrics families appended to out (metrics_set_extra()). */
 int cluster_view_render_metrics(void *cv, struct buf *out);

@@ -226,6 +226,8 @@ enum MHD_Result httpd_answer_readyz(struct httpd *h, struct MHD_Connection *c)
 		rc = add_policy_status(h, &b);
 	if (rc == 0)
 		rc = add_view_status_json(h, &b);
+	if (rc == 0 && h->env.gate)
+		rc = gate_release_status_json(h->env.gate, &b);
 	if (rc == 0)
 		rc = buf_add_char(&b, '}');
 	if (rc != 0) {

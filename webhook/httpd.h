@@ -34,6 +34,7 @@
 
 #include "cert_source.h"
 #include "cluster_view.h"
+#include "gate_release.h"
 #include "ledger_watch.h"
 #include "metrics.h"
 #include "policy_source.h"
@@ -54,6 +55,7 @@ struct httpd_env {
 	struct policy_source *policy;
 	struct cluster_view *view;    /* NULL: serving without a cluster view */
 	struct ledger_watch *ledger;  /* NULL without a cluster view */
+	struct gate_release *gate;    /* NULL without --gate-release */
 };
 
 struct httpd;

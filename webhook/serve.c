@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "cluster_view.h"
+#include "gate_release.h"
 #include "httpd.h"
 #include "ledger_watch.h"
 #include "log.h"
@@ -51,6 +52,7 @@ struct server {
 	struct cert_source *certs;
 	struct policy_source *policy;
 	struct cluster_view *view;
+	struct gate_release *gate;
 	struct ledger_watch *ledger;
 	struct watch *watch;
 	struct httpd *httpd;
@@ -259,6 +261,46 @@ static void freeze_began(void *ctx, int64_t since_ns)
 	cluster_view_mark_freeze(ctx, since_ns);
 }
 
+/* The replica that releases gated Pods when a freeze ends (with
+ * --gate-release and a cluster view). */
+static int setup_gate(struct server *s)
+{
+	struct gate_release_config gc;
+	char host[200];
+	struct log_line l;
+
+	if (!s->cfg.gate_release)
+		return 0;
+	memset(&gc, 0, sizeof(gc));
+	snprintf(gc.lease_namespace, sizeof(gc.lease_namespace), "%s", s->cfg.gate_lease_namespace);
+	snprintf(gc.lease_name, sizeof(gc.lease_name), "%s", s->cfg.gate_lease_name);
+	gc.lease_s = s->cfg.gate_lease_s;
+	if (s->cfg.gate_identity[0]) {
+		snprintf(gc.identity, sizeof(gc.identity), "%s", s->cfg.gate_identity);
+	} else {
+		if (gethostname(host, sizeof(host)) != 0)
+			snprintf(host, sizeof(host), "dra-guard");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(gc.identity, sizeof(gc.identity), "%s_%ld", host, (long)getpid());
+	}
+	if (gate_release_new(&gc, s->view, s->policy, &s->gate) != 0) {
+		log_msg(LOG_ERROR, "out of memory at start");
+		return -1;
+	}
+	metrics_add_extra(s->m, gate_release_render_metrics, s->gate);
+	if (gate_release_start(s->gate) != 0) {
+		log_msg(LOG_ERROR, "cannot start the gate's thread");
+		return -1;
+	}
+	if (log_begin(&l, LOG_INFO, "gate: releasing gated Pods when a freeze ends")) {
+		log_str(&l, "lease", s->cfg.gate_lease_name);
+		log_str(&l, "identity", gc.identity);
+		log_uint(&l, "lease_duration_s", gc.lease_s);
+		log_end(&l);
+	}
+	return 0;
+}
+
 static int setup_view(struct server *s)
 {
 	struct cluster_view_config vc;
@@ -268,6 +310,9 @@ static int setup_view(struct server *s)
 
 	if (s->cfg.cluster_view == CLUSTER_VIEW_OFF) {
 		log_msg(LOG_INFO, "cluster view off (--cluster-view=off): each request is decided on its own");
+		if (s->cfg.gate_release)
+			log_msg(LOG_WARN, "--gate-release needs the cluster view: no replica of this kind releases "
+				"gated Pods");
 		return 0;
 	}
 	cluster_view_config_default(&vc);
@@ -323,7 +368,7 @@ static int setup_view(struct server *s)
 		log_msg(LOG_ERROR, "cannot start the cluster view's thread");
 		return -1;
 	}
-	return 0;
+	return setup_gate(s);
 }
 
 static void log_start(const struct server *s)
@@ -401,6 +446,7 @@ int serve_main(int argc, char **argv)
 	env.policy = s.policy;
 	env.view = s.view;
 	env.ledger = s.ledger;
+	env.gate = s.gate;
 	if (httpd_start(&env, &s.httpd, err, sizeof(err)) != 0) {
 		log_msg_str(LOG_ERROR, "cannot start listening", "error", err);
 		goto out;
@@ -412,6 +458,8 @@ int serve_main(int argc, char **argv)
 	code = 0;
 out:
 	httpd_stop(s.httpd);
+	/* Before the view it reads; gives the Lease up when holding it. */
+	gate_release_free(s.gate);
 	/* After the server: no request holds a view snapshot any more. */
 	ledger_watch_free(s.ledger);
 	cluster_view_free(s.view);

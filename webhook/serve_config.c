@@ -528,6 +528,58 @@ static int set_view_recheck(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+static int set_gate_release(struct serve_config *c, const char *v, char *err)
+{
+	return parse_bool("gate-release", v, &c->gate_release, err);
+}
+
+static int set_gate_lease(struct serve_config *c, const char *v, char *err)
+{
+	const char *slash = strchr(v, '/');
+	size_t nslen = slash ? (size_t)(slash - v) : 0;
+
+	if (!slash || !dns_name(v, nslen, 63) || !dns_name(slash + 1, strlen(slash + 1), 253)) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--gate-lease: '%s' is not NAMESPACE/NAME (lower-case DNS names)", v);
+		return -EINVAL;
+	}
+	memcpy(c->gate_lease_namespace, v, nslen);
+	c->gate_lease_namespace[nslen] = '\0';
+	snprintf(c->gate_lease_name, sizeof(c->gate_lease_name), "%s", slash + 1);
+	return 0;
+}
+
+static int set_gate_lease_duration(struct serve_config *c, const char *v, char *err)
+{
+	if (parse_duration("gate-lease-duration", v, 300, &c->gate_lease_s, err) != 0)
+		return -EINVAL;
+	if (c->gate_lease_s < 2) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--gate-lease-duration: '%s' is under 2s", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_gate_identity(struct serve_config *c, const char *v, char *err)
+{
+	if (strlen(v) >= sizeof(c->gate_identity)) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--gate-identity: longer than %zu bytes",
+			 sizeof(c->gate_identity) - 1);
+		return -EINVAL;
+	}
+	snprintf(c->gate_identity, sizeof(c->gate_identity), "%s", v);
+	return 0;
+}
+
+static int set_self_user(struct serve_config *c, const char *v, char *err)
+{
+	if (strlen(v) >= sizeof(c->self_user)) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--self-user: longer than %zu bytes", sizeof(c->self_user) - 1);
+		return -EINVAL;
+	}
+	snprintf(c->self_user, sizeof(c->self_user), "%s", v);
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "listen", "DRA_GUARD_LISTEN", ":8443", NULL, "ADDR:PORT",
 	  "the HTTPS webhook port (POST /validate, /mutate; GET /healthz, /readyz)", set_listen },
@@ -589,6 +641,19 @@ static const struct flag flags[] = {
 	{ "view-recheck", "DRA_GUARD_VIEW_RECHECK", "500ms", NULL, "DURATION",
 	  "how long a denial by a rule that reads the cluster view waits for a newer view and is decided"
 	  " again (a release or slice the watch is about to deliver); 0 disables", set_view_recheck },
+	{ "gate-release", "DRA_GUARD_GATE_RELEASE", "false", NULL, NULL,
+	  "when a freeze ends, the replica holding --gate-lease removes the freeze's scheduling gate"
+	  " from the Pods it held (freeze.gatePods; needs the cluster view and the gate-pods RBAC)",
+	  set_gate_release },
+	{ "gate-lease", "DRA_GUARD_GATE_LEASE", "dra-guard/dra-guard-gate", NULL, "NAMESPACE/NAME",
+	  "the coordination.k8s.io Lease that elects the replica releasing gated Pods", set_gate_lease },
+	{ "gate-lease-duration", "DRA_GUARD_GATE_LEASE_DURATION", "15s", NULL, "DURATION",
+	  "leaseDurationSeconds: another replica takes over this long after the holder stops renewing",
+	  set_gate_lease_duration },
+	{ "gate-identity", "DRA_GUARD_GATE_IDENTITY", "", "HOSTNAME_PID", "NAME",
+	  "this replica's holderIdentity in the Lease", set_gate_identity },
+	{ "self-user", "DRA_GUARD_SELF_USER", "system:serviceaccount:dra-guard:dra-guard", NULL, "USER",
+	  "the guard's own user name: claim.freeze.gate lets it remove the freeze's gate", set_self_user },
 };
 
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))

@@ -65,6 +65,13 @@ struct serve_config {
 	unsigned watch_page_size;
 	unsigned watch_timeout_s;
 	unsigned view_recheck_ms;
+	bool gate_release;            /* release the freeze's gated Pods (needs the
+				       * gate-pods RBAC overlay) */
+	char gate_lease_namespace[64];
+	char gate_lease_name[254];
+	unsigned gate_lease_s;
+	char gate_identity[254];      /* "": hostname_pid */
+	char self_user[254];          /* the guard's own user name in the API server */
 };
 
 /* Where the environment is read from: getenv, or a stand-in in tests. */

@@ -1,0 +1,718 @@
+/* gate_release.c - the Lease, and releasing gated Pods when a freeze ends. */
+#include "gate_release.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "gate.h"
+#include "log.h"
+
+#define BODY_MAX (256 * 1024)
+#define REQUEST_TIMEOUT_S 10
+/* Pods released (or found gone) are not patched again for this long: the
+ * view shows the change a moment later. */
+#define RECENT_MS 30000
+/* Most Pods remembered as recently released; past it, a Pod may be
+ * patched twice (harmless: the patch is idempotent). */
+#define RECENT_MAX (1u << 22)
+
+struct recent {
+	uint8_t uid[16];
+	int64_t at_ms;                /* 0: free slot */
+};
+
+struct gated_pod {
+	char path[600];               /* /api/v1/namespaces/NS/pods/NAME */
+	uint8_t uid[16];
+};
+
+struct gate_release {
+	struct gate_release_config cfg;
+	struct cluster_view *cv;
+	struct policy_source *ps;
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+	CURLM *multi;
+
+	/* the Lease as last read (the thread's) */
+	bool have_record;
+	char rec_holder[254];
+	char rec_renew[64];
+	char rec_rv[64];
+	long rec_transitions;
+	long rec_duration;
+	int64_t observed_ms;          /* when the record last changed, our clock */
+	int64_t leading_until_ms;     /* holder: last renewal + 2/3 of the lease */
+	int64_t next_lease_ms;
+
+	/* release state (the thread's) */
+	bool was_frozen;
+	struct recent *recent;
+	uint32_t recent_cap, recent_n;
+	struct gated_pod *todo;
+	uint32_t ntodo;
+
+	pthread_mutex_t mu;           /* guards holder and leading for readers */
+	char holder[254];
+	atomic_bool leading;
+	atomic_bool frozen;
+	atomic_uint_fast64_t gated_now;
+	atomic_uint_fast64_t released;
+	atomic_uint_fast64_t patch_errors;
+	atomic_uint_fast64_t lease_errors;
+	atomic_uint_fast64_t takeovers;
+	atomic_int_fast64_t freeze_end_ns;      /* wall clock; 0 before a freeze ended */
+	atomic_int_fast64_t last_release_ns;    /* wall clock of the last release after it */
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A MicroTime as the API server writes it: 2026-12-01T10:00:00.123456Z. */
+static void micro_time(char out[96])
+{
+	int64_t ns = wall_ns();
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(out, 96, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((uint64_t)ns % 1000000000u / 1000u));
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	return buf_add(ctx, p, size * n) == 0 ? size * n : 0;
+}
+
+/* One request on this thread: method, path, optional JSON body of
+ * content_type. *code gets the HTTP status (0 on a transport error). */
+static int request(struct gate_release *g, const char *method, const char *path, const char *content_type,
+		   const char *body, long *code, struct buf *resp)
+{
+	struct curl_slist *h = NULL, *t;
+	char ct[128];
+	CURL *e = curl_easy_init();
+	int rc;
+
+	*code = 0;
+	if (!e)
+		return -ENOMEM;
+	buf_reset(resp);
+	rc = cluster_view_client_setup(g->cv, e, path, REQUEST_TIMEOUT_S, &h);
+	if (rc == 0 && content_type) {
+		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);
+		if (!(t = curl_slist_append(h, ct)))
+			rc = -ENOMEM;
+		else
+			h = t;
+	}
+	if (rc == 0) {
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+		if (body)
+			curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+		curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
+		if (curl_easy_perform(e) == CURLE_OK)
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
+		else
+			rc = -EIO;
+	}
+	if (*code == 401)
+		cluster_view_client_unauthorized(g->cv);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return rc;
+}
+
+/* --- the Lease ------------------------------------------------------------------ */
+
+static void lease_path(const struct gate_release *g, bool collection, char *buf, size_t n)
+{
+	snprintf(buf, n, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s", g->cfg.lease_namespace,
+		 collection ? "" : "/", collection ? "" : g->cfg.lease_name);
+}
+
+static void set_holder(struct gate_release *g, const char *holder)
+{
+	pthread_mutex_lock(&g->mu);
+	snprintf(g->holder, sizeof(g->holder), "%s", holder);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Read the record from a Lease's JSON; a change restarts the observation. */
+static int parse_lease(struct gate_release *g, const struct buf *b)
+{
+	json_t *root = json_loadb(buf_cstr(b), buf_len(b), JSON_REJECT_DUPLICATES, NULL);
+	const char *holder = "", *renew = "", *rv = "";
+	json_t *spec, *meta, *v;
+	long dur = 0, trans = 0;
+	bool changed;
+
+	if (!root || !json_is_object(root)) {
+		json_decref(root);
+		return -EPROTO;
+	}
+	meta = json_object_get(root, "metadata");
+	spec = json_object_get(root, "spec");
+	if ((v = json_object_get(meta, "resourceVersion")) && json_is_string(v))
+		rv = json_string_value(v);
+	if ((v = json_object_get(spec, "holderIdentity")) && json_is_string(v))
+		holder = json_string_value(v);
+	if ((v = json_object_get(spec, "renewTime")) && json_is_string(v))
+		renew = json_string_value(v);
+	if ((v = json_object_get(spec, "leaseDurationSeconds")) && json_is_integer(v))
+		dur = (long)json_integer_value(v);
+	if ((v = json_object_get(spec, "leaseTransitions")) && json_is_integer(v))
+		trans = (long)json_integer_value(v);
+	changed = !g->have_record || strcmp(holder, g->rec_holder) != 0 || strcmp(renew, g->rec_renew) != 0;
+	snprintf(g->rec_holder, sizeof(g->rec_holder), "%s", holder);
+	snprintf(g->rec_renew, sizeof(g->rec_renew), "%s", renew);
+	snprintf(g->rec_rv, sizeof(g->rec_rv), "%s", rv);
+	g->rec_duration = dur > 0 && dur < 3600 ? dur : (long)g->cfg.lease_s;
+	g->rec_transitions = trans;
+	g->have_record = true;
+	if (changed)
+		g->observed_ms = mono_ms();
+	json_decref(root);
+	set_holder(g, holder);
+	return 0;
+}
+
+/* The Lease body naming holder (our identity, or "" to give it up). */
+static char *lease_body(const struct gate_release *g, const char *holder, bool with_rv, long transitions)
+{
+	json_t *o;
+	char now[96], *s;
+
+	micro_time(now);
+	o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:I, s:s, s:s, s:I}}", "apiVersion",
+		      "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", g->cfg.lease_name, "namespace",
+		      g->cfg.lease_namespace, "spec", "holderIdentity", holder, "leaseDurationSeconds",
+		      (json_int_t)g->cfg.lease_s, "acquireTime", now, "renewTime", now, "leaseTransitions",
+		      (json_int_t)transitions);
+	if (!o)
+		return NULL;
+	if (with_rv)
+		json_object_set_new(json_object_get(o, "metadata"), "resourceVersion", json_string(g->rec_rv));
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+static void lease_warn(struct gate_release *g, const char *what, long code, const struct buf *resp)
+{
+	struct log_line l;
+
+	atomic_fetch_add(&g->lease_errors, 1);
+	if (log_begin(&l, LOG_WARN, "gate: lease request failed")) {
+		log_str(&l, "request", what);
+		log_int(&l, "http", code);
+		log_strn(&l, "body", buf_cstr(resp), buf_len(resp) > 300 ? 300 : buf_len(resp));
+		log_end(&l);
+	}
+}
+
+/* Write the Lease with us as holder: create, renew or take over. */
+static void lease_write(struct gate_release *g, bool create, long transitions, struct buf *resp, int64_t start_ms)
+{
+	char path[512], *body = lease_body(g, g->cfg.identity, !create, transitions);
+	long code = 0;
+
+	if (!body)
+		return;
+	lease_path(g, create, path, sizeof(path));
+	request(g, create ? "POST" : "PUT", path, "application/json", body, &code, resp);
+	free(body);
+	if (code == 200 || code == 201) {
+		if (strcmp(g->rec_holder, g->cfg.identity) != 0) {
+			struct log_line l;
+
+			atomic_fetch_add(&g->takeovers, 1);
+			if (log_begin(&l, LOG_INFO, "gate: holding the lease")) {
+				log_str(&l, "identity", g->cfg.identity);
+				log_str(&l, "previous", g->rec_holder);
+				log_end(&l);
+			}
+		}
+		parse_lease(g, resp);
+		g->leading_until_ms = start_ms + (int64_t)g->cfg.lease_s * 2000 / 3;
+		return;
+	}
+	if (code != 409)   /* 409: another replica wrote first; read again next time */
+		lease_warn(g, create ? "create" : "update", code, resp);
+}
+
+static void lease_tick(struct gate_release *g, struct buf *resp)
+{
+	int64_t start = mono_ms();
+	char path[512];
+	long code = 0;
+
+	lease_path(g, false, path, sizeof(path));
+	request(g, "GET", path, NULL, NULL, &code, resp);
+	if (code == 404) {
+		g->have_record = false;
+		lease_write(g, true, 0, resp, start);
+	} else if (code == 200 && parse_lease(g, resp) == 0) {
+		bool ours = strcmp(g->rec_holder, g->cfg.identity) == 0;
+		bool expired = !g->rec_holder[0] || start - g->observed_ms > (int64_t)g->rec_duration * 1000;
+
+		if (ours)
+			lease_write(g, false, g->rec_transitions, resp, start);
+		else if (expired)
+			lease_write(g, false, g->rec_transitions + 1, resp, start);
+	} else {
+		lease_warn(g, "get", code, resp);
+	}
+	atomic_store(&g->leading, mono_ms() < g->leading_until_ms);
+}
+
+/* Give the Lease up on the way out, so another replica need not wait. */
+static void lease_give_up(struct gate_release *g)
+{
+	struct buf resp;
+	char path[512], *body;
+	long code = 0;
+
+	if (!atomic_load(&g->leading))
+		return;
+	buf_init(&resp, BODY_MAX);
+	body = lease_body(g, "", true, g->rec_transitions);
+	lease_path(g, false, path, sizeof(path));
+	if (body)
+		request(g, "PUT", path, "application/json", body, &code, &resp);
+	free(body);
+	buf_free(&resp);
+	atomic_store(&g->leading, false);
+}
+
+/* --- recently released Pods ------------------------------------------------------ */
+
+static uint32_t uid_hash(const uint8_t uid[16])
+{
+	uint32_t h = 2166136261u;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		h = (h ^ uid[i]) * 16777619u;
+	return h;
+}
+
+static struct recent *recent_find(struct gate_release *g, const uint8_t uid[16], bool insert)
+{
+	uint32_t i, mask = g->recent_cap - 1;
+
+	if (!g->recent)
+		return NULL;
+	for (i = uid_hash(uid) & mask;; i = (i + 1) & mask) {
+		struct recent *r = &g->recent[i];
+
+		if (r->at_ms == 0)
+			return insert ? r : NULL;
+		if (memcmp(r->uid, uid, 16) == 0)
+			return r;
+	}
+}
+
+/* Forget entries older than RECENT_MS (rebuild), and grow when half full. */
+static void recent_sweep(struct gate_release *g, int64_t now)
+{
+	struct recent *old = g->recent, *nr;
+	uint32_t oldcap = g->recent_cap, cap = oldcap ? oldcap : 1024, i, live = 0;
+
+	for (i = 0; i < oldcap; i++)
+		if (old[i].at_ms && now - old[i].at_ms < RECENT_MS)
+			live++;
+	while (live * 2 >= cap && cap < RECENT_MAX)
+		cap *= 2;
+	if (live * 2 >= cap)
+		return;  /* at the cap: keep what there is */
+	if (!(nr = calloc(cap, sizeof(*nr))))
+		return;
+	g->recent = nr;
+	g->recent_cap = cap;
+	g->recent_n = 0;
+	for (i = 0; i < oldcap; i++)
+		if (old[i].at_ms && now - old[i].at_ms < RECENT_MS) {
+			*recent_find(g, old[i].uid, true) = old[i];
+			g->recent_n++;
+		}
+	free(old);
+}
+
+static void recent_add(struct gate_release *g, const uint8_t uid[16], int64_t now)
+{
+	struct recent *r;
+
+	if (!g->recent || (g->recent_n + 1) * 2 >= g->recent_cap)
+		recent_sweep(g, now);
+	if (!g->recent || (g->recent_n + 1) * 2 >= g->recent_cap)
+		return;
+	r = recent_find(g, uid, true);
+	if (r->at_ms == 0)
+		g->recent_n++;
+	memcpy(r->uid, uid, 16);
+	r->at_ms = now;
+}
+
+static bool recent_has(struct gate_release *g, const uint8_t uid[16], int64_t now)
+{
+	struct recent *r = recent_find(g, uid, false);
+
+	return r && now - r->at_ms < RECENT_MS;
+}
+
+/* --- finding and releasing gated Pods -------------------------------------------- */
+
+struct collect_ctx {
+	struct gate_release *g;
+	int64_t now;
+	uint64_t gated;
+};
+
+static int collect_pod(void *ctx, const struct view_pod *p)
+{
+	struct collect_ctx *c = ctx;
+	struct gate_release *g = c->g;
+	struct gated_pod *t;
+
+	if (!p->gated)
+		return 0;
+	c->gated++;
+	if (g->ntodo >= GATE_RELEASE_PASS_MAX || recent_has(g, p->uid.bin, c->now))
+		return 0;
+	t = &g->todo[g->ntodo];
+	if ((size_t)snprintf(t->path, sizeof(t->path), "/api/v1/namespaces/%.*s/pods/%s", (int)view_atom_str(p->namespace).len, view_atom_str(p->namespace).ptr,
+			     p->name) >= sizeof(t->path))
+		return 0;
+	memcpy(t->uid, p->uid.bin, 16);
+	g->ntodo++;
+	return 0;
+}
+
+struct patch_slot {
+	CURL *easy;
+	struct curl_slist *headers;
+	uint32_t pod;
+};
+
+static void patch_done(struct gate_release *g, struct patch_slot *s, CURLcode res)
+{
+	long code = 0;
+	int64_t now = mono_ms();
+
+	if (res == CURLE_OK)
+		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (code == 200) {
+		atomic_fetch_add(&g->released, 1);
+		atomic_store(&g->last_release_ns, wall_ns());
+		recent_add(g, g->todo[s->pod].uid, now);
+	} else if (code == 404) {
+		recent_add(g, g->todo[s->pod].uid, now);   /* gone: nothing to release */
+	} else {
+		/* 409, 429, 5xx and transport errors come back on the next pass;
+		 * others (403: the RBAC overlay is missing) are logged. */
+		struct log_line l;
+
+		atomic_fetch_add(&g->patch_errors, 1);
+		if (code == 401)
+			cluster_view_client_unauthorized(g->cv);
+		if (code != 409 && code != 429 && code < 500 && log_begin(&l, LOG_WARN, "gate: release failed")) {
+			log_str(&l, "pod", g->todo[s->pod].path);
+			log_int(&l, "http", code);
+			log_str(&l, "error", res == CURLE_OK ? "" : curl_easy_strerror(res));
+			log_end(&l);
+		}
+	}
+	curl_multi_remove_handle(g->multi, s->easy);
+	curl_easy_cleanup(s->easy);
+	curl_slist_free_all(s->headers);
+	s->easy = NULL;
+	s->headers = NULL;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ctx)
+{
+	(void)p;
+	(void)ctx;
+	return size * n;
+}
+
+static bool patch_start(struct gate_release *g, struct patch_slot *s, uint32_t pod)
+{
+	struct curl_slist *t;
+
+	s->headers = NULL;
+	s->pod = pod;
+	if (!(s->easy = curl_easy_init()))
+		return false;
+	if (cluster_view_client_setup(g->cv, s->easy, g->todo[pod].path, REQUEST_TIMEOUT_S, &s->headers) != 0 ||
+	    !(t = curl_slist_append(s->headers, "Content-Type: application/strategic-merge-patch+json"))) {
+		curl_easy_cleanup(s->easy);
+		curl_slist_free_all(s->headers);
+		s->easy = NULL;
+		s->headers = NULL;
+		return false;
+	}
+	s->headers = t;
+	curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, s->headers);
+	curl_easy_setopt(s->easy, CURLOPT_CUSTOMREQUEST, "PATCH");
+	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, GATE_RELEASE_PATCH);
+	curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(s->easy, CURLOPT_PRIVATE, s);
+	curl_multi_add_handle(g->multi, s->easy);
+	return true;
+}
+
+/* Patch g->todo, GATE_RELEASE_PARALLEL at a time, stopping early when the freeze
+ * comes back or we stop leading. */
+static void release_all(struct gate_release *g)
+{
+	struct patch_slot slots[GATE_RELEASE_PARALLEL];
+	uint32_t next = 0, active = 0, i;
+	int running;
+
+	memset(slots, 0, sizeof(slots));
+	while ((next < g->ntodo || active) && !atomic_load(&g->stop)) {
+		bool go = atomic_load(&g->leading) && mono_ms() < g->leading_until_ms && !atomic_load(&g->frozen);
+		CURLMsg *msg;
+		int left;
+
+		for (i = 0; go && i < GATE_RELEASE_PARALLEL && next < g->ntodo; i++) {
+			if (slots[i].easy)
+				continue;
+			if (!patch_start(g, &slots[i], next++))
+				break;
+			active++;
+		}
+		if (!go)
+			next = g->ntodo;
+		if (!active)
+			break;
+		curl_multi_perform(g->multi, &running);
+		while ((msg = curl_multi_info_read(g->multi, &left)) != NULL) {
+			struct patch_slot *s = NULL;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+			patch_done(g, s, msg->data.result);
+			active--;
+		}
+		curl_multi_poll(g->multi, NULL, 0, 100, NULL);
+	}
+	for (i = 0; i < GATE_RELEASE_PARALLEL; i++)
+		if (slots[i].easy)
+			patch_done(g, &slots[i], CURLE_ABORTED_BY_CALLBACK);
+}
+
+/* Note the freeze's state; a freeze that ended starts the release clock. */
+static void follow_freeze(struct gate_release *g)
+{
+	struct policy_status st;
+
+	policy_source_status(g->ps, &st);
+	if (!st.serving)
+		return;
+	if (g->was_frozen && !st.frozen) {
+		atomic_store(&g->freeze_end_ns, wall_ns());
+		atomic_store(&g->last_release_ns, 0);
+	}
+	g->was_frozen = st.frozen;
+	atomic_store(&g->frozen, st.frozen);
+}
+
+/* One look at the view: count the gated Pods, and when leading with the
+ * freeze off, release up to GATE_RELEASE_PASS_MAX of them. The view's seq. */
+static uint64_t pass(struct gate_release *g)
+{
+	struct snapshot *s = cluster_view_acquire(g->cv);
+	struct collect_ctx c = { g, mono_ms(), 0 };
+	uint64_t seq = 0;
+
+	if (!s)
+		return 0;
+	seq = view_seq(cluster_view_get(s));
+	g->ntodo = 0;
+	view_each_pod(cluster_view_get(s), collect_pod, &c);
+	snapshot_release(s);
+	atomic_store(&g->gated_now, c.gated);
+	if (atomic_load(&g->leading) && !atomic_load(&g->frozen))
+		release_all(g);
+	else
+		g->ntodo = 0;
+	return seq;
+}
+
+static void *run(void *arg)
+{
+	struct gate_release *g = arg;
+	struct buf resp;
+	int64_t tick_ms = (int64_t)g->cfg.lease_s * 1000 / 5;
+
+	if (tick_ms < 200)
+		tick_ms = 200;
+	buf_init(&resp, BODY_MAX);
+	while (!atomic_load(&g->stop)) {
+		int64_t now = mono_ms();
+		struct snapshot *s;
+		uint64_t seq;
+		int64_t wait_until;
+
+		if (now >= g->next_lease_ms) {
+			lease_tick(g, &resp);
+			g->next_lease_ms = mono_ms() + tick_ms;
+		}
+		atomic_store(&g->leading, mono_ms() < g->leading_until_ms);
+		follow_freeze(g);
+		seq = pass(g);
+		if (g->ntodo >= GATE_RELEASE_PASS_MAX)
+			continue;  /* more to do: renew when due, then go on */
+		/* Wait for a newer view, the next renewal or at most a second
+		 * (the freeze's end reaches us through the policy source). */
+		wait_until = g->next_lease_ms < mono_ms() + 1000 ? g->next_lease_ms : mono_ms() + 1000;
+		if (seq && (s = cluster_view_acquire_newer(g->cv, seq, wait_until)) != NULL)
+			snapshot_release(s);
+		else if (!seq)
+			while (!atomic_load(&g->stop) && mono_ms() < wait_until) {
+				struct timespec ts = { 0, 50 * 1000000 };
+
+				nanosleep(&ts, NULL);
+			}
+	}
+	lease_give_up(g);
+	buf_free(&resp);
+	return NULL;
+}
+
+/* --- lifecycle, status, metrics ---------------------------------------------------- */
+
+int gate_release_new(const struct gate_release_config *cfg, struct cluster_view *cv, struct policy_source *ps,
+	     struct gate_release **out)
+{
+	struct gate_release *g = calloc(1, sizeof(*g));
+
+	*out = NULL;
+	if (!g)
+		return -ENOMEM;
+	g->cfg = *cfg;
+	g->cv = cv;
+	g->ps = ps;
+	pthread_mutex_init(&g->mu, NULL);
+	g->todo = calloc(GATE_RELEASE_PASS_MAX, sizeof(*g->todo));
+	g->multi = curl_multi_init();
+	if (!g->todo || !g->multi) {
+		gate_release_free(g);
+		return -ENOMEM;
+	}
+	*out = g;
+	return 0;
+}
+
+int gate_release_start(struct gate_release *g)
+{
+	int rc = pthread_create(&g->thread, NULL, run, g);
+
+	if (rc)
+		return -rc;
+	g->started = true;
+	return 0;
+}
+
+void gate_release_free(struct gate_release *g)
+{
+	if (!g)
+		return;
+	if (g->started) {
+		atomic_store(&g->stop, true);
+		curl_multi_wakeup(g->multi);
+		pthread_join(g->thread, NULL);
+	}
+	if (g->multi)
+		curl_multi_cleanup(g->multi);
+	free(g->todo);
+	free(g->recent);
+	pthread_mutex_destroy(&g->mu);
+	free(g);
+}
+
+int gate_release_status_json(struct gate_release *g, struct buf *out)
+{
+	char holder[254];
+	int rc;
+
+	pthread_mutex_lock(&g->mu);
+	snprintf(holder, sizeof(holder), "%s", g->holder);
+	pthread_mutex_unlock(&g->mu);
+	rc = buf_printf(out, ",\"gate\":{\"lease\":\"%s/%s\",\"holder\":", g->cfg.lease_namespace, g->cfg.lease_name);
+	if (rc == 0)
+		rc = buf_add_json_str(out, holder, strlen(holder));
+	if (rc == 0)
+		rc = buf_add_cstr(out, ",\"self\":");
+	if (rc == 0)
+		rc = buf_add_json_str(out, g->cfg.identity, strlen(g->cfg.identity));
+	if (rc == 0)
+		rc = buf_printf(out, ",\"leading\":%s,\"gatedPods\":%" PRIu64 "}",
+				atomic_load(&g->leading) ? "true" : "false", (uint64_t)atomic_load(&g->gated_now));
+	return rc;
+}
+
+int gate_release_render_metrics(void *ctx, struct buf *out)
+{
+	struct gate_release *g = ctx;
+	int64_t end = atomic_load(&g->freeze_end_ns), last = atomic_load(&g->last_release_ns);
+	int rc;
+
+	rc = buf_printf(out,
+			"# HELP dra_guard_gate_pods_gated Pods the cluster view holds with the freeze's scheduling gate.\n"
+			"# TYPE dra_guard_gate_pods_gated gauge\n"
+			"dra_guard_gate_pods_gated %" PRIu64 "\n"
+			"# HELP dra_guard_gate_pods_released_total Pods this replica released from the freeze's gate.\n"
+			"# TYPE dra_guard_gate_pods_released_total counter\n"
+			"dra_guard_gate_pods_released_total %" PRIu64 "\n"
+			"# HELP dra_guard_gate_release_errors_total Release patches that failed (retried).\n"
+			"# TYPE dra_guard_gate_release_errors_total counter\n"
+			"dra_guard_gate_release_errors_total %" PRIu64 "\n"
+			"# HELP dra_guard_gate_release_seconds From the end of the last freeze to the last release "
+			"this replica made after it.\n"
+			"# TYPE dra_guard_gate_release_seconds gauge\n"
+			"dra_guard_gate_release_seconds %.3f\n"
+			"# HELP dra_guard_gate_leader 1 while this replica holds the gate's Lease.\n"
+			"# TYPE dra_guard_gate_leader gauge\n"
+			"dra_guard_gate_leader %d\n"
+			"# HELP dra_guard_gate_lease_errors_total Lease requests that failed.\n"
+			"# TYPE dra_guard_gate_lease_errors_total counter\n"
+			"dra_guard_gate_lease_errors_total %" PRIu64 "\n"
+			"# HELP dra_guard_gate_lease_acquired_total Times this replica took the Lease.\n"
+			"# TYPE dra_guard_gate_lease_acquired_total counter\n"
+			"dra_guard_gate_lease_acquired_total %" PRIu64 "\n",
+			(uint64_t)atomic_load(&g->gated_now), (uint64_t)atomic_load(&g->released),
+			(uint64_t)atomic_load(&g->patch_errors),
+			end && last > end ? (double)(last - end) / 1e9 : 0.0, atomic_load(&g->leading) ? 1 : 0,
+			(uint64_t)atomic_load(&g->lease_errors), (uint64_t)atomic_load(&g->takeovers));
+	return rc;
+}
