@@ -197,8 +197,8 @@ static int parse_lease(struct gate_release *g, const struct buf *b)
 	g->have_record = true;
 	if (changed)
 		g->observed_ms = mono_ms();
-	json_decref(root);
-	set_holder(g, holder);
+	json_decref(root);   /* holder pointed into it: copy from the record */
+	set_holder(g, g->rec_holder);
 	return 0;
 }
 
