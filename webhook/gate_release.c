@@ -42,6 +42,8 @@ struct gate_release {
 	bool started;
 	atomic_bool stop;
 	CURLM *multi;
+	CURL *easy;                   /* the thread's Lease requests: one handle
+				       * keeps its connection between them */
 
 	/* the Lease as last read (the thread's) */
 	bool have_record;
@@ -114,12 +116,11 @@ static int request(struct gate_release *g, const char *method, const char *path,
 {
 	struct curl_slist *h = NULL, *t;
 	char ct[128];
-	CURL *e = curl_easy_init();
+	CURL *e = g->easy;
 	int rc;
 
 	*code = 0;
-	if (!e)
-		return -ENOMEM;
+	curl_easy_reset(e);   /* options go; the open connection stays */
 	buf_reset(resp);
 	rc = cluster_view_client_setup(g->cv, e, path, REQUEST_TIMEOUT_S, &h);
 	if (rc == 0 && content_type) {
@@ -143,8 +144,8 @@ static int request(struct gate_release *g, const char *method, const char *path,
 	}
 	if (*code == 401)
 		cluster_view_client_unauthorized(g->cv);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(h);
-	curl_easy_cleanup(e);
 	return rc;
 }
 
@@ -488,9 +489,23 @@ static bool patch_start(struct gate_release *g, struct patch_slot *s, uint32_t p
 	return true;
 }
 
-/* Patch g->todo, GATE_RELEASE_PARALLEL at a time, stopping early when the freeze
- * comes back or we stop leading. */
-static void release_all(struct gate_release *g)
+/* Renew (or read) the Lease when due. */
+static void lease_due(struct gate_release *g, struct buf *resp)
+{
+	int64_t tick_ms = (int64_t)g->cfg.lease_s * 1000 / 5;
+
+	if (tick_ms < 200)
+		tick_ms = 200;
+	if (mono_ms() < g->next_lease_ms)
+		return;
+	lease_tick(g, resp);
+	g->next_lease_ms = mono_ms() + tick_ms;
+}
+
+/* Patch g->todo, GATE_RELEASE_PARALLEL at a time, renewing the Lease when
+ * due (the patches in flight go on meanwhile), stopping early when the
+ * freeze comes back or we stop leading. */
+static void release_all(struct gate_release *g, struct buf *resp)
 {
 	struct patch_slot slots[GATE_RELEASE_PARALLEL];
 	uint32_t next = 0, active = 0, i;
@@ -498,9 +513,12 @@ static void release_all(struct gate_release *g)
 
 	memset(slots, 0, sizeof(slots));
 	while ((next < g->ntodo || active) && !atomic_load(&g->stop)) {
-		bool go = atomic_load(&g->leading) && mono_ms() < g->leading_until_ms && !atomic_load(&g->frozen);
+		bool go;
 		CURLMsg *msg;
 		int left;
+
+		lease_due(g, resp);
+		go = atomic_load(&g->leading) && mono_ms() < g->leading_until_ms && !atomic_load(&g->frozen);
 
 		for (i = 0; go && i < GATE_RELEASE_PARALLEL && next < g->ntodo; i++) {
 			if (slots[i].easy)
@@ -548,7 +566,7 @@ static void follow_freeze(struct gate_release *g)
 
 /* One look at the view: count the gated Pods, and when leading with the
  * freeze off, release up to GATE_RELEASE_PASS_MAX of them. The view's seq. */
-static uint64_t pass(struct gate_release *g)
+static uint64_t pass(struct gate_release *g, struct buf *resp)
 {
 	struct snapshot *s = cluster_view_acquire(g->cv);
 	struct collect_ctx c = { g, mono_ms(), 0 };
@@ -562,7 +580,7 @@ static uint64_t pass(struct gate_release *g)
 	snapshot_release(s);
 	atomic_store(&g->gated_now, c.gated);
 	if (atomic_load(&g->leading) && !atomic_load(&g->frozen))
-		release_all(g);
+		release_all(g, resp);
 	else
 		g->ntodo = 0;
 	return seq;
@@ -572,24 +590,17 @@ static void *run(void *arg)
 {
 	struct gate_release *g = arg;
 	struct buf resp;
-	int64_t tick_ms = (int64_t)g->cfg.lease_s * 1000 / 5;
 
-	if (tick_ms < 200)
-		tick_ms = 200;
 	buf_init(&resp, BODY_MAX);
 	while (!atomic_load(&g->stop)) {
-		int64_t now = mono_ms();
 		struct snapshot *s;
 		uint64_t seq;
 		int64_t wait_until;
 
-		if (now >= g->next_lease_ms) {
-			lease_tick(g, &resp);
-			g->next_lease_ms = mono_ms() + tick_ms;
-		}
+		lease_due(g, &resp);
 		atomic_store(&g->leading, mono_ms() < g->leading_until_ms);
 		follow_freeze(g);
-		seq = pass(g);
+		seq = pass(g, &resp);
 		if (g->ntodo >= GATE_RELEASE_PASS_MAX)
 			continue;  /* more to do: renew when due, then go on */
 		/* Wait for a newer view, the next renewal or at most a second
@@ -625,7 +636,8 @@ int gate_release_new(const struct gate_release_config *cfg, struct cluster_view 
 	pthread_mutex_init(&g->mu, NULL);
 	g->todo = calloc(GATE_RELEASE_PASS_MAX, sizeof(*g->todo));
 	g->multi = curl_multi_init();
-	if (!g->todo || !g->multi) {
+	g->easy = curl_easy_init();
+	if (!g->todo || !g->multi || !g->easy) {
 		gate_release_free(g);
 		return -ENOMEM;
 	}
@@ -654,6 +666,8 @@ void gate_release_free(struct gate_release *g)
 	}
 	if (g->multi)
 		curl_multi_cleanup(g->multi);
+	if (g->easy)
+		curl_easy_cleanup(g->easy);
 	free(g->todo);
 	free(g->recent);
 	pthread_mutex_destroy(&g->mu);
