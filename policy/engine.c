@@ -136,6 +136,12 @@ static void gate_mutation(const struct policy *pol, const struct engine_options 
 	if (req->operation != ADMISSION_OP_CREATE || req->sub_resource.len ||
 	    !gate_wanted(pol, pol->frozen || opt->force_freeze, &req->object, ns))
 		return;
+	/* A gate no replica removes would hold the Pod for good: the freeze
+	 * then refuses its claims as without gatePods, and the caller counts. */
+	if (opt->gate_unreleasable) {
+		out->gate_withheld = true;
+		return;
+	}
 	if (gate_pod_patch(pol, &req->object, a, &out->patch) != 0)
 		out->patch = (struct str){ "", 0 };
 }

@@ -30,6 +30,10 @@ struct engine_options {
 				       * have nothing to check */
 	struct str self_user;         /* the guard's own user name: it may remove its
 				       * scheduling gate (claim.freeze.gate) */
+	bool gate_unreleasable;       /* no replica could release a gated Pod now (none
+				       * runs the release, or its Lease has no live
+				       * holder): the gate is withheld, so a Pod is
+				       * never left gated for good (verdict.gate_withheld) */
 	struct str self_name;         /* the guard's policy ConfigMap (policy.invalid) */
 	struct str self_namespace;
 };

@@ -59,6 +59,9 @@ struct verdict {
 	struct undecided undecided[VERDICT_MAX_UNDECIDED];
 	uint32_t nundecided;          /* may pass VERDICT_MAX_UNDECIDED: the rest are only counted */
 	struct str claim_uids;        /* claims the ledger rules looked at, for the log ("" none) */
+	bool gate_withheld;           /* /mutate: the freeze would gate this Pod, but
+				       * engine_options.gate_unreleasable said no replica
+				       * could release it: not gated */
 };
 
 /* An empty, allowing verdict that can hold max_violations violations. */

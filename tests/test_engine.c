@@ -309,6 +309,8 @@ static json_t *observe(const struct golden *g, char *err, size_t n)
 	}
 	decode_limits_default(&lim);
 	set_options(&opt, endpoint);
+	/* The server's /mutate when no replica could release a gated Pod. */
+	opt.gate_unreleasable = json_is_true(json_object_get(g->root, "gateUnreleasable"));
 	rc = admission_handle(p, view, now, &opt, &lim, body, strlen(body), a, &out, &res);
 	if (rc || res.http_status != 200) {
 		snprintf(err, n, "admission_handle: %d, HTTP status %d: %s", rc, res.http_status, buf_cstr(&out));
@@ -324,6 +326,8 @@ static json_t *observe(const struct golden *g, char *err, size_t n)
 	verdict = json_pack("{s:O, s:O}", "response", resp, "violations", viol);
 	if (!verdict)
 		snprintf(err, n, "out of memory");
+	if (verdict && opt.gate_unreleasable)
+		json_object_set_new(verdict, "gateWithheld", json_boolean(res.verdict.gate_withheld));
 	if (verdict && view) {
 		json_t *ledger = ledger_of(view, p, now, err, n);
 

@@ -73,6 +73,32 @@ void admit_set_ledger(struct admit *a, struct ledger_watch *lw, unsigned recheck
 	atomic_init(&a->rechecking, 0);
 }
 
+void admit_set_gate(struct admit *a, struct gate_release *gate)
+{
+	a->gate = gate;
+	atomic_init(&a->gate_warned_ms, 0);
+}
+
+/* A withheld gate: counted always, warned of at most every 10 s (a freeze
+ * may see many new Pods, and the cause is the same for all). */
+static void gate_withheld(struct admit *a, const struct admission_result *res)
+{
+	int64_t now = (int64_t)(admit_now_ns() / 1000000u), last = atomic_load(&a->gate_warned_ms);
+	struct log_line l;
+
+	metrics_gate_withheld(a->m);
+	if ((last && now - last < 10000) || !atomic_compare_exchange_strong(&a->gate_warned_ms, &last, now))
+		return;
+	if (!log_begin(&l, LOG_WARN, "gate: a new Pod was not held at the freeze's scheduling gate: no replica "
+		       "could release it (run replicas with --gate-release and the gate-pods RBAC; see "
+		       "/readyz gate.live); the freeze refuses its claims instead"))
+		return;
+	log_strn(&l, "namespace", res->req.namespace.ptr, res->req.namespace.len);
+	log_strn(&l, "name", res->req.name.ptr, res->req.name.len);
+	log_bool(&l, "gate_release", a->gate != NULL);
+	log_end(&l);
+}
+
 void admit_fini(struct admit *a)
 {
 	struct worker *w = pthread_getspecific(a->worker_key);
@@ -333,8 +359,12 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		view = cluster_view_get(vsnap);
 	arena = worker_arena(a);
 	if (arena) {
+		struct engine_options mo = a->opt_mutate;
+
+		/* Read per request: the Lease's holder comes and goes. */
+		mo.gate_unreleasable = !a->gate || !gate_release_live(a->gate);
 		arena_reset(arena);
-		rc = admission_handle(pol, view, wall_ns(), mutate ? &a->opt_mutate : &a->opt_validate,
+		rc = admission_handle(pol, view, wall_ns(), mutate ? &mo : &a->opt_validate,
 				      &a->lim, body, len, arena, out, &res);
 		if (rc == 0 && view && a->recheck_ms && worth_rechecking(&res))
 			rc = recheck(a, pol, mutate, body, len, arena, out, &res, &vsnap, &view);
@@ -344,6 +374,8 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 	result = result_of(&res, rc);
 	dur = admit_now_ns() - start_ns;
 	record(a, ep, &res, result, status, dur);
+	if (rc == 0 && res.verdict.gate_withheld)
+		gate_withheld(a, &res);
 	log_admission(mutate, &res, result, status, pol, dur);
 	if (rc != 0) {
 		log_msg_str(LOG_ERROR, "admission answer could not be built", "error", strerror(-rc));

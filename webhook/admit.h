@@ -23,6 +23,7 @@
 #include "cluster_view.h"
 #include "decode.h"
 #include "engine.h"
+#include "gate_release.h"
 #include "ledger_watch.h"
 #include "metrics.h"
 #include "policy_source.h"
@@ -41,6 +42,8 @@ struct admit {                    /* fields are private */
 	unsigned recheck_ms;          /* --view-recheck */
 	unsigned recheck_max;         /* requests that may wait at once */
 	atomic_uint rechecking;
+	struct gate_release *gate;    /* NULL without --gate-release */
+	atomic_int_fast64_t gate_warned_ms;   /* last warning of a withheld gate */
 };
 
 /* Limits and options from cfg (the ConfigMap name is copied by reference:
@@ -55,6 +58,14 @@ int admit_init(struct admit *a, const struct serve_config *cfg, struct metrics *
  * most max_waiters requests at once (so some worker threads always serve
  * while others wait). */
 void admit_set_ledger(struct admit *a, struct ledger_watch *lw, unsigned recheck_ms, unsigned max_waiters);
+
+/* The replica's gate release (NULL: it runs none). The mutating endpoint
+ * gates a new Pod during a freeze with freeze.gatePods only while
+ * gate_release_live(gate): a replica without the release, or whose Lease
+ * has no live holder, withholds the gate (counted in
+ * dra_guard_gate_withheld_total, warned of at most every 10 s), so no Pod
+ * is held that nobody would release. Borrowed; call before serving. */
+void admit_set_gate(struct admit *a, struct gate_release *gate);
 
 /* Release what admit_init() made. Every thread that called admit_review()
  * must have exited (its arena is freed as it exits), except the caller. */

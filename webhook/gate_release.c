@@ -53,6 +53,7 @@ struct gate_release {
 	long rec_transitions;
 	long rec_duration;
 	int64_t observed_ms;          /* when the record last changed, our clock */
+	atomic_int_fast64_t live_until_ms;      /* a holder's record is live until then; 0: none */
 	int64_t leading_until_ms;     /* holder: last renewal + 2/3 of the lease */
 	int64_t next_lease_ms;
 
@@ -198,6 +199,7 @@ static int parse_lease(struct gate_release *g, const struct buf *b)
 	g->have_record = true;
 	if (changed)
 		g->observed_ms = mono_ms();
+	atomic_store(&g->live_until_ms, g->rec_holder[0] ? g->observed_ms + g->rec_duration * 1000 : 0);
 	json_decref(root);   /* holder pointed into it: copy from the record */
 	set_holder(g, g->rec_holder);
 	return 0;
@@ -309,6 +311,7 @@ static void lease_give_up(struct gate_release *g)
 	free(body);
 	buf_free(&resp);
 	atomic_store(&g->leading, false);
+	atomic_store(&g->live_until_ms, 0);
 }
 
 /* --- recently released Pods ------------------------------------------------------ */
@@ -674,6 +677,13 @@ void gate_release_free(struct gate_release *g)
 	free(g);
 }
 
+bool gate_release_live(struct gate_release *g)
+{
+	int64_t until = atomic_load(&g->live_until_ms);
+
+	return until && mono_ms() < until;
+}
+
 int gate_release_status_json(struct gate_release *g, struct buf *out)
 {
 	char holder[254];
@@ -690,8 +700,9 @@ int gate_release_status_json(struct gate_release *g, struct buf *out)
 	if (rc == 0)
 		rc = buf_add_json_str(out, g->cfg.identity, strlen(g->cfg.identity));
 	if (rc == 0)
-		rc = buf_printf(out, ",\"leading\":%s,\"gatedPods\":%" PRIu64 "}",
-				atomic_load(&g->leading) ? "true" : "false", (uint64_t)atomic_load(&g->gated_now));
+		rc = buf_printf(out, ",\"leading\":%s,\"live\":%s,\"gatedPods\":%" PRIu64 "}",
+				atomic_load(&g->leading) ? "true" : "false", gate_release_live(g) ? "true" : "false",
+				(uint64_t)atomic_load(&g->gated_now));
 	return rc;
 }
 

@@ -52,7 +52,14 @@ int gate_release_start(struct gate_release *g);
  * another replica takes over at once. NULL is a no-op. */
 void gate_release_free(struct gate_release *g);
 
-/* ,"gate":{"lease":"ns/name","holder":"..","self":"..","leading":..,"frozen":..}
+/* Could a replica release a gated Pod now: the Lease, as this replica
+ * last read it, names a holder whose record changed (a renewal) within the
+ * lease duration, measured on this replica's clock? False before the first
+ * read and after the holder gave it up. The mutating endpoint gates Pods
+ * only then. Any thread. */
+bool gate_release_live(struct gate_release *g);
+
+/* ,"gate":{"lease":"ns/name","holder":"..","self":"..","leading":..,"live":..,"gatedPods":..}
  * appended to out, for /readyz. Any thread. */
 int gate_release_status_json(struct gate_release *g, struct buf *out);
 

@@ -650,6 +650,7 @@ int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size
 		goto fail;
 	}
 	h->admit_made = true;
+	admit_set_gate(&h->admit, env->gate);
 	admit_set_ledger(&h->admit, env->ledger, cfg->view_recheck_ms, cfg->threads > 1 ? cfg->threads - 1 : 0);
 	if (make_fixed(h) != 0) {
 		snprintf(err, errn, "out of memory");

@@ -66,6 +66,7 @@ struct metrics {
 	struct histogram duration[METRICS_EP_COUNT][METRICS_RESULT_COUNT];
 	atomic_uint_fast64_t violations[RULE_COUNT][ACTION_DRYRUN + 1];
 	atomic_uint_fast64_t break_glass[METRICS_RES_COUNT];
+	atomic_uint_fast64_t gate_withheld;
 	atomic_uint_fast64_t http_errors[METRICS_HTTP_COUNT];
 	struct driver_slot drivers[METRICS_DRIVERS_MAX];
 	atomic_size_t ndrivers;       /* published slots */
@@ -187,6 +188,11 @@ void metrics_break_glass(struct metrics *m, enum metrics_resource res)
 {
 	if ((unsigned)res < METRICS_RES_COUNT)
 		inc(&m->break_glass[res], 1);
+}
+
+void metrics_gate_withheld(struct metrics *m)
+{
+	inc(&m->gate_withheld, 1);
 }
 
 void metrics_http_error(struct metrics *m, enum metrics_http_error code)
@@ -449,6 +455,12 @@ static int render_counters(struct metrics *m, struct buf *out)
 	for (i = 0; rc == 0 && i < METRICS_RES_COUNT; i++)
 		rc = buf_printf(out, "dra_guard_break_glass_total{resource=\"%s\"} %" PRIu64 "\n",
 				resource_names[i], get(&m->break_glass[i]));
+	if (rc == 0)
+		rc = family(out, "dra_guard_gate_withheld_total", "counter",
+			    "New Pods the freeze would have held at its scheduling gate but did not, because no "
+			    "replica could release them (none runs --gate-release, or its Lease has no live holder).");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_gate_withheld_total %" PRIu64 "\n", get(&m->gate_withheld));
 	if (rc == 0)
 		rc = family(out, "dra_guard_slice_denials_total", "counter",
 			    "Denied ResourceSlice writes, by spec.driver: a driver the policy lists, or other.");

@@ -100,6 +100,8 @@ void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum metrics_r
 void metrics_violation(struct metrics *m, enum rule_id rule, enum action action);
 void metrics_break_glass(struct metrics *m, enum metrics_resource res);
 void metrics_http_error(struct metrics *m, enum metrics_http_error code);
+/* A Pod the freeze would have gated, not gated: no replica could release it. */
+void metrics_gate_withheld(struct metrics *m);
 /* A ResourceSlice write denied by the policy; driver[0..len) is the slice's
  * spec.driver. Counted under its name when metrics_slice_driver_add() gave
  * it one, as "other" otherwise. */

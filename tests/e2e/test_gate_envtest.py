@@ -222,6 +222,78 @@ def test_gated_and_not_gated_pods_and_their_claims():
     delete_all_pods()
 
 
+def point_mutating_webhook(s):
+    """The Pod mutating entry calls s from now on (once the API server's
+    informer has the change: a dry-run Pod answered by s tells)."""
+    path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/dra-guard-gate-test"
+    ENV.patch(path, [{"op": "replace", "path": "/webhooks/0/clientConfig/url",
+                      "value": "https://127.0.0.1:%d/mutate" % s.port}], kind="json")
+    deadline = time.time() + SETTLE_BOUND
+    def mutated(samples):
+        return sum(v for (name, labels), v in samples.items()
+                   if name == "dra_guard_requests_total" and ("endpoint", "mutate") in labels)
+
+    while time.time() < deadline:
+        before = mutated(s.metrics())
+        ENV.request("POST", PODS + "?dryRun=All", pod("probe"))
+        if mutated(s.metrics()) != before:
+            return
+        time.sleep(0.2)
+    fail("the mutating entry never called the replica on port %d" % s.port)
+
+
+def withheld(s):
+    return guard.metric(s.metrics(), "dra_guard_gate_withheld_total") or 0
+
+
+def test_no_replica_to_release_no_gate():
+    """A replica gates a Pod only while a replica could release it: one
+    without --gate-release, and one with it but without the RBAC to hold a
+    Lease (so no live holder), withhold the gate, count it and warn; the
+    freeze then refuses the Pod's claims as without gatePods."""
+    set_freeze(True)
+    a_withheld = withheld(S["a"])
+    without = guard.Server(CERTS[0], args=["--kubeconfig", ENV.kubeconfig(), "--self-user", ADMIN],
+                           wait_ready=False)
+    no_rbac = guard.Server(CERTS[0], args=["--kubeconfig", ENV.kubeconfig("reader"), "--gate-release",
+                                             "--gate-identity", "no-rbac", "--gate-lease", "dra-guard/no-rbac",
+                                             "--gate-lease-duration", "%ds" % LEASE_S, "--self-user", ADMIN],
+                           wait_ready=False)
+    claims = "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % NS
+    try:
+        for name, s in (("without --gate-release", without), ("without a Lease", no_rbac)):
+            s.wait(lambda: s.ready()[0] and s.ready()[1]["policy"]["freeze"] is True,
+                   "the replica to sync and see the freeze", timeout=60)
+            point_mutating_webhook(s)
+            n0 = withheld(s)
+            p = ENV.create(PODS, pod("withheld-%d" % len(gates_seen)))
+            gates_seen.append(p)
+            check(gates(p) == [], "a replica %s gates no Pod: %s" % (name, gates(p)))
+            check(withheld(s) > n0, "the replica %s counts the withheld gate" % name)
+            check(any("not held at the freeze's scheduling gate" in json.dumps(line) for line in s.log_lines()),
+                  "the replica %s warns" % name)
+            st, out = ENV.request("POST", claims, template_claim(p))
+            check(st == 403 and "claim.freeze.create" in json.dumps(out),
+                  "the claim of a Pod not gated is refused by the freeze: %d %s" % (st, out))
+        gate = no_rbac.ready()[1]["gate"]
+        check(gate["live"] is False and gate["holder"] == "", "no live holder without the RBAC: %s" % gate)
+        check(guard.metric(no_rbac.metrics(), "dra_guard_gate_lease_errors_total") > 0,
+              "the refused Lease requests are counted")
+        check(S["a"].ready()[1]["gate"]["live"] is True, "the test's own replicas have a live holder")
+    finally:
+        point_mutating_webhook(S["a"])
+        without.cleanup()
+        no_rbac.cleanup()
+    p = ENV.create(PODS, pod("gated-again"))
+    check(gates(p) == [GATE], "with a live holder the Pod is gated again: %s" % gates(p))
+    check(withheld(S["a"]) == a_withheld, "a replica with a live holder withheld nothing")
+    delete_all_pods()
+
+
+gates_seen = []
+CERTS = []
+
+
 def plain_release_seconds(n=1000, conns=16):
     """How long the API server takes, now, for n PATCHes removing a gate, sent
     by this process over conns keep-alive connections, GATE_RELEASE_PARALLEL's
@@ -374,7 +446,8 @@ def test_lease_holder_killed_mid_release_the_other_finishes():
 
 def main():
     global ENV
-    ENV = envtest.EnvTest(identities={"alice": ("alice", ["system:masters"])})
+    ENV = envtest.EnvTest(identities={"alice": ("alice", ["system:masters"]),
+                                      "reader": ("gate-reader", ["gate-test:readers"])})
     ENV.start()
     try:
         ENV.ensure_namespace(GUARD_NS)
@@ -383,8 +456,20 @@ def main():
         ENV.create("/api/v1/namespaces/%s/serviceaccounts" % NS,
                    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
         ENV.create("/api/v1/namespaces/%s/configmaps" % GUARD_NS, policy_cm("false"))
+        # Reads everything, writes nothing (no Lease): a replica that runs
+        # --gate-release without the gate-pods overlay.
+        ENV.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "gate-test-reader"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}]})
+        ENV.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "gate-test-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gate-test-reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gate-test:readers"}]})
         with guard.TempDir() as d:
             guard.make_certs(d)
+            CERTS.append(d)
             S["a"] = start_guard(d, "a")
             S["b"] = start_guard(d, "b")
             try:
@@ -393,6 +478,7 @@ def main():
                 register(d, S["a"])
                 guard.run_tests([
                     test_gated_and_not_gated_pods_and_their_claims,
+                    test_no_replica_to_release_no_gate,
                     test_two_replicas_release_1000_pods_by_exactly_one,
                     test_pods_created_as_the_freeze_ends_are_never_left_gated,
                     test_lease_holder_killed_mid_release_the_other_finishes,

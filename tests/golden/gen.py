@@ -122,7 +122,8 @@ def review(name, op, obj, old=None, who=None, sub="", version=None):
 
 
 def case(name, about, rv, allowed, rules=(), policy=None, endpoint="validate", absent=(),
-         warnings=None, audit=(), patch=None, code=None, view=None, undecided=None, ledger=None):
+         warnings=None, audit=(), patch=None, code=None, view=None, undecided=None, ledger=None,
+         gate_unreleasable=False, gate_withheld=False):
     expect = {"allowed": allowed, "rules": list(rules)}
     if absent:
         expect["absent"] = list(absent)
@@ -140,7 +141,13 @@ def case(name, about, rv, allowed, rules=(), policy=None, endpoint="validate", a
         expect["undecided"] = sorted(undecided or [])
         if ledger:
             expect["ledger"] = ledger
+    if gate_unreleasable:
+        # The server's /mutate when no replica could release a gated Pod:
+        # whether the gate was withheld (counted by the server).
+        expect["gateWithheld"] = gate_withheld
     c = {"name": name, "about": about, "policy": policy, "endpoint": endpoint, "review": rv, "expect": expect}
+    if gate_unreleasable:
+        c["gateUnreleasable"] = True
     if view is not None:
         c["view"] = view
     cases.append(c)
@@ -640,6 +647,13 @@ case("gate-pod-create-no-gate-pods", "frozen without gatePods: no gate (the clai
      review("gate-pod-create-no-gate-pods", "CREATE", new_pod(), who=APP), True, policy=FROZEN, endpoint="mutate")
 case("gate-pod-create-thawed", "gatePods but no freeze: no gate",
      review("gate-pod-create-thawed", "CREATE", new_pod(), who=APP), True, policy=THAWED_GATE, endpoint="mutate")
+case("gate-pod-create-unreleasable", "frozen with gatePods, but no replica could release the gate (none runs "
+     "--gate-release, or its Lease has no live holder): the gate is withheld, so the Pod is never held for good",
+     review("gate-pod-create-unreleasable", "CREATE", new_pod(), who=APP), True, policy=FROZEN_GATE,
+     endpoint="mutate", gate_unreleasable=True, gate_withheld=True)
+case("gate-pod-create-thawed-unreleasable", "no freeze and no replica to release: nothing withheld",
+     review("gate-pod-create-thawed-unreleasable", "CREATE", new_pod(), who=APP), True, policy=THAWED_GATE,
+     endpoint="mutate", gate_unreleasable=True, gate_withheld=False)
 case("gate-pod-create-validate", "the validating endpoint has nothing to say about a new Pod",
      review("gate-pod-create-validate", "CREATE", new_pod(), who=APP), True, policy=FROZEN_GATE)
 
@@ -1110,8 +1124,11 @@ def intent_problems(c, verdict):
     """Where a recorded verdict contradicts the case's hand-written intent."""
     e, out = c["expect"], []
     keys = {"response", "violations"} | ({"undecided", "ledger"} if "view" in c else set())
+    keys |= {"gateWithheld"} if c.get("gateUnreleasable") else set()
     if not isinstance(verdict, dict) or set(verdict) != keys:
         return ["no recorded verdict"]
+    if c.get("gateUnreleasable") and verdict["gateWithheld"] is not e["gateWithheld"]:
+        out.append("gateWithheld %s, intent %s" % (verdict["gateWithheld"], e["gateWithheld"]))
     if "view" in c:
         got = sorted("%s:%s" % (u["rule"], u["reason"]) for u in verdict["undecided"])
         if got != e["undecided"]:
