@@ -115,8 +115,9 @@ def workspace():
 
 
 # Add-ons hold no guard of their own: they are rendered next to an overlay
-# (manifests/monitoring; tests/e2e/test_monitoring.py checks it).
-ADDONS = {"monitoring"}
+# (manifests/monitoring, tests/e2e/test_monitoring.py checks it;
+# manifests/gate-pods, test_gate_pods_addon_fits_the_guard below).
+ADDONS = {"monitoring", "gate-pods"}
 
 
 def kustomizations(addons=False):
@@ -175,7 +176,10 @@ def serve_help():
 
 
 def binary_default(flag):
-    m = re.search(r"--%s\b.*?\n\s*\[\$\w+; default: ([^\]]+)\]" % re.escape(flag), serve_help(), re.S)
+    # The flag where the help names it first on a line, not where another
+    # flag's text mentions it.
+    m = re.search(r"^\s*--%s[ \t].*?\n\s*\[\$\w+; default: ([^\]]+)\]" % re.escape(flag), serve_help(),
+                  re.S | re.M)
     check(m is not None, "serve --help shows no default for --%s" % flag)
     return m.group(1).strip()
 
@@ -717,6 +721,77 @@ def test_match_conditions_keep_routine_traffic_away():
         check("object.status != oldObject.status" in st, "%s: claim status condition %r" % (name, st))
 
 
+def test_gate_pods_addon_fits_the_guard():
+    """manifests/gate-pods (freeze.gatePods): the Pod webhook entries call the
+    overlay's Service, fail open and send only what the server judges; the
+    RBAC adds patch on Pods and the guard's own Lease, to the guard's
+    ServiceAccount, nothing else."""
+    gate = ml.render(os.path.join(workspace(), "manifests", "gate-pods"))
+    kinds = sorted(o["kind"] for o in gate)
+    check(kinds == ["ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "Role", "RoleBinding",
+                    "ValidatingWebhookConfiguration"], "gate-pods renders %s" % kinds)
+    for overlay in ("overlays/self-signed", "overlays/cert-manager"):
+        objs = renders()[overlay]
+        svc = ml.one(objs, "Service")
+        d, pod, _, _ = deployment_parts(objs)
+        sa = pod.get("serviceAccountName")
+        labels = guard_namespace_labels(objs)
+        other = dict(labels, **{"kubernetes.io/metadata.name": "team-a"})
+        entries = webhook_entries(gate)
+        check(sorted((side, w["name"]) for side, _, w in entries) ==
+              [("mutate", "pods.mutate.dra-guard.io"), ("validate", "pod-gate.validate.dra-guard.io")],
+              "gate-pods webhook entries: %s" % [(s, w["name"]) for s, _, w in entries])
+        for side, cfg, w in entries:
+            n = w["name"]
+            check(cfg["metadata"]["name"] not in ("dra-guard",), "%s: replaces the base's configuration" % n)
+            check(cfg["metadata"].get("annotations", {}).get("cert-manager.io/inject-ca-from") ==
+                  "%s/dra-guard-tls" % GUARD_NS, "%s: no cert-manager CA injection" % n)
+            # Pod writes must never wait on the guard (docs/operations.md).
+            check(w.get("failurePolicy") == "Ignore", "%s: failurePolicy %r, want Ignore" % (n, w.get("failurePolicy")))
+            check(isinstance(w.get("timeoutSeconds"), int) and 2 <= w["timeoutSeconds"] <= 5, "%s timeout" % n)
+            check(w.get("sideEffects") == "None" and w.get("matchPolicy") == "Equivalent" and
+                  w.get("admissionReviewVersions") == ["v1"], "%s: safety fields" % n)
+            s = (w.get("clientConfig") or {}).get("service") or {}
+            check(s.get("name") == svc["metadata"]["name"] and s.get("namespace") == GUARD_NS and
+                  s.get("port", 443) in [p["port"] for p in svc["spec"]["ports"]] and
+                  s.get("path") == ("/validate" if side == "validate" else "/mutate"),
+                  "%s (%s): calls %s" % (n, overlay, s))
+            want = {("", "v1", "pods", "CREATE" if side == "mutate" else "UPDATE")}
+            check(expand_rules(w) == want and all(r.get("scope") == "Namespaced" for r in w["rules"]),
+                  "%s: rules %s, want %s" % (n, sorted(expand_rules(w)), sorted(want)))
+            check(not ml.selector_matches(w.get("namespaceSelector"), labels),
+                  "%s: reaches the guard's own namespace" % n)
+            check(ml.selector_matches(w.get("namespaceSelector"), other), "%s: misses other namespaces" % n)
+            conds = " ".join(m["expression"] for m in w.get("matchConditions") or [])
+            if side == "mutate":
+                check("object.spec.resourceClaims" in conds, "%s: every Pod reaches the guard: %r" % (n, conds))
+            else:
+                for needle in ("oldObject.spec.schedulingGates", "object.spec.schedulingGates", "'dra-guard.io/freeze'",
+                               "request.userInfo.username != '%s'" % binary_default("self-user")):
+                    check(needle in conds, "%s: the condition does not hold %s: %r" % (n, needle, conds))
+                check(binary_default("self-user") == "system:serviceaccount:%s:%s" % (GUARD_NS, sa),
+                      "--self-user's default is not the Deployment's ServiceAccount %s" % sa)
+    # RBAC: patch on Pods cluster-wide; the Lease: create, and get/update of its one name.
+    lease_ns, lease_name = binary_default("gate-lease").split("/")
+    cr = ml.one(gate, "ClusterRole")
+    check(cr["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}],
+          "the gate's ClusterRole grants %s" % cr["rules"])
+    role = ml.one(gate, "Role")
+    check(role["metadata"]["namespace"] == lease_ns == GUARD_NS, "the Lease Role's namespace")
+    grants = sorted((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r.get("resourceNames") or ()),
+                     tuple(sorted(r["verbs"]))) for r in role["rules"])
+    check(grants == [(("coordination.k8s.io",), ("leases",), (), ("create",)),
+                     (("coordination.k8s.io",), ("leases",), (lease_name,), ("get", "update"))],
+          "the Lease Role grants %s" % grants)
+    _, pod, _, _ = deployment_parts(renders()["overlays/self-signed"])
+    for kind, ref in (("ClusterRoleBinding", cr), ("RoleBinding", role)):
+        b = ml.one(gate, kind)
+        check(b["roleRef"]["kind"] == ref["kind"] and b["roleRef"]["name"] == ref["metadata"]["name"],
+              "%s binds %s" % (kind, b["roleRef"]))
+        check(b["subjects"] == [{"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": GUARD_NS}],
+              "%s binds %s" % (kind, b["subjects"]))
+
+
 def test_cert_manager_overlay_injects_the_ca_of_the_serving_certificate():
     objs = renders()["overlays/cert-manager"]
     _, pod, _, flags = deployment_parts(objs)
@@ -1036,6 +1111,7 @@ def main():
         test_failure_policy_per_concern_is_the_documented_one,
         test_no_fail_closed_webhook_can_lock_out_the_guard_namespace,
         test_match_conditions_keep_routine_traffic_away,
+        test_gate_pods_addon_fits_the_guard,
         test_cert_manager_overlay_injects_the_ca_of_the_serving_certificate,
         test_self_signed_overlay_ca_bundle_verifies_the_serving_certificate,
         test_policy_configmap_is_the_example_and_lints,
