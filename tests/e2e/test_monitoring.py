@@ -60,7 +60,9 @@ GRAFANA_VARS = {"job": "dra-guard", "instance": ".+", "__rate_interval": "30s"}
 SCRAPE = "1s"
 # The cluster view's metrics: exported only by a guard that watches an API
 # server.
-VIEW_METRIC = re.compile(r"^dra_guard_(watch|view|ledger)_")
+# The gate's (freeze.gatePods) come with --gate-release, which needs the view;
+# dra_guard_gate_withheld_total is every server's.
+VIEW_METRIC = re.compile(r"^dra_guard_((watch|view|ledger)_|gate_(?!withheld))")
 # Upper bound for Prometheus to start or to see an event: a failure bound.
 PROM_TIMEOUT = 30.0
 
@@ -525,7 +527,9 @@ def _make_live():
         proxy = env.proxy()
         proxy.pause()
         view_args = ["--kubeconfig", env.kubeconfig(server="https://127.0.0.1:%d" % proxy.port,
-                                                    path=os.path.join(tmp, "kubeconfig"))]
+                                                    path=os.path.join(tmp, "kubeconfig")),
+                     # The gate's metrics (its alerts select them).
+                     "--gate-release", "--gate-lease", "default/dra-guard-gate"]
     server = guard.Server(certs, args=["--policy-dir", cm.path] + view_args, wait_ready=env is None)
     _live["server"] = server
     prom = Prometheus(tmp, server.metrics_port)
