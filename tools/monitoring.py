@@ -305,6 +305,32 @@ ROWS = [
                        "mapping age {{instance}}")],
              unit="s", width=24),
     ]),
+    ("Scheduling gate (freeze.gatePods)", [
+        dict(type="timeseries", title="Pods at the freeze's gate",
+             description="Pods the views hold with the scheduling gate dra-guard.io/freeze (the most any "
+                         "replica sees), with the freeze: they go to 0 within seconds of its end "
+                         "(DraGuardGatedAfterFreeze).",
+             targets=[("max(dra_guard_gate_pods_gated{%s})" % SEL, "gated"),
+                      ("max(dra_guard_freeze_active{%s})" % SEL, "freeze")],
+             unit="short", width=8),
+        dict(type="timeseries", title="Released and withheld/s",
+             description="Pods released from the gate by the Lease holder, release patches that failed "
+                         "(retried), and new Pods not gated because no replica could release them "
+                         "(DraGuardGateWithheld).",
+             targets=[("sum(rate(dra_guard_gate_pods_released_total{%s}[$__rate_interval]))" % SEL, "released"),
+                      ("sum(rate(dra_guard_gate_release_errors_total{%s}[$__rate_interval]))" % SEL,
+                       "release errors"),
+                      ("sum(rate(dra_guard_gate_withheld_total{%s}[$__rate_interval]))" % SEL, "withheld")],
+             unit="short", width=8),
+        dict(type="timeseries", title="Lease holder and release time",
+             description="Which replica holds the gate's Lease (1), Lease request errors, and the seconds "
+                         "from the end of the last freeze to the last release (DraGuardGateNoLeaseHolder).",
+             targets=[("max by (instance) (dra_guard_gate_leader{%s})" % SEL, "holder {{instance}}"),
+                      ("sum(increase(dra_guard_gate_lease_errors_total{%s}[$__rate_interval]))" % SEL,
+                       "lease errors"),
+                      ("max(dra_guard_gate_release_seconds{%s})" % SEL, "release seconds")],
+             unit="short", width=8),
+    ]),
 ]
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
