@@ -364,6 +364,11 @@ def test_two_replicas_release_1000_pods_by_exactly_one():
           "dra_guard_gate_release_seconds, from the end of the freeze as each replica saw it: %s)"
           % (took, left, delta, secs))
     check(left == 0, "%d Pods still gated" % left)
+    # The load of a shared machine changes from one minute to the next: the
+    # baseline again, after the release, and the slower of the two.
+    after = plain_release_seconds()
+    print("    baseline after the release: %.2fs" % after)
+    baseline = max(baseline, after)
     # 5 s is what the release must take where the API server manages 1,000
     # PATCHes in about 4 s; where the server itself is slower (a loaded
     # machine), the release may take as long as the plain PATCHes did with
