@@ -35,12 +35,15 @@ static int loader_start(struct loader *l, struct arena *a, bool borrowed, struct
 	l->borrowed = borrowed;
 	l->p = arena_calloc(l->a, 1, sizeof(*l->p));
 	if (!l->p) {
-		int rc = borrowed ? arena_error(a) : -ENOMEM;
-
-		if (!borrowed)
-			arena_free(a);
+		if (borrowed) {
+			/* The caller's arena is full: say so as any later
+			 * failure would. */
+			policy_fail_nomem(l);
+			return l->rc;
+		}
+		arena_free(a);
 		l->a = NULL;
-		return rc;
+		return -ENOMEM;
 	}
 	/* A borrowed arena is the caller's to free: the policy owns nothing. */
 	l->p->storage = borrowed ? NULL : l->a;
