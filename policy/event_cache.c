@@ -1,0 +1,263 @@
+/* event_cache.c - Events aggregated into series, rate-limited per object. */
+#include "event_cache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct series {
+	uint64_t hash;
+	char key[EVENTS_KEY_MAX];
+	struct events_report report;
+	char name[254];
+	int64_t first_ns, last_ns, written_ns;
+	uint64_t count;               /* observed */
+	uint64_t written;             /* what the API server has */
+	bool created;                 /* the Event exists (a CREATE succeeded) */
+	bool in_flight;               /* a send is out; its result comes through event_cache_sent() */
+	bool finishing;
+};
+
+struct bucket {
+	bool used;
+	uint64_t hash;                /* of events_object_key() */
+	int64_t credit_ns;            /* tokens x refill_ns */
+	int64_t at_ns;
+};
+
+struct event_cache {
+	struct event_cache_limits l;
+	struct series **series;       /* max_series slots, NULL when free */
+	uint32_t nseries;
+	struct bucket *buckets;       /* max_objects */
+};
+
+void event_cache_limits_default(struct event_cache_limits *l)
+{
+	l->max_series = 1024;
+	l->max_objects = 4096;
+	l->burst = 25;
+	l->refill_ns = (int64_t)300 * 1000000000;
+	l->patch_interval_ns = (int64_t)10 * 1000000000;
+	l->finish_ns = (int64_t)360 * 1000000000;
+}
+
+/* FNV-1a. */
+static uint64_t hash_of(const char *s)
+{
+	uint64_t h = 1469598103934665603u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return h;
+}
+
+int event_cache_new(const struct event_cache_limits *l, struct event_cache **out)
+{
+	struct event_cache *c = NULL;
+
+	*out = NULL;
+	if (!l->max_series || !l->max_objects || !l->burst || l->refill_ns <= 0 || l->patch_interval_ns < 0 ||
+	    l->finish_ns <= 0)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->l = *l;
+	c->series = calloc(l->max_series, sizeof(*c->series));
+	c->buckets = calloc(l->max_objects, sizeof(*c->buckets));
+	if (!c->series || !c->buckets) {
+		event_cache_free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+void event_cache_free(struct event_cache *c)
+{
+	uint32_t i;
+
+	if (!c)
+		return;
+	for (i = 0; c->series && i < c->l.max_series; i++)
+		free(c->series[i]);
+	free(c->series);
+	free(c->buckets);
+	free(c);
+}
+
+uint32_t event_cache_series(const struct event_cache *c)
+{
+	return c->nseries;
+}
+
+static void forget(struct event_cache *c, uint32_t slot)
+{
+	free(c->series[slot]);
+	c->series[slot] = NULL;
+	c->nseries--;
+}
+
+static void refill(const struct event_cache *c, struct bucket *b, int64_t now_ns)
+{
+	int64_t max = (int64_t)c->l.burst * c->l.refill_ns;
+
+	if (now_ns > b->at_ns) {
+		b->credit_ns = now_ns - b->at_ns > max - b->credit_ns ? max : b->credit_ns + (now_ns - b->at_ns);
+		b->at_ns = now_ns;
+	}
+}
+
+/* The object's bucket, made (full) when new; NULL when max_objects buckets
+ * are held and none is full again (then the object is limited). */
+static struct bucket *bucket_of(struct event_cache *c, uint64_t h, int64_t now_ns)
+{
+	int64_t max = (int64_t)c->l.burst * c->l.refill_ns;
+	struct bucket *free_b = NULL;
+	uint32_t i;
+
+	for (i = 0; i < c->l.max_objects; i++) {
+		struct bucket *b = &c->buckets[i];
+
+		if (b->used && b->hash == h)
+			return b;
+		if (!free_b && !b->used)
+			free_b = b;
+	}
+	/* A full bucket is what a new one would be: forgetting it loses nothing. */
+	for (i = 0; !free_b && i < c->l.max_objects; i++) {
+		refill(c, &c->buckets[i], now_ns);
+		if (c->buckets[i].credit_ns >= max)
+			free_b = &c->buckets[i];
+	}
+	if (!free_b)
+		return NULL;
+	free_b->used = true;
+	free_b->hash = h;
+	free_b->credit_ns = max;
+	free_b->at_ns = now_ns;
+	return free_b;
+}
+
+static void fill_send(struct event_cache *c, uint32_t slot, struct event_send *send)
+{
+	struct series *s = c->series[slot];
+
+	s->in_flight = true;
+	send->slot = slot;
+	send->report = &s->report;
+	send->name = s->name;
+	send->first_ns = s->first_ns;
+	send->count = s->count;
+	send->last_ns = s->last_ns;
+	send->finishing = s->finishing;
+}
+
+enum event_step event_cache_observe(struct event_cache *c, const struct events_report *r, int64_t now_ns,
+				    struct event_send *send)
+{
+	char key[EVENTS_KEY_MAX];
+	struct series *s;
+	struct bucket *b;
+	uint64_t h;
+	uint32_t i, slot = UINT32_MAX;
+
+	events_key(r, key);
+	h = hash_of(key);
+	for (i = 0; i < c->l.max_series; i++) {
+		s = c->series[i];
+		if (!s) {
+			if (slot == UINT32_MAX)
+				slot = i;
+			continue;
+		}
+		if (s->hash == h && strcmp(s->key, key) == 0) {
+			s->count++;
+			if (now_ns > s->last_ns)
+				s->last_ns = now_ns;
+			s->finishing = false;
+			return EVENT_STEP_NONE;
+		}
+	}
+	if (slot == UINT32_MAX)
+		return EVENT_STEP_FULL;
+	events_object_key(r, key);
+	b = bucket_of(c, hash_of(key), now_ns);
+	if (!b)
+		return EVENT_STEP_LIMITED;
+	refill(c, b, now_ns);
+	if (b->credit_ns < c->l.refill_ns)
+		return EVENT_STEP_LIMITED;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return EVENT_STEP_FULL;
+	b->credit_ns -= c->l.refill_ns;
+	events_key(r, s->key);
+	s->hash = h;
+	s->report = *r;
+	s->first_ns = s->last_ns = now_ns;
+	s->count = 1;
+	events_name(r, now_ns, s->name);
+	c->series[slot] = s;
+	c->nseries++;
+	fill_send(c, slot, send);
+	return EVENT_STEP_CREATE;
+}
+
+enum event_step event_cache_next(struct event_cache *c, int64_t now_ns, struct event_send *send)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->l.max_series; i++) {
+		struct series *s = c->series[i];
+		bool idle;
+
+		if (!s || s->in_flight)
+			continue;
+		idle = now_ns - s->last_ns >= c->l.finish_ns;
+		if (!s->created) {
+			s->finishing = idle;
+			fill_send(c, i, send);
+			return EVENT_STEP_CREATE;
+		}
+		if (s->count > s->written && (idle || now_ns - s->written_ns >= c->l.patch_interval_ns)) {
+			s->finishing = idle;
+			fill_send(c, i, send);
+			return EVENT_STEP_PATCH;
+		}
+		if (idle)
+			forget(c, i);
+	}
+	return EVENT_STEP_NONE;
+}
+
+void event_cache_sent(struct event_cache *c, uint32_t slot, uint64_t count, enum event_sent how, int64_t now_ns)
+{
+	struct series *s = slot < c->l.max_series ? c->series[slot] : NULL;
+
+	if (!s)
+		return;
+	s->in_flight = false;
+	switch (how) {
+	case EVENT_SENT_OK:
+		s->created = true;
+		if (count > s->written)
+			s->written = count;
+		s->written_ns = now_ns;
+		if (s->finishing && s->written >= s->count)
+			forget(c, slot);
+		break;
+	case EVENT_SENT_GONE:
+		s->created = false;
+		s->written = 0;
+		break;
+	case EVENT_SENT_FAILED:
+		/* A failed last patch is not retried: the series is over. */
+		if (!s->created || s->finishing)
+			forget(c, slot);
+		else
+			s->written_ns = now_ns;
+		break;
+	}
+}

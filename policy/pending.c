@@ -1,0 +1,151 @@
+/* pending.c - claims the guard holds back now, and for how long. */
+#include "pending.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timefmt.h"
+
+struct pending_claim {
+	char namespace[64];
+	char name[254];
+	char uid[64];
+	char pod[254];
+	enum rule_id rule;            /* the last refusing rule */
+	int64_t since_ns;             /* the first refusal */
+	int64_t last_ns;              /* the last refusal */
+	uint64_t refusals;
+};
+
+struct pending_table {
+	uint32_t max, n;
+	int64_t idle_ns;
+	struct pending_claim *claims; /* [0..n), in order of since_ns */
+};
+
+int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out)
+{
+	struct pending_table *t;
+
+	*out = NULL;
+	if (!max || idle_ns <= 0)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->claims = calloc(max, sizeof(*t->claims));
+	if (!t->claims) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->max = max;
+	t->idle_ns = idle_ns;
+	*out = t;
+	return 0;
+}
+
+void pending_table_free(struct pending_table *t)
+{
+	if (!t)
+		return;
+	free(t->claims);
+	free(t);
+}
+
+uint32_t pending_table_count(const struct pending_table *t)
+{
+	return t->n;
+}
+
+int pending_table_refused(struct pending_table *t, const struct events_report *r)
+{
+	struct pending_claim *p;
+	uint32_t i;
+
+	if (!r->pending)
+		return 0;
+	for (i = 0; i < t->n; i++) {
+		p = &t->claims[i];
+		if (strcmp(p->namespace, r->claim.namespace) == 0 && strcmp(p->name, r->claim.name) == 0) {
+			p->rule = r->rule;
+			if (r->observed_ns > p->last_ns)
+				p->last_ns = r->observed_ns;
+			p->refusals++;
+			if (!p->pod[0] && r->pod[0])
+				memcpy(p->pod, r->pod, sizeof(p->pod));
+			if (!p->uid[0] && r->claim.uid[0])
+				memcpy(p->uid, r->claim.uid, sizeof(p->uid));
+			return 0;
+		}
+	}
+	if (t->n == t->max)
+		return -E2BIG;
+	p = &t->claims[t->n++];
+	memset(p, 0, sizeof(*p));
+	memcpy(p->namespace, r->claim.namespace, sizeof(p->namespace));
+	memcpy(p->name, r->claim.name, sizeof(p->name));
+	memcpy(p->uid, r->claim.uid, sizeof(p->uid));
+	memcpy(p->pod, r->pod, sizeof(p->pod));
+	p->rule = r->rule;
+	p->since_ns = p->last_ns = r->observed_ns;
+	p->refusals = 1;
+	return 0;
+}
+
+uint32_t pending_table_sweep(struct pending_table *t, const struct view *v, int64_t now_ns, pending_done_fn *done,
+			     void *ctx)
+{
+	uint32_t i, kept = 0;
+
+	for (i = 0; i < t->n; i++) {
+		struct pending_claim *p = &t->claims[i];
+		const struct view_claim *c = view_claim_get(v, str_from_cstr(p->namespace), str_from_cstr(p->name));
+		bool other = c && p->uid[0] && !view_uid_eq(&c->uid, str_from_cstr(p->uid));
+
+		if (c && !other && c->allocated) {
+			int64_t at = c->allocated_ns ? c->allocated_ns : now_ns;
+
+			if (done)
+				done(ctx, p->rule, at > p->since_ns ? (double)(at - p->since_ns) / 1e9 : 0.0);
+			continue;
+		}
+		if (other || (!c && now_ns - p->last_ns >= t->idle_ns))
+			continue;
+		if (kept != i)
+			t->claims[kept] = *p;
+		kept++;
+	}
+	t->n = kept;
+	return kept;
+}
+
+int pending_table_json(const struct pending_table *t, int64_t now_ns, struct buf *out)
+{
+	uint32_t i;
+	int rc = buf_add_cstr(out, "{\"claims\":[");
+
+	for (i = 0; rc == 0 && i < t->n; i++) {
+		const struct pending_claim *p = &t->claims[i];
+		char reason[EVENTS_REASON_MAX], since[TIMEFMT_MAX], last[TIMEFMT_MAX];
+
+		events_reason(p->rule, reason);
+		timefmt_rfc3339(p->since_ns, since);
+		timefmt_rfc3339(p->last_ns, last);
+		rc = buf_add_cstr(out, i ? ",{\"namespace\":" : "{\"namespace\":");
+		rc = rc ? rc : buf_add_json_str(out, p->namespace, strlen(p->namespace));
+		rc = rc ? rc : buf_add_cstr(out, ",\"name\":");
+		rc = rc ? rc : buf_add_json_str(out, p->name, strlen(p->name));
+		rc = rc ? rc : buf_add_cstr(out, ",\"uid\":");
+		rc = rc ? rc : buf_add_json_str(out, p->uid, strlen(p->uid));
+		rc = rc ? rc : buf_add_cstr(out, ",\"pod\":");
+		rc = rc ? rc : buf_add_json_str(out, p->pod, strlen(p->pod));
+		rc = rc ? rc : buf_printf(out, ",\"reason\":\"%s\",\"rule\":\"%s\",\"since\":\"%s\",\"seconds\":%.3f,"
+					  "\"lastRefused\":\"%s\",\"refusals\":%" PRIu64 "}",
+					  reason, rule_name(p->rule), since,
+					  now_ns > p->since_ns ? (double)(now_ns - p->since_ns) / 1e9 : 0.0, last,
+					  p->refusals);
+	}
+	return rc ? rc : buf_add_cstr(out, "]}");
+}
