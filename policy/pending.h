@@ -45,8 +45,8 @@ uint32_t pending_table_sweep(struct pending_table *t, const struct view *v, int6
 /* Claims held now. */
 uint32_t pending_table_count(const struct pending_table *t);
 
-/* {"claims":[{"namespace","name","uid","pod","reason","rule","since","seconds",
- * "lastRefused","refusals"}]} (oldest first) appended to out. 0 or out's error. */
+/* [{"namespace","name","uid","pod","reason","rule","since","seconds",
+ * "lastRefused","refusals"}] (oldest first) appended to out. 0 or out's error. */
 int pending_table_json(const struct pending_table *t, int64_t now_ns, struct buf *out);
 
 #endif

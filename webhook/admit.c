@@ -99,6 +99,11 @@ static void gate_withheld(struct admit *a, const struct admission_result *res)
 	log_end(&l);
 }
 
+void admit_set_events(struct admit *a, struct event_sink *es)
+{
+	a->events = es;
+}
+
 void admit_fini(struct admit *a)
 {
 	struct worker *w = pthread_getspecific(a->worker_key);
@@ -377,6 +382,10 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 	if (rc == 0 && res.verdict.gate_withheld)
 		gate_withheld(a, &res);
 	log_admission(mutate, &res, result, status, pol, dur);
+	/* The validating endpoint decides; the mutating one only repeats the
+	 * decision, so only one of the two emits. */
+	if (a->events && !mutate && rc == 0 && status == 200 && res.decoded && !res.verdict.allowed)
+		event_sink_offer(a->events, &res.req, &res.verdict, wall_ns());
 	if (rc != 0) {
 		log_msg_str(LOG_ERROR, "admission answer could not be built", "error", strerror(-rc));
 		buf_reset(out);

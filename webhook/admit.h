@@ -24,6 +24,7 @@
 #include "decode.h"
 #include "engine.h"
 #include "gate_release.h"
+#include "event_sink.h"
 #include "ledger_watch.h"
 #include "metrics.h"
 #include "policy_source.h"
@@ -44,6 +45,7 @@ struct admit {                    /* fields are private */
 	atomic_uint rechecking;
 	struct gate_release *gate;    /* NULL without --gate-release */
 	atomic_int_fast64_t gate_warned_ms;   /* last warning of a withheld gate */
+	struct event_sink *events;    /* NULL: no Events */
 };
 
 /* Limits and options from cfg (the ConfigMap name is copied by reference:
@@ -66,6 +68,10 @@ void admit_set_ledger(struct admit *a, struct ledger_watch *lw, unsigned recheck
  * dra_guard_gate_withheld_total, warned of at most every 10 s), so no Pod
  * is held that nobody would release. Borrowed; call before serving. */
 void admit_set_gate(struct admit *a, struct gate_release *gate);
+/* Where the Events of refusals that hold a Pod back go (NULL: none);
+ * borrowed. Only the final answer of a request emits (after any recheck),
+ * and a dryRun request none. */
+void admit_set_events(struct admit *a, struct event_sink *es);
 
 /* Release what admit_init() made. Every thread that called admit_review()
  * must have exited (its arena is freed as it exits), except the caller. */

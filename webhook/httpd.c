@@ -35,11 +35,15 @@ static const char body_404[] =
 static const char body_404_plain[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 	"\"code\":404,\"message\":\"no such path: this port serves GET /metrics, /healthz, /readyz, "
-	"/debug/view and /debug/ledger\"}";
+	"/debug/view, /debug/ledger and /debug/pending\"}";
 static const char body_404_noview[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 	"\"code\":404,\"message\":\"this replica runs without a cluster view (--cluster-view off, or no "
 	"kubeconfig and not in a cluster): there is no view or ledger to show\"}";
+static const char body_404_noevents[] =
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
+	"\"code\":404,\"message\":\"this replica emits no Events (no cluster view, or --events=false): "
+	"there is no pending list to show\"}";
 static const char body_404_nofreeze[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 	"\"code\":404,\"message\":\"no ledger kept at a freeze: no freeze began since this replica started "
@@ -88,6 +92,7 @@ static int make_fixed(struct httpd *h)
 	h->r_404_plain = fixed(body_404_plain, sizeof(body_404_plain) - 1, NULL);
 	h->r_404_noview = fixed(body_404_noview, sizeof(body_404_noview) - 1, NULL);
 	h->r_404_nofreeze = fixed(body_404_nofreeze, sizeof(body_404_nofreeze) - 1, NULL);
+	h->r_404_noevents = fixed(body_404_noevents, sizeof(body_404_noevents) - 1, NULL);
 	h->r_405_post = fixed(body_405, sizeof(body_405) - 1, "POST");
 	h->r_405_get = fixed(body_405, sizeof(body_405) - 1, "GET, HEAD");
 	h->r_413 = fixed(body_413, sizeof(body_413) - 1, NULL);
@@ -96,7 +101,7 @@ static int make_fixed(struct httpd *h)
 	h->r_503 = fixed(body_503, sizeof(body_503) - 1, NULL);
 	h->r_503_memory = fixed(body_503_memory, sizeof(body_503_memory) - 1, NULL);
 	h->r_healthz = fixed(body_healthz, sizeof(body_healthz) - 1, NULL);
-	if (!h->r_404 || !h->r_404_plain || !h->r_404_noview || !h->r_404_nofreeze || !h->r_405_post || !h->r_405_get || !h->r_413 || !h->r_415 || !h->r_500 ||
+	if (!h->r_404 || !h->r_404_plain || !h->r_404_noview || !h->r_404_nofreeze || !h->r_404_noevents || !h->r_405_post || !h->r_405_get || !h->r_413 || !h->r_415 || !h->r_500 ||
 	    !h->r_503 || !h->r_503_memory || !h->r_healthz)
 		return -ENOMEM;
 	/* Pressure passes within the body timeout: worth another try soon. */
@@ -109,7 +114,7 @@ static void free_fixed(struct httpd *h)
 {
 	struct MHD_Response **all[] = {
 		&h->r_404, &h->r_404_plain, &h->r_404_noview, &h->r_404_nofreeze, &h->r_405_post, &h->r_405_get, &h->r_413, &h->r_415, &h->r_500, &h->r_503,
-		&h->r_503_memory, &h->r_healthz,
+		&h->r_503_memory, &h->r_404_noevents, &h->r_healthz,
 	};
 	size_t i;
 
@@ -651,6 +656,7 @@ int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size
 	}
 	h->admit_made = true;
 	admit_set_gate(&h->admit, env->gate);
+	admit_set_events(&h->admit, env->events);
 	admit_set_ledger(&h->admit, env->ledger, cfg->view_recheck_ms, cfg->threads > 1 ? cfg->threads - 1 : 0);
 	if (make_fixed(h) != 0) {
 		snprintf(err, errn, "out of memory");

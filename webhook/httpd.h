@@ -25,7 +25,8 @@
  * The metrics port and the optional probe port are plain HTTP, one thread
  * each, with their own connection slots, a per-address connection limit and
  * a whole-request deadline: GET /healthz, /readyz, and on the metrics port
- * only /metrics, /debug/view and /debug/ledger (?node=NAME, ?at=freeze). */
+ * only /metrics, /debug/view, /debug/ledger (?node=NAME, ?at=freeze) and
+ * /debug/pending. */
 #ifndef DRA_GUARD_HTTPD_H
 #define DRA_GUARD_HTTPD_H
 
@@ -34,6 +35,7 @@
 
 #include "cert_source.h"
 #include "cluster_view.h"
+#include "event_sink.h"
 #include "gate_release.h"
 #include "ledger_watch.h"
 #include "metrics.h"
@@ -56,6 +58,7 @@ struct httpd_env {
 	struct cluster_view *view;    /* NULL: serving without a cluster view */
 	struct ledger_watch *ledger;  /* NULL without a cluster view */
 	struct gate_release *gate;    /* NULL without --gate-release */
+	struct event_sink *events;    /* NULL: no Events (no cluster view, or --events=false) */
 };
 
 struct httpd;

@@ -107,7 +107,7 @@ struct httpd {
 
 	/* Fixed answers, built once and shared by every connection. */
 	struct MHD_Response *r_404, *r_404_plain, *r_404_noview, *r_404_nofreeze, *r_405_post, *r_405_get, *r_413, *r_415, *r_500, *r_503,
-		*r_503_memory, *r_healthz;
+		*r_503_memory, *r_healthz, *r_404_noevents;
 };
 
 /* --- httpd.c ------------------------------------------------------------------- */

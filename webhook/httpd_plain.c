@@ -1,5 +1,5 @@
 /* httpd_plain.c - the plain-HTTP ports: metrics (GET /metrics, /healthz,
- * /readyz, /debug/view, /debug/ledger) and probes (GET /healthz, /readyz
+ * /readyz, /debug/view, /debug/ledger, /debug/pending) and probes (GET /healthz, /readyz
  * only).
  *
  * Each port has its own connection slots, so filling one never starves the
@@ -141,6 +141,34 @@ static enum MHD_Result answer_debug_ledger(struct httpd *h, struct MHD_Connectio
 	return ret;
 }
 
+/* GET /debug/pending: the claims this replica refuses now; 404 without Events. */
+static enum MHD_Result answer_debug_pending(struct httpd *h, struct MHD_Connection *c)
+{
+	struct MHD_Response *r;
+	struct buf b;
+	char *text = NULL;
+	size_t len = 0;
+	enum MHD_Result ret;
+
+	if (!h->env.events)
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noevents);
+	buf_init(&b, (size_t)64 << 20);
+	if (event_sink_pending_json(h->env.events, &b) != 0 || buf_take(&b, &text, &len) != 0) {
+		buf_free(&b);
+		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
+	}
+	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const char *url,
 				    const char *method, const char *version, const char *upload_data,
 				    size_t *upload_data_size, void **req_cls)
@@ -151,6 +179,7 @@ static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const c
 	bool metrics = p->metrics && strcmp(url, "/metrics") == 0;
 	bool debug_view = p->metrics && strcmp(url, "/debug/view") == 0;
 	bool debug_ledger = p->metrics && strcmp(url, "/debug/ledger") == 0;
+	bool debug_pending = p->metrics && strcmp(url, "/debug/pending") == 0;
 
 	(void)version;
 	(void)upload_data;
@@ -169,7 +198,7 @@ static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const c
 		if (pc)
 			deadline_stop(&pc->dl);
 	}
-	if (!metrics && !debug_view && !debug_ledger && strcmp(url, "/healthz") != 0 &&
+	if (!metrics && !debug_view && !debug_ledger && !debug_pending && strcmp(url, "/healthz") != 0 &&
 	    strcmp(url, "/readyz") != 0)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_plain);
 	if (!get)
@@ -182,6 +211,8 @@ static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const c
 		return answer_debug_view(h, c);
 	if (debug_ledger)
 		return answer_debug_ledger(h, c);
+	if (debug_pending)
+		return answer_debug_pending(h, c);
 	return httpd_answer_readyz(h, c);
 }
 

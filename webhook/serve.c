@@ -31,6 +31,7 @@
 #include "cluster_view.h"
 #include "gate_release.h"
 #include "httpd.h"
+#include "event_sink.h"
 #include "ledger_watch.h"
 #include "log.h"
 #include "metrics.h"
@@ -54,6 +55,7 @@ struct server {
 	struct cluster_view *view;
 	struct gate_release *gate;
 	struct ledger_watch *ledger;
+	struct event_sink *events;    /* NULL without a cluster view or with --events=false */
 	struct watch *watch;
 	struct httpd *httpd;
 	int sigfd;
@@ -368,6 +370,16 @@ static int setup_view(struct server *s)
 		log_msg(LOG_ERROR, "cannot start the cluster view's thread");
 		return -1;
 	}
+	if (s->cfg.events) {
+		struct event_sink_config ec;
+
+		event_sink_config_default(&ec, s->cfg.replica_name);
+		if (event_sink_new(&ec, s->view, &s->events) != 0 || event_sink_start(s->events) != 0) {
+			log_msg(LOG_ERROR, "cannot start the events worker");
+			return -1;
+		}
+		metrics_add_extra(s->m, event_sink_render_metrics, s->events);
+	}
 	return setup_gate(s);
 }
 
@@ -390,6 +402,9 @@ static void log_start(const struct server *s)
 	log_uint(&l, "body_timeout_s", s->cfg.body_timeout_s);
 	log_str(&l, "policy", s->cfg.policy_kind == POLICY_SOURCE_BUILTIN ? "built-in" : s->cfg.policy_path);
 	log_str(&l, "cluster_view", s->view ? "on" : "off");
+	log_str(&l, "events", s->events ? "on" : "off");
+	if (s->events)
+		log_str(&l, "replica_name", s->cfg.replica_name);
 	log_end(&l);
 }
 
@@ -447,6 +462,7 @@ int serve_main(int argc, char **argv)
 	env.view = s.view;
 	env.ledger = s.ledger;
 	env.gate = s.gate;
+	env.events = s.events;
 	if (httpd_start(&env, &s.httpd, err, sizeof(err)) != 0) {
 		log_msg_str(LOG_ERROR, "cannot start listening", "error", err);
 		goto out;
@@ -460,7 +476,9 @@ out:
 	httpd_stop(s.httpd);
 	/* Before the view it reads; gives the Lease up when holding it. */
 	gate_release_free(s.gate);
-	/* After the server: no request holds a view snapshot any more. */
+	/* After the server: no request holds a view snapshot any more, and
+	 * none offers an Event. */
+	event_sink_free(s.events);
 	ledger_watch_free(s.ledger);
 	cluster_view_free(s.view);
 	if (curl_ready)

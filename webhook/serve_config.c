@@ -580,6 +580,32 @@ static int set_self_user(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+static int set_events(struct serve_config *c, const char *v, char *err)
+{
+	return parse_bool("events", v, &c->events, err);
+}
+
+/* The Events' reportingInstance: at most 128 bytes (the API server's
+ * limit); not given, the host name (a Pod's is its name). */
+static int set_replica_name(struct serve_config *c, const char *v, char *err)
+{
+	char host[256];
+
+	if (!v || !v[0]) {
+		if (gethostname(host, sizeof(host)) != 0 || !host[0])
+			snprintf(host, sizeof(host), "dra-guard");
+		host[128] = '\0';
+		v = host;
+	}
+	if (strlen(v) > 128) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--replica-name: longer than 128 bytes (the API server's limit "
+			 "for an Event's reportingInstance)");
+		return -EINVAL;
+	}
+	snprintf(c->replica_name, sizeof(c->replica_name), "%s", v);
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "listen", "DRA_GUARD_LISTEN", ":8443", NULL, "ADDR:PORT",
 	  "the HTTPS webhook port (POST /validate, /mutate; GET /healthz, /readyz)", set_listen },
@@ -654,6 +680,11 @@ static const struct flag flags[] = {
 	  "this replica's holderIdentity in the Lease", set_gate_identity },
 	{ "self-user", "DRA_GUARD_SELF_USER", "system:serviceaccount:dra-guard:dra-guard", NULL, "USER",
 	  "the guard's own user name: claim.freeze.gate lets it remove the freeze's gate", set_self_user },
+	{ "events", "DRA_GUARD_EVENTS", "true", NULL, NULL,
+	  "emit Kubernetes Events (events.k8s.io/v1, aggregated) on the Pods and claims a refusal holds back,"
+	  " and serve GET /debug/pending (needs the cluster view)", set_events },
+	{ "replica-name", "DRA_GUARD_REPLICA_NAME", NULL, "the host name", "NAME",
+	  "this replica's name: the Events' reportingInstance (at most 128 bytes)", set_replica_name },
 };
 
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))

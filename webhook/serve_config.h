@@ -72,6 +72,8 @@ struct serve_config {
 	unsigned gate_lease_s;
 	char gate_identity[254];      /* "": hostname_pid */
 	char self_user[254];          /* the guard's own user name in the API server */
+	bool events;                  /* emit Events on refusals that hold a Pod back */
+	char replica_name[129];       /* the Events' reportingInstance */
 };
 
 /* Where the environment is read from: getenv, or a stand-in in tests. */

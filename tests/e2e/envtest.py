@@ -454,13 +454,13 @@ class EnvTest:
         return p
 
     def register_webhook(self, name, url, ca_pem, rules, validating=True, failure_policy="Fail",
-                         timeout=10, match_policy="Equivalent"):
+                         timeout=10, match_policy="Equivalent", side_effects="None"):
         """A Validating- or MutatingWebhookConfiguration calling url."""
         kind = "ValidatingWebhookConfiguration" if validating else "MutatingWebhookConfiguration"
         plural = kind.lower() + "s"
         obj = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
                "webhooks": [{"name": name + ".dra-guard.io", "admissionReviewVersions": ["v1"],
-                             "sideEffects": "None", "failurePolicy": failure_policy,
+                             "sideEffects": side_effects, "failurePolicy": failure_policy,
                              "timeoutSeconds": timeout, "matchPolicy": match_policy,
                              "clientConfig": {"url": url,
                                               "caBundle": base64.b64encode(ca_pem.encode()).decode()},

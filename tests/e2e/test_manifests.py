@@ -302,7 +302,7 @@ def test_role_reads_only_the_policy_configmap():
         ml.one(objs, "ServiceAccount", sa)
 
 
-def test_cluster_role_only_reads_slices_claims_pods_and_nodes():
+def test_cluster_role_only_reads_slices_claims_pods_and_nodes_and_writes_events():
     for name, objs in renders().items():
         _, pod, _, _ = deployment_parts(objs)
         role = ml.one(objs, "ClusterRole")
@@ -310,7 +310,8 @@ def test_cluster_role_only_reads_slices_claims_pods_and_nodes():
                   tuple(sorted(r.get("verbs", []))), tuple(r.get("resourceNames", [])))
                  for r in role["rules"]]
         want = [(("resource.k8s.io",), ("resourceclaims", "resourceslices"), ("get", "list", "watch"), ()),
-                (("",), ("nodes", "pods"), ("get", "list", "watch"), ())]
+                (("",), ("nodes", "pods"), ("get", "list", "watch"), ()),
+                (("events.k8s.io",), ("events",), ("create", "patch"), ())]
         check(rules == want, "%s: ClusterRole rules %s, want only %s" % (name, rules, want))
         crb = ml.one(objs, "ClusterRoleBinding")
         check(crb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
@@ -636,7 +637,9 @@ def test_every_webhook_entry_sets_its_safety_fields():
             check(isinstance(w.get("timeoutSeconds"), int) and 2 <= w["timeoutSeconds"] <= 5,
                   "%s: %s timeoutSeconds %r (want 2-5)" % (name, n, w.get("timeoutSeconds")))
             check(w.get("failurePolicy") in ("Fail", "Ignore"), "%s: %s failurePolicy %r" % (name, n, w.get("failurePolicy")))
-            check(w.get("sideEffects") == "None", "%s: %s sideEffects %r" % (name, n, w.get("sideEffects")))
+            # /validate emits Events on refusals, never for a dryRun request; /mutate emits nothing.
+            want = "NoneOnDryRun" if side == "validate" else "None"
+            check(w.get("sideEffects") == want, "%s: %s sideEffects %r, want %s" % (name, n, w.get("sideEffects"), want))
             check(w.get("matchPolicy") == "Equivalent", "%s: %s matchPolicy %r" % (name, n, w.get("matchPolicy")))
             check(w.get("admissionReviewVersions") == ["v1"],
                   "%s: %s admissionReviewVersions %r" % (name, n, w.get("admissionReviewVersions")))
@@ -1121,7 +1124,7 @@ def main():
         test_certs_cluster_mode_drops_an_expired_previous_ca,
         test_network_policy_sample_admits_the_webhook_and_metrics_ports_only,
         test_driver_rbac_sample_fits_the_least_privilege_rules,
-        test_cluster_role_only_reads_slices_claims_pods_and_nodes,
+        test_cluster_role_only_reads_slices_claims_pods_and_nodes_and_writes_events,
     ]
     try:
         ml.run_tests(tests)

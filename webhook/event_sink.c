@@ -1,0 +1,514 @@
+/* event_sink.c - Events off the request path, and pending time. */
+#include "event_sink.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "log.h"
+#include "pending.h"
+#include "snapshot.h"
+
+#define PENDING_BUCKETS 12
+static const double pending_bucket_s[PENDING_BUCKETS] = { 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600 };
+
+/* Events dropped, by cause (dra_guard_events_dropped_total). */
+enum drop {
+	DROP_QUEUE = 0,               /* the queue was full */
+	DROP_LIMITED,                 /* the object's rate limit */
+	DROP_CACHE,                   /* max series held */
+	DROP_API,                     /* the API server refused the Event or did not answer */
+	DROP_COUNT
+};
+
+static const char *const drop_names[DROP_COUNT] = { "queue_full", "rate_limited", "cache_full", "api_error" };
+
+/* The rules that emit, in one order, for per-reason series. */
+static const enum rule_id emitting[] = {
+	RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE, RULE_LEDGER_NUMA_SPLIT,
+	RULE_LEDGER_POD_AMOUNTS, RULE_CLAIM_FREEZE_ALLOCATE, RULE_CLAIM_FREEZE_CREATE,
+};
+#define NEMITTING (sizeof(emitting) / sizeof(emitting[0]))
+
+static int emitting_index(enum rule_id r)
+{
+	size_t i;
+
+	for (i = 0; i < NEMITTING; i++)
+		if (emitting[i] == r)
+			return (int)i;
+	return -1;
+}
+
+struct event_sink {
+	struct event_sink_config cfg;
+	struct cluster_view *cv;
+	struct event_cache *cache;    /* the worker's */
+	pthread_t thread;
+	bool started;
+
+	pthread_mutex_t qmu;          /* the queue */
+	pthread_cond_t qcond;
+	struct events_report *queue;  /* ring of cfg.queue */
+	uint32_t qhead, qlen;
+	bool stop;
+
+	pthread_mutex_t pmu;          /* the pending table and the histogram */
+	struct pending_table *pending;
+	uint64_t hist[NEMITTING][PENDING_BUCKETS + 1];
+	double hist_sum[NEMITTING];
+	uint64_t pending_full;
+
+	/* metrics */
+	atomic_uint_fast64_t observed[NEMITTING];   /* refusals, by reason */
+	atomic_uint_fast64_t created, patched;
+	atomic_uint_fast64_t dropped[DROP_COUNT];
+	atomic_uint_fast32_t series;
+};
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void event_sink_config_default(struct event_sink_config *cfg, const char *instance)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->instance, sizeof(cfg->instance), "%s", instance);
+	cfg->queue = 512;
+	event_cache_limits_default(&cfg->limits);
+	cfg->max_pending = 10000;
+	cfg->pending_idle_ns = (int64_t)3600 * 1000000000;
+}
+
+int event_sink_new(const struct event_sink_config *cfg, struct cluster_view *cv, struct event_sink **out)
+{
+	struct event_sink *es;
+	int rc;
+
+	*out = NULL;
+	if (!cfg->queue || !cfg->instance[0])
+		return -EINVAL;
+	es = calloc(1, sizeof(*es));
+	if (!es)
+		return -ENOMEM;
+	es->cfg = *cfg;
+	es->cv = cv;
+	pthread_mutex_init(&es->qmu, NULL);
+	pthread_cond_init(&es->qcond, NULL);
+	pthread_mutex_init(&es->pmu, NULL);
+	es->queue = calloc(cfg->queue, sizeof(*es->queue));
+	rc = es->queue ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = event_cache_new(&cfg->limits, &es->cache);
+	if (rc == 0)
+		rc = pending_table_new(cfg->max_pending, cfg->pending_idle_ns, &es->pending);
+	if (rc) {
+		event_sink_free(es);
+		return rc;
+	}
+	*out = es;
+	return 0;
+}
+
+void event_sink_offer(struct event_sink *es, const struct admission_request *rq, const struct verdict *v,
+		      int64_t now_ns)
+{
+	struct events_report r[EVENTS_PER_REVIEW];
+	size_t n = 0, i;
+	uint32_t dropped = 0;
+
+	if (!es || v->allowed || rq->dry_run)
+		return;
+	events_from_review(rq, v, now_ns, r, EVENTS_PER_REVIEW, &n);
+	if (!n)
+		return;
+	pthread_mutex_lock(&es->qmu);
+	for (i = 0; i < n; i++) {
+		if (es->qlen == es->cfg.queue) {
+			dropped++;
+			continue;
+		}
+		es->queue[(es->qhead + es->qlen) % es->cfg.queue] = r[i];
+		es->qlen++;
+	}
+	pthread_cond_signal(&es->qcond);
+	pthread_mutex_unlock(&es->qmu);
+	if (dropped)
+		atomic_fetch_add(&es->dropped[DROP_QUEUE], dropped);
+}
+
+/* --- the worker ------------------------------------------------------------------ */
+
+/* A write takes at most this long: a hung API server delays the next Event
+ * (and a shutdown) by no more. */
+#define WRITE_TIMEOUT_S 10
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	struct buf *b = ctx;
+
+	/* What does not fit is dropped: the answer is only logged. */
+	if (buf_len(b) + size * n <= 16 * 1024)
+		buf_add(b, p, size * n);
+	return size * n;
+}
+
+/* method on path with a JSON body of content type ctype, through the
+ * cluster view's credentials, on this thread's own connection. 0 with the
+ * status in *code and the answer's start in ans, or a negative errno when no
+ * answer came. */
+static int api_write(struct event_sink *es, const char *method, const char *path, const char *ctype,
+		     const struct buf *body, long *code, struct buf *ans)
+{
+	struct curl_slist *h = NULL, *t;
+	CURL *e = curl_easy_init();
+	char ct[128];
+	CURLcode res;
+	int rc;
+
+	*code = 0;
+	if (!e)
+		return -ENOMEM;
+	rc = cluster_view_client_setup(es->cv, e, path, WRITE_TIMEOUT_S, &h);
+	snprintf(ct, sizeof(ct), "Content-Type: %s", ctype);
+	if (rc == 0 && !(t = curl_slist_append(h, ct)))
+		rc = -ENOMEM;
+	else if (rc == 0)
+		h = t;
+	if (rc == 0) {
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, buf_cstr(body));
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)buf_len(body));
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+		curl_easy_setopt(e, CURLOPT_WRITEDATA, ans);
+		res = curl_easy_perform(e);
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
+		if (res != CURLE_OK) {
+			rc = -EIO;
+			buf_reset(ans);
+			buf_add_cstr(ans, curl_easy_strerror(res));
+		} else if (*code == 401) {
+			cluster_view_client_unauthorized(es->cv);
+		}
+	}
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return rc;
+}
+
+static void log_api_error(const char *what, const struct event_send *s, long code, const struct buf *body)
+{
+	struct log_line l;
+
+	if (!log_begin(&l, LOG_WARN, what))
+		return;
+	log_str(&l, "reason", s->report->reason);
+	log_str(&l, "namespace", s->report->regarding.namespace);
+	log_str(&l, "event", s->name);
+	log_int(&l, "status", code);
+	log_strn(&l, "answer", buf_cstr(body), buf_len(body) > 400 ? 400 : buf_len(body));
+	log_end(&l);
+}
+
+/* POST a new Event (or one created again) and tell the cache how it went. */
+static void send_create(struct event_sink *es, const struct event_send *s)
+{
+	char path[512];
+	struct buf body, ans;
+	long code = 0;
+	int rc;
+
+	buf_init(&body, 64 * 1024);
+	buf_init(&ans, 16 * 1024);
+	snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", s->report->regarding.namespace);
+	rc = events_create_json(s->report, s->name, es->cfg.instance, s->first_ns, s->count, s->last_ns, &body);
+	if (rc == 0)
+		rc = api_write(es, "POST", path, "application/json", &body, &code, &ans);
+	/* 409: a retry of a create the server had already taken. */
+	if (rc == 0 && (code == 201 || code == 200 || code == 409)) {
+		atomic_fetch_add(&es->created, 1);
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_OK, wall_ns());
+	} else {
+		atomic_fetch_add(&es->dropped[DROP_API], 1);
+		log_api_error("event not created", s, code, &ans);
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_FAILED, wall_ns());
+	}
+	buf_free(&body);
+	buf_free(&ans);
+}
+
+static void send_patch(struct event_sink *es, const struct event_send *s)
+{
+	char path[768];
+	struct buf body, ans;
+	long code = 0;
+	int rc;
+
+	buf_init(&body, 4096);
+	buf_init(&ans, 16 * 1024);
+	snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events/%s", s->report->regarding.namespace,
+		 s->name);
+	rc = events_series_patch_json(s->count, s->last_ns, &body);
+	if (rc == 0)
+		rc = api_write(es, "PATCH", path, "application/merge-patch+json", &body, &code, &ans);
+	if (rc == 0 && code == 200) {
+		atomic_fetch_add(&es->patched, 1);
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_OK, wall_ns());
+	} else if (rc == 0 && code == 404) {
+		/* Expired (the API server keeps Events an hour) or deleted. */
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_GONE, wall_ns());
+	} else {
+		atomic_fetch_add(&es->dropped[DROP_API], 1);
+		log_api_error("event series not patched", s, code, &ans);
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_FAILED, wall_ns());
+	}
+	buf_free(&body);
+	buf_free(&ans);
+}
+
+static void observe(struct event_sink *es, const struct events_report *r)
+{
+	struct event_send s;
+	int k = emitting_index(r->rule);
+
+	if (k >= 0)
+		atomic_fetch_add(&es->observed[k], 1);
+	if (r->pending) {
+		pthread_mutex_lock(&es->pmu);
+		if (pending_table_refused(es->pending, r) == -E2BIG)
+			es->pending_full++;
+		pthread_mutex_unlock(&es->pmu);
+	}
+	switch (event_cache_observe(es->cache, r, r->observed_ns, &s)) {
+	case EVENT_STEP_CREATE:
+		send_create(es, &s);
+		break;
+	case EVENT_STEP_LIMITED:
+		atomic_fetch_add(&es->dropped[DROP_LIMITED], 1);
+		break;
+	case EVENT_STEP_FULL:
+		atomic_fetch_add(&es->dropped[DROP_CACHE], 1);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Patches and creates that are due. */
+static void flush(struct event_sink *es)
+{
+	struct event_send s;
+	enum event_step step;
+
+	while ((step = event_cache_next(es->cache, wall_ns(), &s)) != EVENT_STEP_NONE) {
+		if (step == EVENT_STEP_CREATE)
+			send_create(es, &s);
+		else if (step == EVENT_STEP_PATCH)
+			send_patch(es, &s);
+	}
+	atomic_store(&es->series, event_cache_series(es->cache));
+}
+
+/* Under pmu. */
+static void pending_done(void *ctx, enum rule_id rule, double seconds)
+{
+	struct event_sink *es = ctx;
+	int k = emitting_index(rule), b;
+
+	if (k < 0)
+		return;
+	for (b = 0; b < PENDING_BUCKETS && seconds > pending_bucket_s[b]; b++)
+		;
+	es->hist[k][b]++;
+	es->hist_sum[k] += seconds;
+}
+
+static void sweep(struct event_sink *es)
+{
+	struct snapshot *snap = cluster_view_acquire(es->cv);
+
+	if (!snap)
+		return;
+	pthread_mutex_lock(&es->pmu);
+	pending_table_sweep(es->pending, cluster_view_get(snap), wall_ns(), pending_done, es);
+	pthread_mutex_unlock(&es->pmu);
+	snapshot_release(snap);
+}
+
+#define BATCH 32
+
+static void *run(void *arg)
+{
+	struct event_sink *es = arg;
+	struct events_report *batch = calloc(BATCH, sizeof(*batch));
+	int64_t last_sweep = 0;
+
+	if (!batch) {
+		log_msg(LOG_ERROR, "events: out of memory; no Events will be sent");
+		return NULL;
+	}
+	for (;;) {
+		uint32_t n = 0, i;
+		int64_t now;
+
+		pthread_mutex_lock(&es->qmu);
+		if (!es->qlen && !es->stop) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&es->qcond, &es->qmu, &ts);
+		}
+		if (es->stop) {
+			pthread_mutex_unlock(&es->qmu);
+			break;
+		}
+		while (es->qlen && n < BATCH) {
+			batch[n++] = es->queue[es->qhead];
+			es->qhead = (es->qhead + 1) % es->cfg.queue;
+			es->qlen--;
+		}
+		pthread_mutex_unlock(&es->qmu);
+		for (i = 0; i < n; i++)
+			observe(es, &batch[i]);
+		flush(es);
+		now = wall_ns();
+		if (now - last_sweep >= 1000000000) {
+			sweep(es);
+			last_sweep = now;
+		}
+	}
+	free(batch);
+	return NULL;
+}
+
+int event_sink_start(struct event_sink *es)
+{
+	int rc = pthread_create(&es->thread, NULL, run, es);
+
+	if (rc)
+		return -rc;
+	es->started = true;
+	return 0;
+}
+
+void event_sink_stop(struct event_sink *es)
+{
+	if (!es || !es->started)
+		return;
+	pthread_mutex_lock(&es->qmu);
+	es->stop = true;
+	pthread_cond_signal(&es->qcond);
+	pthread_mutex_unlock(&es->qmu);
+	pthread_join(es->thread, NULL);
+	es->started = false;
+}
+
+void event_sink_free(struct event_sink *es)
+{
+	if (!es)
+		return;
+	event_sink_stop(es);
+	event_cache_free(es->cache);
+	pending_table_free(es->pending);
+	free(es->queue);
+	pthread_mutex_destroy(&es->qmu);
+	pthread_cond_destroy(&es->qcond);
+	pthread_mutex_destroy(&es->pmu);
+	free(es);
+}
+
+int event_sink_pending_json(struct event_sink *es, struct buf *out)
+{
+	int rc = buf_add_cstr(out, "{\"instance\":");
+
+	rc = rc ? rc : buf_add_json_str(out, es->cfg.instance, strlen(es->cfg.instance));
+	rc = rc ? rc : buf_add_cstr(out, ",\"claims\":");
+	if (rc == 0) {
+		pthread_mutex_lock(&es->pmu);
+		rc = pending_table_json(es->pending, wall_ns(), out);
+		pthread_mutex_unlock(&es->pmu);
+	}
+	return rc ? rc : buf_add_char(out, '}');
+}
+
+int event_sink_render_metrics(void *ctx, struct buf *out)
+{
+	struct event_sink *es = ctx;
+	uint64_t hist[NEMITTING][PENDING_BUCKETS + 1], full;
+	double sum[NEMITTING];
+	uint32_t held;
+	char reason[EVENTS_REASON_MAX];
+	size_t k;
+	int rc, b;
+
+	pthread_mutex_lock(&es->pmu);
+	memcpy(hist, es->hist, sizeof(hist));
+	memcpy(sum, es->hist_sum, sizeof(sum));
+	full = es->pending_full;
+	held = pending_table_count(es->pending);
+	pthread_mutex_unlock(&es->pmu);
+	rc = buf_add_cstr(out, "# HELP dra_guard_events_refusals_total Refusals that asked for an Event (one per rule "
+			  "and review), by reason.\n# TYPE dra_guard_events_refusals_total counter\n");
+	for (k = 0; rc == 0 && k < NEMITTING; k++) {
+		events_reason(emitting[k], reason);
+		rc = buf_printf(out, "dra_guard_events_refusals_total{reason=\"%s\"} %" PRIu64 "\n", reason,
+				(uint64_t)atomic_load(&es->observed[k]));
+	}
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_events_sent_total Requests that wrote an Event: create (a new "
+				"series) and patch (its count).\n# TYPE dra_guard_events_sent_total counter\n"
+				"dra_guard_events_sent_total{request=\"create\"} %" PRIu64 "\n"
+				"dra_guard_events_sent_total{request=\"patch\"} %" PRIu64 "\n",
+				(uint64_t)atomic_load(&es->created), (uint64_t)atomic_load(&es->patched));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_events_dropped_total Events not written, by cause (queue_full, "
+				  "rate_limited, cache_full, api_error).\n# TYPE dra_guard_events_dropped_total counter\n");
+	for (k = 0; rc == 0 && k < DROP_COUNT; k++)
+		rc = buf_printf(out, "dra_guard_events_dropped_total{cause=\"%s\"} %" PRIu64 "\n", drop_names[k],
+				(uint64_t)atomic_load(&es->dropped[k]));
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_events_series Event series held in memory.\n"
+				"# TYPE dra_guard_events_series gauge\ndra_guard_events_series %u\n"
+				"# HELP dra_guard_pending_claims Claims refused now (GET /debug/pending).\n"
+				"# TYPE dra_guard_pending_claims gauge\ndra_guard_pending_claims %u\n"
+				"# HELP dra_guard_pending_dropped_total Refused claims not tracked: the pending table was full.\n"
+				"# TYPE dra_guard_pending_dropped_total counter\ndra_guard_pending_dropped_total %" PRIu64 "\n",
+				(unsigned)atomic_load(&es->series), held, full);
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_pending_seconds Time from a claim's first refused allocation to "
+				  "its allocation (as the cluster view saw it), by the reason that held it last.\n"
+				  "# TYPE dra_guard_pending_seconds histogram\n");
+	for (k = 0; rc == 0 && k < NEMITTING; k++) {
+		uint64_t cum = 0;
+
+		if (emitting[k] == RULE_LEDGER_POD_AMOUNTS)
+			continue;     /* not an allocation */
+		events_reason(emitting[k], reason);
+		for (b = 0; rc == 0 && b < PENDING_BUCKETS; b++) {
+			cum += hist[k][b];
+			rc = buf_printf(out, "dra_guard_pending_seconds_bucket{reason=\"%s\",le=\"%g\"} %" PRIu64 "\n",
+					reason, pending_bucket_s[b], cum);
+		}
+		cum += hist[k][PENDING_BUCKETS];
+		if (rc == 0)
+			rc = buf_printf(out, "dra_guard_pending_seconds_bucket{reason=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
+					"dra_guard_pending_seconds_sum{reason=\"%s\"} %.3f\n"
+					"dra_guard_pending_seconds_count{reason=\"%s\"} %" PRIu64 "\n",
+					reason, cum, reason, sum[k], reason, cum);
+	}
+	return rc;
+}
