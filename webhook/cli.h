@@ -31,6 +31,10 @@ int replay_main(int argc, char **argv);
  * replayed window (webhook/replay_cmd.c). */
 int readiness_main(int argc, char **argv);
 
+/* dra-guard pending [--url URL]: the claims a running replica refuses now
+ * (webhook/pending_cmd.c). */
+int pending_main(int argc, char **argv);
+
 /* A time on the command line: RFC 3339 in UTC (2026-12-01T10:00:00Z) or
  * seconds since the epoch, into ns. 0 or -EINVAL. */
 int cli_parse_time(const char *s, int64_t *out);

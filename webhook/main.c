@@ -23,6 +23,7 @@ static void usage(FILE *f)
 		"  ledger         the ledger of a recorded cluster (kubectl get ... -o json), offline\n"
 		"  replay         what a policy would have said of a recorded audit log, and the ledger\n"
 		"  readiness      the go/no-go promotion report over a recorded audit log\n"
+		"  pending        the claims a running replica refuses now, with reason and since when\n"
 		"  policy lint    check a policy document or policy ConfigMap\n"
 		"  rules          list the rule ids, their default actions and what they check\n"
 		"  convert        print YAML/JSON documents as JSON lines, read as the guard reads them\n"
@@ -96,6 +97,8 @@ int main(int argc, char **argv)
 		return replay_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "readiness") == 0)
 		return readiness_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "pending") == 0)
+		return pending_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "rules") == 0)
 		return rules_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "convert") == 0)

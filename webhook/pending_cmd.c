@@ -1,0 +1,211 @@
+/* pending_cmd.c - dra-guard pending: the claims a running replica holds back
+ * now (its GET /debug/pending), as a table or as the JSON it serves.
+ *
+ * Refusals are not in the cluster's state (a refused write leaves no trace
+ * in the API), so this reads a running replica rather than a --view dump;
+ * each replica lists the refusals it answered itself. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "doc.h"
+
+#define PENDING_BODY_MAX ((size_t)64 << 20)
+
+static void pending_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dra-guard pending [--url URL] [--output table|json]\n"
+		"\n"
+		"Lists the claims a running replica refuses now (its GET /debug/pending on the metrics\n"
+		"port): namespace/claim, Pod, the reason (the refusing rule in CamelCase), since when,\n"
+		"for how long and how many refusals. Each replica lists the requests it answered;\n"
+		"a claim allocated since (as the replica's cluster view shows) is gone from the list.\n"
+		"\n"
+		"  --url URL             the replica's metrics address (default http://127.0.0.1:9090;\n"
+		"                        kubectl port-forward to a replica's port 9090 in a cluster)\n"
+		"  --output FORMAT       table (default) or json (the answer as served)\n"
+		"\n"
+		"Exit status: 0 (also when nothing is pending), 2 when the replica cannot be asked or\n"
+		"its answer is not what it serves.\n");
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	return buf_add(ctx, p, size * n) == 0 ? size * n : 0;
+}
+
+static int fetch(const char *base, struct buf *out, char *err, size_t errn)
+{
+	char url[2048];
+	CURL *e;
+	CURLcode res;
+	long code = 0;
+	size_t len = strlen(base);
+
+	while (len && base[len - 1] == '/')
+		len--;
+	if (len + sizeof("/debug/pending") > sizeof(url)) {
+		snprintf(err, errn, "--url: longer than %zu bytes", sizeof(url) - sizeof("/debug/pending"));
+		return -EINVAL;
+	}
+	snprintf(url, sizeof(url), "%.*s/debug/pending", (int)len, base);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(e = curl_easy_init())) {
+		snprintf(err, errn, "cannot initialise libcurl");
+		return -ENOMEM;
+	}
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
+	res = curl_easy_perform(e);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(e);
+	curl_global_cleanup();
+	if (res != CURLE_OK) {
+		snprintf(err, errn, "GET %.400s: %s", url, res == CURLE_WRITE_ERROR ? "answer larger than 64 MiB"
+			 : curl_easy_strerror(res));
+		return -EIO;
+	}
+	if (code == 404) {
+		snprintf(err, errn, "GET %.400s: 404: this replica emits no Events (no cluster view, or --events=false)",
+			 url);
+		return -ENOENT;
+	}
+	if (code != 200) {
+		snprintf(err, errn, "GET %.400s: HTTP %ld", url, code);
+		return -EIO;
+	}
+	return 0;
+}
+
+static const char *text_of(const struct doc_node *m, const char *key)
+{
+	const struct doc_node *n = doc_map_get(m, key);
+
+	return n && (n->type == DOC_STRING || n->type == DOC_NUMBER) ? n->text.ptr : NULL;
+}
+
+/* "4m30s" from seconds as served. */
+static void duration(const char *secs, char *out, size_t n)
+{
+	double s = strtod(secs, NULL);
+	long long whole = (long long)s;
+
+	if (whole >= 3600)
+		snprintf(out, n, "%lldh%lldm", whole / 3600, whole % 3600 / 60);
+	else if (whole >= 60)
+		snprintf(out, n, "%lldm%llds", whole / 60, whole % 60);
+	else
+		snprintf(out, n, "%.1fs", s);
+}
+
+static int print_table(const char *text, size_t len, char *err, size_t errn)
+{
+	struct doc_set *set = NULL;
+	struct doc_error derr;
+	const struct doc_node *root, *claims;
+	size_t i;
+	int rc = 0;
+
+	if (doc_parse_json(text, len, NULL, &set, &derr) != 0) {
+		snprintf(err, errn, "the answer is not JSON: %s", derr.msg);
+		return -EBADMSG;
+	}
+	root = doc_set_root(set, 0);
+	claims = root && root->type == DOC_MAP ? doc_map_get(root, "claims") : NULL;
+	if (!claims || claims->type != DOC_SEQ || !text_of(root, "instance")) {
+		snprintf(err, errn, "the answer has no \"instance\" and \"claims\" list: not GET /debug/pending");
+		rc = -EBADMSG;
+		goto out;
+	}
+	printf("replica %s: %zu claim%s refused now\n", text_of(root, "instance"), claims->n, claims->n == 1 ? "" : "s");
+	if (claims->n)
+		printf("%-40s %-30s %-22s %-21s %-9s %s\n", "CLAIM", "POD", "REASON", "SINCE", "PENDING", "REFUSALS");
+	for (i = 0; i < claims->n; i++) {
+		const struct doc_node *c = claims->items[i];
+		const char *ns = text_of(c, "namespace"), *name = text_of(c, "name"), *pod = text_of(c, "pod");
+		const char *reason = text_of(c, "reason"), *since = text_of(c, "since"), *secs = text_of(c, "seconds");
+		const char *refusals = text_of(c, "refusals");
+		char claim[600], dur[32];
+
+		if (c->type != DOC_MAP || !ns || !name || !pod || !reason || !since || !secs || !refusals) {
+			snprintf(err, errn, "claims[%zu] lacks a field of GET /debug/pending", i);
+			rc = -EBADMSG;
+			goto out;
+		}
+		snprintf(claim, sizeof(claim), "%s/%s", ns, name);
+		duration(secs, dur, sizeof(dur));
+		printf("%-40s %-30s %-22s %-21s %-9s %s\n", claim, pod[0] ? pod : "-", reason, since, dur, refusals);
+	}
+out:
+	doc_set_free(set);
+	return rc;
+}
+
+int pending_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "url", required_argument, NULL, 'u' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *url = "http://127.0.0.1:9090", *output = "table";
+	char err[600];
+	struct buf body;
+	int c, rc, code = 2;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			url = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			pending_usage(stdout);
+			return 0;
+		default:
+			pending_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
+		pending_usage(stderr);
+		return 2;
+	}
+	buf_init(&body, PENDING_BODY_MAX);
+	rc = fetch(url, &body, err, sizeof(err));
+	if (rc == 0 && strcmp(output, "json") == 0) {
+		struct doc_set *set = NULL;
+
+		/* Printed as served, but only when it is JSON at all. */
+		if (doc_parse_json(buf_cstr(&body), buf_len(&body), NULL, &set, NULL) != 0) {
+			fprintf(stderr, "dra-guard pending: the answer is not JSON\n");
+			buf_free(&body);
+			return 2;
+		}
+		doc_set_free(set);
+		fwrite(buf_cstr(&body), 1, buf_len(&body), stdout);
+		putchar('\n');
+		code = 0;
+	} else if (rc == 0) {
+		rc = print_table(buf_cstr(&body), buf_len(&body), err, sizeof(err));
+		code = rc == 0 ? 0 : 2;
+	}
+	if (code)
+		fprintf(stderr, "dra-guard pending: %s\n", err);
+	buf_free(&body);
+	return code;
+}
