@@ -54,6 +54,9 @@ BURST = 1000
 
 POLICY = """apiVersion: dra-guard.io/v1alpha1
 kind: Policy
+enforcement:
+  rules:
+    ledger.numa.split: deny   # advisory by default; an operator may make it refuse
 drivers:
   dra.example.com:
     serviceAccounts: [%s]
