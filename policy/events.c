@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "names.h"
 #include "timefmt.h"
 
 /* What to do, per rule: the note's second half. The rule's own message
@@ -112,6 +113,15 @@ static void make_note(char out[static EVENTS_NOTE_MAX], const struct violation *
 	snprintf(out, EVENTS_NOTE_MAX, "%.*s%s. %s", (int)mlen, vi->message.ptr, cut ? "..." : "", adv);
 }
 
+/* The names go into the API path and the Event: only what the API server
+ * itself accepts as object names (a review may come from anyone who can
+ * reach the webhook port). */
+static bool names_ok(struct str ns, struct str name)
+{
+	return ns.len <= 63 && names_is_dns_subdomain(ns) && !memchr(ns.ptr, '.', ns.len) &&
+	       names_is_dns_subdomain(name);
+}
+
 static bool claim_ref(const struct admission_request *rq, struct events_ref *out)
 {
 	const struct k8s_object *o = &rq->object;
@@ -124,7 +134,7 @@ static bool claim_ref(const struct admission_request *rq, struct events_ref *out
 		snprintf(out->api_version, sizeof(out->api_version), "resource.k8s.io/%.*s", STR_FMT(rq->kind.version));
 	else
 		snprintf(out->api_version, sizeof(out->api_version), "resource.k8s.io/v1");
-	return name.len && ns.len && copy_str(out->name, sizeof(out->name), name) &&
+	return names_ok(ns, name) && copy_str(out->name, sizeof(out->name), name) &&
 	       copy_str(out->namespace, sizeof(out->namespace), ns) &&
 	       copy_str(out->uid, sizeof(out->uid), o->meta.uid);
 }
@@ -146,7 +156,7 @@ static bool reserved_pod(const struct admission_request *rq, const struct events
 	for (i = 0; i < cl->nreserved_for; i++) {
 		const struct consumer_ref *c = &cl->reserved_for[i];
 
-		if (c->api_group.len || !str_eq_cstr(c->resource, "pods") || !c->name.len)
+		if (c->api_group.len || !str_eq_cstr(c->resource, "pods") || !names_is_dns_subdomain(c->name))
 			continue;
 		pod_ref_init(out);
 		snprintf(out->namespace, sizeof(out->namespace), "%s", claim->namespace);
@@ -183,7 +193,7 @@ static bool objects_of(const struct admission_request *rq, struct events_report 
 
 		pod_ref_init(&r->regarding);
 		snprintf(r->action, sizeof(r->action), "UpdatePodStatus");
-		if (!name.len || !ns.len)
+		if (!names_ok(ns, name))
 			return false;
 		return copy_str(r->regarding.name, sizeof(r->regarding.name), name) &&
 		       copy_str(r->regarding.namespace, sizeof(r->regarding.namespace), ns) &&

@@ -235,6 +235,33 @@ static void test_long_message_is_cut_and_the_advice_kept(void **state)
 	arena_free(r.a);
 }
 
+static void test_names_the_api_server_would_refuse_give_no_event(void **state)
+{
+	struct events_report out[EVENTS_PER_REVIEW];
+	struct review r;
+	size_t n = 9;
+
+	(void)state;
+	/* A review from anyone who reaches the port: the namespace would
+	 * become part of the API path. */
+	claim_review(&r, true);
+	r.rq.object.meta.namespace = STR_LIT("../../api/v1/namespaces/kube-system");
+	deny(&r, RULE_LEDGER_POOL_FRESH, ACTION_DENY, "incomplete");
+	finish(&r);
+	events_from_review(&r.rq, &r.v, T0, out, EVENTS_PER_REVIEW, &n);
+	assert_int_equal(n, 0);
+	arena_free(r.a);
+	/* A Pod name no Pod can have: reported on the claim instead. */
+	claim_review(&r, true);
+	r.pod.name = STR_LIT("trainer/0");
+	deny(&r, RULE_LEDGER_POOL_FRESH, ACTION_DENY, "incomplete");
+	finish(&r);
+	events_from_review(&r.rq, &r.v, T0, out, EVENTS_PER_REVIEW, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(out[0].regarding.kind, "ResourceClaim");
+	arena_free(r.a);
+}
+
 /* --- bodies ------------------------------------------------------------------------ */
 
 static const struct doc_node *get(const struct doc_node *n, const char *path)
@@ -625,6 +652,7 @@ int main(void)
 		cmocka_unit_test(test_claim_without_pod_and_freeze_create_regard_the_claim),
 		cmocka_unit_test(test_pod_status_refusal_regards_the_pod),
 		cmocka_unit_test(test_long_message_is_cut_and_the_advice_kept),
+		cmocka_unit_test(test_names_the_api_server_would_refuse_give_no_event),
 		cmocka_unit_test(test_event_body_is_an_events_k8s_io_v1_event),
 		cmocka_unit_test(test_a_thousand_refusals_are_one_series_of_a_thousand),
 		cmocka_unit_test(test_patches_are_spaced_by_the_interval),

@@ -602,7 +602,7 @@ static int set_replica_name(struct serve_config *c, const char *v, char *err)
 			 "for an Event's reportingInstance)");
 		return -EINVAL;
 	}
-	snprintf(c->replica_name, sizeof(c->replica_name), "%s", v);
+	snprintf(c->replica_name, sizeof(c->replica_name), "%.128s", v);
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Events and pending time against a real kube-apiserver (tests/e2e/envtest.py).
 
-The guard runs as its ServiceAccount with only the manifests' RBAC
+The guard (the ASan+UBSan build) runs as its ServiceAccount with only the manifests' RBAC
 (manifests/base/rbac.yaml), registered as the validating webhook for claim
 creation, claim status and Pod status with sideEffects: NoneOnDryRun, and
 kube-scheduler, the driver and the resource-claim controller write as they do
@@ -428,7 +428,7 @@ def main():
             # wait for a newer view first, and the burst of 1,000 would take minutes.
             GUARD = guard.Server(d, args=["--kubeconfig", kc, "--policy-configmap", "%s/%s" % (GUARD_NS, CM),
                                           "--replica-name", REPLICA, "--view-recheck", "0", "--threads", "8"],
-                                 wait_ready=False)
+                                 asan=True, wait_ready=False)
             try:
                 GUARD.wait(lambda: GUARD.ready()[0], "the guard to sync", timeout=BOUND)
                 GUARD.wait(lambda: GUARD.ready()[1]["policy"]["source"] == "api", "the policy from the API")
@@ -455,6 +455,12 @@ def main():
                 ])
                 check(GUARD.find_log("event not created") is None and GUARD.find_log("event series not patched") is None,
                       "an Event write failed:\n%s" % GUARD.log()[-3000:])
+                # Under ASan and UBSan: the worker, the queue and the series
+                # leave no report, and SIGTERM stops the worker cleanly.
+                code = GUARD.stop()
+                log = GUARD.log()
+                check(code == 0 and "AddressSanitizer" not in log and "LeakSanitizer" not in log
+                      and "runtime error" not in log, "exit %d, sanitizer report:\n%s" % (code, log[-4000:]))
             finally:
                 GUARD.stop()
     finally:
