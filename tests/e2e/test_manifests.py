@@ -752,7 +752,9 @@ def test_gate_pods_addon_fits_the_guard():
             # Pod writes must never wait on the guard (docs/operations.md).
             check(w.get("failurePolicy") == "Ignore", "%s: failurePolicy %r, want Ignore" % (n, w.get("failurePolicy")))
             check(isinstance(w.get("timeoutSeconds"), int) and 2 <= w["timeoutSeconds"] <= 5, "%s timeout" % n)
-            check(w.get("sideEffects") == "None" and w.get("matchPolicy") == "Equivalent" and
+            # /validate may emit Events (never for a dryRun request); /mutate emits nothing.
+            check(w.get("sideEffects") == ("NoneOnDryRun" if side == "validate" else "None") and
+                  w.get("matchPolicy") == "Equivalent" and
                   w.get("admissionReviewVersions") == ["v1"], "%s: safety fields" % n)
             s = (w.get("clientConfig") or {}).get("service") or {}
             check(s.get("name") == svc["metadata"]["name"] and s.get("namespace") == GUARD_NS and
