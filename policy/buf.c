@@ -110,27 +110,36 @@ int buf_add_char(struct buf *b, char c)
 	return buf_add(b, &c, 1);
 }
 
-int buf_printf(struct buf *b, const char *fmt, ...)
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
-	va_list ap;
+	va_list again;
 	char small[256];
 	int n, rc;
 
-	va_start(ap, fmt);
+	va_copy(again, ap);
 	n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -EINVAL;
-	if ((size_t)n < sizeof(small))
-		return buf_add(b, small, (size_t)n);
+	if (n < 0 || (size_t)n < sizeof(small)) {
+		va_end(again);
+		return n < 0 ? -EINVAL : buf_add(b, small, (size_t)n);
+	}
 	rc = buf_reserve(b, (size_t)n, false);
-	if (rc)
-		return rc;
+	if (!rc) {
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+		b->len += (size_t)n;
+	}
+	va_end(again);
+	return rc;
+}
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
 	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	rc = buf_vprintf(b, fmt, ap);
 	va_end(ap);
-	b->len += (size_t)n;
-	return 0;
+	return rc;
 }
 
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one. */

@@ -7,6 +7,7 @@
 #ifndef DRA_GUARD_BUF_H
 #define DRA_GUARD_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "str.h"
@@ -48,6 +49,8 @@ int buf_add_str(struct buf *b, struct str s);
 int buf_add_cstr(struct buf *b, const char *s);
 int buf_add_char(struct buf *b, char c);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* buf_printf() with a va_list (ap is consumed). */
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* Append s as a JSON string literal, quotes included. Control characters and
  * invalid UTF-8 are escaped (\u00XX, and U+FFFD for bytes that are not UTF-8)
