@@ -1,0 +1,167 @@
+/* vap.c - which rules a ValidatingAdmissionPolicy can carry, and the YAML
+ * stream of those that can.
+ *
+ * A rule is expressed when it reads nothing but the request; where CEL
+ * cannot reach the engine's exact answer the policy stays silent rather
+ * than deny (a false denial is an outage), and the reason is written here,
+ * once, for vap --explain and the docs. */
+#include "vap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vap_impl.h"
+
+/* What no policy of a rule expresses, whatever the policy document says. */
+static const char *const gaps[RULE_COUNT] = {
+	[RULE_SLICE_MAPPING_MULTIPLIER] =
+		"a multiplier that is not a quantity never reaches admission (the API server's decoder refuses it), "
+		"and one too large for the engine to hold exactly (more than 38 digits) is refused by the engine "
+		"alone; the policy judges the sign of every multiplier the API server accepts",
+	[RULE_SLICE_MAPPING_NAME] =
+		"a hugepages size of 2^53 bytes or more is taken as valid without checking it is a whole number "
+		"(CEL's exact test ends there)",
+	[RULE_SLICE_MAPPING_SCHEMA] =
+		"the API server drops unknown fields and fields of other API versions, and turns a null entry into "
+		"an empty one that it defaults, before any admission check: neither a policy nor the webhook ever "
+		"sees what this rule judges (dry-run does)",
+	[RULE_SLICE_MAPPING_UNITS] =
+		"amounts of 2^53 or more (cpu: 4*10^12 cores or more) are not judged: CEL has no exact test there",
+	[RULE_SLICE_MAPPING_BOUNDS] =
+		"capacity mode: CEL's quantities cannot multiply, so capacity x multiplier is judged exactly only "
+		"when the multiplier is 1, when either factor alone is over the max and the other at least 1, or "
+		"when both are whole numbers below 2^53 or one is whole and the other a whole number of millis; "
+		"any other product is not judged",
+	[RULE_CLAIM_FREEZE_CREATE] =
+		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
+		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
+		"frozen or not, and this policy unfrozen",
+	[RULE_CLAIM_FREEZE_ALLOCATE] =
+		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
+		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
+		"frozen or not, and this policy unfrozen",
+	[RULE_POLICY_INVALID] =
+		"needs the policy loader: the ConfigMap's policy.yaml is a YAML document that CEL cannot parse",
+};
+
+static const char *const canary_untranslated =
+	"a canary.nodes glob uses syntax that is not translated exactly into a regular expression (characters "
+	"other than letters, digits, '.', '_', ':', '-' and the operators * ? [...], a backslash, an equivalence "
+	"or collating class, a reversed range): no policy is written for slice.canary";
+
+static bool any_max(const struct policy *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->ndrivers; i++)
+		for (j = 0; j < p->drivers[i].nresources; j++)
+			if (p->drivers[i].resources[j].has_max)
+				return true;
+	return false;
+}
+
+static bool any_node_scope(const struct policy *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->ndrivers; i++)
+		if (p->drivers[i].scope == DRIVER_SCOPE_NODE)
+			return true;
+	return false;
+}
+
+void vap_rule_info(const struct policy *p, enum rule_id id, struct vap_rule_info *out)
+{
+	out->coverage = gaps[id] ? VAP_PARTIAL : VAP_FULL;
+	out->why = gaps[id];
+	switch (id) {
+	case RULE_SLICE_MAPPING_SCHEMA:
+	case RULE_POLICY_INVALID:
+		out->coverage = VAP_NONE;
+		break;
+	case RULE_SLICE_MAPPING_BOUNDS:
+		if (!any_max(p)) {
+			out->coverage = VAP_IDLE;
+			out->why = "no driver in the policy has a max for any resource";
+		}
+		break;
+	case RULE_SLICE_DRIVER:
+	case RULE_SLICE_WRITER:
+	case RULE_STATUS_DEVICES_WRITER:
+		if (!p->has_drivers) {
+			out->coverage = VAP_IDLE;
+			out->why = "the policy lists no drivers";
+		}
+		break;
+	case RULE_SLICE_WRITER_NODE:
+		if (!any_node_scope(p)) {
+			out->coverage = VAP_IDLE;
+			out->why = "the policy lists no driver of scope node";
+		}
+		break;
+	case RULE_SLICE_CANARY:
+		if (!p->has_canary) {
+			out->coverage = VAP_IDLE;
+			out->why = "the policy names no canary nodes";
+		} else {
+			struct buf re;
+
+			buf_init(&re, VAP_EXPR_MAX);
+			if (vap_glob_regex(&p->canary_nodes, &re) != 0) {
+				out->coverage = VAP_NONE;
+				out->why = canary_untranslated;
+			}
+			buf_free(&re);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+const char *vap_coverage_name(enum vap_coverage c)
+{
+	switch (c) {
+	case VAP_FULL: return "full";
+	case VAP_PARTIAL: return "partial";
+	case VAP_NONE: return "none";
+	case VAP_IDLE: return "idle";
+	}
+	return "none";
+}
+
+void vap_object_name(enum rule_id id, char buf[VAP_NAME_MAX])
+{
+	snprintf(buf, VAP_NAME_MAX, "dra-guard.%s", rule_name(id));
+}
+
+int vap_render(const struct policy *p, const struct vap_options *opt, struct buf *out)
+{
+	struct vap_out o = { out, p, opt, 0, 0 };
+	size_t before = buf_len(out);
+	struct vap_rule_info info;
+	int id;
+
+	if (!opt->param_name.len || !opt->param_namespace.len)
+		return -EINVAL;
+	if (before > VAP_OUTPUT_MAX)
+		return -E2BIG;
+	vap_fail(&o, buf_printf(out,
+		"# ValidatingAdmissionPolicies for the stateless rules of the dra-guard policy %.12s,\n"
+		"# written by dra-guard vap. Write them again after every change of policy.yaml; the\n"
+		"# freeze is read at admission time from ConfigMap %.*s/%.*s.\n"
+		"# dra-guard vap --explain lists the rules that are not expressed, and why.\n",
+		p->hash, STR_FMT(opt->param_namespace), STR_FMT(opt->param_name)));
+	for (id = 0; id < RULE_COUNT && !o.rc; id++) {
+		vap_rule_info(p, (enum rule_id)id, &info);
+		if (info.coverage == VAP_NONE || info.coverage == VAP_IDLE)
+			continue;
+		vap_slice_rule(&o, (enum rule_id)id);
+		vap_access_rule(&o, (enum rule_id)id);
+		vap_freeze_rule(&o, (enum rule_id)id);
+		if (!o.rc && buf_len(out) - before > VAP_OUTPUT_MAX)
+			o.rc = -E2BIG;
+	}
+	return o.rc;
+}
