@@ -39,6 +39,10 @@ int pending_main(int argc, char **argv);
  * seconds since the epoch, into ns. 0 or -EINVAL. */
 int cli_parse_time(const char *s, int64_t *out);
 
+/* dra-guard vap: the stateless rules as ValidatingAdmissionPolicies
+ * (webhook/vap_cli.c). */
+int vap_main(int argc, char **argv);
+
 /* dra-guard convert [FILE|-]: each YAML/JSON document as one line of JSON
  * (webhook/convert.c). */
 int convert_main(int argc, char **argv);

@@ -26,6 +26,7 @@ static void usage(FILE *f)
 		"  pending        the claims a running replica refuses now, with reason and since when\n"
 		"  policy lint    check a policy document or policy ConfigMap\n"
 		"  rules          list the rule ids, their default actions and what they check\n"
+		"  vap            print the stateless rules as ValidatingAdmissionPolicies (vap --help)\n"
 		"  convert        print YAML/JSON documents as JSON lines, read as the guard reads them\n"
 		"  version        print the version\n"
 		"\n"
@@ -101,6 +102,8 @@ int main(int argc, char **argv)
 		return pending_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "rules") == 0)
 		return rules_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "vap") == 0)
+		return vap_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "convert") == 0)
 		return convert_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "policy") == 0)
