@@ -17,7 +17,7 @@
 #                  BENCH_SCALE_ARGS=--synthetic serves the same data set from
 #                  files instead of the API server
 #   make fuzz      libFuzzer targets, FUZZ_SECONDS each
-#   make golden-update   record what the engine says of every golden case
+#   make golden-update   record what the engine says of every golden case, and the vap YAML
 #                  (tests/golden/README.md); review the diff
 #   make replay-fixtures  record the audit log dra-guard replay is tested with
 #                  (the ledger scenarios through the real API server) and
@@ -270,9 +270,12 @@ fuzz-smoke: fuzz-build
 	@$(PYTHON) tools/run_tests.py $(FUZZ_SUITES)
 
 # The golden cases: gen.py writes them, test_engine --observe judges them, and
-# the verdicts are recorded unless one contradicts its case's intent.
-golden-update: $(BUILD)/rel/tests/test_engine
+# the verdicts are recorded unless one contradicts its case's intent. Then
+# the ValidatingAdmissionPolicies of the golden policies, the example and the
+# deployed one (manifests/vap) are written again.
+golden-update: $(BUILD)/rel/tests/test_engine $(BUILD)/rel/tests/test_vap
 	$(Q)$(PYTHON) tests/golden/gen.py --observer $<
+	$(Q)$(BUILD)/rel/tests/test_vap --update >/dev/null
 
 # The recorded traffic of tests/e2e/test_replay.py: test_ledger_envtest.py's
 # scenarios with the API server's audit log kept, then the expected reports.
