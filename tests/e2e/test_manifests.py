@@ -116,8 +116,9 @@ def workspace():
 
 # Add-ons hold no guard of their own: they are rendered next to an overlay
 # (manifests/monitoring, tests/e2e/test_monitoring.py checks it;
-# manifests/gate-pods, test_gate_pods_addon_fits_the_guard below).
-ADDONS = {"monitoring", "gate-pods"}
+# manifests/gate-pods, test_gate_pods_addon_fits_the_guard below;
+# manifests/vap, tests/e2e/test_vap_envtest.py).
+ADDONS = {"monitoring", "gate-pods", "vap"}
 
 
 def kustomizations(addons=False):

@@ -922,6 +922,44 @@ def test_the_freeze_follows_the_configmap():
     print("     freeze took effect %.2f s after the patch, lifted %.2f s after" % (on, off))
 
 
+# --- the add-on ----------------------------------------------------------------------------------
+
+
+def kubectl(*args, stdin=None):
+    p = subprocess.run(["kubectl", "--kubeconfig", ENV.kubeconfig("admin")] + list(args), input=stdin,
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "kubectl %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr[-2000:]))
+    return p.stdout
+
+
+def test_the_addon_and_the_pipe_apply_with_kubectl():
+    """kubectl apply -k manifests/vap installs the deployed set, and
+    dra-guard vap | kubectl apply -f - updates it in place: the API server
+    takes every expression, and then guards a cluster with no webhook."""
+    import shutil
+    if not shutil.which("kubectl"):
+        raise guard.Skip("no kubectl")
+    base = os.path.join(guard.ROOT, "manifests", "base", "policy-configmap.yaml")
+    want = 2 * sum(1 for i in explain(base).values() if i["coverage"] in ("full", "partial"))
+    put_configmap(configmap_for(base))
+    out = kubectl("apply", "-k", os.path.join(guard.ROOT, "manifests", "vap"))
+    check(out.count("validatingadmissionpolicy") == want,
+          "kubectl apply -k manifests/vap: %d objects, not %d:\n%s" % (out.count("validatingadmissionpolicy"), want, out))
+    specs = {k: o["spec"] for k, o in policy_objects().items()}
+    kubectl("apply", "-f", "-", stdin=dra_guard("vap", "--policy", base))
+    check({k: o["spec"] for k, o in policy_objects().items()} == specs,
+          "dra-guard vap | kubectl apply changed what manifests/vap installed")
+    probe = copy.deepcopy(PROBE)
+    probe["spec"]["devices"][0]["nodeAllocatableResourceMappings"] = {"memory": {"allocationMultiplier": "1Gi"}}
+    deadline = time.time() + ACTIVE_BOUND
+    while True:
+        st, body, warnings = as_user("POST", api_path("resource.k8s.io/v1", "ResourceSlice", dry_run=True), probe, None)
+        if "slice.driver" in outcome(st, body, warnings)[1]:
+            break
+        check(time.time() < deadline, "the add-on does not refuse an unlisted driver's mappings: %s %s" % (st, body))
+        time.sleep(0.2)
+
+
 def main():
     global ENV
     # The largest slice takes the API server seconds of CPU; on a loaded
@@ -930,7 +968,8 @@ def main():
         ENV = env
         guard.run_tests([test_golden_cases_give_the_engine_verdict, test_the_policies_and_the_webhook_agree,
                          test_the_largest_slice_stays_within_the_cel_cost_limits,
-                         test_the_freeze_follows_the_configmap])
+                         test_the_freeze_follows_the_configmap,
+                         test_the_addon_and_the_pipe_apply_with_kubectl])
 
 
 if __name__ == "__main__":
