@@ -728,7 +728,7 @@ class Messages(unittest.TestCase):
 
 
 class Help(unittest.TestCase):
-    COMMANDS = [["rules"], ["policy"], ["version"], ["dry-run"], ["serve"], ["convert"], ["policy", "lint"]]
+    COMMANDS = [["rules"], ["policy"], ["version"], ["dry-run"], ["serve"], ["convert"], ["policy", "lint"], ["vap"]]
 
     def test_every_command_answers_help_on_stdout_with_status_0(self):
         for cmd in self.COMMANDS:
