@@ -13,37 +13,65 @@
 
 #include "vap_impl.h"
 
-/* What no policy of a rule expresses, whatever the policy document says. */
-static const char *const gaps[RULE_COUNT] = {
-	[RULE_SLICE_MAPPING_MULTIPLIER] =
+/* Each rule a policy can carry, and what no policy of it expresses whatever
+ * the policy document says (NULL: nothing). A rule missing here has no
+ * policy ("none"): a rule added to the engine is not claimed before its
+ * policy is written. */
+struct expressed {
+	bool yes;
+	const char *gap;
+};
+
+static const struct expressed expressed[RULE_COUNT] = {
+	[RULE_SLICE_MAPPING_MULTIPLIER] = { true,
 		"a multiplier that is not a quantity never reaches admission (the API server's decoder refuses it), "
 		"and one too large for the engine to hold exactly (more than 38 digits) is refused by the engine "
-		"alone; the policy judges the sign of every multiplier the API server accepts",
-	[RULE_SLICE_MAPPING_NAME] =
+		"alone; the policy judges the sign of every multiplier the API server accepts" },
+	[RULE_SLICE_MAPPING_CAPACITY_KEY] = { true, NULL },
+	[RULE_SLICE_MAPPING_EMPTY] = { true, NULL },
+	[RULE_SLICE_MAPPING_NAME] = { true,
 		"a hugepages size of 2^53 bytes or more is taken as valid without checking it is a whole number "
-		"(CEL's exact test ends there)",
+		"(CEL's exact test ends there)" },
+	[RULE_SLICE_MAPPING_SHAREABLE] = { true, NULL },
+	[RULE_SLICE_MAPPING_UNITS] = { true,
+		"amounts of 2^53 or more (cpu: 4*10^12 cores or more) are not judged: CEL has no exact test there" },
+	[RULE_SLICE_MAPPING_BOUNDS] = { true,
+		"capacity mode: CEL's quantities cannot multiply, so capacity x multiplier is judged exactly only "
+		"when the multiplier is 1, when either factor alone is over the max and the other at least 1, or "
+		"when both are whole numbers below 2^53 or one is whole and the other a whole number of millis; "
+		"any other product is not judged" },
+	[RULE_SLICE_DRIVER] = { true, NULL },
+	[RULE_SLICE_CANARY] = { true, NULL },
+	[RULE_SLICE_GENERATION_REGRESS] = { true, NULL },
+	[RULE_SLICE_MAPPING_UNVERSIONED] = { true, NULL },
+	[RULE_SLICE_SHAPE_FUTURE] = { true, NULL },
+	[RULE_SLICE_WRITER] = { true, NULL },
+	[RULE_SLICE_WRITER_NODE] = { true, NULL },
+	[RULE_CLAIM_FREEZE_CREATE] = { true,
+		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
+		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
+		"frozen or not, and this policy unfrozen" },
+	[RULE_CLAIM_FREEZE_ALLOCATE] = { true,
+		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
+		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
+		"frozen or not, and this policy unfrozen" },
+	[RULE_STATUS_ALLOCATION_WRITER] = { true, NULL },
+	[RULE_STATUS_DEVICES_WRITER] = { true, NULL },
+	[RULE_STATUS_POD_WRITER] = { true, NULL },
+};
+
+/* Why the rules no policy can carry have none. */
+static const char *const inexpressible[RULE_COUNT] = {
 	[RULE_SLICE_MAPPING_SCHEMA] =
 		"the API server drops unknown fields and fields of other API versions, and turns a null entry into "
 		"an empty one that it defaults, before any admission check: neither a policy nor the webhook ever "
 		"sees what this rule judges (dry-run does)",
-	[RULE_SLICE_MAPPING_UNITS] =
-		"amounts of 2^53 or more (cpu: 4*10^12 cores or more) are not judged: CEL has no exact test there",
-	[RULE_SLICE_MAPPING_BOUNDS] =
-		"capacity mode: CEL's quantities cannot multiply, so capacity x multiplier is judged exactly only "
-		"when the multiplier is 1, when either factor alone is over the max and the other at least 1, or "
-		"when both are whole numbers below 2^53 or one is whole and the other a whole number of millis; "
-		"any other product is not judged",
-	[RULE_CLAIM_FREEZE_CREATE] =
-		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
-		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
-		"frozen or not, and this policy unfrozen",
-	[RULE_CLAIM_FREEZE_ALLOCATE] =
-		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
-		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
-		"frozen or not, and this policy unfrozen",
 	[RULE_POLICY_INVALID] =
 		"needs the policy loader: the ConfigMap's policy.yaml is a YAML document that CEL cannot parse",
 };
+
+/* Why a rule has no policy when it has no reason of its own. */
+static const char *const not_written = "dra-guard vap writes no policy for this rule yet";
 
 static const char *const canary_untranslated =
 	"a canary.nodes glob uses syntax that is not translated exactly into a regular expression (characters "
@@ -73,13 +101,15 @@ static bool any_node_scope(const struct policy *p)
 
 void vap_rule_info(const struct policy *p, enum rule_id id, struct vap_rule_info *out)
 {
-	out->coverage = gaps[id] ? VAP_PARTIAL : VAP_FULL;
-	out->why = gaps[id];
-	switch (id) {
-	case RULE_SLICE_MAPPING_SCHEMA:
-	case RULE_POLICY_INVALID:
+	if ((unsigned)id >= RULE_COUNT || !expressed[id].yes) {
 		out->coverage = VAP_NONE;
-		break;
+		out->why = (unsigned)id < RULE_COUNT && inexpressible[id] ? inexpressible[id]
+			   : not_written;
+		return;
+	}
+	out->coverage = expressed[id].gap ? VAP_PARTIAL : VAP_FULL;
+	out->why = expressed[id].gap;
+	switch (id) {
 	case RULE_SLICE_MAPPING_BOUNDS:
 		if (!any_max(p)) {
 			out->coverage = VAP_IDLE;
