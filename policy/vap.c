@@ -78,6 +78,10 @@ static const char *const canary_untranslated =
 	"other than letters, digits, '.', '_', ':', '-' and the operators * ? [...], a backslash, an equivalence "
 	"or collating class, a reversed range): no policy is written for slice.canary";
 
+static const char *const controller_pods_untranslated =
+	"a controllerPods glob uses syntax that is not translated exactly into a regular expression (as for "
+	"canary.nodes): no policy is written for the rules that tell a controller's token from a plugin's";
+
 static bool any_max(const struct policy *p)
 {
 	size_t i, j;
@@ -89,14 +93,37 @@ static bool any_max(const struct policy *p)
 	return false;
 }
 
+/* Some ServiceAccount writes at node scope. */
 static bool any_node_scope(const struct policy *p)
 {
-	size_t i;
+	size_t i, j;
 
 	for (i = 0; i < p->ndrivers; i++)
-		if (p->drivers[i].scope == DRIVER_SCOPE_NODE)
-			return true;
+		for (j = 0; j < p->drivers[i].naccounts; j++)
+			if (p->drivers[i].accounts[j].scope == DRIVER_SCOPE_NODE)
+				return true;
 	return false;
+}
+
+/* Every controllerPods list translates into a regular expression. */
+static bool controller_pods_translate(const struct policy *p)
+{
+	struct buf re;
+	size_t i, j;
+	bool ok = true;
+
+	buf_init(&re, VAP_EXPR_MAX);
+	for (i = 0; ok && i < p->ndrivers; i++)
+		for (j = 0; ok && j < p->drivers[i].naccounts; j++) {
+			const struct service_account_policy *sa = &p->drivers[i].accounts[j];
+
+			buf_reset(&re);
+			if (sa->scope == DRIVER_SCOPE_NODE && sa->controller_pods.n &&
+			    vap_glob_regex(&sa->controller_pods, &re) != 0)
+				ok = false;
+		}
+	buf_free(&re);
+	return ok;
 }
 
 void vap_rule_info(const struct policy *p, enum rule_id id, struct vap_rule_info *out)
@@ -118,16 +145,27 @@ void vap_rule_info(const struct policy *p, enum rule_id id, struct vap_rule_info
 		break;
 	case RULE_SLICE_DRIVER:
 	case RULE_SLICE_WRITER:
-	case RULE_STATUS_DEVICES_WRITER:
 		if (!p->has_drivers) {
 			out->coverage = VAP_IDLE;
 			out->why = "the policy lists no drivers";
 		}
 		break;
+	case RULE_STATUS_DEVICES_WRITER:
+		if (!p->has_drivers) {
+			out->coverage = VAP_IDLE;
+			out->why = "the policy lists no drivers";
+		} else if (!controller_pods_translate(p)) {
+			out->coverage = VAP_NONE;
+			out->why = controller_pods_untranslated;
+		}
+		break;
 	case RULE_SLICE_WRITER_NODE:
 		if (!any_node_scope(p)) {
 			out->coverage = VAP_IDLE;
-			out->why = "the policy lists no driver of scope node";
+			out->why = "the policy lists no ServiceAccount that writes at scope node";
+		} else if (!controller_pods_translate(p)) {
+			out->coverage = VAP_NONE;
+			out->why = controller_pods_untranslated;
 		}
 		break;
 	case RULE_SLICE_CANARY:
@@ -166,9 +204,58 @@ void vap_object_name(enum rule_id id, char buf[VAP_NAME_MAX])
 	snprintf(buf, VAP_NAME_MAX, "dra-guard.%s", rule_name(id));
 }
 
+void vap_unchanged_name(enum rule_id id, char buf[VAP_NAME_MAX])
+{
+	snprintf(buf, VAP_NAME_MAX, "dra-guard.%s.unchanged", rule_name(id));
+}
+
+/* The rules slice_rules.c judges with check.preexisting set for what an
+ * UPDATE leaves unchanged: every per-mapping rule, slice.driver and
+ * slice.canary. */
+static bool ratcheted(enum rule_id id)
+{
+	switch (id) {
+	case RULE_SLICE_MAPPING_MULTIPLIER:
+	case RULE_SLICE_MAPPING_CAPACITY_KEY:
+	case RULE_SLICE_MAPPING_EMPTY:
+	case RULE_SLICE_MAPPING_NAME:
+	case RULE_SLICE_MAPPING_SCHEMA:
+	case RULE_SLICE_MAPPING_SHAREABLE:
+	case RULE_SLICE_MAPPING_UNITS:
+	case RULE_SLICE_MAPPING_UNITS_OPEN:
+	case RULE_SLICE_MAPPING_BOUNDS:
+	case RULE_SLICE_DRIVER:
+	case RULE_SLICE_CANARY:
+	case RULE_SLICE_SHAPE_FUTURE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool vap_rule_ratchets(const struct policy *p, enum rule_id id)
+{
+	struct vap_rule_info info;
+
+	if ((unsigned)id >= RULE_COUNT || !ratcheted(id) || policy_action(p, id) != ACTION_DENY)
+		return false;
+	vap_rule_info(p, id, &info);
+	return info.coverage == VAP_FULL || info.coverage == VAP_PARTIAL;
+}
+
+/* Write rule id's policies in mode m. */
+static void render_rule(struct vap_out *o, enum rule_id id, enum vap_mode m)
+{
+	o->mode = m;
+	vap_slice_rule(o, id);
+	vap_access_rule(o, id);
+	vap_freeze_rule(o, id);
+	o->mode = VAP_MODE_ALL;
+}
+
 int vap_render(const struct policy *p, const struct vap_options *opt, struct buf *out)
 {
-	struct vap_out o = { out, p, opt, 0, 0 };
+	struct vap_out o = { out, p, opt, 0, 0, VAP_MODE_ALL, false };
 	size_t before = buf_len(out);
 	struct vap_rule_info info;
 	int id;
@@ -187,9 +274,12 @@ int vap_render(const struct policy *p, const struct vap_options *opt, struct buf
 		vap_rule_info(p, (enum rule_id)id, &info);
 		if (info.coverage == VAP_NONE || info.coverage == VAP_IDLE)
 			continue;
-		vap_slice_rule(&o, (enum rule_id)id);
-		vap_access_rule(&o, (enum rule_id)id);
-		vap_freeze_rule(&o, (enum rule_id)id);
+		if (vap_rule_ratchets(p, (enum rule_id)id)) {
+			render_rule(&o, (enum rule_id)id, VAP_MODE_CHANGED);
+			render_rule(&o, (enum rule_id)id, VAP_MODE_UNCHANGED);
+		} else {
+			render_rule(&o, (enum rule_id)id, VAP_MODE_ALL);
+		}
 		if (!o.rc && buf_len(out) - before > VAP_OUTPUT_MAX)
 			o.rc = -E2BIG;
 	}

@@ -24,19 +24,17 @@ static const struct vap_match pod_status = {
 
 #define OBJ "(request.operation == 'DELETE' ? oldObject : object)"
 
-/* {'driver': ['system:serviceaccount:...', ...], ...}, optionally only the
- * node-scoped drivers. */
-static void driver_accounts(struct cel *c, const struct policy *p, bool node_only)
+/* {'driver': ['system:serviceaccount:...', ...], ...}: every listed
+ * driver's ServiceAccounts. */
+static void driver_accounts(struct cel *c, const struct policy *p)
 {
-	size_t i, n = 0;
+	size_t i;
 
 	cel_add(c, "{");
 	for (i = 0; i < p->ndrivers; i++) {
 		const struct driver_policy *d = &p->drivers[i];
 
-		if (node_only && d->scope != DRIVER_SCOPE_NODE)
-			continue;
-		cel_add(c, "%s", n++ ? ", " : "");
+		cel_add(c, "%s", i ? ", " : "");
 		cel_str(c, d->name);
 		cel_add(c, ": ");
 		/* An empty list literal would be list(dyn) beside list(string);
@@ -48,6 +46,58 @@ static void driver_accounts(struct cel *c, const struct policy *p, bool node_onl
 	}
 	cel_add(c, "}");
 }
+
+/* {'driver': {'account': 'regex', ...}, ...}: the accounts that write at
+ * node scope (their own scope, or their driver's), each with its
+ * controllerPods as one anchored regular expression ('' for none). A
+ * controllerPods glob that does not translate is -ENOTSUP (vap_rule_info()
+ * has left such a policy out). */
+static void node_accounts(struct cel *c, const struct policy *p)
+{
+	struct buf re;
+	size_t i, j, n = 0;
+	int rc;
+
+	buf_init(&re, VAP_EXPR_MAX);
+	cel_add(c, "{");
+	for (i = 0; i < p->ndrivers; i++) {
+		const struct driver_policy *d = &p->drivers[i];
+		size_t k = 0;
+
+		for (j = 0; j < d->naccounts; j++) {
+			const struct service_account_policy *sa = &d->accounts[j];
+
+			if (sa->scope != DRIVER_SCOPE_NODE)
+				continue;
+			if (k++ == 0) {
+				cel_add(c, "%s", n++ ? ", " : "");
+				cel_str(c, d->name);
+				cel_add(c, ": {");
+			} else {
+				cel_add(c, ", ");
+			}
+			cel_str(c, sa->name);
+			cel_add(c, ": ");
+			buf_reset(&re);
+			rc = sa->controller_pods.n ? vap_glob_regex(&sa->controller_pods, &re) : 0;
+			if (rc && !c->rc)
+				c->rc = rc;
+			cel_str(c, (struct str){ buf_cstr(&re), buf_len(&re) });
+		}
+		if (k)
+			cel_add(c, "}");
+	}
+	cel_add(c, "}");
+	buf_free(&re);
+}
+
+/* The requester writes driver dn's objects at node scope (writer_scope()
+ * in writer_rules.c): one of its node-scoped accounts, and not a token
+ * bound to a Pod that controllerPods names. t is the node_accounts() table,
+ * pods the token's pod-name values (CEL list). */
+#define AT_NODE_SCOPE(t, dn, pods) \
+	"(" dn " in " t " && request.userInfo.username in " t "[" dn "] && !(" t "[" dn "][request.userInfo.username] != '' && " \
+	"size(" pods ") == 1 && " pods "[0].matches(" t "[" dn "][request.userInfo.username])))"
 
 static int first_rc(struct cel *const *v, size_t n)
 {
@@ -76,8 +126,8 @@ static void listed_driver_condition(struct cel *c, const struct policy *p)
 static void rule_slice_writer(struct vap_out *o)
 {
 	const struct policy *p = o->p;
-	struct cel match, obj, sas, kubelet, admin, ok, msg, audit;
-	struct cel *all[] = { &match, &obj, &sas, &kubelet, &admin, &ok, &msg, &audit };
+	struct cel match, obj, sas, deleter, admin, ok, msg, audit;
+	struct cel *all[] = { &match, &obj, &sas, &deleter, &admin, &ok, &msg, &audit };
 	size_t i;
 	int rc;
 
@@ -85,20 +135,24 @@ static void rule_slice_writer(struct vap_out *o)
 		cel_init(all[i]);
 	listed_driver_condition(&match, p);
 	cel_add(&obj, OBJ);
-	driver_accounts(&sas, p, false);
+	driver_accounts(&sas, p);
 	cel_add(&sas, "[variables.obj.spec.driver]");
 	/* Kubelets delete their node's slices; nothing else of a driver's. */
-	cel_add(&kubelet, "request.operation == 'DELETE' && has(variables.obj.spec.nodeName) && "
+	cel_add(&deleter, "request.operation == 'DELETE' && has(variables.obj.spec.nodeName) && "
 		"variables.obj.spec.nodeName != '' && request.userInfo.username == 'system:node:' + variables.obj.spec.nodeName");
+	/* The garbage collector deletes the slices of a Node that is gone. */
+	cel_add(&deleter, " ||\n  (request.operation == 'DELETE' && ");
+	cel_user_in(&deleter, &p->collectors);
+	cel_add(&deleter, ")");
 	cel_group_in(&admin, &p->admin_groups);
-	cel_add(&ok, "request.userInfo.username in variables.sas || variables.kubelet || variables.admin");
+	cel_add(&ok, "request.userInfo.username in variables.sas || variables.deleter || variables.admin");
 	cel_add(&msg, "'[slice.writer] spec.driver: ' + ");
 	cel_who(&msg);
 	cel_add(&msg, " + ' may not ' + (request.operation == 'DELETE' ? 'delete' : request.operation == 'CREATE' ? "
 		"'create' : 'update') + ' ResourceSlices of driver ' + variables.obj.spec.driver + '; only its "
 		"ServiceAccounts (' + string(size(variables.sas.filter(s, s != ''))) + ' listed), the kubelet of the "
-		"slice\\'s node (delete only) and writers.admins groups may'");
-	cel_add(&audit, "!(request.userInfo.username in variables.sas) && !variables.kubelet && variables.admin ? "
+		"slice\\'s node and writers.collectors (delete only) and writers.admins groups may'");
+	cel_add(&audit, "!(request.userInfo.username in variables.sas) && !variables.deleter && variables.admin ? "
 		"request.userInfo.username + ' wrote a ResourceSlice of driver ' + variables.obj.spec.driver + "
 		"' as a member of writers.admins' : ''");
 	rc = first_rc(all, sizeof(all) / sizeof(all[0]));
@@ -109,7 +163,7 @@ static void rule_slice_writer(struct vap_out *o)
 		vap_match_condition(o, "listed-driver", &match);
 		vap_variable(o, "obj", &obj);
 		vap_variable(o, "sas", &sas);
-		vap_variable(o, "kubelet", &kubelet);
+		vap_variable(o, "deleter", &deleter);
 		vap_variable(o, "admin", &admin);
 		vap_validation(o, RULE_SLICE_WRITER, &ok, &msg);
 		if (p->admin_groups.n)
@@ -154,11 +208,12 @@ static void rule_slice_writer_node(struct vap_out *o)
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		cel_init(all[i]);
-	/* Only a node-scoped driver's own ServiceAccounts are held to a node;
-	 * everyone else is slice.writer's business. */
+	/* Only a driver's own ServiceAccounts writing at node scope are held
+	 * to a node; everyone else is slice.writer's business. */
 	cel_add(&match, "[");
-	driver_accounts(&match, p, true);
-	cel_add(&match, "].all(t, " OBJ ".spec.driver in t && request.userInfo.username in t[" OBJ ".spec.driver])");
+	node_accounts(&match, p);
+	cel_add(&match, "].all(t, [" VAP_TOKEN_PODS "].all(pods, [" OBJ ".spec.driver].all(dn,\n  "
+		AT_NODE_SCOPE("t", "dn", "pods") ")))");
 	cel_add(&obj, OBJ);
 	cel_token_nodes(&nodes);
 	node_ok(&ok, "variables.obj");
@@ -269,13 +324,15 @@ static void rule_allocation_writer(struct vap_out *o)
 	"  !(request.userInfo.username in variables.sas[" e ".driver]) ? ' ' + how + ' an entry of driver ' + " e ".driver + " \
 	"' (device \"' + " e ".device + '\"); only that driver\\'s ServiceAccounts (' + " \
 	"string(size(variables.sas[" e ".driver].filter(s, s != ''))) + ' listed) may' :\n" \
-	"  size(variables.claimNode) == 0 || variables.claimNode[0] == '' ? ' ' + how + ' an entry of node-scoped driver ' + " \
-	e ".driver + ', but the claim has no node-local allocation to tie it to' :\n" \
+	"  size(variables.claimNode) == 0 || variables.claimNode[0] == '' ? ' ' + how + ' an entry of driver ' + " \
+	e ".driver + ' at node scope, but the claim has no node-local allocation to tie it to (a controller writes " \
+	"such claims: give its ServiceAccount scope: cluster, or controllerPods when it shares one with the plugin)' :\n" \
 	"  size(variables.nodes) != 1 ? ' ' + how + ' an entry of node-scoped driver ' + " e ".driver + " \
 	"' but its token carries ' + string(size(variables.nodes)) + ' " VAP_EXTRA_NODE_NAME " values (exactly one, the " \
 	"claim\\'s node \"' + variables.claimNode[0] + '\", is needed)' :\n" \
 	"  ' ' + how + ' an entry of driver ' + " e ".driver + ' for a claim allocated on node \"' + " \
-	"variables.claimNode[0] + '\"; a node-scoped driver writes only claims on its own node')"
+	"variables.claimNode[0] + '\"; at node scope a driver writes only claims on its own node (a controller " \
+	"writing for any node needs scope: cluster, or controllerPods naming its Pods)')"
 
 static void rule_devices_writer(struct vap_out *o)
 {
@@ -283,7 +340,7 @@ static void rule_devices_writer(struct vap_out *o)
 	struct cel before, after, releasing, nodes, claim_node, sas, node_scoped, mine, who, ok, msg;
 	struct cel *all[] = { &before, &after, &releasing, &nodes, &claim_node, &sas, &node_scoped, &mine,
 				    &who, &ok, &msg };
-	size_t i, n = 0;
+	size_t i;
 	int rc;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -295,15 +352,12 @@ static void rule_devices_writer(struct vap_out *o)
 	allocator(&releasing, p);
 	cel_token_nodes(&nodes);
 	cel_add(&claim_node, "[" ALLOCATED_NODE("object") "].map(n, size(n) == 1 ? n : " ALLOCATED_NODE("oldObject") ")[0]");
-	driver_accounts(&sas, p, false);
+	driver_accounts(&sas, p);
+	/* The drivers whose entries the user writes at node scope. */
 	cel_add(&node_scoped, "[");
-	for (i = 0; i < p->ndrivers; i++) {
-		if (p->drivers[i].scope != DRIVER_SCOPE_NODE)
-			continue;
-		cel_add(&node_scoped, "%s", n++ ? ", " : "");
-		cel_str(&node_scoped, p->drivers[i].name);
-	}
-	cel_add(&node_scoped, "]");
+	node_accounts(&node_scoped, p);
+	cel_add(&node_scoped, "].map(t, [" VAP_TOKEN_PODS "].map(pods, t.filter(dn,\n  "
+		AT_NODE_SCOPE("t", "dn", "pods") "))[0])[0]");
 	/* The listed driver whose ServiceAccount the user is, or ''. */
 	cel_add(&mine, "[variables.sas.filter(dn, request.userInfo.username in variables.sas[dn]).sort()].map(v, "
 		"size(v) == 0 ? '' : v[0])[0]");

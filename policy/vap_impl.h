@@ -33,8 +33,25 @@
 #define VAP_CHUNK 16
 #define VAP_MAX_DEVICES 128
 
-/* The identity extra a Pod-bound ServiceAccount token carries. */
+/* The identity extras a Pod-bound ServiceAccount token carries. */
 #define VAP_EXTRA_NODE_NAME "authentication.kubernetes.io/node-name"
+#define VAP_EXTRA_POD_NAME "authentication.kubernetes.io/pod-name"
+
+/* The pod-name values of the request's token, a CEL list (empty when the
+ * token has none). */
+#define VAP_TOKEN_PODS "(has(request.userInfo.extra) && '" VAP_EXTRA_POD_NAME "' in request.userInfo.extra ? " \
+	"request.userInfo.extra['" VAP_EXTRA_POD_NAME "'] : [])"
+
+/* Which violations a slice rule's policy judges. A violation an UPDATE
+ * leaves as the stored slice had it is warned by the engine, not denied
+ * (slice_rules.c, "what an UPDATE leaves as it was"): a rule at deny gets
+ * one policy for the devices (and slice-wide facts) the request changes,
+ * bound to Deny, and one for those it leaves unchanged, bound to Warn. */
+enum vap_mode {
+	VAP_MODE_ALL = 0,                 /* every violation, at the rule's action */
+	VAP_MODE_CHANGED,                 /* what the request changes (or creates) */
+	VAP_MODE_UNCHANGED,               /* what an UPDATE leaves as it was: Warn */
+};
 
 struct vap_out {
 	struct buf *yaml;                 /* the stream being written */
@@ -42,6 +59,8 @@ struct vap_out {
 	const struct vap_options *opt;
 	int rc;                           /* first failure; later calls do nothing */
 	int section;                      /* the spec list being written (vap_emit.c) */
+	enum vap_mode mode;               /* of the policy being written */
+	bool ratchet_vars;                /* unchanged and sliceUnchanged are declared */
 };
 
 /* A CEL expression under construction. */
@@ -158,10 +177,23 @@ void vap_mapping_chunks(struct vap_out *o, enum rule_id id, const char *bad, con
 /* The same for a rule judged on each device (i, d). */
 void vap_device_chunks(struct vap_out *o, enum rule_id id, const char *bad, const char *msg);
 
-/* The CEL condition "the slice carries mappings" (on object). */
-#define VAP_SLICE_HAS_MAPPINGS \
-	"has(object.spec.devices) && object.spec.devices.exists(d, has(d.nodeAllocatableResourceMappings) " \
+/* The CEL condition "the slice carries mappings" (on object, or x). */
+#define VAP_SLICE_HAS_MAPPINGS_OF(x) \
+	"has(" x ".spec.devices) && " x ".spec.devices.exists(d, has(d.nodeAllocatableResourceMappings) " \
 	"&& size(d.nodeAllocatableResourceMappings) > 0)"
+#define VAP_SLICE_HAS_MAPPINGS VAP_SLICE_HAS_MAPPINGS_OF("object")
+
+/* Declare the variables unchanged (per device index of object: what the
+ * slice rules read of the device is as stored; all false on CREATE) and
+ * sliceUnchanged (an UPDATE that changes no mapping, driver or node), when
+ * the policy is written in a mode that reads them; once per policy. The
+ * chunk scans call it; a policy with slice-wide validations calls it
+ * before them. */
+void vap_ratchet_variables(struct vap_out *o);
+/* A slice-wide validation of a ratcheted rule (slice.driver's listing,
+ * slice.canary's node): ok is what must hold, read only where the mode
+ * says (CHANGED: not when sliceUnchanged; UNCHANGED: only then). */
+void vap_slice_validation(struct vap_out *o, enum rule_id id, const struct cel *ok, const struct cel *msg);
 
 /* "spec.devices[3].nodeAllocatableResourceMappings[\"memory\"]" as CEL. */
 #define VAP_MAPPING_PATH \

@@ -344,7 +344,7 @@ static void rule_driver(struct vap_out *o)
 				   VAP_MAPPING_PATH " + ': driver \"' + object.spec.driver + '\" may not map ' + k + "
 				   "' (the policy allows it ' + string(size(variables.resources[object.spec.driver])) + "
 				   "' resources)'");
-	vap_validation(o, RULE_SLICE_DRIVER, &listed, &listed_msg);
+	vap_slice_validation(o, RULE_SLICE_DRIVER, &listed, &listed_msg);
 	vap_policy_end(o, RULE_SLICE_DRIVER, &slice_write);
 	cel_free(&listed);
 	cel_free(&listed_msg);
@@ -394,7 +394,7 @@ static void rule_canary(struct vap_out *o)
 	vap_policy_begin(o, RULE_SLICE_CANARY, &slice_write);
 	has_devices(o);
 	vap_device_chunks(o, RULE_SLICE_CANARY, cel_text(&bad), cel_text(&msg));
-	vap_validation(o, RULE_SLICE_CANARY, &slice, &slice_msg);
+	vap_slice_validation(o, RULE_SLICE_CANARY, &slice, &slice_msg);
 	vap_policy_end(o, RULE_SLICE_CANARY, &slice_write);
 out:
 	buf_free(&re);
@@ -437,18 +437,26 @@ static void rule_generation_regress(struct vap_out *o)
 	"          [(has(y.allocationMultiplier) ? y.allocationMultiplier : '1')].all(qb,\n" \
 	"            qa == qb || (isQuantity(qa) && isQuantity(qb) && quantity(qa).compareTo(quantity(qb)) == 0))))))))"
 #define OLD_DEVICES "(has(oldObject.spec.devices) ? oldObject.spec.devices : [])"
+#define SLICE_COUNT "(object.spec.pool.resourceSliceCount > oldObject.spec.pool.resourceSliceCount ? " \
+	"object.spec.pool.resourceSliceCount : oldObject.spec.pool.resourceSliceCount)"
 #define GENERATIONS "' changed while spec.pool.generation stayed at ' + string(object.spec.pool.generation) + " \
-	"' (was ' + string(oldObject.spec.pool.generation) + '); bump the pool generation with every mapping change'"
+	"' (was ' + string(oldObject.spec.pool.generation) + ') in a pool of ' + string(" SLICE_COUNT ") + " \
+	"' slices; bump the pool generation when the mappings of more than one of its slices change'"
 
 static void rule_unversioned(struct vap_out *o)
 {
-	struct cel cond, removed, removed_msg;
+	struct cel cond, several, removed, removed_msg;
 
 	cel_init(&cond);
+	cel_init(&several);
 	cel_init(&removed);
 	cel_init(&removed_msg);
+	/* The ResourceSlice controller updates a one-slice pool in place at
+	 * the same generation (slice_rules.c says why): only a pool of
+	 * several slices is judged. */
 	cel_add(&cond, "!(has(object.spec.pool.generation) && has(oldObject.spec.pool.generation) &&\n"
 		"  object.spec.pool.generation > oldObject.spec.pool.generation)");
+	cel_add(&several, SLICE_COUNT " > 1");
 	cel_add(&removed, "!has(oldObject.spec.devices) || oldObject.spec.devices.all(od, !" HAS_MAPPINGS("od") " ||\n"
 		"  object.spec.devices.exists(d, d.name == od.name))");
 	cel_add(&removed_msg, "[oldObject.spec.devices.filter(od, " HAS_MAPPINGS("od") " &&\n"
@@ -457,6 +465,7 @@ static void rule_unversioned(struct vap_out *o)
 		GENERATIONS ")[0]");
 	vap_policy_begin(o, RULE_SLICE_MAPPING_UNVERSIONED, &slice_update);
 	has_devices(o);
+	vap_match_condition(o, "several-slices", &several);
 	vap_match_condition(o, "generation-not-bumped", &cond);
 	/* The device of the old slice with d's name, or none; a device kept
 	 * at its index unchanged is skipped without a search. */
@@ -470,6 +479,7 @@ static void rule_unversioned(struct vap_out *o)
 	vap_validation(o, RULE_SLICE_MAPPING_UNVERSIONED, &removed, &removed_msg);
 	vap_policy_end(o, RULE_SLICE_MAPPING_UNVERSIONED, &slice_update);
 	cel_free(&cond);
+	cel_free(&several);
 	cel_free(&removed);
 	cel_free(&removed_msg);
 }
