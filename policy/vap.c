@@ -34,12 +34,21 @@ static const struct expressed expressed[RULE_COUNT] = {
 		"(CEL's exact test ends there)" },
 	[RULE_SLICE_MAPPING_SHAREABLE] = { true, NULL },
 	[RULE_SLICE_MAPPING_UNITS] = { true,
-		"amounts of 2^53 or more (cpu: 4*10^12 cores or more) are not judged: CEL has no exact test there" },
+		"amounts of 2^53 or more (cpu: 4*10^12 cores or more) are not judged: CEL has no exact test there; "
+		"capacity mode: CEL's quantities cannot multiply, so an amount a claim can consume times the "
+		"multiplier is judged only when both are whole numbers below 2^53 or whole numbers of millis below "
+		"4*10^12 (a hugepage product also below 2^63 bytes, or both whole and the page below 3*10^9 bytes), "
+		"and a validRange.step is followed only where the same holds of it; any other amount is not judged" },
+	[RULE_SLICE_MAPPING_UNITS_OPEN] = { true,
+		"the multiplier alone is judged as slice.mapping.units judges one of device-count mode: amounts of "
+		"2^53 or more are not judged" },
 	[RULE_SLICE_MAPPING_BOUNDS] = { true,
-		"capacity mode: CEL's quantities cannot multiply, so capacity x multiplier is judged exactly only "
-		"when the multiplier is 1, when either factor alone is over the max and the other at least 1, or "
-		"when both are whole numbers below 2^53 or one is whole and the other a whole number of millis; "
-		"any other product is not judged" },
+		"capacity mode: CEL's quantities cannot multiply, so the most one allocation can consume times the "
+		"multiplier is judged exactly only when the multiplier is 1, when either factor alone is over the max "
+		"and the other at least 1, or when both are whole numbers below 2^53 or one is whole and the other a "
+		"whole number of millis; the top of a validRange.step lattice is worked out only when min, step and "
+		"the top are whole numbers below 2^53 or whole numbers of millis below 4*10^12; any other product is "
+		"not judged" },
 	[RULE_SLICE_DRIVER] = { true, NULL },
 	[RULE_SLICE_CANARY] = { true, NULL },
 	[RULE_SLICE_GENERATION_REGRESS] = { true, NULL },
@@ -204,11 +213,6 @@ void vap_object_name(enum rule_id id, char buf[VAP_NAME_MAX])
 	snprintf(buf, VAP_NAME_MAX, "dra-guard.%s", rule_name(id));
 }
 
-void vap_unchanged_name(enum rule_id id, char buf[VAP_NAME_MAX])
-{
-	snprintf(buf, VAP_NAME_MAX, "dra-guard.%s.unchanged", rule_name(id));
-}
-
 /* The rules slice_rules.c judges with check.preexisting set for what an
  * UPDATE leaves unchanged: every per-mapping rule, slice.driver and
  * slice.canary. */
@@ -243,19 +247,9 @@ bool vap_rule_ratchets(const struct policy *p, enum rule_id id)
 	return info.coverage == VAP_FULL || info.coverage == VAP_PARTIAL;
 }
 
-/* Write rule id's policies in mode m. */
-static void render_rule(struct vap_out *o, enum rule_id id, enum vap_mode m)
-{
-	o->mode = m;
-	vap_slice_rule(o, id);
-	vap_access_rule(o, id);
-	vap_freeze_rule(o, id);
-	o->mode = VAP_MODE_ALL;
-}
-
 int vap_render(const struct policy *p, const struct vap_options *opt, struct buf *out)
 {
-	struct vap_out o = { out, p, opt, 0, 0, VAP_MODE_ALL, false };
+	struct vap_out o = { out, p, opt, 0, 0, false, false, NULL };
 	size_t before = buf_len(out);
 	struct vap_rule_info info;
 	int id;
@@ -274,12 +268,10 @@ int vap_render(const struct policy *p, const struct vap_options *opt, struct buf
 		vap_rule_info(p, (enum rule_id)id, &info);
 		if (info.coverage == VAP_NONE || info.coverage == VAP_IDLE)
 			continue;
-		if (vap_rule_ratchets(p, (enum rule_id)id)) {
-			render_rule(&o, (enum rule_id)id, VAP_MODE_CHANGED);
-			render_rule(&o, (enum rule_id)id, VAP_MODE_UNCHANGED);
-		} else {
-			render_rule(&o, (enum rule_id)id, VAP_MODE_ALL);
-		}
+		o.ratchet = vap_rule_ratchets(p, (enum rule_id)id);
+		vap_slice_rule(&o, (enum rule_id)id);
+		vap_access_rule(&o, (enum rule_id)id);
+		vap_freeze_rule(&o, (enum rule_id)id);
 		if (!o.rc && buf_len(out) - before > VAP_OUTPUT_MAX)
 			o.rc = -E2BIG;
 	}

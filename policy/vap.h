@@ -5,9 +5,7 @@
  * evaluates itself, so the rules that need nothing but the request keep
  * holding while the webhook is out of the path. One policy and one binding
  * per rule, named "dra-guard.<rule id>"; the binding's validationActions
- * follow the rule's action (deny [Deny], warn [Warn], dryrun [Audit]). A
- * slice rule at deny has a second pair for what an UPDATE leaves unchanged,
- * which the engine warns ("dra-guard.<rule id>.unchanged", [Warn]).
+ * follow the rule's action (deny [Deny], warn [Warn], dryrun [Audit]).
  *
  * What the policy document says (drivers, bounds, canary nodes, identities,
  * the freeze scope) is written into the expressions; the freeze itself is
@@ -61,15 +59,12 @@ const char *vap_coverage_name(enum vap_coverage c);
 /* "dra-guard.slice.mapping.name": the name of rule id's policy and binding. */
 void vap_object_name(enum rule_id id, char buf[VAP_NAME_MAX]);
 
-/* True when rule id, expressed under p, has a second policy and binding:
- * a slice rule at deny, whose violations an UPDATE leaves as the stored
- * slice had them the engine warns instead of denying. The first policy then
- * judges what the request changes (Deny), the second what it leaves as it
- * was (Warn), named by vap_unchanged_name(). */
+/* True when rule id, expressed under p, is a slice rule at deny whose
+ * policy passes a violation an UPDATE leaves as the stored slice had it:
+ * the engine warns such a violation instead of denying it, and the policy
+ * gives no warning (a second policy bound to Warn would judge every UPDATE
+ * twice). */
 bool vap_rule_ratchets(const struct policy *p, enum rule_id id);
-
-/* "dra-guard.slice.mapping.name.unchanged". */
-void vap_unchanged_name(enum rule_id id, char buf[VAP_NAME_MAX]);
 
 /* Append the YAML stream for p to out: a comment naming the policy's hash,
  * then each expressed rule's policy and binding, in rule order. Returns 0;

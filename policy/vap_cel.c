@@ -118,29 +118,59 @@ void cel_name_ok(struct cel *c)
  * scanned twice per request either way; as a variable its text is written
  * once. */
 
-/* The devices a chunk scan of the policy being written looks at. */
-static const char *device_filter(const struct vap_out *o)
+/* --- what an UPDATE leaves as it was ------------------------------------------------
+ *
+ * As find_unchanged() in slice_rules.c reads it: device d (at index i) is
+ * unchanged when the stored slice has it at the same index, equal, or has a
+ * device of its name with the same allowMultipleAllocations, capacity, node
+ * fields and mappings. The engine compares multipliers as quantities; the
+ * API server writes every quantity of both objects in its canonical form,
+ * so equal quantities are equal strings here. */
+
+#define OLD_DEVICES "(has(oldObject.spec.devices) ? oldObject.spec.devices : [])"
+#define FLAG(x, f) "(has(" x "." f ") && " x "." f ")"
+#define TEXT(x, f) "(has(" x "." f ") ? " x "." f " : '')"
+#define SAME_OPT(a, b, f) "(has(" a "." f ") == has(" b "." f ") && (!has(" a "." f ") || " a "." f " == " b "." f "))"
+#define INPUTS_EQUAL(a, b) \
+	"(" FLAG(a, "allowMultipleAllocations") " == " FLAG(b, "allowMultipleAllocations") " &&\n" \
+	"      " SAME_OPT(a, b, "capacity") " && " TEXT(a, "nodeName") " == " TEXT(b, "nodeName") " &&\n" \
+	"      " FLAG(a, "allNodes") " == " FLAG(b, "allNodes") " && has(" a ".nodeSelector) == has(" b ".nodeSelector) &&\n" \
+	"      " SAME_OPT(a, b, "nodeAllocatableResourceMappings") ")"
+#define UNCHANGED_DEVICE \
+	"(request.operation == 'UPDATE' && ((i < size(" OLD_DEVICES ") && " OLD_DEVICES "[i] == d) ||\n" \
+	"    [" OLD_DEVICES ".filter(od, od.name == d.name)].exists(os, size(os) == 1 &&\n" \
+	"      [os[0]].all(od, " INPUTS_EQUAL("d", "od") "))))"
+#define SLICE_FACTS_EQUAL \
+	"object.spec.driver == oldObject.spec.driver && " TEXT("object.spec", "nodeName") " == " \
+	TEXT("oldObject.spec", "nodeName") " &&\n" \
+	FLAG("object.spec", "allNodes") " == " FLAG("oldObject.spec", "allNodes") " && " \
+	"has(object.spec.nodeSelector) == has(oldObject.spec.nodeSelector) &&\n" \
+	FLAG("object.spec", "perDeviceNodeSelection") " == " FLAG("oldObject.spec", "perDeviceNodeSelection")
+
+/* A chunk's offences: those of each device in [lo, hi) (device_msgs, a CEL
+ * list over i and d), dropped for an unchanged device when ratcheting. */
+static void chunk_scan(struct vap_out *o, struct cel *v, unsigned lo, unsigned hi, const char *device_filter,
+		       const char *device_msgs)
 {
-	switch (o->mode) {
-	case VAP_MODE_CHANGED: return " && !variables.unchanged[i]";
-	case VAP_MODE_UNCHANGED: return " && variables.unchanged[i]";
-	case VAP_MODE_ALL: break;
-	}
-	return "";
+	cel_add(v, "object.spec.devices.transformList(i, d, i >= %u && i < %u%s,\n  ", lo, hi, device_filter);
+	if (o->ratchet)
+		cel_add(v, "[%s].map(l, size(l) == 0 || !" UNCHANGED_DEVICE " ? l : [])[0]", device_msgs);
+	else
+		cel_add(v, "%s", device_msgs);
+	cel_add(v, ").flatten()");
 }
 
-static void chunk_policy_parts(struct vap_out *o, enum rule_id id, const char *scan_fmt, const char *bad,
-			       const char *msg)
+static void chunk_policy_parts(struct vap_out *o, enum rule_id id, const char *device_filter,
+			       const char *device_msgs)
 {
 	unsigned lo, n;
 	char name[16];
 
-	vap_ratchet_variables(o);
 	for (lo = 0, n = 0; lo < VAP_MAX_DEVICES && !o->rc; lo += VAP_CHUNK, n++) {
 		struct cel v;
 
 		cel_init(&v);
-		cel_add(&v, scan_fmt, lo, lo + VAP_CHUNK, device_filter(o), bad, msg);
+		chunk_scan(o, &v, lo, lo + VAP_CHUNK, device_filter, device_msgs);
 		snprintf(name, sizeof(name), "chunk%u", n);
 		vap_variable(o, name, &v);
 		cel_free(&v);
@@ -160,80 +190,70 @@ static void chunk_policy_parts(struct vap_out *o, enum rule_id id, const char *s
 	}
 }
 
+#define HAS_MAPPINGS_FILTER " && has(d.nodeAllocatableResourceMappings)"
+
 void vap_mapping_chunks(struct vap_out *o, enum rule_id id, const char *bad, const char *msg)
 {
-	chunk_policy_parts(o, id,
-			   "object.spec.devices.transformList(i, d, i >= %u && i < %u%s && "
-			   "has(d.nodeAllocatableResourceMappings),\n"
-			   "  d.nodeAllocatableResourceMappings.transformList(k, m,\n    %s,\n    %s).sort()).flatten()",
-			   bad, msg);
+	struct cel l;
+
+	cel_init(&l);
+	cel_add(&l, "d.nodeAllocatableResourceMappings.transformList(k, m,\n    %s,\n    %s).sort()", bad, msg);
+	if (l.rc)
+		vap_fail(o, l.rc);
+	else
+		chunk_policy_parts(o, id, HAS_MAPPINGS_FILTER, cel_text(&l));
+	cel_free(&l);
+}
+
+void vap_mapping_chunk_lists(struct vap_out *o, enum rule_id id, const char *msgs)
+{
+	struct cel l;
+
+	cel_init(&l);
+	cel_add(&l, "d.nodeAllocatableResourceMappings.transformList(k, m,\n    %s).flatten().sort()", msgs);
+	if (l.rc)
+		vap_fail(o, l.rc);
+	else
+		chunk_policy_parts(o, id, HAS_MAPPINGS_FILTER, cel_text(&l));
+	cel_free(&l);
 }
 
 void vap_device_chunks(struct vap_out *o, enum rule_id id, const char *bad, const char *msg)
 {
-	chunk_policy_parts(o, id, "object.spec.devices.transformList(i, d, i >= %u && i < %u%s &&\n  %s,\n  %s)",
-			   bad, msg);
+	struct cel l;
+
+	cel_init(&l);
+	cel_add(&l, "%s ? [%s] : []", bad, msg);
+	if (l.rc)
+		vap_fail(o, l.rc);
+	else
+		chunk_policy_parts(o, id, "", cel_text(&l));
+	cel_free(&l);
 }
 
-/* --- what an UPDATE leaves as it was ------------------------------------------------
- *
- * As find_unchanged() in slice_rules.c reads it: a device is unchanged when
- * the stored slice has it at the same index, equal, or has a device of its
- * name with the same allowMultipleAllocations, capacity, node fields and
- * mappings. The engine compares multipliers as quantities; the API server
- * writes every quantity of both objects in its canonical form, so equal
- * quantities are equal strings here. */
-
-#define OLD_DEVICES "(has(oldObject.spec.devices) ? oldObject.spec.devices : [])"
-#define FLAG(x, f) "(has(" x "." f ") && " x "." f ")"
-#define TEXT(x, f) "(has(" x "." f ") ? " x "." f " : '')"
-#define SAME_OPT(a, b, f) "(has(" a "." f ") == has(" b "." f ") && (!has(" a "." f ") || " a "." f " == " b "." f "))"
-#define INPUTS_EQUAL(a, b) \
-	"(" FLAG(a, "allowMultipleAllocations") " == " FLAG(b, "allowMultipleAllocations") " &&\n" \
-	"      " SAME_OPT(a, b, "capacity") " && " TEXT(a, "nodeName") " == " TEXT(b, "nodeName") " &&\n" \
-	"      " FLAG(a, "allNodes") " == " FLAG(b, "allNodes") " && has(" a ".nodeSelector) == has(" b ".nodeSelector) &&\n" \
-	"      " SAME_OPT(a, b, "nodeAllocatableResourceMappings") ")"
-#define SLICE_FACTS_EQUAL \
-	"object.spec.driver == oldObject.spec.driver && " TEXT("object.spec", "nodeName") " == " \
-	TEXT("oldObject.spec", "nodeName") " &&\n" \
-	FLAG("object.spec", "allNodes") " == " FLAG("oldObject.spec", "allNodes") " && " \
-	"has(object.spec.nodeSelector) == has(oldObject.spec.nodeSelector) &&\n" \
-	FLAG("object.spec", "perDeviceNodeSelection") " == " FLAG("oldObject.spec", "perDeviceNodeSelection")
-
-void vap_ratchet_variables(struct vap_out *o)
+void vap_slice_unchanged(struct vap_out *o)
 {
-	struct cel u, s;
+	struct cel s;
 
-	if (o->mode == VAP_MODE_ALL || o->ratchet_vars)
+	if (!o->ratchet || o->slice_unchanged_declared)
 		return;
-	o->ratchet_vars = true;
-	cel_init(&u);
 	cel_init(&s);
-	cel_add(&u, "request.operation != 'UPDATE' ? object.spec.devices.map(d, false) :\n"
-		"object.spec.devices.transformList(i, d, (i < size(" OLD_DEVICES ") && " OLD_DEVICES "[i] == d) ||\n"
-		"  [" OLD_DEVICES ".filter(od, od.name == d.name)].exists(os, size(os) == 1 &&\n    [os[0]].all(od, "
-		INPUTS_EQUAL("d", "od") ")))");
 	cel_add(&s, "request.operation == 'UPDATE' && " SLICE_FACTS_EQUAL " &&\n"
 		"(" VAP_SLICE_HAS_MAPPINGS_OF("oldObject") ") &&\n"
-		"size(object.spec.devices.transformList(i, d, !variables.unchanged[i] && "
-		"has(d.nodeAllocatableResourceMappings) && size(d.nodeAllocatableResourceMappings) > 0, i)) == 0");
-	vap_variable(o, "unchanged", &u);
+		"object.spec.devices.transformList(i, d, has(d.nodeAllocatableResourceMappings) && "
+		"size(d.nodeAllocatableResourceMappings) > 0,\n  " UNCHANGED_DEVICE ").all(u, u)");
 	vap_variable(o, "sliceUnchanged", &s);
-	cel_free(&u);
 	cel_free(&s);
+	o->slice_unchanged_declared = true;
 }
 
 void vap_slice_validation(struct vap_out *o, enum rule_id id, const struct cel *ok, const struct cel *msg)
 {
 	struct cel e;
 
-	vap_ratchet_variables(o);
+	vap_slice_unchanged(o);
 	cel_init(&e);
-	if (o->mode == VAP_MODE_ALL)
-		cel_add(&e, "%s", cel_text(ok));
-	else
-		cel_add(&e, "%svariables.sliceUnchanged || (%s)", o->mode == VAP_MODE_CHANGED ? "" : "!",
-			cel_text(ok));
+	cel_add(&e, o->ratchet ? "(%s) || variables.sliceUnchanged" : "%s", cel_text(ok));
 	if (ok->rc)
 		e.rc = ok->rc;
 	vap_validation(o, id, &e, msg);

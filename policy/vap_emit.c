@@ -356,20 +356,11 @@ static void yaml_block(struct vap_out *o, const char *lead, const char *key, con
 	}
 }
 
-/* The name of the policy being written and of its binding. */
-static void object_name(const struct vap_out *o, enum rule_id id, char name[VAP_NAME_MAX])
-{
-	if (o->mode == VAP_MODE_UNCHANGED)
-		vap_unchanged_name(id, name);
-	else
-		vap_object_name(id, name);
-}
-
 static void yaml_metadata(struct vap_out *o, enum rule_id id)
 {
 	char name[VAP_NAME_MAX];
 
-	object_name(o, id, name);
+	vap_object_name(id, name);
 	yaml_add(o, "metadata:\n  name: %s\n", name);
 	yaml_add(o, "  labels:\n    app.kubernetes.io/name: dra-guard\n"
 		 "    app.kubernetes.io/component: admission-policy\n    dra-guard.io/rule: %s\n",
@@ -381,18 +372,27 @@ static void yaml_metadata(struct vap_out *o, enum rule_id id)
  * the engine lets an UPDATE that changes nothing else pass for whoever RBAC
  * let through (the garbage collector orphaning a slice, a controller adding
  * a finalizer). Everything but metadata is spec, and status on the status
- * subresources. */
-static void not_only_metadata(struct vap_out *o, const struct vap_match *m)
+ * subresources. A policy matching UPDATE declares this first among its
+ * variables, and every validation passes when it holds; as a variable it
+ * is worked out only when a validation fails (comparing two large objects
+ * is most of what an UPDATE costs the API server otherwise). */
+static void only_metadata_variable(struct vap_out *o)
 {
 	struct cel c;
 
 	cel_init(&c);
-	cel_add(&c, "request.operation != 'UPDATE' || object.spec != oldObject.spec");
-	if (strstr(m->resource, "/status"))
-		cel_add(&c, " ||\nhas(object.status) != has(oldObject.status) || "
-			"(has(object.status) && object.status != oldObject.status)");
-	vap_match_condition(o, "not-only-metadata", &c);
+	cel_add(&c, "request.operation == 'UPDATE' && object.spec == oldObject.spec");
+	if (strstr(o->match->resource, "/status"))
+		cel_add(&c, " &&\nhas(object.status) == has(oldObject.status) && "
+			"(!has(object.status) || object.status == oldObject.status)");
+	yaml_add(o, "  - name: onlyMetadata\n");
+	yaml_block(o, "    ", "expression", &c);
 	cel_free(&c);
+}
+
+static bool matches_update(const struct vap_out *o)
+{
+	return o->match && strstr(o->match->operations, "UPDATE") != NULL;
 }
 
 void vap_policy_begin(struct vap_out *o, enum rule_id id, const struct vap_match *m)
@@ -402,20 +402,23 @@ void vap_policy_begin(struct vap_out *o, enum rule_id id, const struct vap_match
 	yaml_add(o, "spec:\n  failurePolicy: %s\n", m->fail_open ? "Ignore" : "Fail");
 	yaml_add(o, "  matchConstraints:\n    matchPolicy: Equivalent\n    resourceRules:\n"
 		 "    - apiGroups: [\"%s\"]\n      apiVersions: [\"v1\"]\n      operations: %s\n"
-		 "      resources: [\"%s\"]\n", m->group,
-		 o->mode == VAP_MODE_UNCHANGED ? "[UPDATE]" : m->operations, m->resource);
+		 "      resources: [\"%s\"]\n", m->group, m->operations, m->resource);
 	if (m->params)
 		yaml_add(o, "  paramKind:\n    apiVersion: v1\n    kind: ConfigMap\n");
 	o->section = SEC_NONE;
-	o->ratchet_vars = false;
-	if (strstr(m->operations, "UPDATE"))
-		not_only_metadata(o, m);
+	o->slice_unchanged_declared = false;
+	o->match = m;
 }
 
 static void section(struct vap_out *o, int sec, const char *key)
 {
 	if (o->section > sec)
 		vap_fail(o, -EINVAL);        /* out of order: a generator bug */
+	if (sec >= SEC_VARIABLES && o->section < SEC_VARIABLES && matches_update(o)) {
+		yaml_add(o, "  variables:\n");
+		only_metadata_variable(o);
+		o->section = SEC_VARIABLES;
+	}
 	if (o->section != sec)
 		yaml_add(o, "  %s:\n", key);
 	o->section = sec;
@@ -440,20 +443,20 @@ void vap_validation(struct vap_out *o, enum rule_id id, const struct cel *expr, 
 	char message[600];
 
 	section(o, SEC_VALIDATIONS, "validations");
-	yaml_block(o, "  - ", "expression", expr);
-	if (message_expr && o->mode == VAP_MODE_UNCHANGED) {
-		struct cel m;
+	if (matches_update(o)) {
+		struct cel e;
 
-		/* As the engine says it of a violation it warns for that reason. */
-		cel_init(&m);
-		cel_add(&m, "(%s) + ' (unchanged from the stored object, so warned, not denied)'", cel_text(message_expr));
-		if (message_expr->rc)
-			m.rc = message_expr->rc;
-		yaml_block(o, "    ", "messageExpression", &m);
-		cel_free(&m);
-	} else if (message_expr) {
-		yaml_block(o, "    ", "messageExpression", message_expr);
+		cel_init(&e);
+		cel_add(&e, "(%s) || variables.onlyMetadata", cel_text(expr));
+		if (expr->rc)
+			e.rc = expr->rc;
+		yaml_block(o, "  - ", "expression", &e);
+		cel_free(&e);
+	} else {
+		yaml_block(o, "  - ", "expression", expr);
 	}
+	if (message_expr)
+		yaml_block(o, "    ", "messageExpression", message_expr);
 	snprintf(message, sizeof(message), "[%s] %s", rule_name(id), rule_summary(id));
 	yaml_add(o, "    message: ");
 	yaml_quoted(o, message);
@@ -483,11 +486,11 @@ void vap_policy_end(struct vap_out *o, enum rule_id id, const struct vap_match *
 
 	if (o->section < SEC_VALIDATIONS)
 		vap_fail(o, -EINVAL);        /* a policy without validations: a generator bug */
-	object_name(o, id, name);
+	vap_object_name(id, name);
 	yaml_add(o, "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n");
 	yaml_metadata(o, id);
 	yaml_add(o, "spec:\n  policyName: %s\n  validationActions: %s\n", name,
-		 validation_actions(o->mode == VAP_MODE_UNCHANGED ? ACTION_WARN : policy_action(o->p, id)));
+		 validation_actions(policy_action(o->p, id)));
 	if (m->params) {
 		yaml_add(o, "  paramRef:\n    name: ");
 		yaml_quoted_str(o, o->opt->param_name);

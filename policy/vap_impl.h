@@ -42,25 +42,17 @@
 #define VAP_TOKEN_PODS "(has(request.userInfo.extra) && '" VAP_EXTRA_POD_NAME "' in request.userInfo.extra ? " \
 	"request.userInfo.extra['" VAP_EXTRA_POD_NAME "'] : [])"
 
-/* Which violations a slice rule's policy judges. A violation an UPDATE
- * leaves as the stored slice had it is warned by the engine, not denied
- * (slice_rules.c, "what an UPDATE leaves as it was"): a rule at deny gets
- * one policy for the devices (and slice-wide facts) the request changes,
- * bound to Deny, and one for those it leaves unchanged, bound to Warn. */
-enum vap_mode {
-	VAP_MODE_ALL = 0,                 /* every violation, at the rule's action */
-	VAP_MODE_CHANGED,                 /* what the request changes (or creates) */
-	VAP_MODE_UNCHANGED,               /* what an UPDATE leaves as it was: Warn */
-};
-
 struct vap_out {
 	struct buf *yaml;                 /* the stream being written */
 	const struct policy *p;
 	const struct vap_options *opt;
 	int rc;                           /* first failure; later calls do nothing */
 	int section;                      /* the spec list being written (vap_emit.c) */
-	enum vap_mode mode;               /* of the policy being written */
-	bool ratchet_vars;                /* unchanged and sliceUnchanged are declared */
+	/* The policy being written passes what an UPDATE leaves as the stored
+	 * slice had it (a slice rule at deny; see vap_slice_validation()). */
+	bool ratchet;
+	bool slice_unchanged_declared;    /* the variable sliceUnchanged */
+	const struct vap_match *match;    /* of the policy being written */
 };
 
 /* A CEL expression under construction. */
@@ -174,6 +166,10 @@ void cel_group_in(struct cel *c, const struct string_list *groups);
  * the chunk and how many more it holds. Call after every other variable
  * of the policy. */
 void vap_mapping_chunks(struct vap_out *o, enum rule_id id, const char *bad, const char *msg);
+/* The same where one expression gives a mapping's messages: msgs is a CEL
+ * list of strings over i, d, k and m (empty when nothing is wrong), for a
+ * rule whose test and message share what they work out. */
+void vap_mapping_chunk_lists(struct vap_out *o, enum rule_id id, const char *msgs);
 /* The same for a rule judged on each device (i, d). */
 void vap_device_chunks(struct vap_out *o, enum rule_id id, const char *bad, const char *msg);
 
@@ -183,17 +179,19 @@ void vap_device_chunks(struct vap_out *o, enum rule_id id, const char *bad, cons
 	"&& size(d.nodeAllocatableResourceMappings) > 0)"
 #define VAP_SLICE_HAS_MAPPINGS VAP_SLICE_HAS_MAPPINGS_OF("object")
 
-/* Declare the variables unchanged (per device index of object: what the
- * slice rules read of the device is as stored; all false on CREATE) and
- * sliceUnchanged (an UPDATE that changes no mapping, driver or node), when
- * the policy is written in a mode that reads them; once per policy. The
- * chunk scans call it; a policy with slice-wide validations calls it
- * before them. */
-void vap_ratchet_variables(struct vap_out *o);
-/* A slice-wide validation of a ratcheted rule (slice.driver's listing,
- * slice.canary's node): ok is what must hold, read only where the mode
- * says (CHANGED: not when sliceUnchanged; UNCHANGED: only then). */
+/* What an UPDATE leaves as it was. A violation the stored slice already
+ * holds is warned by the engine, not denied (slice_rules.c, "what an UPDATE
+ * leaves as it was"). In a policy written with o->ratchet, the chunk scans
+ * drop a device's offences when the device is unchanged (worked out only for
+ * a device that has offences), and a slice-wide validation passes when the
+ * slice's mappings, driver and node are unchanged (the variable
+ * sliceUnchanged, read only when the validation fails). The engine's
+ * warning for such a violation has no counterpart: a second policy bound to
+ * Warn would judge every UPDATE twice. ok is what must hold. */
 void vap_slice_validation(struct vap_out *o, enum rule_id id, const struct cel *ok, const struct cel *msg);
+/* Declare sliceUnchanged (nothing unless ratcheting; once per policy): a
+ * policy with slice-wide validations calls it before its first validation. */
+void vap_slice_unchanged(struct vap_out *o);
 
 /* "spec.devices[3].nodeAllocatableResourceMappings[\"memory\"]" as CEL. */
 #define VAP_MAPPING_PATH \
@@ -202,6 +200,30 @@ void vap_slice_validation(struct vap_out *o, enum rule_id id, const struct cel *
 /* The resource name k is one the scheduler accounts (slice.mapping.name's
  * test). */
 void cel_name_ok(struct cel *c);
+
+/* --- vap_capacity.c: capacity mode ------------------------------------------------
+ *
+ * Conditions and messages over a mapping with a capacityKey, inside the
+ * mapping scan (i, d, k, m), mirroring slice_rules.c over the amounts the
+ * capacity's requestPolicy lets one allocation consume. A condition holds
+ * only where the engine certainly flags; a message is read only where its
+ * condition holds. The policies using them declare vap_quantity_constants(). */
+
+/* slice.mapping.units: the messages (a CEL list of strings, empty when
+ * none) of the amounts one allocation can consume whose product with the
+ * multiplier cannot be real. */
+void vap_capacity_units_msgs(struct cel *c);
+/* slice.mapping.units.open: claims pick any amount, and unit_bad (a
+ * condition on the multiplier alone) holds; unit_why says why (a CEL
+ * string over the same). */
+void vap_units_open_bad(struct cel *c, const char *unit_bad);
+void vap_units_open_msg(struct cel *c, const char *unit_why);
+/* slice.mapping.bounds: the messages (a CEL list) where the most one
+ * allocation can consume, bound as c (a quantity), times the multiplier,
+ * bound as u, makes over true (over reads top, the driver's max, bound by
+ * the caller); each message is the path and the amount, then tail (a CEL
+ * string expression). */
+void vap_capacity_bounds_msgs(struct cel *c, const char *over, const char *tail);
 
 /* --- the rules ---------------------------------------------------------------------- */
 

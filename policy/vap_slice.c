@@ -111,38 +111,73 @@ static void rule_shape_future(struct vap_out *o)
 
 /* --- slice.mapping.units ------------------------------------------------------------- */
 
-/* The multiplier of mapping (k, m) cannot be real. Names that are not node
- * resources are slice.mapping.name's; a hugepages size is read as the
- * name rule reads it. Silent where the exact tests cannot tell (amounts
- * of 2^53 or more; cpu of 4e12 or more). The usual case, an amount that
- * is real, is settled by one exact test; the others are worked out only
- * when it fails. */
-static void units_bad(struct cel *c)
+/* Amount x (a quantity expression over k and m, > 0) of the resource k
+ * cannot be real. Names that are not node resources are
+ * slice.mapping.name's; a hugepages size is read as the name rule reads it.
+ * Silent where the exact tests cannot tell (amounts of 2^53 or more; cpu of
+ * 4e12 or more). The usual case, an amount that is real, is settled by one
+ * exact test; the others are worked out only when it fails. */
+static void units_bad(struct cel *c, const char *x)
 {
-	cel_add(c, "k == 'cpu' ? " VAP_AMOUNT ".isLessThan(variables.milli) && !");
-	cel_is_milli(c, VAP_AMOUNT);
-	cel_add(c, " :\n    (k == 'memory' || k == 'ephemeral-storage') ? " VAP_AMOUNT ".isLessThan(variables.whole) && !");
-	cel_is_whole(c, VAP_AMOUNT);
+	cel_add(c, "k == 'cpu' ? %s.isLessThan(variables.milli) && !", x);
+	cel_is_milli(c, x);
+	cel_add(c, " :\n    (k == 'memory' || k == 'ephemeral-storage') ? %s.isLessThan(variables.whole) && !", x);
+	cel_is_whole(c, x);
 	cel_add(c, " :\n    k.startsWith('hugepages-') && size(k) > 10 && isQuantity(k.substring(10)) && "
-		VAP_AMOUNT ".isLessThan(variables.whole) &&\n    !");
-	cel_is_multiple(c, VAP_AMOUNT, VAP_PAGE);
+		"%s.isLessThan(variables.whole) &&\n    !", x);
+	cel_is_multiple(c, x, VAP_PAGE);
 	cel_add(c, " && ");
 	cel_page_ok(c, VAP_PAGE);
 	cel_add(c, " &&\n    (!");
-	cel_is_whole(c, VAP_AMOUNT);
+	cel_is_whole(c, x);
 	cel_add(c, " || " VAP_PAGE ".isLessThan(variables.whole))");
 }
 
-/* Why, for a mapping units_bad() holds for. */
-static void units_why(struct cel *c)
+/* Why, for an amount units_bad() holds for. */
+static void units_why(struct cel *c, const char *x)
 {
 	cel_add(c, "(k == 'cpu' ? 'cpu is accounted in whole millicores (1m); this is finer' : "
 		"k == 'memory' || k == 'ephemeral-storage' || !");
-	cel_is_whole(c, VAP_AMOUNT);
+	cel_is_whole(c, x);
 	cel_add(c, " ? 'this is a fractional number of bytes' : 'this is not a whole number of pages of the hugepage size')");
 }
 
+/* Device-count mode judges the multiplier, the amount per device; capacity
+ * mode every amount one allocation can consume times it (vap_capacity.c). */
 static void rule_units(struct vap_out *o)
+{
+	struct cel test, why, cap, msgs;
+
+	cel_init(&test);
+	cel_init(&why);
+	cel_init(&cap);
+	cel_init(&msgs);
+	units_bad(&test, VAP_AMOUNT);
+	units_why(&why, VAP_AMOUNT);
+	vap_capacity_units_msgs(&cap);
+	cel_add(&msgs, "has(m.capacityKey) ? (%s) :\n"
+		"has(m.allocationMultiplier) && isQuantity(m.allocationMultiplier) && sign(" VAP_AMOUNT ") > 0 &&\n"
+		"    (%s) ?\n  [" VAP_MAPPING_PATH " + '.allocationMultiplier: the amount per device \"' + "
+		"m.allocationMultiplier + '\" of ' + k + ' cannot be real: ' + %s] : []", cel_text(&cap), cel_text(&test),
+		cel_text(&why));
+	if (test.rc || why.rc || cap.rc || msgs.rc) {
+		vap_fail(o, test.rc ? test.rc : why.rc ? why.rc : cap.rc ? cap.rc : msgs.rc);
+	} else {
+		vap_policy_begin(o, RULE_SLICE_MAPPING_UNITS, &slice_write);
+		has_devices(o);
+		vap_quantity_constants(o);
+		vap_mapping_chunk_lists(o, RULE_SLICE_MAPPING_UNITS, cel_text(&msgs));
+		vap_policy_end(o, RULE_SLICE_MAPPING_UNITS, &slice_write);
+	}
+	cel_free(&test);
+	cel_free(&why);
+	cel_free(&cap);
+	cel_free(&msgs);
+}
+
+/* --- slice.mapping.units.open ---------------------------------------------------------- */
+
+static void rule_units_open(struct vap_out *o)
 {
 	struct cel test, why, bad, msg;
 
@@ -150,17 +185,16 @@ static void rule_units(struct vap_out *o)
 	cel_init(&why);
 	cel_init(&bad);
 	cel_init(&msg);
-	units_bad(&test);
-	units_why(&why);
-	cel_add(&bad, "has(m.allocationMultiplier) && isQuantity(m.allocationMultiplier) && sign(" VAP_AMOUNT ") > 0 &&\n"
-		"    (%s)", cel_text(&test));
-	cel_add(&msg, VAP_MAPPING_PATH " + '.allocationMultiplier: ' + "
-		"(has(m.capacityKey) ? 'the amount per unit of capacity' : 'the amount per device') + ' \"' + "
-		"m.allocationMultiplier + '\" of ' + k + ' cannot be real: ' + %s", cel_text(&why));
+	cel_add(&test, UNIT_USABLE " && (");
+	units_bad(&test, UNIT);
+	cel_add(&test, ")");
+	units_why(&why, UNIT);
+	vap_units_open_bad(&bad, cel_text(&test));
+	vap_units_open_msg(&msg, cel_text(&why));
 	if (test.rc || why.rc || bad.rc || msg.rc)
 		vap_fail(o, test.rc ? test.rc : why.rc ? why.rc : bad.rc ? bad.rc : msg.rc);
 	else
-		mapping_rule(o, RULE_SLICE_MAPPING_UNITS, true, cel_text(&bad), cel_text(&msg));
+		mapping_rule(o, RULE_SLICE_MAPPING_UNITS_OPEN, true, cel_text(&bad), cel_text(&msg));
 	cel_free(&test);
 	cel_free(&why);
 	cel_free(&bad);
@@ -210,8 +244,6 @@ static void capacity_over(struct cel *c)
 	cel_add(c, " : false)");
 }
 
-#define CAPACITY_VALUE "d.capacity[m.capacityKey].value"
-
 /* table: {'driver': {'cpu': '64', ...}, ...} for the drivers with any
  * max; names: the list of those drivers. */
 static void max_table(struct cel *table, struct cel *names, const struct policy *p)
@@ -255,28 +287,24 @@ static void max_table(struct cel *table, struct cel *names, const struct policy 
 static void rule_bounds(struct vap_out *o)
 {
 	const struct policy *p = o->p;
-	struct cel match, table, over, bad, msg;
+	struct cel match, table, over, cap, msgs;
 
 	cel_init(&match);
 	cel_init(&table);
 	cel_init(&over);
-	cel_init(&bad);
-	cel_init(&msg);
+	cel_init(&cap);
+	cel_init(&msgs);
 	cel_add(&match, "object.spec.driver in ");
 	max_table(&table, &match, p);
 	capacity_over(&over);
-	cel_add(&bad, "k in variables.max && " UNIT_USABLE " &&\n    [quantity(variables.max[k])].exists(top,\n"
-		"    !has(m.capacityKey) ? " UNIT ".isGreaterThan(top) :\n"
-		"    (has(d.capacity) && m.capacityKey in d.capacity && has(" CAPACITY_VALUE ") && "
-		"isQuantity(" CAPACITY_VALUE ") &&\n"
-		"     [quantity(" CAPACITY_VALUE ")].exists(c, [" UNIT "].exists(u,\n      %s))))",
-		cel_text(&over));
-	cel_add(&msg, VAP_MAPPING_PATH " + (!has(m.capacityKey) ? '.allocationMultiplier: one allocation maps ' + "
-		UNIT_TEXT " : '.capacityKey: one allocation of the whole capacity maps ' + " CAPACITY_VALUE " + "
-		"(" UNIT_TEXT " == '1' ? '' : ' x ' + " UNIT_TEXT ")) + ' of ' + k + ' is over driver ' + "
-		"object.spec.driver + '\\'s max of ' + variables.max[k]");
-	if (match.rc || table.rc || over.rc || bad.rc || msg.rc) {
-		vap_fail(o, match.rc ? match.rc : table.rc ? table.rc : over.rc ? over.rc : bad.rc ? bad.rc : msg.rc);
+#define OVER_TAIL "' of ' + k + ' is over driver ' + object.spec.driver + '\\'s max of ' + variables.max[k]"
+	vap_capacity_bounds_msgs(&cap, cel_text(&over), OVER_TAIL);
+	cel_add(&msgs, "k in variables.max && " UNIT_USABLE " ?\n    [quantity(variables.max[k])].map(top,\n"
+		"    !has(m.capacityKey) ? (" UNIT ".isGreaterThan(top) ? [" VAP_MAPPING_PATH " + '.allocationMultiplier: "
+		"one allocation maps ' + " UNIT_TEXT " + " OVER_TAIL "] : []) :\n    %s)[0] : []", cel_text(&cap));
+#undef OVER_TAIL
+	if (match.rc || table.rc || over.rc || cap.rc || msgs.rc) {
+		vap_fail(o, match.rc ? match.rc : table.rc ? table.rc : over.rc ? over.rc : cap.rc ? cap.rc : msgs.rc);
 	} else {
 		vap_policy_begin(o, RULE_SLICE_MAPPING_BOUNDS, &slice_write);
 		has_devices(o);
@@ -284,14 +312,14 @@ static void rule_bounds(struct vap_out *o)
 		vap_quantity_constants(o);
 		cel_add(&table, "[object.spec.driver]");
 		vap_variable(o, "max", &table);
-		vap_mapping_chunks(o, RULE_SLICE_MAPPING_BOUNDS, cel_text(&bad), cel_text(&msg));
+		vap_mapping_chunk_lists(o, RULE_SLICE_MAPPING_BOUNDS, cel_text(&msgs));
 		vap_policy_end(o, RULE_SLICE_MAPPING_BOUNDS, &slice_write);
 	}
 	cel_free(&match);
 	cel_free(&table);
 	cel_free(&over);
-	cel_free(&bad);
-	cel_free(&msg);
+	cel_free(&cap);
+	cel_free(&msgs);
 }
 
 /* --- slice.driver ---------------------------------------------------------------------- */
@@ -336,6 +364,7 @@ static void rule_driver(struct vap_out *o)
 	cel_add(&res, "}");
 	vap_policy_begin(o, RULE_SLICE_DRIVER, &slice_write);
 	has_devices(o);
+	vap_slice_unchanged(o);
 	if (any_resources)
 		vap_variable(o, "resources", &res);
 	if (any_resources)
@@ -393,6 +422,7 @@ static void rule_canary(struct vap_out *o)
 	}
 	vap_policy_begin(o, RULE_SLICE_CANARY, &slice_write);
 	has_devices(o);
+	vap_slice_unchanged(o);
 	vap_device_chunks(o, RULE_SLICE_CANARY, cel_text(&bad), cel_text(&msg));
 	vap_slice_validation(o, RULE_SLICE_CANARY, &slice, &slice_msg);
 	vap_policy_end(o, RULE_SLICE_CANARY, &slice_write);
@@ -495,6 +525,7 @@ void vap_slice_rule(struct vap_out *o, enum rule_id id)
 	case RULE_SLICE_MAPPING_NAME: rule_mapping_name(o); break;
 	case RULE_SLICE_MAPPING_SHAREABLE: rule_shareable(o); break;
 	case RULE_SLICE_MAPPING_UNITS: rule_units(o); break;
+	case RULE_SLICE_MAPPING_UNITS_OPEN: rule_units_open(o); break;
 	case RULE_SLICE_MAPPING_BOUNDS: rule_bounds(o); break;
 	case RULE_SLICE_DRIVER: rule_driver(o); break;
 	case RULE_SLICE_CANARY: rule_canary(o); break;

@@ -183,7 +183,6 @@ static void check_stream(const struct policy *p, const char *text)
 	struct doc_error err;
 	struct doc_set *set = NULL;
 	bool policies[RULE_COUNT] = { false }, bindings[RULE_COUNT] = { false };
-	bool unchanged_policies[RULE_COUNT] = { false }, unchanged_bindings[RULE_COUNT] = { false };
 	size_t i;
 	int id;
 
@@ -195,7 +194,6 @@ static void check_stream(const struct policy *p, const char *text)
 		const struct doc_node *root = doc_set_root(set, i), *kind, *name, *spec, *actions;
 		char want[VAP_NAME_MAX];
 		int rid = -1;
-		bool unchanged = false;
 
 		kind = doc_map_get(root, "kind");
 		name = doc_map_get(doc_map_get(root, "metadata"), "name");
@@ -207,31 +205,21 @@ static void check_stream(const struct policy *p, const char *text)
 			vap_object_name((enum rule_id)id, want);
 			if (strcmp(want, name->text.ptr) == 0)
 				rid = id;
-			vap_unchanged_name((enum rule_id)id, want);
-			if (strcmp(want, name->text.ptr) == 0) {
-				rid = id;
-				unchanged = true;
-			}
 		}
 		if (rid < 0)
 			fail_msg("document %zu names no rule: %s", i, name->text.ptr);
 		if (strcmp(kind->text.ptr, "ValidatingAdmissionPolicy") == 0) {
-			*(unchanged ? &unchanged_policies[rid] : &policies[rid]) = true;
+			policies[rid] = true;
 			assert_non_null(doc_map_get(spec, "validations"));
 			continue;
 		}
 		assert_string_equal(kind->text.ptr, "ValidatingAdmissionPolicyBinding");
-		*(unchanged ? &unchanged_bindings[rid] : &bindings[rid]) = true;
-		assert_true(unchanged ? unchanged_policies[rid] : policies[rid]);   /* each binding follows its policy */
+		bindings[rid] = true;
+		assert_true(policies[rid]);          /* each binding follows its policy */
 		assert_string_equal(doc_map_get(spec, "policyName")->text.ptr, name->text.ptr);
 		actions = doc_map_get(spec, "validationActions");
 		assert_non_null(actions);
 		assert_int_equal(actions->n, 1);
-		if (unchanged) {
-			/* What an UPDATE leaves as it was is warned, as the engine does. */
-			assert_string_equal(actions->items[0]->text.ptr, "Warn");
-			continue;
-		}
 		switch (policy_action(p, (enum rule_id)rid)) {
 		case ACTION_DENY: assert_string_equal(actions->items[0]->text.ptr, "Deny"); break;
 		case ACTION_WARN: assert_string_equal(actions->items[0]->text.ptr, "Warn"); break;
@@ -247,12 +235,7 @@ static void check_stream(const struct policy *p, const char *text)
 		if (policies[id] != expressed || bindings[id] != expressed)
 			fail_msg("%s: coverage %s, but %s policy and %s binding", rule_name((enum rule_id)id),
 				 vap_coverage_name(info.coverage), policies[id] ? "a" : "no", bindings[id] ? "a" : "no");
-		if (unchanged_policies[id] != vap_rule_ratchets(p, (enum rule_id)id) ||
-		    unchanged_bindings[id] != unchanged_policies[id])
-			fail_msg("%s: %s policy and %s binding for what an UPDATE leaves unchanged",
-				 rule_name((enum rule_id)id), unchanged_policies[id] ? "a" : "no",
-				 unchanged_bindings[id] ? "a" : "no");
-		/* Only a slice rule at deny has one. */
+		/* Only a slice rule at deny passes what an UPDATE leaves unchanged. */
 		if (vap_rule_ratchets(p, (enum rule_id)id) &&
 		    (!expressed || policy_action(p, (enum rule_id)id) != ACTION_DENY ||
 		     strncmp(rule_name((enum rule_id)id), "slice.", 6) != 0))
@@ -548,8 +531,7 @@ static void test_every_rule_says_how_it_is_expressed(void **state)
 		struct vap_rule_info a;
 
 		vap_rule_info(strict, (enum rule_id)id, &a);
-		if (a.coverage == VAP_NONE && id != RULE_SLICE_MAPPING_SCHEMA && id != RULE_POLICY_INVALID &&
-		    id != RULE_SLICE_MAPPING_UNITS_OPEN)
+		if (a.coverage == VAP_NONE && id != RULE_SLICE_MAPPING_SCHEMA && id != RULE_POLICY_INVALID)
 			fail_msg("%s has no policy: %s", rule_name((enum rule_id)id), a.why);
 	}
 	/* What the built-in policy leaves idle, the strict one checks. */

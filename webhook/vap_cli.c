@@ -196,10 +196,9 @@ static void explain_text(const struct policy *p)
 		else
 			printf("%-28s %-7s %-8s -\n", rule_name((enum rule_id)id), action_name(a),
 			       vap_coverage_name(info.coverage));
-		if (vap_rule_ratchets(p, (enum rule_id)id)) {
-			vap_unchanged_name((enum rule_id)id, name);
-			printf("%-28s %-7s %-8s %s [Warn] (what an UPDATE leaves unchanged)\n", "", "", "", name);
-		}
+		if (vap_rule_ratchets(p, (enum rule_id)id))
+			printf("    a violation an UPDATE leaves as the stored slice had it passes, as the webhook lets it\n"
+			       "    pass, without the webhook's warning\n");
 		if (info.why)
 			print_wrapped(info.why, "    ", 86);
 	}
@@ -226,12 +225,9 @@ static int explain_json(const struct policy *p)
 		if (!rc)
 			rc = expressed ? buf_printf(&b, "\"%s\",\"validationActions\":[\"%s\"]", name, validation_actions(a))
 				       : buf_add_cstr(&b, "null,\"validationActions\":[]");
-		if (!rc && vap_rule_ratchets(p, (enum rule_id)id)) {
-			vap_unchanged_name((enum rule_id)id, name);
-			rc = buf_printf(&b, ",\"unchangedPolicy\":\"%s\"", name);
-		} else if (!rc) {
-			rc = buf_add_cstr(&b, ",\"unchangedPolicy\":null");
-		}
+		if (!rc)
+			rc = buf_printf(&b, ",\"unchangedPassesUnwarned\":%s",
+					vap_rule_ratchets(p, (enum rule_id)id) ? "true" : "false");
 		if (!rc)
 			rc = buf_add_cstr(&b, ",\"why\":");
 		if (!rc)

@@ -213,12 +213,7 @@ def install(objs, observe=False):
 
 
 def policy_rule(name):
-    """The rule of a generated policy: dra-guard.<rule>, or
-    dra-guard.<rule>.unchanged (what an UPDATE leaves as it was, warned)."""
-    if not name.startswith("dra-guard."):
-        return None
-    rule = name[len("dra-guard."):]
-    return rule[:-len(".unchanged")] if rule.endswith(".unchanged") else rule
+    return name[len("dra-guard."):] if name.startswith("dra-guard.") else None
 
 
 POLICY_RE = re.compile(r"ValidatingAdmissionPolicy '([^']+)'")
@@ -337,12 +332,27 @@ class Replay:
 UNOBSERVABLE = {"slice.mapping.empty"}
 
 
+# A violation an UPDATE leaves as the stored slice had it: the engine warns
+# it instead of denying (its message says so), and the policies let it pass
+# without the warning (docs/vap.md, "What an UPDATE leaves as it was").
+UNCHANGED_NOTE = "unchanged from the stored object, so warned, not denied"
+
+
+def passed_unwarned(case):
+    """The rules of the recorded verdict each violation of which is one an
+    UPDATE left as it was."""
+    notes = {}
+    for v in case["verdict"]["violations"]:
+        notes.setdefault(v["rule"], []).append(UNCHANGED_NOTE in v.get("message", ""))
+    return {r for r, n in notes.items() if all(n)}
+
+
 def engine_rules(case):
     """{action: {rules}} of the recorded verdict, without what the API server
-    makes unobservable."""
+    makes unobservable and what the policies pass unwarned."""
     out = {"deny": set(), "warn": set(), "dryrun": set()}
     for v in case["verdict"]["violations"]:
-        if v["rule"] not in UNOBSERVABLE:
+        if v["rule"] not in UNOBSERVABLE and UNCHANGED_NOTE not in v.get("message", ""):
             out[v["action"]].add(v["rule"])
     return out
 
@@ -702,7 +712,7 @@ def test_the_policies_and_the_webhook_agree():
                     line = hook.line_for(rp.kind, rp.name, rp.op, rp.sub)
                     if line is None:
                         continue          # refused before the webhook was called
-                    found = set(line.get("rules") or []) - UNOBSERVABLE
+                    found = set(line.get("rules") or []) - UNOBSERVABLE - passed_unwarned(rp.case)
                     verdicts[rp.case["name"]] = (line["allowed"], found)
                     compared += 1
                     if not flagged <= found:
@@ -798,9 +808,11 @@ def max_slice(name):
                         "attributes": {"dra.example.com/a%d" % j: {"int": j} for j in range(16)},
                         "capacity": {"dra.example.com/c%d" % j: {"value": "16"} for j in range(16)},
                         "nodeAllocatableResourceMappings": m})
+    # A pool of two slices: a mapping changed at the same generation is
+    # flagged there (slice.mapping.unversioned), which the test looks for.
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
             "spec": {"driver": "dra.example.com", "nodeName": "worker-1",
-                     "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}
+                     "pool": {"name": name, "generation": 1, "resourceSliceCount": 2}, "devices": devices}}
 
 
 def apiserver_cpu():
@@ -830,9 +842,13 @@ def test_the_largest_slice_stays_within_the_cel_cost_limits():
         put_configmap(None)
         install(generate(pf))
         size = len(json.dumps(obj))
+        # The API server gives a write 34 s unless the request asks for
+        # more; on a loaded machine these can take longer (the figures
+        # below are the measurement, not this bound).
+        slow = "timeout=%ds" % SLOW_REQUEST
         c0, t0 = apiserver_cpu(), time.time()
-        st, out, warnings = as_user("POST", api_path("resource.k8s.io/v1", "ResourceSlice"), obj, DRIVER_USER,
-                                    timeout=SLOW_REQUEST)
+        st, out, warnings = as_user("POST", api_path("resource.k8s.io/v1", "ResourceSlice") + "?" + slow, obj,
+                                    DRIVER_USER, timeout=SLOW_REQUEST)
         check(st == 201, "the largest slice (%d bytes) was refused: HTTP %d %s"
               % (size, st, out.get("message", out) if isinstance(out, dict) else out))
         create = (apiserver_cpu() - c0, time.time() - t0)
@@ -841,8 +857,8 @@ def test_the_largest_slice_stays_within_the_cel_cost_limits():
         moved = copy.deepcopy(out)
         moved["spec"]["devices"].reverse()
         c0, t0 = apiserver_cpu(), time.time()
-        st, body, _ = as_user("PUT", api_path("resource.k8s.io/v1", "ResourceSlice", name="vap-max", dry_run=True),
-                              moved, DRIVER_USER, timeout=SLOW_REQUEST)
+        st, body, _ = as_user("PUT", api_path("resource.k8s.io/v1", "ResourceSlice", name="vap-max", dry_run=True)
+                              + "&" + slow, moved, DRIVER_USER, timeout=SLOW_REQUEST)
         check(st == 200, "reordering the largest slice was refused: HTTP %d %s"
               % (st, body.get("message", body) if isinstance(body, dict) else body))
         update = (apiserver_cpu() - c0, time.time() - t0)
@@ -850,7 +866,8 @@ def test_the_largest_slice_stays_within_the_cel_cost_limits():
         # still judged to the end: the change is found.
         moved["spec"]["devices"][77]["nodeAllocatableResourceMappings"]["memory"]["allocationMultiplier"] = "8Gi"
         st, body, warnings = as_user("PUT", api_path("resource.k8s.io/v1", "ResourceSlice", name="vap-max",
-                                                     dry_run=True), moved, DRIVER_USER, timeout=SLOW_REQUEST)
+                                                     dry_run=True) + "&" + slow, moved, DRIVER_USER,
+                                     timeout=SLOW_REQUEST)
         got = outcome(st, body, warnings)
         check("slice.mapping.unversioned" in got[1] | got[2],
               "a changed mapping in the largest slice went unseen: %s" % (got,))
@@ -945,8 +962,7 @@ def test_the_addon_and_the_pipe_apply_with_kubectl():
     if not shutil.which("kubectl"):
         raise guard.Skip("no kubectl")
     base = os.path.join(guard.ROOT, "manifests", "base", "policy-configmap.yaml")
-    want = 2 * sum(1 + (i["unchangedPolicy"] is not None) for i in explain(base).values()
-                   if i["coverage"] in ("full", "partial"))
+    want = 2 * sum(1 for i in explain(base).values() if i["coverage"] in ("full", "partial"))
     put_configmap(configmap_for(base))
     out = kubectl("apply", "-k", os.path.join(guard.ROOT, "manifests", "vap"))
     check(out.count("validatingadmissionpolicy") == want,
@@ -957,6 +973,9 @@ def test_the_addon_and_the_pipe_apply_with_kubectl():
           "dra-guard vap | kubectl apply changed what manifests/vap installed")
     probe = copy.deepcopy(PROBE)
     probe["spec"]["devices"][0]["nodeAllocatableResourceMappings"] = {"memory": {"allocationMultiplier": "1Gi"}}
+    # A canary node of the base policy: slice.canary would otherwise deny
+    # first, and the API server names only the first policy that denies.
+    probe["spec"]["nodeName"] = "worker-1"
     deadline = time.time() + ACTIVE_BOUND
     while True:
         st, body, warnings = as_user("POST", api_path("resource.k8s.io/v1", "ResourceSlice", dry_run=True), probe, None)
