@@ -649,6 +649,33 @@ EDGE_CAPACITIES = [("128", "1"), ("32", "2"), ("33", "2"), ("500m", "2"), ("80Gi
                    ("1e20", "1e20")]
 
 
+# Capacities whose requestPolicy decides what one allocation can consume:
+# (value, requestPolicy, multiplier). The API server refuses some of them
+# itself (a default off the policy, a step that does not fit); those are
+# skipped. Amounts and steps whole, in millis, and past what CEL holds.
+EDGE_REQUEST_POLICIES = [
+    ("64Gi", {"default": "1Gi", "validRange": {"min": "1Mi", "step": "1Mi"}}, "0.5"),
+    ("64Gi", {"default": "2", "validRange": {"min": "2", "step": "1"}}, "0.5"),
+    ("64Gi", {"default": "2", "validRange": {"min": "2", "step": "2"}}, "0.5"),
+    ("1Gi", {"default": "2Mi", "validRange": {"min": "2Mi", "step": "2Mi"}}, "1"),
+    ("1Gi", {"default": "2Mi", "validRange": {"min": "2Mi", "step": "1Mi"}}, "1"),
+    ("70Gi", {"default": "8Gi", "validRange": {"min": "8Gi", "step": "8Gi"}}, "1"),
+    ("80Gi", {"default": "1Gi", "validRange": {"min": "1Gi", "max": "16Gi", "step": "1Gi"}}, "1"),
+    ("80Gi", {"default": "1Gi", "validRange": {"min": "1Gi", "max": "16Gi"}}, "1"),
+    ("128Gi", {"default": "8Gi", "validValues": ["8Gi", "96Gi"]}, "1"),
+    ("128Gi", {"default": "8Gi", "validValues": ["8Gi", "96Gi"]}, "1.5"),
+    ("10", {"default": "1", "validRange": {"min": "1", "max": "4"}}, "500m"),
+    ("10", {"default": "1", "validRange": {"min": "500m", "step": "250m"}}, "2"),
+    ("10", {"default": "1", "validRange": {"min": "500m", "step": "250m"}}, "3"),
+    ("3", {"default": "1", "validValues": ["1", "3"]}, "333m"),
+    ("3", {"default": "1", "validValues": ["1", "2"]}, "1500m"),
+    ("8", {"default": "2"}, "1.5"),
+    ("8", {"default": "2"}, "3"),
+    ("1e15", {"default": "1e12", "validRange": {"min": "1e12", "step": "1e12"}}, "1"),
+    ("5e15", {"default": "1", "validRange": {"min": "1", "step": "3"}}, "2"),
+]
+
+
 def edge_slices():
     out = []
 
@@ -664,6 +691,12 @@ def edge_slices():
         for k in ("cpu", "memory", "hugepages-2Mi"):
             out.append(one(len(out), {"name": "d", "allowMultipleAllocations": True,
                                       "capacity": {"dra.example.com/c": {"value": cap}},
+                                      "nodeAllocatableResourceMappings": {
+                                          k: {"capacityKey": "dra.example.com/c", "allocationMultiplier": mult}}}))
+    for cap, policy, mult in EDGE_REQUEST_POLICIES:
+        for k in ("cpu", "memory", "hugepages-2Mi"):
+            out.append(one(len(out), {"name": "d", "allowMultipleAllocations": True,
+                                      "capacity": {"dra.example.com/c": {"value": cap, "requestPolicy": policy}},
                                       "nodeAllocatableResourceMappings": {
                                           k: {"capacityKey": "dra.example.com/c", "allocationMultiplier": mult}}}))
     return out
