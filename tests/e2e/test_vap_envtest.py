@@ -855,6 +855,36 @@ def apiserver_cpu():
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+HEAVY_TRIES = 3
+
+
+def heavy(method, path, body):
+    """A write of the largest slice, as the driver: (status, body, warnings,
+    (API server CPU seconds, wall seconds)). The API server gives a write 34 s
+    of wall clock whatever the request asks (its storage timeout; ?timeout=
+    does not extend it); the slice takes it 10-16 s of CPU, which on a loaded
+    machine can be more than 34 s of wall clock. A 504 is then the machine,
+    not the policies (a cost over budget is a denial naming the policy): the
+    write is tried again, up to HEAVY_TRIES times, each timeout shown. A
+    timed-out CREATE may still have been stored: it is looked for first."""
+    for _ in range(HEAVY_TRIES):
+        c0, t0 = apiserver_cpu(), time.time()
+        st, out, warnings = as_user(method, path, body, DRIVER_USER, timeout=SLOW_REQUEST)
+        cost = (apiserver_cpu() - c0, time.time() - t0)
+        if st != 504:
+            return st, out, warnings, cost
+        print("     %s timed out in the API server after %.1f s wall (%.1f s of its CPU); again"
+              % (method, cost[1], cost[0]))
+        if method == "POST":
+            deadline = time.time() + ACTIVE_BOUND
+            while time.time() < deadline:
+                got, stored, _ = as_user("GET", path + "/" + body["metadata"]["name"], None, None)
+                if got == 200:
+                    return 201, stored, [], cost
+                time.sleep(1)
+    return st, out, warnings, cost
+
+
 def test_the_largest_slice_stays_within_the_cel_cost_limits():
     """Every policy judges the largest slice the engine judges, under the API
     server's limits: 1,000,000 per expression and 10,000,000 per policy.
@@ -875,32 +905,21 @@ def test_the_largest_slice_stays_within_the_cel_cost_limits():
         put_configmap(None)
         install(generate(pf))
         size = len(json.dumps(obj))
-        # The API server gives a write 34 s unless the request asks for
-        # more; on a loaded machine these can take longer (the figures
-        # below are the measurement, not this bound).
-        slow = "timeout=%ds" % SLOW_REQUEST
-        c0, t0 = apiserver_cpu(), time.time()
-        st, out, warnings = as_user("POST", api_path("resource.k8s.io/v1", "ResourceSlice") + "?" + slow, obj,
-                                    DRIVER_USER, timeout=SLOW_REQUEST)
+        st, out, warnings, create = heavy("POST", api_path("resource.k8s.io/v1", "ResourceSlice"), obj)
         check(st == 201, "the largest slice (%d bytes) was refused: HTTP %d %s"
               % (size, st, out.get("message", out) if isinstance(out, dict) else out))
-        create = (apiserver_cpu() - c0, time.time() - t0)
         # An UPDATE that moves every device: each is looked up by name in
         # the old slice, and every mapping compared.
         moved = copy.deepcopy(out)
         moved["spec"]["devices"].reverse()
-        c0, t0 = apiserver_cpu(), time.time()
-        st, body, _ = as_user("PUT", api_path("resource.k8s.io/v1", "ResourceSlice", name="vap-max", dry_run=True)
-                              + "&" + slow, moved, DRIVER_USER, timeout=SLOW_REQUEST)
+        path = api_path("resource.k8s.io/v1", "ResourceSlice", name="vap-max", dry_run=True)
+        st, body, _, update = heavy("PUT", path, moved)
         check(st == 200, "reordering the largest slice was refused: HTTP %d %s"
               % (st, body.get("message", body) if isinstance(body, dict) else body))
-        update = (apiserver_cpu() - c0, time.time() - t0)
         # The same with one multiplier changed at the same generation is
         # still judged to the end: the change is found.
         moved["spec"]["devices"][77]["nodeAllocatableResourceMappings"]["memory"]["allocationMultiplier"] = "8Gi"
-        st, body, warnings = as_user("PUT", api_path("resource.k8s.io/v1", "ResourceSlice", name="vap-max",
-                                                     dry_run=True) + "&" + slow, moved, DRIVER_USER,
-                                     timeout=SLOW_REQUEST)
+        st, body, warnings, _ = heavy("PUT", path, moved)
         got = outcome(st, body, warnings)
         check("slice.mapping.unversioned" in got[1] | got[2],
               "a changed mapping in the largest slice went unseen: %s" % (got,))
