@@ -79,6 +79,11 @@ static const char *const inexpressible[RULE_COUNT] = {
 		"needs the policy loader: the ConfigMap's policy.yaml is a YAML document that CEL cannot parse",
 };
 
+/* Why a rule that reads the cluster view has none. */
+static const char *const reads_view =
+	"reads the cluster view (the pools, slices, claims, Pods and Nodes the guard watches): an admission "
+	"policy sees only the request, so the rule stays with the webhook";
+
 /* Why a rule has no policy when it has no reason of its own. */
 static const char *const not_written = "dra-guard vap writes no policy for this rule yet";
 
@@ -139,8 +144,8 @@ void vap_rule_info(const struct policy *p, enum rule_id id, struct vap_rule_info
 {
 	if ((unsigned)id >= RULE_COUNT || !expressed[id].yes) {
 		out->coverage = VAP_NONE;
-		out->why = (unsigned)id < RULE_COUNT && inexpressible[id] ? inexpressible[id]
-			   : not_written;
+		out->why = (unsigned)id >= RULE_COUNT ? not_written : inexpressible[id] ? inexpressible[id]
+			   : rule_reads_view(id) ? reads_view : not_written;
 		return;
 	}
 	out->coverage = expressed[id].gap ? VAP_PARTIAL : VAP_FULL;
