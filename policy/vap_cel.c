@@ -152,7 +152,8 @@ void cel_name_ok(struct cel *c)
 static void chunk_scan(struct vap_out *o, struct cel *v, unsigned lo, unsigned hi, const char *device_filter,
 		       const char *device_msgs)
 {
-	cel_add(v, "object.spec.devices.transformList(i, d, i >= %u && i < %u%s,\n  ", lo, hi, device_filter);
+	cel_add(v, "!has(object.spec.devices) ? [] : object.spec.devices.transformList(i, d, i >= %u && i < %u%s,\n  ",
+		lo, hi, device_filter);
 	if (o->ratchet)
 		cel_add(v, "[%s].map(l, size(l) == 0 || !" UNCHANGED_DEVICE " ? l : [])[0]", device_msgs);
 	else
@@ -239,7 +240,7 @@ void vap_slice_unchanged(struct vap_out *o)
 		return;
 	cel_init(&s);
 	cel_add(&s, "request.operation == 'UPDATE' && " SLICE_FACTS_EQUAL " &&\n"
-		"(" VAP_SLICE_HAS_MAPPINGS_OF("oldObject") ") &&\n"
+		"(" VAP_SLICE_HAS_MAPPINGS_OF("oldObject") ") && has(object.spec.devices) &&\n"
 		"object.spec.devices.transformList(i, d, has(d.nodeAllocatableResourceMappings) && "
 		"size(d.nodeAllocatableResourceMappings) > 0,\n  " UNCHANGED_DEVICE ").all(u, u)");
 	vap_variable(o, "sliceUnchanged", &s);

@@ -267,6 +267,12 @@ class Replay:
         c = self.case
         if c["endpoint"] != "validate":
             return "the mutating endpoint"
+        if "view" in c:
+            # As tests/e2e/test_golden.py: such a case is judged against the
+            # view it carries, for the rules that read one (which no policy
+            # expresses); its objects stand for that view's and need not be
+            # ones the API server would take.
+            return "a case with a cluster view, for the rules that read it"
         if (self.kind, self.sub) not in GUARDED:
             return "%s%s: no policy guards it" % (self.kind, "/" + self.sub if self.sub else "")
         v = c["verdict"]["response"]
@@ -855,7 +861,7 @@ def apiserver_cpu():
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-HEAVY_TRIES = 3
+HEAVY_TRIES = 5
 
 
 def heavy(method, path, body):
