@@ -14,8 +14,9 @@
  * so as to flag nothing: an amount left out of a list, a product not
  * judged. vap.c lists this among the rules' gaps.
  *
- * Every expression here runs inside the mapping scan of vap_mapping_chunks()
- * (i, d, k, m bound) and binds the capacity as cap. */
+ * Every expression here runs inside a mapping scan (vap_mapping_chunks(),
+ * vap_mapping_chunk_lists(): i, d, k, m bound) and binds the capacity as
+ * cap. */
 #include "vap_impl.h"
 
 /* --- the capacity and its request policy ------------------------------------------ */

@@ -4,9 +4,11 @@
  * vap_emit.c writes the YAML objects and the CEL literals that go into them
  * (strings, lists, quantities, the node-name globs as regular expressions);
  * vap_cel.c has the CEL building blocks every rule shares (exact quantity
- * tests, the device-chunk scans, who is asking); vap_slice.c, vap_access.c
- * and vap_freeze.c write one policy per rule; vap.c decides which rules
- * are expressed under a policy and says why the others are not.
+ * tests, the device-chunk scans, what an UPDATE leaves as it was, who is
+ * asking); vap_capacity.c works out capacity mode (the amounts a request
+ * policy lets one allocation consume); vap_slice.c, vap_access.c and
+ * vap_freeze.c write one policy per rule; vap.c decides which rules are
+ * expressed under a policy and says why the others are not.
  *
  * Everything is written into buffers with a hard cap; the first failure
  * is kept in struct vap_out.rc and every later call does nothing, so a
