@@ -59,7 +59,9 @@ static const struct expressed expressed[RULE_COUNT] = {
 	[RULE_CLAIM_FREEZE_CREATE] = { true,
 		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
 		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
-		"frozen or not, and this policy unfrozen" },
+		"frozen or not, and this policy unfrozen; with freeze.gatePods, a claim the resource-claim "
+		"controller makes for a Pod (its pod-claim-name annotation and controller reference) passes, "
+		"where the webhook asks the cluster view whether that Pod is held at the gate" },
 	[RULE_CLAIM_FREEZE_ALLOCATE] = { true,
 		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
 		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
@@ -77,6 +79,9 @@ static const char *const inexpressible[RULE_COUNT] = {
 		"sees what this rule judges (dry-run does)",
 	[RULE_POLICY_INVALID] =
 		"needs the policy loader: the ConfigMap's policy.yaml is a YAML document that CEL cannot parse",
+	[RULE_CLAIM_FREEZE_GATE] =
+		"not written yet: the gate exists only with manifests/gate-pods, and the write that may remove it "
+		"during a freeze is the guard's own (serve --self-user), which the policy document does not name",
 };
 
 /* Why a rule that reads the cluster view has none. */

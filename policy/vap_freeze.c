@@ -101,8 +101,9 @@ static void rule_freeze(struct vap_out *o, enum rule_id id)
 	const struct policy *p = o->p;
 	bool create = id == RULE_CLAIM_FREEZE_CREATE;
 	const struct vap_match *m = create ? &claim_create : &claim_status;
-	struct cel cond, is_frozen, scope, bypass, ok, msg, audit;
-	struct cel *all[] = { &cond, &is_frozen, &scope, &bypass, &ok, &msg, &audit };
+	struct cel cond, is_frozen, scope, bypass, for_pod, ok, msg, audit;
+	struct cel *all[] = { &cond, &is_frozen, &scope, &bypass, &for_pod, &ok, &msg, &audit };
+	bool gated = create && p->freeze_gate_pods;
 	size_t i;
 	int rc = 0;
 
@@ -116,7 +117,17 @@ static void rule_freeze(struct vap_out *o, enum rule_id id)
 	cel_user_in(&bypass, &p->break_glass_users);
 	cel_add(&bypass, " || ");
 	cel_group_in(&bypass, &p->break_glass_groups);
-	cel_add(&ok, "!(variables.frozen && variables.inScope && !variables.breakGlass)");
+	/* With freeze.gatePods the engine lets the resource-claim controller
+	 * make the claims of a Pod the cluster view holds at the gate: what it
+	 * writes (the pod-claim-name annotation, a controller reference to the
+	 * Pod) is all a policy can see, so such a claim passes here. */
+	cel_add(&for_pod, "has(object.metadata.annotations) && "
+		"'resource.kubernetes.io/pod-claim-name' in object.metadata.annotations &&\n"
+		"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
+		"has(r.controller) && r.controller && r.apiVersion == 'v1' && r.kind == 'Pod' && r.name != '' && "
+		"r.uid != '')");
+	cel_add(&ok, "!(variables.frozen && variables.inScope && !variables.breakGlass%s)",
+		gated ? " && !variables.forPod" : "");
 	cel_add(&msg, "'[%s] %sthe cluster is in a rollback freeze (reason: ' + ", rule_name(id),
 		create ? "" : "status.allocation: ");
 	reason(&msg);
@@ -139,6 +150,8 @@ static void rule_freeze(struct vap_out *o, enum rule_id id)
 		vap_variable(o, "frozen", &is_frozen);
 		vap_variable(o, "inScope", &scope);
 		vap_variable(o, "breakGlass", &bypass);
+		if (gated)
+			vap_variable(o, "forPod", &for_pod);
 		vap_validation(o, id, &ok, &msg);
 		if (p->break_glass_users.n || p->break_glass_groups.n)
 			vap_audit_annotation(o, "break-glass", &audit);
