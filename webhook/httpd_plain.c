@@ -22,6 +22,33 @@
 
 #define METRICS_TEXT_MAX ((size_t)8 * 1024 * 1024)
 
+
+/* Send b's text (rc the producer's result: 0, or anything else for a 500)
+ * as a 200 of content type ctype, never cached; b is emptied either way. */
+static enum MHD_Result answer_text(struct httpd *h, struct MHD_Connection *c, int rc, struct buf *b,
+				   const char *ctype)
+{
+	struct MHD_Response *r;
+	char *text = NULL;
+	size_t len = 0;
+	enum MHD_Result ret;
+
+	if (rc != 0 || buf_take(b, &text, &len) != 0) {
+		buf_free(b);
+		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
+	}
+	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 /* Slots, per-address limit, idle timeout and request deadline (seconds). */
 #define METRICS_SLOTS 64
 #define METRICS_PER_ADDRESS 8
@@ -38,30 +65,15 @@ struct plain_conn {
 
 static enum MHD_Result answer_metrics(struct httpd *h, struct MHD_Connection *c)
 {
-	struct MHD_Response *r;
 	struct buf b;
-	char *text = NULL, why[512];
-	size_t len = 0;
-	enum MHD_Result ret;
+	char why[512];
 
 	/* Readiness also changes with no reload to update the gauge (the
 	 * cluster view's first sync, a policy from the API's ConfigMap): read
 	 * it now, as /readyz does. */
 	metrics_ready(h->env.m, httpd_ready(h, why, sizeof(why)));
 	buf_init(&b, METRICS_TEXT_MAX);
-	if (metrics_render(h->env.m, &b) != 0 || buf_take(&b, &text, &len) != 0) {
-		buf_free(&b);
-		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
-	}
-	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	return answer_text(h, c, metrics_render(h->env.m, &b), &b, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 /* GET /debug/view: the published view's objects (names, resourceVersions,
@@ -69,11 +81,7 @@ static enum MHD_Result answer_metrics(struct httpd *h, struct MHD_Connection *c)
  * before its first sync. */
 static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection *c)
 {
-	struct MHD_Response *r;
 	struct buf b;
-	char *text = NULL;
-	size_t len = 0;
-	enum MHD_Result ret;
 	int rc;
 
 	if (!h->env.view)
@@ -84,20 +92,7 @@ static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection 
 		buf_free(&b);
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, h->r_503);
 	}
-	if (rc != 0 || buf_take(&b, &text, &len) != 0) {
-		buf_free(&b);
-		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
-	}
-	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	return answer_text(h, c, rc, &b, "application/json");
 }
 
 /* GET /debug/ledger[?node=NAME][&at=freeze]: the ledger as JSON; 404
@@ -107,11 +102,7 @@ static enum MHD_Result answer_debug_ledger(struct httpd *h, struct MHD_Connectio
 {
 	const char *node = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "node");
 	const char *at = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "at");
-	struct MHD_Response *r;
 	struct buf b;
-	char *text = NULL;
-	size_t len = 0;
-	enum MHD_Result ret;
 	int rc;
 
 	if (!h->env.ledger)
@@ -125,48 +116,18 @@ static enum MHD_Result answer_debug_ledger(struct httpd *h, struct MHD_Connectio
 		return MHD_queue_response(c, rc == -EAGAIN ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_NOT_FOUND,
 					  rc == -EAGAIN ? h->r_503 : h->r_404_nofreeze);
 	}
-	if (rc != 0 || buf_take(&b, &text, &len) != 0) {
-		buf_free(&b);
-		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
-	}
-	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	return answer_text(h, c, rc, &b, "application/json");
 }
 
 /* GET /debug/pending: the claims this replica refuses now; 404 without Events. */
 static enum MHD_Result answer_debug_pending(struct httpd *h, struct MHD_Connection *c)
 {
-	struct MHD_Response *r;
 	struct buf b;
-	char *text = NULL;
-	size_t len = 0;
-	enum MHD_Result ret;
 
 	if (!h->env.events)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noevents);
 	buf_init(&b, (size_t)64 << 20);
-	if (event_sink_pending_json(h->env.events, &b) != 0 || buf_take(&b, &text, &len) != 0) {
-		buf_free(&b);
-		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
-	}
-	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	return answer_text(h, c, event_sink_pending_json(h->env.events, &b), &b, "application/json");
 }
 
 static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const char *url,
