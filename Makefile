@@ -311,9 +311,8 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ) $(FUZZ_SUPPORT_OBJ) | deps-fuzz
 	$(Q)$(CLANG) $(BASE_CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(INC_other) -Wno-unused-command-line-argument \
 		$(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_SUPPORT_OBJ) $(PKG_LIBS)
 
-# fuzz_review also starts from every golden case's review and, when
-# ../shared is beside the tree, the real objects in ../shared/fixtures/real
-# wrapped in reviews (tests/fuzz/review_seeds.py).
+# fuzz_review also starts from every golden case's review and the objects
+# of tests/fixtures wrapped in reviews (tests/fuzz/review_seeds.py).
 fuzz-seeds:
 	@$(PYTHON) tests/fuzz/review_seeds.py $(BUILD)/fuzz-corpus/fuzz_review >/dev/null
 

@@ -883,7 +883,6 @@ static void walk_fixtures(const char *dir)
 static void test_json_fixtures_match_jansson_and_read_the_same_as_yaml(void **state)
 {
 	char dir[4096];
-	const char *real;
 
 	(void)state;
 	fixtures_checked = 0;
@@ -892,13 +891,6 @@ static void test_json_fixtures_match_jansson_and_read_the_same_as_yaml(void **st
 	snprintf(dir, sizeof(dir), "%s", testutil_repo_dir("tests/golden/cases"));
 	walk_fixtures(dir);
 	assert_true(fixtures_checked >= 120);
-	real = testutil_shared_extra("fixtures/real");
-	if (real) {
-		snprintf(dir, sizeof(dir), "%s", real);
-		fixtures_checked = 0;
-		walk_fixtures(dir);
-		assert_true(fixtures_checked >= 90);
-	}
 }
 
 /* --- Kubernetes manifests through YAML ------------------------------------ */

@@ -1047,7 +1047,6 @@ static void truncate_dir(const char *dir, struct arena *a, size_t *count)
 static void test_truncation_at_block_boundaries_is_an_error(void **state)
 {
 	const char *bench = getenv("DRA_GUARD_BENCH_BODIES");
-	const char *dir;
 	struct arena *a = NULL;
 	size_t i, count = 0, own;
 
@@ -1056,9 +1055,6 @@ static void test_truncation_at_block_boundaries_is_an_error(void **state)
 	for (i = 0; testutil_json_dirs[i]; i++)
 		truncate_dir(testutil_repo_dir(testutil_json_dirs[i]), a, &count);
 	own = count;
-	for (i = 0; testutil_shared_json_dirs[i]; i++)
-		if ((dir = testutil_shared_extra(testutil_shared_json_dirs[i])) != NULL)
-			truncate_dir(dir, a, &count);
 	if (bench && *bench)
 		truncate_dir(bench, a, &count);
 	arena_free(a);
@@ -1185,7 +1181,6 @@ static void compact_and_pretty_in_dir(const char *dir, struct arena *a, size_t *
 static void test_compact_and_pretty_text_read_the_same(void **state)
 {
 	struct arena *a = NULL;
-	const char *dir;
 	size_t i, docs = 0;
 
 	(void)state;
@@ -1193,9 +1188,6 @@ static void test_compact_and_pretty_text_read_the_same(void **state)
 	for (i = 0; testutil_json_dirs[i]; i++)
 		compact_and_pretty_in_dir(testutil_repo_dir(testutil_json_dirs[i]), a, &docs);
 	assert_true(docs > 100);
-	for (i = 0; testutil_shared_json_dirs[i]; i++)
-		if ((dir = testutil_shared_extra(testutil_shared_json_dirs[i])) != NULL)
-			compact_and_pretty_in_dir(dir, a, &docs);
 	arena_free(a);
 }
 
@@ -1370,7 +1362,6 @@ static void test_verdicts_match_jansson_on_mutated_bodies(void **state)
 	struct arena *a = NULL;
 	uint64_t rng = 0x9e3779b97f4a7c15ULL;
 	const char *bench = getenv("DRA_GUARD_BENCH_BODIES");
-	const char *dir;
 	size_t i;
 
 	(void)state;
@@ -1383,9 +1374,6 @@ static void test_verdicts_match_jansson_on_mutated_bodies(void **state)
 	assert_true(st.docs > 10000);
 	assert_true(st.valid > 100 && st.valid < st.docs / 2);
 	assert_true(st.compared > st.docs * 9 / 10);
-	for (i = 0; testutil_shared_json_dirs[i]; i++)
-		if ((dir = testutil_shared_extra(testutil_shared_json_dirs[i])) != NULL)
-			diff_dir(dir, a, &st, &rng);
 	/* The generated benchmark bodies (bench/gen.py) when they are there. */
 	if (bench && *bench)
 		diff_dir(bench, a, &st, &rng);

@@ -251,7 +251,6 @@ static void blocks_agree_in_dir(const char *dir, size_t *docs, size_t *skipped, 
 static void test_block_walk_skips_what_the_byte_walk_skips(void **state)
 {
 	const char *bench = getenv("DRA_GUARD_BENCH_BODIES");
-	const char *dir;
 	uint64_t rng = 0x853c49e6748fea9bULL;
 	size_t i, docs = 0, skipped = 0;
 
@@ -260,9 +259,6 @@ static void test_block_walk_skips_what_the_byte_walk_skips(void **state)
 		blocks_agree_in_dir(testutil_repo_dir(testutil_json_dirs[i]), &docs, &skipped, &rng);
 	print_message("%zu documents, %zu values skipped a block at a time\n", docs, skipped);
 	assert_true(docs > 100 && skipped > 1000);
-	for (i = 0; testutil_shared_json_dirs[i]; i++)
-		if ((dir = testutil_shared_extra(testutil_shared_json_dirs[i])) != NULL)
-			blocks_agree_in_dir(dir, &docs, &skipped, &rng);
 	if (bench && *bench)
 		blocks_agree_in_dir(bench, &docs, &skipped, &rng);
 }

@@ -71,27 +71,6 @@ const char *testutil_fixture_path(const char *rel)
 	return path;
 }
 
-const char *testutil_shared_path(const char *rel)
-{
-	return join("DRA_GUARD_SHARED", "../shared", rel);
-}
-
-const char *testutil_shared_extra(const char *rel)
-{
-	static bool said;
-	const char *path = testutil_shared_path(rel);
-
-	if (access(path, F_OK) == 0)
-		return path;
-	if (!said) {
-		printf("skipped: the real objects in %s (not there; the project's own fixtures were checked)\n",
-		       testutil_shared_path("fixtures/real"));
-		fflush(stdout);
-		said = true;
-	}
-	return NULL;
-}
-
 const char *const testutil_json_dirs[] = {
 	"tests/fixtures",
 	"tests/fixtures/versions",
@@ -99,18 +78,6 @@ const char *const testutil_json_dirs[] = {
 	"tests/fixtures/admissionreviews",
 	"tests/fixtures/admissionreviews/requests",
 	"tests/golden/cases",
-	NULL,
-};
-
-const char *const testutil_shared_json_dirs[] = {
-	"fixtures/real/resourceslices",
-	"fixtures/real/resourceslices/illustrative-kep",
-	"fixtures/real/resourceclaims",
-	"fixtures/real/resourceclaims/illustrative-kep",
-	"fixtures/real/pods",
-	"fixtures/real/admissionreviews",
-	"fixtures/real/admissionreviews/requests-only",
-	"fixtures/real/audit",
 	NULL,
 };
 

@@ -19,23 +19,10 @@ const char *testutil_repo_dir(const char *rel);
 /* Path of a file under tests/fixtures of the repository, same buffer rules. */
 const char *testutil_fixture_path(const char *rel);
 
-/* Path of a file under ../shared ($DRA_GUARD_SHARED), same buffer rules. */
-const char *testutil_shared_path(const char *rel);
-
-/* testutil_shared_path(rel) when it exists, else NULL. ../shared holds
- * objects published by other projects (fixtures/real); unit tests read them
- * only as extra inputs, after asserting on the project's own. When it is not
- * there, the first call of a process prints one line saying so. */
-const char *testutil_shared_extra(const char *rel);
-
 /* Directories of JSON documents (relative to the repository root, NULL
  * ends the list) for the scanner and reader sweeps: tests/fixtures and its
  * subdirectories, and the golden cases. */
 extern const char *const testutil_json_dirs[];
-
-/* The same under ../shared (relative to it), read through
- * testutil_shared_extra(). */
-extern const char *const testutil_shared_json_dirs[];
 
 /* Run a shell command (printf format); a failing command fails the test. */
 void testutil_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

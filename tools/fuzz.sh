@@ -4,8 +4,8 @@
 #   tools/fuzz.sh BINARY SECONDS smoke|full
 #
 # The corpus lives in build/fuzz-corpus/<target>/ (grown by every run) and is
-# seeded from tests/fuzz/seeds/<target>/, tests/fixtures, the golden cases and,
-# when ../shared is there, the real objects in ../shared/fixtures. A crash,
+# seeded from tests/fuzz/seeds/<target>/, tests/fixtures and the golden cases.
+# A crash,
 # leak, sanitizer report or timeout fails the run and leaves the input as
 # build/fuzz-artifacts/<target>/crash-* ; turn it into a regression test.
 set -eu
@@ -19,20 +19,15 @@ build=$(cd "$(dirname "$bin")/.." && pwd)
 corpus="$build/fuzz-corpus/$name"
 artifacts="$build/fuzz-artifacts/$name"
 seeds="$root/tests/fuzz/seeds/$name"
-shared="${DRA_GUARD_SHARED:-$root/../shared}"
 mkdir -p "$corpus" "$artifacts"
 
-# Seeds: the project's own, then real objects (JSON and YAML) from the fixtures.
+# Seeds: the project's own, then the objects (JSON and YAML) under tests/fixtures.
 if [ -d "$seeds" ]; then
 	cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true
 fi
 case "$name" in
 fuzz_review | fuzz_jscan | fuzz_doc | fuzz_policy)
-	# Without ../shared, tests/fuzz/review_seeds.py (run first) says so.
-	dirs="$root/tests/fixtures"
-	[ -d "$shared/fixtures" ] && dirs="$dirs $shared/fixtures"
-	# shellcheck disable=SC2086 # dirs is a list
-	find $dirs -type f \( -name '*.json' -o -name '*.yaml' \) -size -256k |
+	find "$root/tests/fixtures" -type f \( -name '*.json' -o -name '*.yaml' \) -size -256k |
 		while read -r f; do
 			cp -n "$f" "$corpus/seed-$(echo "$f" | md5sum | cut -c1-16)" 2>/dev/null || true
 		done

@@ -8,10 +8,7 @@
 - the objects in tests/fixtures/ (ResourceSlices, ResourceClaims, Pods in
   every API version, and the refused ones) wrapped in AdmissionReviews as
   CREATE, as an UPDATE against themselves, and as a status UPDATE by the
-  scheduler; the AdmissionReviews and AdmissionRequests there as they are;
-- when ../shared is there, the same for the real objects in
-  ../shared/fixtures/real/ (published by other projects); without it one line
-  on stderr says they are skipped (for tools/fuzz.sh's seeds too).
+  scheduler; the AdmissionReviews and AdmissionRequests there as they are.
 
 Compact JSON, named after a hash of the content, so running it again adds
 nothing and a file never changes name. Standard library only.
@@ -25,7 +22,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("DRA_GUARD_ROOT") or os.path.dirname(os.path.dirname(HERE))
-SHARED = os.environ.get("DRA_GUARD_SHARED") or os.path.join(ROOT, "..", "shared")
 MAX_SEED = 256 * 1024
 
 KINDS = {
@@ -88,12 +84,6 @@ def main():
     objects = [os.path.join(own, "*.json")] + [os.path.join(own, d, "*.json") for d in ("versions", "refused")]
     reviews = [os.path.join(own, "admissionreviews", "*.json")]
     requests = [os.path.join(own, "admissionreviews", "requests", "*.json")]
-    real = os.path.join(SHARED, "fixtures", "real")
-    if os.path.isdir(real):
-        objects += [os.path.join(real, sub, "**", "*.json") for sub in ("resourceslices", "resourceclaims", "pods")]
-        reviews += [os.path.join(real, "admissionreviews", "**", "*.json")]
-    else:
-        print("fuzz: skipped the seeds from the real objects in %s (not there)" % real, file=sys.stderr)
     for path in paths(objects):
         obj = load(path)
         if not isinstance(obj, dict):
