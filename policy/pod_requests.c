@@ -170,12 +170,19 @@ static int read_string(struct reader *r, struct jscan *s, struct str *out, const
 	return rc == -EINVAL ? fail(r, what, "not UTF-8") : rc;
 }
 
-static int read_containers(struct reader *r, struct str raw, struct container **out, uint32_t *nout,
-			   const char *what)
+/* One member (key) of an entry of a list read by read_entries(). */
+typedef int (*entry_member_fn)(struct reader *r, struct jscan *s, const struct jscan_str *key, void *entry,
+			       const char *what);
+
+/* The JSON array raw (a list of objects; empty text: none) into an arena
+ * array of elem-sized zeroed entries, each member given to member(); at
+ * most POD_REQUESTS_MAX_CONTAINERS entries. */
+static int read_entries(struct reader *r, struct str raw, size_t elem, entry_member_fn member, void **out,
+			uint32_t *nout, const char *what)
 {
 	struct jscan s;
 	struct jscan_str key;
-	struct container *arr = NULL;
+	char *arr = NULL;
 	uint32_t n = 0, cap = 0;
 	int k, m, rc;
 
@@ -187,36 +194,24 @@ static int read_containers(struct reader *r, struct str raw, struct container **
 	if (jscan_array_enter(&s) < 0)
 		return fail(r, what, "not an array");
 	while ((k = jscan_array_next(&s)) == 1) {
-		struct container *c;
+		void *e;
 
 		if (n >= POD_REQUESTS_MAX_CONTAINERS)
 			return -E2BIG;
 		if (n == cap) {
 			uint32_t ncap = cap ? cap * 2 : 4;
 
-			if (!(arr = arena_grow(r->a, arr, cap * sizeof(*arr), ncap * sizeof(*arr))))
+			if (!(arr = arena_grow(r->a, arr, cap * elem, ncap * elem)))
 				return -ENOMEM;
 			cap = ncap;
 		}
-		c = &arr[n++];
-		memset(c, 0, sizeof(*c));
+		e = arr + (size_t)n++ * elem;
+		memset(e, 0, elem);
 		if (jscan_object_enter(&s) < 0)
 			return fail(r, what, "an entry is not an object");
-		while ((m = jscan_object_next(&s, &key)) == 1) {
-			struct str policy = { "", 0 };
-
-			if (jscan_str_is(&key, "name"))
-				rc = read_string(r, &s, &c->name, what);
-			else if (jscan_str_is(&key, "resources"))
-				rc = read_resources(r, &s, &c->requests, &c->has_requests, what);
-			else if (jscan_str_is(&key, "restartPolicy")) {
-				rc = read_string(r, &s, &policy, what);
-				c->restartable = str_eq_cstr(policy, "Always");
-			} else
-				rc = jscan_skip(&s, NULL) < 0 ? fail(r, what, "not JSON") : 0;
-			if (rc)
+		while ((m = jscan_object_next(&s, &key)) == 1)
+			if ((rc = member(r, &s, &key, e, what)) != 0)
 				return rc;
-		}
 		if (m < 0)
 			return fail(r, what, "an entry is not an object");
 	}
@@ -227,65 +222,64 @@ static int read_containers(struct reader *r, struct str raw, struct container **
 	return 0;
 }
 
-static int read_status_resources(struct reader *r, struct jscan *s, struct cstatus *cs, const char *what)
+static int skip_member(struct reader *r, struct jscan *s, const char *what)
 {
-	return read_resources(r, s, &cs->actuated, &cs->has_actuated, what);
+	return jscan_skip(s, NULL) < 0 ? fail(r, what, "not JSON") : 0;
+}
+
+static int container_member(struct reader *r, struct jscan *s, const struct jscan_str *key, void *entry,
+			    const char *what)
+{
+	struct container *c = entry;
+	struct str policy = { "", 0 };
+	int rc;
+
+	if (jscan_str_is(key, "name"))
+		return read_string(r, s, &c->name, what);
+	if (jscan_str_is(key, "resources"))
+		return read_resources(r, s, &c->requests, &c->has_requests, what);
+	if (jscan_str_is(key, "restartPolicy")) {
+		rc = read_string(r, s, &policy, what);
+		c->restartable = str_eq_cstr(policy, "Always");
+		return rc;
+	}
+	return skip_member(r, s, what);
+}
+
+static int status_member(struct reader *r, struct jscan *s, const struct jscan_str *key, void *entry,
+			 const char *what)
+{
+	struct cstatus *cs = entry;
+
+	if (jscan_str_is(key, "name"))
+		return read_string(r, s, &cs->name, what);
+	if (jscan_str_is(key, "allocatedResources")) {
+		cs->has_allocated = jscan_peek(s) != JSCAN_NULL;
+		return read_qty_map(r, s, &cs->allocated, what);
+	}
+	if (jscan_str_is(key, "resources"))
+		return read_resources(r, s, &cs->actuated, &cs->has_actuated, what);
+	return skip_member(r, s, what);
+}
+
+static int read_containers(struct reader *r, struct str raw, struct container **out, uint32_t *nout,
+			   const char *what)
+{
+	void *arr = NULL;
+	int rc = read_entries(r, raw, sizeof(**out), container_member, &arr, nout, what);
+
+	*out = arr;
+	return rc;
 }
 
 static int read_statuses(struct reader *r, struct str raw, struct cstatus **out, uint32_t *nout,
 			 const char *what)
 {
-	struct jscan s;
-	struct jscan_str key;
-	struct cstatus *arr = NULL;
-	uint32_t n = 0, cap = 0;
-	int k, m, rc;
+	void *arr = NULL;
+	int rc = read_entries(r, raw, sizeof(**out), status_member, &arr, nout, what);
 
-	*out = NULL;
-	*nout = 0;
-	if (raw.len == 0)
-		return 0;
-	jscan_init(&s, raw.ptr, raw.len, DEPTH);
-	if (jscan_array_enter(&s) < 0)
-		return fail(r, what, "not an array");
-	while ((k = jscan_array_next(&s)) == 1) {
-		struct cstatus *cs;
-
-		if (n >= POD_REQUESTS_MAX_CONTAINERS)
-			return -E2BIG;
-		if (n == cap) {
-			uint32_t ncap = cap ? cap * 2 : 4;
-
-			if (!(arr = arena_grow(r->a, arr, cap * sizeof(*arr), ncap * sizeof(*arr))))
-				return -ENOMEM;
-			cap = ncap;
-		}
-		cs = &arr[n++];
-		memset(cs, 0, sizeof(*cs));
-		if (jscan_object_enter(&s) < 0)
-			return fail(r, what, "an entry is not an object");
-		while ((m = jscan_object_next(&s, &key)) == 1) {
-			if (jscan_str_is(&key, "name")) {
-				rc = read_string(r, &s, &cs->name, what);
-			} else if (jscan_str_is(&key, "allocatedResources")) {
-				cs->has_allocated = jscan_peek(&s) != JSCAN_NULL;
-				rc = read_qty_map(r, &s, &cs->allocated, what);
-			} else if (jscan_str_is(&key, "resources")) {
-				rc = read_status_resources(r, &s, cs, what);
-			} else {
-				rc = jscan_skip(&s, NULL) < 0 ? fail(r, what, "not JSON") : 0;
-			}
-			if (rc)
-				return rc;
-		}
-		if (m < 0)
-			return fail(r, what, "an entry is not an object");
-	}
-	if (k < 0 || jscan_finish(&s) < 0)
-		return fail(r, what, "not an array");
 	*out = arr;
-	*nout = n;
-	return 0;
+	return rc;
 }
 
 /* True when status.conditions holds PodResizePending with reason Infeasible
