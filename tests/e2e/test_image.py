@@ -156,10 +156,12 @@ def packages_of(paths):
     return found
 
 
-def installed_packages():
-    """{package: [dependency alternatives]} of every installed package, from
-    one dpkg-query; each alternative is a list of package names."""
-    _, out, _ = ml.run(["dpkg-query", "-W", "-f=${Package}\t${Status}\t${Depends}, ${Pre-Depends}\n"])
+def installed_packages(admindir=None):
+    """{package: [dependency alternatives]} of every installed package (of
+    this machine, or of the dpkg database at admindir), from one dpkg-query;
+    each alternative is a list of package names."""
+    where = ["--admindir", admindir] if admindir else []
+    _, out, _ = ml.run(["dpkg-query"] + where + ["-W", "-f=${Package}\t${Status}\t${Depends}, ${Pre-Depends}\n"])
     db = {}
     for line in out.splitlines():
         name, status, deps = line.split("\t")
@@ -175,10 +177,9 @@ def installed_packages():
     return db
 
 
-def depends_closure(pkgs):
-    """Every installed package reachable from pkgs through Depends and
+def closure(db, pkgs):
+    """Every installed package of db reachable from pkgs through Depends and
     Pre-Depends (of alternatives, the installed one)."""
-    db = installed_packages()
     seen, todo = set(), list(pkgs)
     while todo:
         p = todo.pop()
@@ -252,7 +253,7 @@ def test_runtime_packages_are_exactly_what_the_binary_links():
     bad = [p for p in got if p.endswith("-dev") or p in ("gcc", "make", "build-essential", "pkg-config")]
     check(not bad, "build tools in the runtime stage: %s" % bad)
     # What ldd loads beyond the direct libraries must arrive through apt.
-    reach = depends_closure(set(got) | BASE_LEVEL)
+    reach = closure(installed_packages(), set(got) | BASE_LEVEL)
     for soname, path in sorted(libs.items()):
         p = owner[path]
         check(p in reach, "%s (%s, needed by a dependency) is not pulled in by %s" % (soname, p, sorted(got)))

@@ -178,41 +178,6 @@ def sha256(path):
 # --- dpkg, read from an image's own database -----------------------------------------------
 
 
-def packages(root):
-    """{package: [dependency alternatives]} installed in the image at root."""
-    _, out, _ = sh(["dpkg-query", "--admindir", os.path.join(root, "var/lib/dpkg"), "-W",
-                    "-f=${Package}\t${Status}\t${Depends}, ${Pre-Depends}\n"])
-    db = {}
-    for line in out.splitlines():
-        name, status, deps = line.split("\t")
-        if "install ok installed" not in status:
-            continue
-        alts = []
-        for alt in deps.split(","):
-            names = [c.strip().split(" ")[0].split(":")[0] for c in alt.split("|")]
-            names = [n for n in names if n]
-            if names:
-                alts.append(names)
-        db[name] = alts
-    return db
-
-
-def closure(db, pkgs):
-    """Every installed package reachable from pkgs through Depends and
-    Pre-Depends (of alternatives, the installed one)."""
-    seen, todo = set(), list(pkgs)
-    while todo:
-        p = todo.pop()
-        if p in seen or p not in db:
-            continue
-        seen.add(p)
-        for alt in db[p]:
-            pick = [n for n in alt if n in db]
-            if pick:
-                todo.append(pick[0])
-    return seen
-
-
 def owners(root, paths):
     """{path: package} for paths inside the image at root, from its dpkg
     database; /lib and /usr/lib spellings (merged /usr) and symlink targets
@@ -484,11 +449,12 @@ def test_image_holds_only_what_the_dockerfile_says():
     check(wanted, "the runtime stage installs no packages")
     # Packages: the apt list and its Depends, added to the base (which may
     # have some already: apt needs libgnutls30); none removed.
-    base_db, db = packages(base_root), packages(run_root)
+    base_db = dockerfile.installed_packages(os.path.join(base_root, "var/lib/dpkg"))
+    db = dockerfile.installed_packages(os.path.join(run_root, "var/lib/dpkg"))
     added = set(db) - set(base_db)
     check(not set(base_db) - set(db), "packages of the base removed: %s" % sorted(set(base_db) - set(db)))
     check(set(wanted) <= set(db), "not installed: %s" % sorted(set(wanted) - set(db)))
-    extra = added - closure(db, wanted)
+    extra = added - dockerfile.closure(db, wanted)
     check(not extra, "installed, but no runtime package depends on them: %s" % sorted(extra))
     # The apt list: exactly the packages of the libraries the binary links.
     _, out, _ = sh(["readelf", "-d", os.path.join(run_root, BINARY[1:])])
