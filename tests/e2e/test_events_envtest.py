@@ -190,6 +190,20 @@ def pending():
     return json.loads(body)
 
 
+def wait_view_allocated(claim):
+    """Until this replica's view holds claim allocated and reserved: a Pod
+    status judged before that is undecided (allowed), as the rule must be
+    while its view lags, and an allowed status is then stored and never
+    judged again."""
+    def seen():
+        st, body = guard.http_get(GUARD.metrics_port, "/debug/view")
+        if st != 200:
+            return False
+        return any(c["name"] == claim and c["allocated"] and c["reservedFor"] > 0
+                   for c in json.loads(body).get("resourceclaims", []))
+    GUARD.wait(seen, "the view to hold %s allocated" % claim, timeout=BOUND)
+
+
 def set_freeze(on):
     ENV.patch("/api/v1/namespaces/%s/configmaps/%s" % (GUARD_NS, CM),
               {"data": {"freeze": "true" if on else "false", "freeze-reason": "INC-7: mapping rollback" if on else ""}})
@@ -220,6 +234,7 @@ def test_duplicate_device_refusal():
     b, pb = pod_and_claim("dup-b")
     st, out = allocate(a, pa, ["gpu-0"])
     check(st == 200, "the first allocation of gpu-0 was refused: %s" % out)
+    wait_view_allocated(a)
     deadline = time.time() + BOUND
     while time.time() < deadline:
         st, out = allocate(b, pb, ["gpu-0"])
@@ -245,6 +260,7 @@ def test_pod_amounts_refusal():
     claim, pod = pod_and_claim("amounts")
     st, out = allocate(claim, pod, ["gpu-1"])
     check(st == 200, "allocation refused: %s" % out)
+    wait_view_allocated(claim)
     deadline = time.time() + BOUND
     while time.time() < deadline:
         st, out = pod_status(pod, claim, {"cpu": "7", "memory": "4Gi"})
