@@ -20,35 +20,11 @@
 #include <string.h>
 
 #include "admission.h"
+#include "buf.h"
 #include "policy.h"
+#include "testutil.h"
 
 #define ARENA_CAP (64u << 20)
-
-struct tbuf {
-	char *p;
-	size_t len, cap;
-};
-
-static void tb_add(struct tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void tb_add(struct tbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		assert_true(n >= 0);
-		if (b->p && b->len + (size_t)n < b->cap)
-			break;
-		b->cap = (b->cap + (size_t)n + 1) * 2;
-		b->p = realloc(b->p, b->cap);
-		assert_non_null(b->p);
-	}
-	b->len += (size_t)n;
-}
 
 struct answer {
 	int rc;
@@ -122,9 +98,9 @@ static void assert_allowed(const struct answer *a, const char *uid)
 /* A pods/status review by a kubelet that rewrites the node-allocatable
  * amounts (status.pod.writer denies it), with userInfo before the uid and
  * the given extra text inside userInfo. */
-static void pod_status_review(struct tbuf *b, const char *user_tail)
+static void pod_status_review(struct buf *b, const char *user_tail)
 {
-	tb_add(b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+	testutil_buf_add(b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
 	       "\"userInfo\":{\"username\":\"system:node:worker-1\"%s},"
 	       "\"uid\":\"pod-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
 	       "\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
@@ -143,92 +119,98 @@ static void pod_status_review(struct tbuf *b, const char *user_tail)
  * would let through. */
 static void test_oversized_identity_is_a_denial_not_a_failed_call(void **state)
 {
-	struct tbuf b = { NULL, 0, 0 }, tail = { NULL, 0, 0 };
+	struct buf b, tail;
 	struct answer a;
 	int i;
 
 	(void)state;
-	tb_add(&tail, ",\"groups\":[");
+	buf_init(&b, 64u << 20);
+	buf_init(&tail, 64u << 20);
+	testutil_buf_add(&tail, ",\"groups\":[");
 	for (i = 0; i < 4097; i++)
-		tb_add(&tail, "%s\"g%d\"", i ? "," : "", i);
-	tb_add(&tail, "]");
-	pod_status_review(&b, tail.p);
-	a = ask(b.p, b.len, false, NULL, ARENA_CAP);
+		testutil_buf_add(&tail, "%s\"g%d\"", i ? "," : "", i);
+	testutil_buf_add(&tail, "]");
+	pod_status_review(&b, buf_cstr(&tail));
+	a = ask(buf_cstr(&b), buf_len(&b), false, NULL, ARENA_CAP);
 	assert_denied(&a, "pod-1", 400, "more than 4096 entries");
 	answer_free(&a);
 
-	b.len = tail.len = 0;
-	tb_add(&tail, ",\"extra\":{\"authentication.kubernetes.io/node-name\":[");
+	buf_reset(&b);
+	buf_reset(&tail);
+	testutil_buf_add(&tail, ",\"extra\":{\"authentication.kubernetes.io/node-name\":[");
 	for (i = 0; i < 4097; i++)
-		tb_add(&tail, "%s\"n%d\"", i ? "," : "", i);
-	tb_add(&tail, "]}");
-	pod_status_review(&b, tail.p);
-	a = ask(b.p, b.len, false, NULL, ARENA_CAP);
+		testutil_buf_add(&tail, "%s\"n%d\"", i ? "," : "", i);
+	testutil_buf_add(&tail, "]}");
+	pod_status_review(&b, buf_cstr(&tail));
+	a = ask(buf_cstr(&b), buf_len(&b), false, NULL, ARENA_CAP);
 	assert_denied(&a, "pod-1", 400, "userInfo.extra");
 	answer_free(&a);
-	free(tail.p);
-	free(b.p);
+	buf_free(&tail);
+	buf_free(&b);
 }
 
 /* Extras no rule reads are not limited at all: the review is judged, and
  * this one is refused by its rule. */
 static void test_unread_extras_are_judged_not_refused(void **state)
 {
-	struct tbuf b = { NULL, 0, 0 }, tail = { NULL, 0, 0 };
+	struct buf b, tail;
 	struct answer a;
 	int i;
 
 	(void)state;
-	tb_add(&tail, ",\"extra\":{");
+	buf_init(&b, 64u << 20);
+	buf_init(&tail, 64u << 20);
+	testutil_buf_add(&tail, ",\"extra\":{");
 	for (i = 0; i < 300; i++)
-		tb_add(&tail, "\"example.com/k%d\":[\"v\"],", i);
-	tb_add(&tail, "\"example.com/many\":[");
+		testutil_buf_add(&tail, "\"example.com/k%d\":[\"v\"],", i);
+	testutil_buf_add(&tail, "\"example.com/many\":[");
 	for (i = 0; i < 5000; i++)
-		tb_add(&tail, "%s\"v\"", i ? "," : "");
-	tb_add(&tail, "]}");
-	pod_status_review(&b, tail.p);
-	a = ask(b.p, b.len, false, NULL, ARENA_CAP);
+		testutil_buf_add(&tail, "%s\"v\"", i ? "," : "");
+	testutil_buf_add(&tail, "]}");
+	pod_status_review(&b, buf_cstr(&tail));
+	a = ask(buf_cstr(&b), buf_len(&b), false, NULL, ARENA_CAP);
 	assert_denied(&a, "pod-1", 403, "[status.pod.writer]");
 	answer_free(&a);
-	free(tail.p);
-	free(b.p);
+	buf_free(&tail);
+	buf_free(&b);
 }
 
 /* Nesting past a configured depth is a denial inside a review; the
  * default depth takes what the API server can send. */
 static void test_depth_is_a_denial_and_the_default_is_generous(void **state)
 {
-	struct tbuf b = { NULL, 0, 0 };
+	struct buf b;
 	struct decode_limits lim;
 	struct answer a;
 	int i;
 
 	(void)state;
-	tb_add(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+	buf_init(&b, 64u << 20);
+	testutil_buf_add(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
 	       "\"uid\":\"deep\",\"kind\":{\"group\":\"resource.k8s.io\",\"version\":\"v1\",\"kind\":\"ResourceClaim\"},"
 	       "\"operation\":\"CREATE\",\"object\":{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
 	       "\"metadata\":{\"name\":\"c\",\"namespace\":\"n\"},\"spec\":{\"devices\":{\"config\":[{\"opaque\":"
 	       "{\"driver\":\"d.example.com\",\"parameters\":");
 	for (i = 0; i < 5000; i++)
-		tb_add(&b, "{\"a\":");
-	tb_add(&b, "1");
+		testutil_buf_add(&b, "{\"a\":");
+	testutil_buf_add(&b, "1");
 	for (i = 0; i < 5000; i++)
-		tb_add(&b, "}");
-	tb_add(&b, "}}]}}}}}");
-	a = ask(b.p, b.len, false, NULL, ARENA_CAP);
+		testutil_buf_add(&b, "}");
+	testutil_buf_add(&b, "}}]}}}}}");
+	a = ask(buf_cstr(&b), buf_len(&b), false, NULL, ARENA_CAP);
 	assert_allowed(&a, "deep");
 	answer_free(&a);
 
 	decode_limits_default(&lim);
 	lim.max_depth = 64;
-	a = ask(b.p, b.len, false, &lim, ARENA_CAP);
+	a = ask(buf_cstr(&b), buf_len(&b), false, &lim, ARENA_CAP);
 	assert_denied(&a, "deep", 400, "nesting deeper than 64 levels");
 	answer_free(&a);
-	a = ask(b.p, b.len, true, &lim, ARENA_CAP);
+	a = ask(buf_cstr(&b), buf_len(&b), true, &lim, ARENA_CAP);
 	assert_allowed(&a, "deep");
 	assert_null(json_object_get(a.response, "patch"));
 	answer_free(&a);
-	free(b.p);
+	buf_free(&b);
 }
 
 /* Only a body that is not an AdmissionReview with a uid gets HTTP 400:
@@ -302,21 +284,23 @@ static void test_mutating_endpoint_never_denies(void **state)
 /* Out of room before the uid was read: still an answer to that uid. */
 static void test_exhausted_arena_still_answers_the_uid(void **state)
 {
-	struct tbuf b = { NULL, 0, 0 }, tail = { NULL, 0, 0 };
+	struct buf b, tail;
 	struct answer a;
 	int i;
 
 	(void)state;
-	tb_add(&tail, ",\"groups\":[");
+	buf_init(&b, 64u << 20);
+	buf_init(&tail, 64u << 20);
+	testutil_buf_add(&tail, ",\"groups\":[");
 	for (i = 0; i < 4000; i++)
-		tb_add(&tail, "%s\"group-%d\"", i ? "," : "", i);
-	tb_add(&tail, "]");
-	pod_status_review(&b, tail.p);
-	a = ask(b.p, b.len, false, NULL, 16u << 10);
+		testutil_buf_add(&tail, "%s\"group-%d\"", i ? "," : "", i);
+	testutil_buf_add(&tail, "]");
+	pod_status_review(&b, buf_cstr(&tail));
+	a = ask(buf_cstr(&b), buf_len(&b), false, NULL, 16u << 10);
 	assert_denied(&a, "pod-1", 500, "limits");
 	answer_free(&a);
-	free(tail.p);
-	free(b.p);
+	buf_free(&tail);
+	buf_free(&b);
 }
 
 int main(void)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "decode.h"
 #include "jscan.h"
 #include "testutil.h"
@@ -1818,32 +1819,6 @@ static void test_map_list_depth_and_memory_limits(void **state)
 /* --- limits apply to what the guard reads --------------------------------- */
 
 /* A growing text buffer for the big bodies below. */
-struct tbuf {
-	char *p;
-	size_t len, cap;
-};
-
-static void tb_add(struct tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void tb_add(struct tbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		assert_true(n >= 0);
-		if (b->p && b->len + (size_t)n < b->cap)
-			break;
-		b->cap = (b->cap + (size_t)n + 1) * 2;
-		b->p = realloc(b->p, b->cap);
-		assert_non_null(b->p);
-	}
-	b->len += (size_t)n;
-}
-
 /* Kubernetes sets no count limit on labels, ConfigMap keys or a user's
  * extras, and nests a claim's opaque parameters as deep as its own JSON
  * decoder allows: none of that may make a review undecodable when no rule
@@ -1853,78 +1828,79 @@ static void test_content_no_rule_reads_has_no_count_limit(void **state)
 	struct arena *a = new_arena(ARENA_CAP);
 	struct admission_request rq;
 	struct decode_error err;
-	struct tbuf b = { NULL, 0, 0 };
+	struct buf b;
 	const struct str *v;
 	uint32_t n;
 	int i;
 
 	(void)state;
+	buf_init(&b, 64u << 20);
 	/* 300 labels on a slice, the guard's own among them. */
-	tb_add(&b, RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"name\":\"s\",\"labels\":{");
+	testutil_buf_add(&b, RV_HEAD RQ_HEAD ",\"object\":{\"metadata\":{\"name\":\"s\",\"labels\":{");
 	for (i = 0; i < 300; i++)
-		tb_add(&b, "\"team.example.com/l%d\":\"v%d\",", i, i);
-	tb_add(&b, "\"dra-guard.io/mappings\":\"abc\"}}}}}");
-	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+		testutil_buf_add(&b, "\"team.example.com/l%d\":\"v%d\",", i, i);
+	testutil_buf_add(&b, "\"dra-guard.io/mappings\":\"abc\"}}}}}");
+	assert_int_equal(decode_text(buf_cstr(&b), NULL, a, &rq, &err), 0);
 	assert_true(rq.object.meta.has_mapping_label);
 	assert_str(rq.object.meta.mapping_label, "abc");
 	arena_reset(a);
 
 	/* A ConfigMap with 300 keys besides the guard's. */
-	b.len = 0;
-	tb_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"ConfigMap\"},"
+	buf_reset(&b);
+	testutil_buf_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"ConfigMap\"},"
 	       "\"operation\":\"CREATE\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"data\":{");
 	for (i = 0; i < 300; i++)
-		tb_add(&b, "\"key-%d\":\"value %d\",", i, i);
-	tb_add(&b, "\"freeze\":\"true\"}}}}");
-	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+		testutil_buf_add(&b, "\"key-%d\":\"value %d\",", i, i);
+	testutil_buf_add(&b, "\"freeze\":\"true\"}}}}");
+	assert_int_equal(decode_text(buf_cstr(&b), NULL, a, &rq, &err), 0);
 	assert_true(rq.object.u.config_map.has_freeze);
 	assert_false(rq.object.u.config_map.has_policy);
 	arena_reset(a);
 
 	/* 300 extra keys and 5000 values under one of them, none read. */
-	b.len = 0;
-	tb_add(&b, RV_HEAD RQ_HEAD ",\"userInfo\":{\"username\":\"u\",\"extra\":{");
+	buf_reset(&b);
+	testutil_buf_add(&b, RV_HEAD RQ_HEAD ",\"userInfo\":{\"username\":\"u\",\"extra\":{");
 	for (i = 0; i < 300; i++)
-		tb_add(&b, "\"example.com/k%d\":[\"v\"],", i);
-	tb_add(&b, "\"example.com/many\":[");
+		testutil_buf_add(&b, "\"example.com/k%d\":[\"v\"],", i);
+	testutil_buf_add(&b, "\"example.com/many\":[");
 	for (i = 0; i < 5000; i++)
-		tb_add(&b, "%s\"v%d\"", i ? "," : "", i);
-	tb_add(&b, "],\"" MODEL_EXTRA_NODE_NAME "\":[\"worker-1\"]}}}}");
-	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+		testutil_buf_add(&b, "%s\"v%d\"", i ? "," : "", i);
+	testutil_buf_add(&b, "],\"" MODEL_EXTRA_NODE_NAME "\":[\"worker-1\"]}}}}");
+	assert_int_equal(decode_text(buf_cstr(&b), NULL, a, &rq, &err), 0);
 	v = model_user_extra(&rq.user, MODEL_EXTRA_NODE_NAME, &n);
 	assert_int_equal(n, 1);
 	assert_str(v[0], "worker-1");
 	arena_reset(a);
 
 	/* A claim whose opaque driver parameters nest 200 levels deep. */
-	b.len = 0;
-	tb_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"resource.k8s.io\",\"version\":\"v1\","
+	buf_reset(&b);
+	testutil_buf_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"resource.k8s.io\",\"version\":\"v1\","
 	       "\"kind\":\"ResourceClaim\"},\"operation\":\"CREATE\",\"object\":{\"apiVersion\":"
 	       "\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\"},"
 	       "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"r\",\"exactly\":{\"deviceClassName\":"
 	       "\"gpu.example.com\"}}],\"config\":[{\"opaque\":{\"driver\":\"gpu.example.com\","
 	       "\"parameters\":");
 	for (i = 0; i < 200; i++)
-		tb_add(&b, "{\"a\":");
-	tb_add(&b, "1");
+		testutil_buf_add(&b, "{\"a\":");
+	testutil_buf_add(&b, "1");
 	for (i = 0; i < 200; i++)
-		tb_add(&b, "}");
-	tb_add(&b, "}}]}}}}}");
-	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+		testutil_buf_add(&b, "}");
+	testutil_buf_add(&b, "}}]}}}}}");
+	assert_int_equal(decode_text(buf_cstr(&b), NULL, a, &rq, &err), 0);
 	assert_int_equal(rq.object.u.claim.nrequests, 1);
 	assert_str(rq.object.u.claim.requests[0].device_classes[0], "gpu.example.com");
 	arena_reset(a);
 
 	/* A Pod with 5000 resourceClaims entries: counted, not kept. */
-	b.len = 0;
-	tb_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+	buf_reset(&b);
+	testutil_buf_add(&b, RV_HEAD "{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
 	       "\"operation\":\"UPDATE\",\"subResource\":\"status\",\"object\":{\"spec\":{\"resourceClaims\":[");
 	for (i = 0; i < 5000; i++)
-		tb_add(&b, "%s{\"name\":\"c%d\"}", i ? "," : "", i);
-	tb_add(&b, "]}}}}");
-	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+		testutil_buf_add(&b, "%s{\"name\":\"c%d\"}", i ? "," : "", i);
+	testutil_buf_add(&b, "]}}}}");
+	assert_int_equal(decode_text(buf_cstr(&b), NULL, a, &rq, &err), 0);
 	assert_int_equal(rq.object.u.pod.nresource_claims, 5000);
-	free(b.p);
+	buf_free(&b);
 	arena_free(a);
 }
 
@@ -1935,16 +1911,17 @@ static void test_large_maps_sort_and_refuse_duplicates(void **state)
 	struct arena *a = new_arena(ARENA_CAP);
 	struct admission_request rq;
 	struct decode_error err;
-	struct tbuf b = { NULL, 0, 0 };
+	struct buf b;
 	const struct device *d;
 	int i;
 
 	(void)state;
-	tb_add(&b, RV_HEAD RQ_HEAD ",\"object\":" SLICE_HEAD "{\"name\":\"d\",\"capacity\":{");
+	buf_init(&b, 64u << 20);
+	testutil_buf_add(&b, RV_HEAD RQ_HEAD ",\"object\":" SLICE_HEAD "{\"name\":\"d\",\"capacity\":{");
 	for (i = 200; i > 0; i--)
-		tb_add(&b, "%s\"c%03d\":{\"value\":\"%d\"}", i == 200 ? "" : ",", i, i);
-	tb_add(&b, "}}]}}}}");
-	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), 0);
+		testutil_buf_add(&b, "%s\"c%03d\":{\"value\":\"%d\"}", i == 200 ? "" : ",", i, i);
+	testutil_buf_add(&b, "}}]}}}}");
+	assert_int_equal(decode_text(buf_cstr(&b), NULL, a, &rq, &err), 0);
 	d = &rq.object.u.slice.devices[0];
 	assert_int_equal(d->ncapacity, 200);
 	assert_str(d->capacity[0].name, "c001");
@@ -1953,15 +1930,15 @@ static void test_large_maps_sort_and_refuse_duplicates(void **state)
 	assert_null(model_device_capacity(d, STR_LIT("c000")));
 	arena_reset(a);
 
-	b.len = 0;
-	tb_add(&b, RV_HEAD RQ_HEAD ",\"object\":" SLICE_HEAD "{\"name\":\"d\",\"capacity\":{");
+	buf_reset(&b);
+	testutil_buf_add(&b, RV_HEAD RQ_HEAD ",\"object\":" SLICE_HEAD "{\"name\":\"d\",\"capacity\":{");
 	for (i = 1; i <= 100; i++)
-		tb_add(&b, "\"c%03d\":{},", i);
-	tb_add(&b, "\"c050\":{}}}]}}}}");
-	assert_int_equal(decode_text(b.p, NULL, a, &rq, &err), -EPROTO);
+		testutil_buf_add(&b, "\"c%03d\":{},", i);
+	testutil_buf_add(&b, "\"c050\":{}}}]}}}}");
+	assert_int_equal(decode_text(buf_cstr(&b), NULL, a, &rq, &err), -EPROTO);
 	assert_string_equal(err.msg, "request.object.spec.devices[0].capacity: duplicate key \"c050\"");
-	assert_true(err.offset < b.len && b.p[err.offset] == '"' && strncmp(b.p + err.offset, "\"c050\"", 6) == 0);
-	free(b.p);
+	assert_true(err.offset < buf_len(&b) && buf_cstr(&b)[err.offset] == '"' && strncmp(buf_cstr(&b) + err.offset, "\"c050\"", 6) == 0);
+	buf_free(&b);
 	arena_free(a);
 }
 
@@ -2049,19 +2026,20 @@ static void test_only_metadata_changed(void **state)
 
 	/* Past MODEL_OBJECT_MEMBERS_MAX members nothing is assumed. */
 	{
-		struct tbuf b = { NULL, 0, 0 };
+		struct buf b;
 		int i;
 
-		tb_add(&b, "{\"kind\":\"ResourceSlice\",\"metadata\":{}");
+		buf_init(&b, 64u << 20);
+		testutil_buf_add(&b, "{\"kind\":\"ResourceSlice\",\"metadata\":{}");
 		for (i = 0; i < MODEL_OBJECT_MEMBERS_MAX + 1; i++)
-			tb_add(&b, ",\"m%d\":%d", i, i);
-		tb_add(&b, "}");
-		body = UPD(b.p, b.p);
+			testutil_buf_add(&b, ",\"m%d\":%d", i, i);
+		testutil_buf_add(&b, "}");
+		body = UPD(buf_cstr(&b), buf_cstr(&b));
 		assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
 		assert_false(rq.object.members_complete);
 		assert_false(model_only_metadata_changed(&rq.object, &rq.old_object));
 		free(body);
-		free(b.p);
+		buf_free(&b);
 	}
 #undef UPD
 #undef SL
@@ -2074,7 +2052,7 @@ static void test_review_uid_of_a_refused_review(void **state)
 {
 	struct arena *a = new_arena(ARENA_CAP);
 	struct str uid;
-	struct tbuf b = { NULL, 0, 0 };
+	struct buf b;
 	int i;
 	static const struct {
 		const char *body;
@@ -2095,6 +2073,7 @@ static void test_review_uid_of_a_refused_review(void **state)
 	size_t k;
 
 	(void)state;
+	buf_init(&b, 64u << 20);
 	for (k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
 		int rc = decode_review_uid(rows[k].body, strlen(rows[k].body), a, &uid);
 
@@ -2105,15 +2084,15 @@ static void test_review_uid_of_a_refused_review(void **state)
 		arena_reset(a);
 	}
 	/* As deep as the API server can send: 10000 levels in the object. */
-	tb_add(&b, RV_HEAD "{\"uid\":\"deep\",\"object\":");
+	testutil_buf_add(&b, RV_HEAD "{\"uid\":\"deep\",\"object\":");
 	for (i = 0; i < 10000; i++)
-		tb_add(&b, "[");
+		testutil_buf_add(&b, "[");
 	for (i = 0; i < 10000; i++)
-		tb_add(&b, "]");
-	tb_add(&b, "}}");
-	assert_int_equal(decode_review_uid(b.p, b.len, a, &uid), 0);
+		testutil_buf_add(&b, "]");
+	testutil_buf_add(&b, "}}");
+	assert_int_equal(decode_review_uid(buf_cstr(&b), buf_len(&b), a, &uid), 0);
 	assert_str(uid, "deep");
-	free(b.p);
+	buf_free(&b);
 	arena_free(a);
 }
 

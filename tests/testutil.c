@@ -1,6 +1,8 @@
 /* testutil.c - shared helpers for the cmocka tests. */
 #include "testutil.h"
 
+#include "buf.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -97,4 +99,15 @@ int testutil_tmpdir(char *buf, size_t n, const char *name)
 {
 	snprintf(buf, n, "/tmp/dra-guard-test-%s-XXXXXX", name);
 	return mkdtemp(buf) ? 0 : -1;
+}
+
+void testutil_buf_add(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	assert_int_equal(rc, 0);
 }

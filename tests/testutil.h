@@ -24,6 +24,11 @@ const char *testutil_fixture_path(const char *rel);
  * subdirectories, and the golden cases. */
 extern const char *const testutil_json_dirs[];
 
+/* buf_printf() into b that fails the test when it fails (for building large
+ * inputs; give b a cap big enough). */
+struct buf;
+void testutil_buf_add(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Run a shell command (printf format); a failing command fails the test. */
 void testutil_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
