@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh - `make bench` and `make bench-compare`: how fast dra-guard decides.
 #
-#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare replay report
-#                                (default: engine e2e profile [perf] [compare] replay report)
+#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare replay gate report
+#                                (default: engine e2e profile [perf] [compare] replay gate report)
 #
 #   engine   bench_engine on deterministic bodies (bench/gen_bodies.py --seed 1):
 #            ns per scan / decode / decide / encode / whole request, per body;
@@ -20,6 +20,10 @@
 #            recorded fixture: only guarded writes (ledger sampled every 1s, and never), and a busy
 #            cluster's log with REPLAY_OTHER skipped events per write; then dra-guard replay on
 #            that log plain and gzip'd (wall, CPU with gzip's, peak RSS) -> replay.json
+#   gate     tools/bench_gate.py against the real API server (../shared/envtest): GATE_PODS Pods
+#            gated by a freeze, the freeze lifted, the time until two replicas released them,
+#            beside the API server's own time for the same PATCHes, GATE_ROUNDS rounds -> gate.json
+#            (skipped, with one line, without the API server)
 #   report   merge everything into $BUILD/bench/results.json and print the tables
 #
 # Settings (environment), defaults in brackets; the defaults take about 4 minutes:
@@ -40,6 +44,7 @@
 #   COMPARE_PEERS ["peer-go peer-go-fast"]  COMPARE_DURATION [10s]  COMPARE_CONNS ["16 64"]
 #   COMPARE_ROUNDS [2]  COMPARE_SIZES [$SIZES]  COMPARE_PORTS ["18543 18544"]
 #   REPLAY_COPIES [200]  REPLAY_OTHER [20]  REPLAY_ROUNDS [5]
+#   GATE_PODS [1000]  GATE_ROUNDS [3]
 #   PEER_DIR [/tmp/dra-bench]  DRA_GUARD_SHARED [../shared]
 set -euo pipefail
 
@@ -86,10 +91,10 @@ if [ ${#steps[@]} -eq 0 ]; then
 	steps=(engine e2e profile)
 	[ "${PERF:-1}" = 1 ] && steps+=(perf)
 	[ "$BENCH_COMPARE" = 1 ] && steps+=(compare)
-	steps+=(replay report)
+	steps+=(replay gate report)
 fi
 for s in "${steps[@]}"; do
-	case "$s" in engine | e2e | profile | perf | compare | replay | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare replay report)" ;; esac
+	case "$s" in engine | e2e | profile | perf | compare | replay | gate | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare replay gate report)" ;; esac
 done
 
 tools/deps.sh build bench
@@ -207,6 +212,13 @@ for k in ("cli_replay_mixed_log","cli_replay_mixed_log_gz","cli_same_cluster_20"
 				status=1
 			echo
 		done
+		;;
+	gate)
+		echo "== gate: ${GATE_PODS:-1000} gated Pods released after a freeze, ${GATE_ROUNDS:-3} rounds"
+		rm -f "$out/gate.json"
+		python3 tools/bench_gate.py --bin "$bin" --pods "${GATE_PODS:-1000}" --rounds "${GATE_ROUNDS:-3}" \
+			--out "$out/gate.json" || status=1
+		echo
 		;;
 	report)
 		echo "== summary"

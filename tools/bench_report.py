@@ -3,7 +3,7 @@
 
 Reads, from --dir, whatever exists of engine.json (bench_engine), profile.json
 (tools/bench_profile.py), e2e.json (tools/bench_e2e.py), replay.json (the replay
-step of tools/bench.sh) and compare/<peer>/
+step of tools/bench.sh), gate.json (tools/bench_gate.py) and compare/<peer>/
 runs.csv (../shared/bench/compare.sh with dra-guard as A and the peer as B).
 """
 
@@ -252,6 +252,13 @@ def main():
         print("replay (one core): %.0f MB/s of guarded writes, %.0f MB/s without ledger samples, %.0f MB/s of a busy "
               "cluster's log" % (replay["guarded"]["mb_per_s"], replay["guarded_no_ledger"]["mb_per_s"],
                                  replay["mixed"]["mb_per_s"]))
+        print()
+    gate = load(os.path.join(args.dir, "gate.json"))
+    if gate:
+        res["gate"] = gate
+        print("gate release (real API server, %d Pods, median of %d rounds): %.2f s, %.2fx the API server's own time "
+              "for the same PATCHes (%.2f s)" % (gate["pods"], len(gate["rounds"]), gate["median_release_s"],
+                                                  gate["median_ratio"], gate["median_baseline_s"]))
         print()
     cdir = os.path.join(args.dir, "compare")
     if os.path.isdir(cdir):

@@ -23,6 +23,11 @@
 /* Most Pods remembered as recently released; past it, a Pod may be
  * patched twice (harmless: the patch is idempotent). */
 #define RECENT_MAX (1u << 22)
+/* How often the freeze's state is read while nothing else wakes the
+ * thread: the delay before a release starts. */
+#define FREEZE_POLL_MS 20
+/* Failed patches (409, 429, 5xx) are tried again after this long. */
+#define RETRY_MS 1000
 
 struct recent {
 	uint8_t uid[16];
@@ -351,9 +356,11 @@ static void recent_sweep(struct gate_release *g, int64_t now)
 	for (i = 0; i < oldcap; i++)
 		if (old[i].at_ms && now - old[i].at_ms < RECENT_MS)
 			live++;
-	while (live * 2 >= cap && cap < RECENT_MAX)
+	/* Room for the entry about to be added, too: a table rebuilt exactly
+	 * half full would refuse it, and its Pod be patched again. */
+	while ((live + 1) * 2 >= cap && cap < RECENT_MAX)
 		cap *= 2;
-	if (live * 2 >= cap)
+	if ((live + 1) * 2 >= cap)
 		return;  /* at the cap: keep what there is */
 	if (!(nr = calloc(cap, sizeof(*nr))))
 		return;
@@ -511,7 +518,7 @@ static void lease_due(struct gate_release *g, struct buf *resp)
 static void release_all(struct gate_release *g, struct buf *resp)
 {
 	struct patch_slot slots[GATE_RELEASE_PARALLEL];
-	uint32_t next = 0, active = 0, i;
+	uint32_t next = 0, active = 0, done, i;
 	int running;
 
 	memset(slots, 0, sizeof(slots));
@@ -535,6 +542,7 @@ static void release_all(struct gate_release *g, struct buf *resp)
 		if (!active)
 			break;
 		curl_multi_perform(g->multi, &running);
+		done = 0;
 		while ((msg = curl_multi_info_read(g->multi, &left)) != NULL) {
 			struct patch_slot *s = NULL;
 
@@ -543,8 +551,13 @@ static void release_all(struct gate_release *g, struct buf *resp)
 			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
 			patch_done(g, s, msg->data.result);
 			active--;
+			done++;
 		}
-		curl_multi_poll(g->multi, NULL, 0, 100, NULL);
+		/* A slot that came free is filled at once: waiting for the next
+		 * socket event first would leave it idle for a round trip of
+		 * another patch. */
+		if (!done)
+			curl_multi_poll(g->multi, NULL, 0, 100, NULL);
 	}
 	for (i = 0; i < GATE_RELEASE_PARALLEL; i++)
 		if (slots[i].easy)
@@ -589,31 +602,60 @@ static uint64_t pass(struct gate_release *g, struct buf *resp)
 	return seq;
 }
 
+/* The view's sequence number now (0 before its first sync). */
+static uint64_t current_seq(struct gate_release *g)
+{
+	struct snapshot *s = cluster_view_acquire(g->cv);
+	uint64_t seq = s ? view_seq(cluster_view_get(s)) : 0;
+
+	snapshot_release(s);
+	return seq;
+}
+
 static void *run(void *arg)
 {
 	struct gate_release *g = arg;
 	struct buf resp;
+	uint64_t seen = 0;            /* the view's seq at the last pass */
+	bool could = false;           /* whether the last pass could release */
+	bool more = false;            /* the last pass was cut at PASS_MAX */
+	int64_t retry_ms = 0;         /* patches failed: pass again then */
 
 	buf_init(&resp, BODY_MAX);
 	while (!atomic_load(&g->stop)) {
 		struct snapshot *s;
-		uint64_t seq;
-		int64_t wait_until;
+		bool can;
+		int64_t now, wait_until;
 
 		lease_due(g, &resp);
 		atomic_store(&g->leading, mono_ms() < g->leading_until_ms);
 		follow_freeze(g);
-		seq = pass(g, &resp);
-		if (g->ntodo >= GATE_RELEASE_PASS_MAX)
-			continue;  /* more to do: renew when due, then go on */
-		/* Wait for a newer view, the next renewal or at most a second
-		 * (the freeze's end reaches us through the policy source). */
-		wait_until = g->next_lease_ms < mono_ms() + 1000 ? g->next_lease_ms : mono_ms() + 1000;
-		if (seq && (s = cluster_view_acquire_newer(g->cv, seq, wait_until)) != NULL)
+		can = atomic_load(&g->leading) && !atomic_load(&g->frozen);
+		now = mono_ms();
+		/* A walk of every Pod only when it can find something new: the
+		 * view changed, the freeze ended or the Lease came, a pass was
+		 * cut short, or failed patches are due again. */
+		if (more || can != could || current_seq(g) != seen || (retry_ms && now >= retry_ms)) {
+			uint64_t errors = atomic_load(&g->patch_errors);
+
+			seen = pass(g, &resp);
+			could = can;
+			more = g->ntodo >= GATE_RELEASE_PASS_MAX;
+			retry_ms = atomic_load(&g->patch_errors) != errors ? mono_ms() + RETRY_MS : 0;
+			if (more)
+				continue;  /* renew when due, then go on */
+		}
+		/* Wait for a newer view, the next renewal, or FREEZE_POLL_MS: the
+		 * end of a freeze reaches us through the policy source, which
+		 * wakes no one, and the release starts from it. */
+		wait_until = mono_ms() + FREEZE_POLL_MS;
+		if (g->next_lease_ms < wait_until)
+			wait_until = g->next_lease_ms;
+		if (seen && (s = cluster_view_acquire_newer(g->cv, seen, wait_until)) != NULL)
 			snapshot_release(s);
-		else if (!seq)
+		else if (!seen)
 			while (!atomic_load(&g->stop) && mono_ms() < wait_until) {
-				struct timespec ts = { 0, 50 * 1000000 };
+				struct timespec ts = { 0, 10 * 1000000 };
 
 				nanosleep(&ts, NULL);
 			}

@@ -9,7 +9,6 @@ killed mid-release and the other replica finishing; Pods created while the
 freeze ends never left gated. No scheduler or kubelet: the gate is on the
 Pod object."""
 
-import http.client
 import json
 import os
 import signal
@@ -32,9 +31,8 @@ CM = "dra-guard-policy"
 GATE = "dra-guard.io/freeze"
 ADMIN = "envtest-admin"        # the guards' identity (their kubeconfig)
 LEASE_S = 3
-# The release of 1,000 Pods is asked to take at most 5 s (RELEASE_BOUND, a
-# goal reported beside the measured time); SETTLE_BOUND is the failure bound.
-RELEASE_BOUND = 5.0
+# The failure bound of every wait. The release of 1,000 Pods is asked to take
+# at most 5 s: a figure `make bench` measures (tools/bench_gate.py).
 SETTLE_BOUND = 30.0
 
 ENV = None
@@ -294,53 +292,7 @@ gates_seen = []
 CERTS = []
 
 
-def plain_release_seconds(n=1000, conns=16):
-    """How long the API server takes, now, for n PATCHes removing a gate, sent
-    by this process over conns keep-alive connections, GATE_RELEASE_PARALLEL's
-    16 by default (a baseline: the release cannot beat the server; neither
-    the patch type nor more connections made it faster on a loaded 2-core
-    machine). The Pods carry another gate, so the guard ignores them."""
-    hold = "test.example/hold"
-
-    def make(i):
-        p = pod("base%04d" % i, claims=False)
-        p["spec"]["schedulingGates"] = [{"name": hold}]
-        ENV.create(PODS, p)
-
-    parallel(make, range(n))
-    body = json.dumps({"spec": {"schedulingGates": [{"$patch": "delete", "name": hold}]}})
-    ctx = ENV.ssl_context()
-    errors = []
-
-    def run(k):
-        c = http.client.HTTPSConnection("127.0.0.1", ENV.port, context=ctx, timeout=30)
-        try:
-            for i in range(k, n, conns):
-                c.request("PATCH", "%s/base%04d" % (PODS, i), body=body,
-                          headers={"Content-Type": "application/strategic-merge-patch+json"})
-                r = c.getresponse()
-                r.read()
-                if r.status != 200:
-                    errors.append(r.status)
-        finally:
-            c.close()
-
-    t0 = time.time()
-    ts = [threading.Thread(target=run, args=(k,)) for k in range(conns)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    took = time.time() - t0
-    check(not errors, "plain PATCHes failed: %s" % errors[:5])
-    delete_all_pods()
-    return took
-
-
 def test_two_replicas_release_1000_pods_by_exactly_one():
-    baseline = plain_release_seconds()
-    print("    baseline: the API server took %.2fs for 1,000 plain gate-removal PATCHes (16 connections)"
-          % baseline)
     set_freeze(True)
     wait_freeze([S["a"], S["b"]], True)
     before = {k: released(s) for k, s in S.items()}
@@ -364,17 +316,10 @@ def test_two_replicas_release_1000_pods_by_exactly_one():
           "dra_guard_gate_release_seconds, from the end of the freeze as each replica saw it: %s)"
           % (took, left, delta, secs))
     check(left == 0, "%d Pods still gated" % left)
-    # The load of a shared machine changes from one minute to the next: the
-    # baseline again, after the release, and the slower of the two.
-    after = plain_release_seconds()
-    print("    baseline after the release: %.2fs" % after)
-    baseline = max(baseline, after)
-    # The time is a figure, not a check (a shared machine's load moves it
-    # from 4.4 s to 10 s within minutes): the failure bound is SETTLE_BOUND,
-    # above; the figure against the 5 s goal is printed beside the API
+    # A figure, not a check (a shared machine's load moves it by a factor of
+    # two within minutes): the failure bound is SETTLE_BOUND. `make bench`
+    # (tools/bench_gate.py) measures it against the 5 s goal beside the API
     # server's own time for the same PATCHes.
-    print("    release %.2fs against a %.1fs goal; %.2fx the plain PATCHes"
-          % (took, RELEASE_BOUND, took / baseline if baseline else 0.0))
     check(sorted(delta.values()) == [0, 1000], "exactly one replica released them: %s" % delta)
     holder = [k for k, v in delta.items() if v == 1000][0]
     ready = S[holder].ready()[1]
@@ -432,7 +377,7 @@ def test_lease_holder_killed_mid_release_the_other_finishes():
         time.sleep(0.01)
     S[holder].proc.send_signal(signal.SIGKILL)
     S[holder].proc.wait()
-    left = len(gated_names("k"))
+    left = at_kill = len(gated_names("k"))
     check(0 < left < 1000, "the holder was killed mid-release (%d of 1,000 left)" % left)
     t0 = time.time()
     deadline = t0 + LEASE_S + SETTLE_BOUND
@@ -444,7 +389,7 @@ def test_lease_holder_killed_mid_release_the_other_finishes():
     check(ready["gate"]["holder"] == other and ready["gate"]["leading"], "the other replica holds the Lease: %s"
           % ready["gate"])
     print("    holder killed with %d left; the other replica finished %.1fs later (lease %ds)"
-          % (len(gated_names("k")) or 0, time.time() - t0, LEASE_S))
+          % (at_kill, time.time() - t0, LEASE_S))
     S[holder].cleanup()
     del S[holder]
 
