@@ -29,6 +29,8 @@ struct ledger_watch {
 	struct snapshot *psnap;
 	struct ledger *l;
 	double build_s;
+	double built_at;              /* mono_s() when lw->l was built */
+	atomic_uint_fast64_t builds, reused;
 
 	atomic_uint_fast64_t pending[LEDGER_CAUSE_COUNT];
 	atomic_uint_fast64_t duplicates;
@@ -101,9 +103,17 @@ static int build(const struct view *v, const struct policy *pol, struct ledger *
 	return 0;
 }
 
+bool ledger_watch_rebuild_due(double since_build_s, double build_s)
+{
+	return since_build_s >= LEDGER_WATCH_DUTY * build_s;
+}
+
 /* The ledger of the current view and policy (lw->mu held): the cached one
- * while neither changed. */
-static int current(struct ledger_watch *lw)
+ * while neither changed. may_lag (a metrics scrape): also while the view
+ * changed but the last build is too recent for its cost, so that scrapes
+ * of a busy cluster spend at most one part in LEDGER_WATCH_DUTY of a core
+ * on builds; a policy change always rebuilds. */
+static int current(struct ledger_watch *lw, bool may_lag)
 {
 	struct snapshot *vs = cluster_view_acquire(lw->cv), *ps = policy_source_acquire(lw->ps);
 	struct ledger *l = NULL;
@@ -115,7 +125,10 @@ static int current(struct ledger_watch *lw)
 		snapshot_release(ps);
 		return -EAGAIN;
 	}
-	if (lw->l && vs == lw->vsnap && ps == lw->psnap) {
+	if (lw->l && ps == lw->psnap &&
+	    (vs == lw->vsnap || (may_lag && !ledger_watch_rebuild_due(mono_s() - lw->built_at, lw->build_s)))) {
+		if (vs != lw->vsnap)
+			atomic_fetch_add(&lw->reused, 1);
 		snapshot_release(vs);
 		snapshot_release(ps);
 		return 0;
@@ -131,6 +144,8 @@ static int current(struct ledger_watch *lw)
 	lw->vsnap = vs;
 	lw->psnap = ps;
 	lw->build_s = took;
+	lw->built_at = mono_s();
+	atomic_fetch_add(&lw->builds, 1);
 	return 0;
 }
 
@@ -164,7 +179,7 @@ int ledger_watch_json(struct ledger_watch *lw, const char *node, bool at_freeze,
 		return rc;
 	}
 	pthread_mutex_lock(&lw->mu);
-	rc = current(lw);
+	rc = current(lw, false);
 	if (rc == 0)
 		rc = ledger_json(lw->l, filter, out);
 	pthread_mutex_unlock(&lw->mu);
@@ -335,9 +350,19 @@ static int render_ledger(struct ledger_watch *lw, struct buf *out)
 				"change; -1 when it saw none.\n# TYPE dra_guard_ledger_mapping_age_seconds gauge\n"
 				"dra_guard_ledger_mapping_age_seconds %.3f\n"
 				"# HELP dra_guard_ledger_build_seconds How long the last ledger build took.\n"
-				"# TYPE dra_guard_ledger_build_seconds gauge\ndra_guard_ledger_build_seconds %.6f\n",
+				"# TYPE dra_guard_ledger_build_seconds gauge\ndra_guard_ledger_build_seconds %.6f\n"
+				"# HELP dra_guard_ledger_age_seconds Seconds since the ledger these figures come from was "
+				"built (a busy view is rebuilt at most every %g builds' time).\n"
+				"# TYPE dra_guard_ledger_age_seconds gauge\ndra_guard_ledger_age_seconds %.3f\n"
+				"# HELP dra_guard_ledger_builds_total Ledger builds, by cause of the scrape or request "
+				"served (built: the view or policy changed; reused: the view changed, the last build was "
+				"too recent for its cost).\n# TYPE dra_guard_ledger_builds_total counter\n"
+				"dra_guard_ledger_builds_total{result=\"built\"} %" PRIu64 "\n"
+				"dra_guard_ledger_builds_total{result=\"reused\"} %" PRIu64 "\n",
 				l->claims, l->pending, l->unreserved, l->old_mapping, l->nentries,
-				l->mapping_changed_ns ? (double)(now - l->mapping_changed_ns) / 1e9 : -1.0, lw->build_s);
+				l->mapping_changed_ns ? (double)(now - l->mapping_changed_ns) / 1e9 : -1.0, lw->build_s,
+				(double)LEDGER_WATCH_DUTY, mono_s() - lw->built_at, (uint64_t)atomic_load(&lw->builds),
+				(uint64_t)atomic_load(&lw->reused));
 	return rc;
 }
 
@@ -348,7 +373,7 @@ int ledger_watch_render_metrics(void *ctx, struct buf *out)
 	int rc;
 
 	pthread_mutex_lock(&lw->mu);
-	rc = current(lw);
+	rc = current(lw, true);
 	rc = rc == 0 ? render_ledger(lw, out) : rc == -EAGAIN ? 0 : rc;
 	pthread_mutex_unlock(&lw->mu);
 	if (rc == 0)

@@ -297,6 +297,19 @@ def test_cross_numa_claim():
     check(metric("dra_guard_ledger_numa_split_total") == 1, "the placement across zones was not counted once")
 
 
+def test_ledger_metrics_follow_the_view():
+    """A scrape after a view change shows the new ledger: at this size a
+    build takes milliseconds, so the rate limit (a scrape rebuilds only
+    LEDGER_WATCH_DUTY build times after the last) never holds one back
+    for long."""
+    lg = ledger()
+    want = len(node_of(lg)["entries"])
+    GUARD.wait(lambda: metric("dra_guard_ledger_entries") == want,
+               "the ledger's metrics to show the %d entries /debug/ledger shows" % want)
+    check(metric("dra_guard_ledger_builds_total", result="built") >= 1, "no build counted")
+    check(metric("dra_guard_ledger_age_seconds") >= 0, "the ledger's age is not exported")
+
+
 def test_claim_shared_by_two_pods_counts_once():
     make_pod("pod-share", ["same"])
     reserve("same", ["pod-same", "pod-share"])
@@ -520,6 +533,7 @@ def main():
                 guard.run_tests([
                     test_same_numa_claim,
                     test_cross_numa_claim,
+                    test_ledger_metrics_follow_the_view,
                     test_claim_shared_by_two_pods_counts_once,
                     test_release_retries_and_reuse_at_once,
                 ] + ([record_dump] if record else []) + [
