@@ -7,8 +7,9 @@ The scenario is tests/e2e/test_gate_envtest.py's: two replicas with
 freeze, the freeze lifted. Each round measures, in the same minute:
 
   baseline  N gate-removal PATCHes sent by this process over 16 keep-alive
-            connections (what the release cannot beat; the same webhook
-            judges them);
+            connections to Pods like the gated ones (what the release cannot
+            beat; the same webhook judges them), before and after the
+            release: their mean, as the machine's load moves within a round;
   release   from the ConfigMap write that lifts the freeze to the last
             release counted by the replicas;
   guard CPU both replicas' user+system CPU seconds during the release.
@@ -50,7 +51,7 @@ def plain_release_seconds(tg, n, conns=16):
     hold = "test.example/hold"
 
     def make(i):
-        p = tg.pod("base%04d" % i, claims=False)
+        p = tg.pod("base%04d" % i)
         p["spec"]["schedulingGates"] = [{"name": hold}]
         tg.ENV.create(tg.PODS, p)
 
@@ -118,7 +119,7 @@ def main():
                 tg.wait_freeze(list(S.values()), True)
                 tg.register(d, S["a"])
                 for r in range(a.rounds):
-                    baseline = plain_release_seconds(tg, a.pods)
+                    before_s = plain_release_seconds(tg, a.pods)
                     tg.set_freeze(True)
                     tg.wait_freeze(list(S.values()), True)
                     before = {k: tg.released(s) for k, s in S.items()}
@@ -138,8 +139,12 @@ def main():
                     by = {k: tg.released(s) - before[k] for k, s in S.items()}
                     done = sum(by.values())
                     tg.delete_all_pods()
-                    rounds.append({"baseline_s": baseline, "release_s": took, "released": done, "by_replica": by,
-                                   "guard_cpu_s": cpu, "ratio": took / baseline if baseline else 0.0})
+                    after_s = plain_release_seconds(tg, a.pods)
+                    baseline = (before_s + after_s) / 2
+                    rounds.append({"baseline_s": baseline, "baseline_before_s": before_s,
+                                   "baseline_after_s": after_s, "release_s": took, "released": done,
+                                   "by_replica": by, "guard_cpu_s": cpu,
+                                   "ratio": took / baseline if baseline else 0.0})
                     print("  round %d: release %.2f s (%d Pods), baseline %.2f s, %.2fx; guards' CPU %.2f s "
                           "(%.0f us a Pod); by replica %s" % (r + 1, took, done, baseline, rounds[-1]["ratio"], cpu,
                                                 cpu / max(done, 1) * 1e6, by), flush=True)

@@ -43,14 +43,16 @@ struct gate_release {
 	struct gate_release_config cfg;
 	struct cluster_view *cv;
 	struct policy_source *ps;
-	pthread_t thread;
-	bool started;
+	pthread_t thread;             /* finds and releases gated Pods */
+	pthread_t lease_thread;       /* holds the Lease: its requests never
+				       * stall the patches in flight */
+	bool started, lease_started;
 	atomic_bool stop;
 	CURLM *multi;
-	CURL *easy;                   /* the thread's Lease requests: one handle
-				       * keeps its connection between them */
+	CURL *easy;                   /* the Lease requests: one handle keeps
+				       * its connection between them */
 
-	/* the Lease as last read (the thread's) */
+	/* the Lease as last read (the lease thread's) */
 	bool have_record;
 	char rec_holder[254];
 	char rec_renew[64];
@@ -59,10 +61,10 @@ struct gate_release {
 	long rec_duration;
 	int64_t observed_ms;          /* when the record last changed, our clock */
 	atomic_int_fast64_t live_until_ms;      /* a holder's record is live until then; 0: none */
-	int64_t leading_until_ms;     /* holder: last renewal + 2/3 of the lease */
+	atomic_int_fast64_t leading_until_ms;   /* holder: last renewal + 2/3 of the lease */
 	int64_t next_lease_ms;
 
-	/* release state (the thread's) */
+	/* release state (the release thread's) */
 	bool was_frozen;
 	struct recent *recent;
 	uint32_t recent_cap, recent_n;
@@ -267,7 +269,7 @@ static void lease_write(struct gate_release *g, bool create, long transitions, s
 			}
 		}
 		parse_lease(g, resp);
-		g->leading_until_ms = start_ms + (int64_t)g->cfg.lease_s * 2000 / 3;
+		atomic_store(&g->leading_until_ms, start_ms + (int64_t)g->cfg.lease_s * 2000 / 3);
 		return;
 	}
 	if (code != 409)   /* 409: another replica wrote first; read again next time */
@@ -296,7 +298,7 @@ static void lease_tick(struct gate_release *g, struct buf *resp)
 	} else {
 		lease_warn(g, "get", code, resp);
 	}
-	atomic_store(&g->leading, mono_ms() < g->leading_until_ms);
+	atomic_store(&g->leading, mono_ms() < atomic_load(&g->leading_until_ms));
 }
 
 /* Give the Lease up on the way out, so another replica need not wait. */
@@ -512,10 +514,9 @@ static void lease_due(struct gate_release *g, struct buf *resp)
 	g->next_lease_ms = mono_ms() + tick_ms;
 }
 
-/* Patch g->todo, GATE_RELEASE_PARALLEL at a time, renewing the Lease when
- * due (the patches in flight go on meanwhile), stopping early when the
+/* Patch g->todo, GATE_RELEASE_PARALLEL at a time, stopping early when the
  * freeze comes back or we stop leading. */
-static void release_all(struct gate_release *g, struct buf *resp)
+static void release_all(struct gate_release *g)
 {
 	struct patch_slot slots[GATE_RELEASE_PARALLEL];
 	uint32_t next = 0, active = 0, done, i;
@@ -527,8 +528,8 @@ static void release_all(struct gate_release *g, struct buf *resp)
 		CURLMsg *msg;
 		int left;
 
-		lease_due(g, resp);
-		go = atomic_load(&g->leading) && mono_ms() < g->leading_until_ms && !atomic_load(&g->frozen);
+		go = atomic_load(&g->leading) && mono_ms() < atomic_load(&g->leading_until_ms) &&
+		     !atomic_load(&g->frozen);
 
 		for (i = 0; go && i < GATE_RELEASE_PARALLEL && next < g->ntodo; i++) {
 			if (slots[i].easy)
@@ -582,7 +583,7 @@ static void follow_freeze(struct gate_release *g)
 
 /* One look at the view: count the gated Pods, and when leading with the
  * freeze off, release up to GATE_RELEASE_PASS_MAX of them. The view's seq. */
-static uint64_t pass(struct gate_release *g, struct buf *resp)
+static uint64_t pass(struct gate_release *g)
 {
 	struct snapshot *s = cluster_view_acquire(g->cv);
 	struct collect_ctx c = { g, mono_ms(), 0 };
@@ -596,7 +597,7 @@ static uint64_t pass(struct gate_release *g, struct buf *resp)
 	snapshot_release(s);
 	atomic_store(&g->gated_now, c.gated);
 	if (atomic_load(&g->leading) && !atomic_load(&g->frozen))
-		release_all(g, resp);
+		release_all(g);
 	else
 		g->ntodo = 0;
 	return seq;
@@ -615,50 +616,59 @@ static uint64_t current_seq(struct gate_release *g)
 static void *run(void *arg)
 {
 	struct gate_release *g = arg;
-	struct buf resp;
 	uint64_t seen = 0;            /* the view's seq at the last pass */
 	bool could = false;           /* whether the last pass could release */
 	bool more = false;            /* the last pass was cut at PASS_MAX */
 	int64_t retry_ms = 0;         /* patches failed: pass again then */
 
-	buf_init(&resp, BODY_MAX);
 	while (!atomic_load(&g->stop)) {
 		struct snapshot *s;
 		bool can;
-		int64_t now, wait_until;
+		int64_t now;
 
-		lease_due(g, &resp);
-		atomic_store(&g->leading, mono_ms() < g->leading_until_ms);
+		now = mono_ms();
+		atomic_store(&g->leading, now < atomic_load(&g->leading_until_ms));
 		follow_freeze(g);
 		can = atomic_load(&g->leading) && !atomic_load(&g->frozen);
-		now = mono_ms();
 		/* A walk of every Pod only when it can find something new: the
 		 * view changed, the freeze ended or the Lease came, a pass was
 		 * cut short, or failed patches are due again. */
 		if (more || can != could || current_seq(g) != seen || (retry_ms && now >= retry_ms)) {
 			uint64_t errors = atomic_load(&g->patch_errors);
 
-			seen = pass(g, &resp);
+			seen = pass(g);
 			could = can;
 			more = g->ntodo >= GATE_RELEASE_PASS_MAX;
 			retry_ms = atomic_load(&g->patch_errors) != errors ? mono_ms() + RETRY_MS : 0;
 			if (more)
-				continue;  /* renew when due, then go on */
+				continue;
 		}
-		/* Wait for a newer view, the next renewal, or FREEZE_POLL_MS: the
-		 * end of a freeze reaches us through the policy source, which
-		 * wakes no one, and the release starts from it. */
-		wait_until = mono_ms() + FREEZE_POLL_MS;
-		if (g->next_lease_ms < wait_until)
-			wait_until = g->next_lease_ms;
-		if (seen && (s = cluster_view_acquire_newer(g->cv, seen, wait_until)) != NULL)
+		/* Wait for a newer view or FREEZE_POLL_MS: the end of a freeze
+		 * reaches us through the policy source, which wakes no one, and
+		 * the release starts from it. */
+		if (seen && (s = cluster_view_acquire_newer(g->cv, seen, mono_ms() + FREEZE_POLL_MS)) != NULL)
 			snapshot_release(s);
-		else if (!seen)
-			while (!atomic_load(&g->stop) && mono_ms() < wait_until) {
-				struct timespec ts = { 0, 10 * 1000000 };
+		else if (!seen) {
+			struct timespec ts = { 0, FREEZE_POLL_MS * 1000000L };
 
-				nanosleep(&ts, NULL);
-			}
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+/* The Lease: renewed (or read) when due, given up on the way out. */
+static void *lease_run(void *arg)
+{
+	struct gate_release *g = arg;
+	struct buf resp;
+
+	buf_init(&resp, BODY_MAX);
+	while (!atomic_load(&g->stop)) {
+		struct timespec ts = { 0, 10 * 1000000 };
+
+		lease_due(g, &resp);
+		nanosleep(&ts, NULL);
 	}
 	lease_give_up(g);
 	buf_free(&resp);
@@ -692,8 +702,12 @@ int gate_release_new(const struct gate_release_config *cfg, struct cluster_view 
 
 int gate_release_start(struct gate_release *g)
 {
-	int rc = pthread_create(&g->thread, NULL, run, g);
+	int rc = pthread_create(&g->lease_thread, NULL, lease_run, g);
 
+	if (rc)
+		return -rc;
+	g->lease_started = true;
+	rc = pthread_create(&g->thread, NULL, run, g);
 	if (rc)
 		return -rc;
 	g->started = true;
@@ -704,11 +718,13 @@ void gate_release_free(struct gate_release *g)
 {
 	if (!g)
 		return;
+	atomic_store(&g->stop, true);
 	if (g->started) {
-		atomic_store(&g->stop, true);
 		curl_multi_wakeup(g->multi);
 		pthread_join(g->thread, NULL);
 	}
+	if (g->lease_started)
+		pthread_join(g->lease_thread, NULL);
 	if (g->multi)
 		curl_multi_cleanup(g->multi);
 	if (g->easy)

@@ -16,7 +16,8 @@
  * holder that could not renew for 2/3 of it stops releasing first. The
  * requests go through the cluster view's API client (credentials, TLS).
  *
- * One thread; status and metrics are read from any thread. */
+ * Two threads (the Lease, the release); status and metrics are read from
+ * any thread. */
 #ifndef DRA_GUARD_GATE_RELEASE_H
 #define DRA_GUARD_GATE_RELEASE_H
 
@@ -46,10 +47,12 @@ struct gate_release;
 int gate_release_new(const struct gate_release_config *cfg, struct cluster_view *cv, struct policy_source *ps,
 	     struct gate_release **out);
 
-/* Start the thread. 0 or a negative errno. */
+/* Start the two threads: one holds the Lease, the other finds and
+ * releases gated Pods (so a slow Lease request never stalls the patches in
+ * flight). 0 or a negative errno. */
 int gate_release_start(struct gate_release *g);
 
-/* Stop the thread; a holder gives the Lease up (holderIdentity cleared) so
+/* Stop the threads; a holder gives the Lease up (holderIdentity cleared) so
  * another replica takes over at once. NULL is a no-op. */
 void gate_release_free(struct gate_release *g);
 
