@@ -9,7 +9,7 @@
 #   make run       the webhook on localhost with dev certificates and the example
 #                  policy (leaves ./dra-guard in place)
 #   make bench     benchmarks of the release build (engine, end to end, scaling,
-#                  profile, audit-log replay); BENCH_COMPARE=1 or `make bench-compare` also runs them
+#                  profile, audit-log replay, gate release); BENCH_COMPARE=1 or `make bench-compare` also runs them
 #                  against the Go peers
 #   make bench-scale  the cluster view (release build) on 5,000 nodes and 100,000
 #                  claims in the real API server, next to client-go's figures

@@ -26,7 +26,8 @@
 #            (skipped, with one line, without the API server)
 #   report   merge everything into $BUILD/bench/results.json and print the tables
 #
-# Settings (environment), defaults in brackets; the defaults take about 4 minutes:
+# Settings (environment), defaults in brackets; the defaults take about 12 minutes
+# (the gate step, 8 of them, needs ../shared/envtest):
 #   BUILD [build]            build directory (binaries in $BUILD/release, results in $BUILD/bench)
 #   BENCH_BUILD [1]          0: measure the binaries already in $BUILD/release, do not run make
 #   DURATION [5]             seconds per measured e2e run       WARMUP [2]  seconds, discarded
