@@ -36,23 +36,36 @@ static const char *advice(enum rule_id rule)
 	}
 }
 
-bool events_rule_emits(enum rule_id rule)
+/* The rules that emit, in the one order every per-reason series and
+ * report follows (the metrics' label values, replay's report). */
+static const enum rule_id emitting[EVENTS_RULES] = {
+	RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE, RULE_LEDGER_NUMA_SPLIT,
+	RULE_LEDGER_POD_AMOUNTS, RULE_CLAIM_FREEZE_ALLOCATE, RULE_CLAIM_FREEZE_CREATE,
+};
+
+enum rule_id events_rule_at(size_t i)
 {
-	switch (rule) {
-	case RULE_LEDGER_POOL_FRESH:
-	case RULE_LEDGER_DEVICE_DUPLICATE:
-	case RULE_LEDGER_NUMA_SPLIT:
-	case RULE_LEDGER_POD_AMOUNTS:
-	case RULE_CLAIM_FREEZE_ALLOCATE:
-	case RULE_CLAIM_FREEZE_CREATE:
-		return true;
-	default:
-		return false;
-	}
+	return emitting[i];
 }
 
-/* A refused allocation holds a Pod Pending: pending time is measured. */
-static bool rule_holds_allocation(enum rule_id rule)
+int events_rule_index(enum rule_id rule)
+{
+	int i;
+
+	for (i = 0; i < EVENTS_RULES; i++)
+		if (emitting[i] == rule)
+			return i;
+	return -1;
+}
+
+bool events_rule_emits(enum rule_id rule)
+{
+	return events_rule_index(rule) >= 0;
+}
+
+/* A refused allocation (or creation) holds a Pod Pending: pending time is
+ * measured. A refused Pod status write holds a binding, not a claim. */
+bool events_rule_holds(enum rule_id rule)
 {
 	return events_rule_emits(rule) && rule != RULE_LEDGER_POD_AMOUNTS;
 }
@@ -229,7 +242,7 @@ void events_from_review(const struct admission_request *rq, const struct verdict
 		r->rule = vi->rule;
 		events_reason(vi->rule, r->reason);
 		make_note(r->note, vi);
-		r->pending = rule_holds_allocation(vi->rule) && rq->object.kind == OBJECT_RESOURCE_CLAIM;
+		r->pending = events_rule_holds(vi->rule) && rq->object.kind == OBJECT_RESOURCE_CLAIM;
 		r->observed_ns = now_ns;
 		(*n)++;
 	}

@@ -64,9 +64,25 @@ struct events_report {
 /* The rule id in CamelCase: "ledger.pool.fresh" -> "LedgerPoolFresh". */
 void events_reason(enum rule_id rule, char out[static EVENTS_REASON_MAX]);
 
-/* True for the rules that emit Events (the four ledger refusals and the two
- * freeze holds). */
+/* The rules that emit Events (the four ledger refusals and the two freeze
+ * holds), in one order: every per-reason series (the metrics, replay's
+ * report) lists them as events_rule_at(0..EVENTS_RULES) gives them, so the
+ * live guard and the replay name the same set. */
+#define EVENTS_RULES 6
+
+/* The i-th rule that emits; i < EVENTS_RULES. */
+enum rule_id events_rule_at(size_t i);
+
+/* Its position in that order, or -1 for a rule that emits no Event. */
+int events_rule_index(enum rule_id rule);
+
+/* True for the rules that emit Events. */
 bool events_rule_emits(enum rule_id rule);
+
+/* True for the emitting rules whose refusal holds a claim back (all but
+ * ledger.pod.amounts, which refuses a Pod status write): pending time is
+ * measured for those (events_report.pending). */
+bool events_rule_holds(enum rule_id rule);
 
 /* The Events a decided review asks for, into out[0..*n) (at most max, and
  * at most EVENTS_PER_REVIEW): one per refusing rule (action deny) of the

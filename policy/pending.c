@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,24 +24,98 @@ struct pending_table {
 	uint32_t max, n;
 	int64_t idle_ns;
 	struct pending_claim *claims; /* [0..n), in order of since_ns */
+	/* (namespace, name) -> position + 1 in claims, 0 empty; open
+	 * addressing, at most half full, rebuilt when a sweep removes */
+	uint32_t *index;
+	uint32_t mask;
 };
+
+static const double bucket_s[PENDING_BUCKETS] = { 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600 };
+
+double pending_bucket_le(size_t i)
+{
+	return bucket_s[i];
+}
+
+void pending_bucket_label(size_t i, char out[static PENDING_LE_MAX])
+{
+	if (i < PENDING_BUCKETS)
+		snprintf(out, PENDING_LE_MAX, "%g", bucket_s[i]);
+	else
+		snprintf(out, PENDING_LE_MAX, "+Inf");
+}
+
+void pending_hist_observe(struct pending_hist *h, enum rule_id rule, double seconds)
+{
+	int k = events_rule_index(rule);
+	size_t b;
+
+	if (k < 0)
+		return;
+	for (b = 0; b < PENDING_BUCKETS && seconds > bucket_s[b]; b++)
+		;
+	h->counts[k][b]++;
+	h->sum[k] += seconds;
+}
+
+static uint32_t key_hash(const char *ns, const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *ns; ns++)
+		h = (h ^ (unsigned char)*ns) * 16777619u;
+	h = (h ^ '/') * 16777619u;
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
+/* The slot holding (ns, name), or the empty slot where it would go. */
+static uint32_t *slot_of(const struct pending_table *t, const char *ns, const char *name)
+{
+	uint32_t i = key_hash(ns, name) & t->mask;
+
+	for (;; i = (i + 1) & t->mask) {
+		const struct pending_claim *p;
+
+		if (!t->index[i])
+			return &t->index[i];
+		p = &t->claims[t->index[i] - 1];
+		if (strcmp(p->namespace, ns) == 0 && strcmp(p->name, name) == 0)
+			return &t->index[i];
+	}
+}
+
+static void reindex(struct pending_table *t)
+{
+	uint32_t i;
+
+	memset(t->index, 0, ((size_t)t->mask + 1) * sizeof(*t->index));
+	for (i = 0; i < t->n; i++)
+		*slot_of(t, t->claims[i].namespace, t->claims[i].name) = i + 1;
+}
 
 int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out)
 {
 	struct pending_table *t;
+	size_t slots = 2;
 
 	*out = NULL;
-	if (!max || idle_ns <= 0)
+	if (!max || max > (1u << 28) || idle_ns <= 0)
 		return -EINVAL;
+	while (slots < (size_t)max * 2)
+		slots *= 2;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->claims = calloc(max, sizeof(*t->claims));
-	if (!t->claims) {
-		free(t);
+	t->index = calloc(slots, sizeof(*t->index));
+	if (!t->claims || !t->index) {
+		pending_table_free(t);
 		return -ENOMEM;
 	}
 	t->max = max;
+	t->mask = (uint32_t)(slots - 1);
 	t->idle_ns = idle_ns;
 	*out = t;
 	return 0;
@@ -50,6 +125,7 @@ void pending_table_free(struct pending_table *t)
 {
 	if (!t)
 		return;
+	free(t->index);
 	free(t->claims);
 	free(t);
 }
@@ -62,26 +138,26 @@ uint32_t pending_table_count(const struct pending_table *t)
 int pending_table_refused(struct pending_table *t, const struct events_report *r)
 {
 	struct pending_claim *p;
-	uint32_t i;
+	uint32_t *slot;
 
 	if (!r->pending)
 		return 0;
-	for (i = 0; i < t->n; i++) {
-		p = &t->claims[i];
-		if (strcmp(p->namespace, r->claim.namespace) == 0 && strcmp(p->name, r->claim.name) == 0) {
-			p->rule = r->rule;
-			if (r->observed_ns > p->last_ns)
-				p->last_ns = r->observed_ns;
-			p->refusals++;
-			if (!p->pod[0] && r->pod[0])
-				memcpy(p->pod, r->pod, sizeof(p->pod));
-			if (!p->uid[0] && r->claim.uid[0])
-				memcpy(p->uid, r->claim.uid, sizeof(p->uid));
-			return 0;
-		}
+	slot = slot_of(t, r->claim.namespace, r->claim.name);
+	if (*slot) {
+		p = &t->claims[*slot - 1];
+		p->rule = r->rule;
+		if (r->observed_ns > p->last_ns)
+			p->last_ns = r->observed_ns;
+		p->refusals++;
+		if (!p->pod[0] && r->pod[0])
+			memcpy(p->pod, r->pod, sizeof(p->pod));
+		if (!p->uid[0] && r->claim.uid[0])
+			memcpy(p->uid, r->claim.uid, sizeof(p->uid));
+		return 0;
 	}
 	if (t->n == t->max)
 		return -E2BIG;
+	*slot = t->n + 1;
 	p = &t->claims[t->n++];
 	memset(p, 0, sizeof(*p));
 	memcpy(p->namespace, r->claim.namespace, sizeof(p->namespace));
@@ -117,7 +193,10 @@ uint32_t pending_table_sweep(struct pending_table *t, const struct view *v, int6
 			t->claims[kept] = *p;
 		kept++;
 	}
-	t->n = kept;
+	if (kept != t->n) {
+		t->n = kept;
+		reindex(t);
+	}
 	return kept;
 }
 

@@ -20,9 +20,40 @@
 #include "events.h"
 #include "view.h"
 
+/* --- pending time (dra_guard_pending_seconds, replay's report) ---------- */
+
+/* Buckets of the pending-time histogram: upper bounds 1 s to 6 h, then
+ * one above (+Inf). The live metric and the replay share them. */
+#define PENDING_BUCKETS 12
+
+/* Upper bound of bucket i (< PENDING_BUCKETS) in seconds. */
+double pending_bucket_le(size_t i);
+
+/* The le label of bucket i (<= PENDING_BUCKETS): "1", "21600", "+Inf". */
+#define PENDING_LE_MAX 16
+void pending_bucket_label(size_t i, char out[static PENDING_LE_MAX]);
+
+/* Pending times by reason (events_rule_at() order), non-cumulative: the
+ * bucket a time falls in is the first whose bound is >= it. */
+struct pending_hist {
+	uint64_t counts[EVENTS_RULES][PENDING_BUCKETS + 1];
+	double sum[EVENTS_RULES];
+};
+
+/* One claim allocated after seconds, held last by rule; a rule that emits
+ * no Event is ignored. */
+void pending_hist_observe(struct pending_hist *h, enum rule_id rule, double seconds);
+
+/* How long a claim neither refused nor in the view is remembered (the
+ * live guard's default, and the replay's). */
+#define PENDING_IDLE_DEFAULT_NS ((int64_t)3600 * 1000000000)
+
+/* --- the claims held now ------------------------------------------------- */
+
 struct pending_table;
 
-/* 0, -EINVAL (max 0), -ENOMEM. */
+/* 0, -EINVAL (max 0 or over 2^28), -ENOMEM. Everything the table will
+ * hold is allocated here: nothing after. */
 int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out);
 
 /* NULL is a no-op. */

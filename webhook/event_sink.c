@@ -17,9 +17,6 @@
 #include "pending.h"
 #include "snapshot.h"
 
-#define PENDING_BUCKETS 12
-static const double pending_bucket_s[PENDING_BUCKETS] = { 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600 };
-
 /* Events dropped, by cause (dra_guard_events_dropped_total). */
 enum drop {
 	DROP_QUEUE = 0,               /* the queue was full */
@@ -30,23 +27,6 @@ enum drop {
 };
 
 static const char *const drop_names[DROP_COUNT] = { "queue_full", "rate_limited", "cache_full", "api_error" };
-
-/* The rules that emit, in one order, for per-reason series. */
-static const enum rule_id emitting[] = {
-	RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE, RULE_LEDGER_NUMA_SPLIT,
-	RULE_LEDGER_POD_AMOUNTS, RULE_CLAIM_FREEZE_ALLOCATE, RULE_CLAIM_FREEZE_CREATE,
-};
-#define NEMITTING (sizeof(emitting) / sizeof(emitting[0]))
-
-static int emitting_index(enum rule_id r)
-{
-	size_t i;
-
-	for (i = 0; i < NEMITTING; i++)
-		if (emitting[i] == r)
-			return (int)i;
-	return -1;
-}
 
 struct event_sink {
 	struct event_sink_config cfg;
@@ -63,12 +43,11 @@ struct event_sink {
 
 	pthread_mutex_t pmu;          /* the pending table and the histogram */
 	struct pending_table *pending;
-	uint64_t hist[NEMITTING][PENDING_BUCKETS + 1];
-	double hist_sum[NEMITTING];
+	struct pending_hist hist;
 	uint64_t pending_full;
 
 	/* metrics */
-	atomic_uint_fast64_t observed[NEMITTING];   /* refusals, by reason */
+	atomic_uint_fast64_t observed[EVENTS_RULES];   /* refusals, by reason */
 	atomic_uint_fast64_t created, patched;
 	atomic_uint_fast64_t dropped[DROP_COUNT];
 	atomic_uint_fast32_t series;
@@ -89,7 +68,7 @@ void event_sink_config_default(struct event_sink_config *cfg, const char *instan
 	cfg->queue = 512;
 	event_cache_limits_default(&cfg->limits);
 	cfg->max_pending = 10000;
-	cfg->pending_idle_ns = (int64_t)3600 * 1000000000;
+	cfg->pending_idle_ns = PENDING_IDLE_DEFAULT_NS;
 }
 
 int event_sink_new(const struct event_sink_config *cfg, struct cluster_view *cv, struct event_sink **out)
@@ -282,7 +261,7 @@ static void send_patch(struct event_sink *es, const struct event_send *s)
 static void observe(struct event_sink *es, const struct events_report *r)
 {
 	struct event_send s;
-	int k = emitting_index(r->rule);
+	int k = events_rule_index(r->rule);
 
 	if (k >= 0)
 		atomic_fetch_add(&es->observed[k], 1);
@@ -326,14 +305,8 @@ static void flush(struct event_sink *es)
 static void pending_done(void *ctx, enum rule_id rule, double seconds)
 {
 	struct event_sink *es = ctx;
-	int k = emitting_index(rule), b;
 
-	if (k < 0)
-		return;
-	for (b = 0; b < PENDING_BUCKETS && seconds > pending_bucket_s[b]; b++)
-		;
-	es->hist[k][b]++;
-	es->hist_sum[k] += seconds;
+	pending_hist_observe(&es->hist, rule, seconds);
 }
 
 static void sweep(struct event_sink *es)
@@ -448,23 +421,22 @@ int event_sink_pending_json(struct event_sink *es, struct buf *out)
 int event_sink_render_metrics(void *ctx, struct buf *out)
 {
 	struct event_sink *es = ctx;
-	uint64_t hist[NEMITTING][PENDING_BUCKETS + 1], full;
-	double sum[NEMITTING];
+	struct pending_hist hist;
+	uint64_t full;
 	uint32_t held;
-	char reason[EVENTS_REASON_MAX];
-	size_t k;
-	int rc, b;
+	char reason[EVENTS_REASON_MAX], le[PENDING_LE_MAX];
+	size_t k, b;
+	int rc;
 
 	pthread_mutex_lock(&es->pmu);
-	memcpy(hist, es->hist, sizeof(hist));
-	memcpy(sum, es->hist_sum, sizeof(sum));
+	hist = es->hist;
 	full = es->pending_full;
 	held = pending_table_count(es->pending);
 	pthread_mutex_unlock(&es->pmu);
 	rc = buf_add_cstr(out, "# HELP dra_guard_events_refusals_total Refusals that asked for an Event (one per rule "
 			  "and review), by reason.\n# TYPE dra_guard_events_refusals_total counter\n");
-	for (k = 0; rc == 0 && k < NEMITTING; k++) {
-		events_reason(emitting[k], reason);
+	for (k = 0; rc == 0 && k < EVENTS_RULES; k++) {
+		events_reason(events_rule_at(k), reason);
 		rc = buf_printf(out, "dra_guard_events_refusals_total{reason=\"%s\"} %" PRIu64 "\n", reason,
 				(uint64_t)atomic_load(&es->observed[k]));
 	}
@@ -492,23 +464,24 @@ int event_sink_render_metrics(void *ctx, struct buf *out)
 		rc = buf_add_cstr(out, "# HELP dra_guard_pending_seconds Time from a claim's first refused allocation to "
 				  "its allocation (as the cluster view saw it), by the reason that held it last.\n"
 				  "# TYPE dra_guard_pending_seconds histogram\n");
-	for (k = 0; rc == 0 && k < NEMITTING; k++) {
+	for (k = 0; rc == 0 && k < EVENTS_RULES; k++) {
 		uint64_t cum = 0;
 
-		if (emitting[k] == RULE_LEDGER_POD_AMOUNTS)
+		if (!events_rule_holds(events_rule_at(k)))
 			continue;     /* not an allocation */
-		events_reason(emitting[k], reason);
+		events_reason(events_rule_at(k), reason);
 		for (b = 0; rc == 0 && b < PENDING_BUCKETS; b++) {
-			cum += hist[k][b];
-			rc = buf_printf(out, "dra_guard_pending_seconds_bucket{reason=\"%s\",le=\"%g\"} %" PRIu64 "\n",
-					reason, pending_bucket_s[b], cum);
+			cum += hist.counts[k][b];
+			pending_bucket_label(b, le);
+			rc = buf_printf(out, "dra_guard_pending_seconds_bucket{reason=\"%s\",le=\"%s\"} %" PRIu64 "\n",
+					reason, le, cum);
 		}
-		cum += hist[k][PENDING_BUCKETS];
+		cum += hist.counts[k][PENDING_BUCKETS];
 		if (rc == 0)
 			rc = buf_printf(out, "dra_guard_pending_seconds_bucket{reason=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
 					"dra_guard_pending_seconds_sum{reason=\"%s\"} %.3f\n"
 					"dra_guard_pending_seconds_count{reason=\"%s\"} %" PRIu64 "\n",
-					reason, cum, reason, sum[k], reason, cum);
+					reason, cum, reason, hist.sum[k], reason, cum);
 	}
 	return rc;
 }
