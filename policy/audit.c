@@ -24,6 +24,7 @@ enum {
 	SEEN_KIND = 1 << 9,
 	SEEN_API = 1 << 10,
 	SEEN_IMP = 1 << 11,
+	SEEN_URI = 1 << 12,
 };
 
 const char *audit_verb_name(enum audit_verb v)
@@ -252,6 +253,33 @@ static int response_status(struct jscan *s, struct audit_event *ev, char *err, s
 	return 0;
 }
 
+/* A dryRun parameter with a value in the query of a raw requestURI. The
+ * API server's JSON encoder writes '&' as \u0026; a value other than All
+ * is refused by the API server, so any value is a dry run. */
+static bool uri_dry_run(struct str uri)
+{
+	const char *q = memchr(uri.ptr, '?', uri.len), *end = uri.ptr + uri.len;
+
+	while (q && q < end) {
+		const char *p = q + 1;
+
+		if ((size_t)(end - p) > 7 && memcmp(p, "dryRun=", 7) == 0 && p + 7 < end && p[7] != '&' && p[7] != '\\')
+			return true;
+		q = NULL;
+		for (; p < end; p++) {
+			if (*p == '&') {
+				q = p;
+				break;
+			}
+			if (*p == '\\' && end - p >= 6 && memcmp(p, "\\u0026", 6) == 0) {
+				q = p + 5;
+				break;
+			}
+		}
+	}
+	return false;
+}
+
 /* 1 once what was read so far makes the event one the replay skips. */
 static int skipped(const struct audit_event *ev, unsigned seen, bool complete)
 {
@@ -283,6 +311,10 @@ int audit_parse(const char *line, size_t len, struct audit_event *out, char *err
 			if (string_member(&s, &seen, SEEN_STAGE, "stage", &v, err, n))
 				return -EBADMSG;
 			complete = jscan_str_is(&v, "ResponseComplete");
+		} else if (jscan_str_is(&key, "requestURI")) {
+			if (string_member(&s, &seen, SEEN_URI, "requestURI", &v, err, n))
+				return -EBADMSG;
+			out->dry_run = uri_dry_run(raw(&v));
 		} else if (jscan_str_is(&key, "verb")) {
 			if (string_member(&s, &seen, SEEN_VERB, "verb", &v, err, n))
 				return -EBADMSG;

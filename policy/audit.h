@@ -2,7 +2,7 @@
  * the API server's log backend writes them, one JSON object a line).
  *
  * The reader keeps what a replay needs of a write the guard reads (stage,
- * verb, objectRef, user, responseStatus.code, requestObject,
+ * verb, requestURI's dryRun, objectRef, user, responseStatus.code, requestObject,
  * responseObject, stageTimestamp, auditID) and stops as early as it can on
  * every other event: the API server writes the members in the Event
  * struct's order (stage, verb, user, objectRef come before the objects), so
@@ -50,6 +50,7 @@ struct audit_event {
 	struct str user;               /* the "user" member's JSON text (an object) */
 	struct str impersonated;       /* "impersonatedUser": whom admission saw, or len 0 */
 	int32_t code;                  /* responseStatus.code; 0 when absent */
+	bool dry_run;                  /* requestURI has a dryRun parameter: nothing was stored */
 	struct str request_object;     /* JSON text, or len 0 when absent or null */
 	struct str response_object;
 };

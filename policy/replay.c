@@ -28,6 +28,7 @@ void replay_options_default(struct replay_options *o)
 	o->reorder_bytes = (size_t)256 << 20;
 	o->store_bytes = (size_t)4 << 30;
 	o->max_line = (size_t)64 << 20;
+	o->max_pending = 100000;
 }
 
 int replay_new(const struct replay_options *o, struct replay **out)
@@ -36,7 +37,7 @@ int replay_new(const struct replay_options *o, struct replay **out)
 	int rc = -ENOMEM;
 
 	*out = NULL;
-	if (!o || !o->policy || o->sample_ns <= 0 || o->reorder_ns < 0)
+	if (!o || !o->policy || o->sample_ns <= 0 || o->reorder_ns < 0 || !o->max_pending)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -48,7 +49,8 @@ int replay_new(const struct replay_options *o, struct replay **out)
 	    replay_store_init(&r->pending, (size_t)256 << 20))
 		goto fail;
 	if ((rc = view_builder_new(NULL, &r->builder)) || (rc = arena_new(REPLAY_ARENA_CAP, &r->arena)) ||
-	    (rc = arena_new(REPLAY_SCRATCH_CAP, &r->scratch)))
+	    (rc = arena_new(REPLAY_SCRATCH_CAP, &r->scratch)) ||
+	    (rc = pending_table_new(o->max_pending, PENDING_IDLE_DEFAULT_NS, &r->held)))
 		goto fail;
 	if (o->max_refused) {
 		r->refused = calloc(o->max_refused, sizeof(*r->refused));
@@ -100,6 +102,7 @@ void replay_free(struct replay *r)
 	replay_store_fini(&r->store);
 	replay_store_fini(&r->pools);
 	replay_store_fini(&r->pending);
+	pending_table_free(r->held);
 	buf_free(&r->review);
 	buf_free(&r->text);
 	free(r);
@@ -459,7 +462,16 @@ static int process(struct replay *r, const struct audit_event *ev, uint64_t line
 		if (rc)
 			return rc;
 	}
-	return replay_success(ev) ? replay_apply(r, ev) : 0;
+	/* A dry run stored nothing. */
+	rc = replay_success(ev) && !ev->dry_run ? replay_apply(r, ev) : 0;
+	/* Held claims are compared with the view once a second of log time,
+	 * as the live guard's worker does; the view dates an allocation
+	 * itself, so the time measured does not depend on when. */
+	if (rc == 0 && ev->stage_ns >= r->next_sweep_ns && pending_table_count(r->held)) {
+		rc = replay_sweep_held(r, ev->stage_ns);
+		r->next_sweep_ns = ev->stage_ns + 1000000000LL;
+	}
+	return rc;
 }
 
 static int drain(struct replay *r, bool all)
@@ -590,6 +602,8 @@ int replay_finish(struct replay *r)
 {
 	int rc = drain(r, true);
 
+	if (rc == 0 && pending_table_count(r->held))
+		rc = replay_sweep_held(r, r->end_ns);
 	if (rc)
 		return rc;
 	if (r->first_ns) {
@@ -620,6 +634,11 @@ void replay_totals(const struct replay *r, struct replay_totals *out)
 	out->not_judged = r->not_judged_old + r->not_judged_patch;
 	out->divergences = replay_divergences(r);
 	out->overcommitted = r->ledger ? r->ledger->overcommitted : 0;
+}
+
+const char *replay_cap(const struct replay *r)
+{
+	return r->held_full ? "the pending table (max_pending claims held back at once)" : "";
 }
 
 const struct ledger *replay_ledger(const struct replay *r)

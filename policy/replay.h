@@ -19,8 +19,18 @@
  *   - applied to the view, when it succeeded, from its responseObject (a
  *     binding sets the stored Pod's spec.nodeName; a deletion that only
  *     marks the object is a change, not a removal).
+ * A write made with dryRun is judged as a dry run and never applied.
  * The recorded freeze (the guard's ConfigMap data.freeze as written in the
- * log) is the freeze the engine judges under. The ledger is built from the
+ * log) is the freeze the engine judges under.
+ *
+ * Why Pods were pending, as the live guard tells it: every judged review
+ * the engine refuses gives the Events the server would emit
+ * (events_from_review(): none for a dry run), counted by reason, and a
+ * refused allocation that the log shows refused too enters a pending
+ * table (pending.h, the live guard's): the time from a claim's first
+ * refusal to the view's allocation of it goes into the same histogram as
+ * dra_guard_pending_seconds, and the claims still held at the end are
+ * listed as GET /debug/pending lists them. The ledger is built from the
  * view every sample interval of log time and at the end; a node
  * overcommitted or diverging for less than ledger.settleWindow is a write
  * in flight, not a divergence.
@@ -54,10 +64,11 @@ struct replay_options {
 	size_t reorder_bytes;         /* cap on the lines held for reordering */
 	size_t store_bytes;           /* cap on the stored object texts */
 	size_t max_line;              /* longest line read */
+	uint32_t max_pending;         /* claims held back at once (pending.h) */
 };
 
 /* 5 examples, 1,000 refusals listed, 1 s samples, a 10 s / 256 MiB
- * window, 4 GiB of objects, 64 MiB lines. */
+ * window, 4 GiB of objects, 64 MiB lines, 100,000 claims held back. */
 void replay_options_default(struct replay_options *o);
 
 struct replay;
@@ -78,7 +89,7 @@ int replay_seed(struct replay *r, const char *json, size_t len, int64_t now_ns, 
 /* One line of the log (without its newline), numbered line_no from 1.
  * A corrupt line is counted and its number and error kept (the first few);
  * it is not an error of the call. Returns 0, -E2BIG when a cap of the
- * view or the store is passed (the replay cannot go on faithfully), or
+ * view, the store or the pending table is passed (replay_cap() says which) (the replay cannot go on faithfully), or
  * -ENOMEM. */
 int replay_line(struct replay *r, const char *line, size_t len, uint64_t line_no);
 
@@ -88,6 +99,10 @@ void replay_line_too_long(struct replay *r, uint64_t line_no, size_t len);
 /* The log ended: the window is drained and the last sample taken. 0,
  * -E2BIG or -ENOMEM. */
 int replay_finish(struct replay *r);
+
+/* After -E2BIG: which cap was passed ("the pending table (max_pending
+ * claims)"), or "" when it was another's. Static storage. */
+const char *replay_cap(const struct replay *r);
 
 /* Totals for the exit code. */
 struct replay_totals {

@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "model.h"
 #include "ledger.h"
+#include "pending.h"
 #include "replay.h"
 #include "rules.h"
 #include "view.h"
@@ -209,6 +210,13 @@ struct replay {
 	uint64_t pending_hist[REPLAY_PENDING_BUCKETS];
 	uint64_t pending_count;
 	int64_t pending_max_ns;
+	/* why pending: the live guard's Events and pending time */
+	uint64_t refusals[EVENTS_RULES];  /* Events a refusal asks for, by reason */
+	uint64_t held_written;            /* ...of writes that succeeded in the log */
+	struct pending_table *held;       /* claims held back now */
+	struct pending_hist held_hist;
+	int64_t next_sweep_ns;
+	bool held_full;
 	uint32_t max_near_capacity;
 	char near_capacity_node[256];
 	struct ledger *ledger;            /* the last sample's */
@@ -248,5 +256,12 @@ bool replay_judged_write(const struct replay *r, const struct audit_event *ev, s
 int replay_judge(struct replay *r, const struct audit_event *ev, const struct judged *j, uint64_t line_no);
 /* replay_apply.c: a write that succeeded, applied. */
 int replay_apply(struct replay *r, const struct audit_event *ev);
+/* The Events a decided review asks for counted, and its held claims kept. 0 or -E2BIG. */
+int replay_note_events(struct replay *r, const struct audit_event *ev, const struct admission_request *rq,
+		       const struct verdict *v);
+/* Claims the view shows allocated (or gone) leave the pending table, at t. 0 or the view's error. */
+int replay_sweep_held(struct replay *r, int64_t t);
+/* ,"pending":{...} of the report (docs/replay.md). 0 or out's error. */
+int replay_pending_json(const struct replay *r, struct buf *out);
 
 #endif

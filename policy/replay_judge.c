@@ -198,7 +198,7 @@ static int make_review(struct replay *r, const struct audit_event *ev, const str
 	if (rc == 0)
 		rc = old.len ? buf_add(b, old.ptr, old.len) : buf_add_cstr(b, "null");
 	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"dryRun\":false}}");
+		rc = buf_add_cstr(b, ev->dry_run ? ",\"dryRun\":true}}" : ",\"dryRun\":false}}");
 	return rc;
 }
 
@@ -410,5 +410,7 @@ int replay_judge(struct replay *r, const struct audit_event *ev, const struct ju
 	engine_decide(r->o.policy, r->view, &opt, &req, ev->stage_ns, r->arena, &v);
 	if (ev->resource == AUDIT_SLICES)
 		note_driver(r, obj.len ? obj : old, replay_success(ev), &v, line_no);
+	if (!v.allowed && (rc = replay_note_events(r, ev, &req, &v)) != 0)
+		return rc;
 	return record(r, ev, line_no, op, &v);
 }

@@ -185,6 +185,8 @@ int replay_report_json(const struct replay *r, bool with_ledger, struct buf *out
 	if (rc == 0)
 		rc = buf_printf(out, ",\"restarts\":{\"sliceDeletes\":%" PRIu64 ",\"sliceDeletesByKubelet\":%" PRIu64 "}",
 				r->slice_deletes, r->slice_deletes_by_node);
+	if (rc == 0)
+		rc = replay_pending_json(r, out);
 	if (rc == 0 && with_ledger && r->ledger) {
 		rc = buf_add_cstr(out, ",\"ledger\":");
 		if (rc == 0)

@@ -5,7 +5,9 @@
 #ifndef DRA_GUARD_CLI_H
 #define DRA_GUARD_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* dra-guard serve: the TLS webhook (webhook/serve.c). */
 int serve_main(int argc, char **argv);
@@ -34,6 +36,12 @@ int readiness_main(int argc, char **argv);
 /* dra-guard pending [--url URL]: the claims a running replica refuses now
  * (webhook/pending_cmd.c). */
 int pending_main(int argc, char **argv);
+
+/* The claims of a GET /debug/pending answer (its "claims" JSON array in
+ * json[0..len)) as dra-guard pending prints them: a header and one line a
+ * claim, to f; nothing for none. 0, or -EBADMSG with err saying what is
+ * wrong. The replay's report prints the claims held at the end with it. */
+int pending_print_claims(FILE *f, const char *json, size_t len, char *err, size_t errn);
 
 /* A time on the command line: RFC 3339 in UTC (2026-12-01T10:00:00Z) or
  * seconds since the epoch, into ns. 0 or -EINVAL. */

@@ -108,12 +108,63 @@ static void duration(const char *secs, char *out, size_t n)
 		snprintf(out, n, "%.1fs", s);
 }
 
+/* The claims list: a header and one line a claim. */
+static int print_rows(FILE *f, const struct doc_node *claims, char *err, size_t errn)
+{
+	size_t i;
+
+	if (claims->n)
+		fprintf(f, "%-40s %-30s %-22s %-21s %-9s %s\n", "CLAIM", "POD", "REASON", "SINCE", "PENDING", "REFUSALS");
+	for (i = 0; i < claims->n; i++) {
+		const struct doc_node *c = claims->items[i];
+		const char *ns, *name, *pod, *reason, *since, *secs, *refusals;
+		char claim[600], dur[32];
+
+		if (c->type != DOC_MAP) {
+			snprintf(err, errn, "claims[%zu] is not an object", i);
+			return -EBADMSG;
+		}
+		ns = text_of(c, "namespace"), name = text_of(c, "name"), pod = text_of(c, "pod");
+		reason = text_of(c, "reason"), since = text_of(c, "since"), secs = text_of(c, "seconds");
+		refusals = text_of(c, "refusals");
+		if (!ns || !name || !pod || !reason || !since || !secs || !refusals) {
+			snprintf(err, errn, "claims[%zu] lacks a field of GET /debug/pending", i);
+			return -EBADMSG;
+		}
+		snprintf(claim, sizeof(claim), "%s/%s", ns, name);
+		duration(secs, dur, sizeof(dur));
+		fprintf(f, "%-40s %-30s %-22s %-21s %-9s %s\n", claim, pod[0] ? pod : "-", reason, since, dur, refusals);
+	}
+	return 0;
+}
+
+int pending_print_claims(FILE *f, const char *json, size_t len, char *err, size_t errn)
+{
+	struct doc_set *set = NULL;
+	struct doc_error derr;
+	const struct doc_node *claims;
+	int rc;
+
+	if (doc_parse_json(json, len, NULL, &set, &derr) != 0) {
+		snprintf(err, errn, "the claims are not JSON: %s", derr.msg);
+		return -EBADMSG;
+	}
+	claims = doc_set_root(set, 0);
+	if (!claims || claims->type != DOC_SEQ) {
+		snprintf(err, errn, "the claims are not a list");
+		rc = -EBADMSG;
+	} else {
+		rc = print_rows(f, claims, err, errn);
+	}
+	doc_set_free(set);
+	return rc;
+}
+
 static int print_table(const char *text, size_t len, char *err, size_t errn)
 {
 	struct doc_set *set = NULL;
 	struct doc_error derr;
 	const struct doc_node *root, *claims;
-	size_t i;
 	int rc = 0;
 
 	if (doc_parse_json(text, len, NULL, &set, &derr) != 0) {
@@ -128,24 +179,7 @@ static int print_table(const char *text, size_t len, char *err, size_t errn)
 		goto out;
 	}
 	printf("replica %s: %zu claim%s refused now\n", text_of(root, "instance"), claims->n, claims->n == 1 ? "" : "s");
-	if (claims->n)
-		printf("%-40s %-30s %-22s %-21s %-9s %s\n", "CLAIM", "POD", "REASON", "SINCE", "PENDING", "REFUSALS");
-	for (i = 0; i < claims->n; i++) {
-		const struct doc_node *c = claims->items[i];
-		const char *ns = text_of(c, "namespace"), *name = text_of(c, "name"), *pod = text_of(c, "pod");
-		const char *reason = text_of(c, "reason"), *since = text_of(c, "since"), *secs = text_of(c, "seconds");
-		const char *refusals = text_of(c, "refusals");
-		char claim[600], dur[32];
-
-		if (c->type != DOC_MAP || !ns || !name || !pod || !reason || !since || !secs || !refusals) {
-			snprintf(err, errn, "claims[%zu] lacks a field of GET /debug/pending", i);
-			rc = -EBADMSG;
-			goto out;
-		}
-		snprintf(claim, sizeof(claim), "%s/%s", ns, name);
-		duration(secs, dur, sizeof(dur));
-		printf("%-40s %-30s %-22s %-21s %-9s %s\n", claim, pod[0] ? pod : "-", reason, since, dur, refusals);
-	}
+	rc = print_rows(stdout, claims, err, errn);
 out:
 	doc_set_free(set);
 	return rc;

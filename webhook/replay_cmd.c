@@ -75,6 +75,7 @@ static void replay_usage(FILE *f)
 		"  --reorder-window DURATION  how far out of stageTimestamp order events may be (default 10s)\n"
 		"  --max-line BYTES       the longest line read; longer ones are corrupt (default 64Mi)\n"
 		"  --max-state BYTES      cap on the object texts kept for oldObject (default 4Gi)\n"
+		"  --max-pending N        claims held back by a refusal at once (default 100000)\n"
 		"  --self NAMESPACE/NAME  the guard's policy ConfigMap (default dra-guard/dra-guard-policy)\n"
 		"  --warn-exit-code N     exit N on warnings, corrupt lines or divergences without denials\n"
 		"  --no-ledger            leave the final ledger out of the report\n"
@@ -155,7 +156,8 @@ static int parse_count(const char *opt, const char *s, long max, long *out)
 
 enum {
 	OPT_POLICY = 256, OPT_VIEW, OPT_OUTPUT, OPT_EXAMPLES, OPT_MAX_REFUSED, OPT_SAMPLE, OPT_REORDER,
-	OPT_MAX_LINE, OPT_MAX_STATE, OPT_SELF, OPT_WARN_EXIT, OPT_NO_LEDGER, OPT_VIEW_TIME, OPT_REPORT, OPT_HELP
+	OPT_MAX_LINE, OPT_MAX_STATE, OPT_SELF, OPT_WARN_EXIT, OPT_NO_LEDGER, OPT_VIEW_TIME, OPT_REPORT, OPT_HELP,
+	OPT_MAX_PENDING
 };
 
 static const struct option replay_options[] = {
@@ -169,6 +171,7 @@ static const struct option replay_options[] = {
 	{ "reorder-window", required_argument, NULL, OPT_REORDER },
 	{ "max-line", required_argument, NULL, OPT_MAX_LINE },
 	{ "max-state", required_argument, NULL, OPT_MAX_STATE },
+	{ "max-pending", required_argument, NULL, OPT_MAX_PENDING },
 	{ "self", required_argument, NULL, OPT_SELF },
 	{ "warn-exit-code", required_argument, NULL, OPT_WARN_EXIT },
 	{ "no-ledger", no_argument, NULL, OPT_NO_LEDGER },
@@ -232,6 +235,14 @@ static int parse_args(struct replay_cli *c, int argc, char **argv)
 			if (parse_count("max-refused", optarg, 1000000, &n))
 				return 2;
 			c->o.max_refused = (uint32_t)n;
+			break;
+		case OPT_MAX_PENDING:
+			if (parse_count("max-pending", optarg, 1L << 28, &n) || n == 0) {
+				if (n == 0)
+					fprintf(stderr, "dra-guard replay: --max-pending 0: expected 1..%ld\n", 1L << 28);
+				return 2;
+			}
+			c->o.max_pending = (uint32_t)n;
 			break;
 		case OPT_WARN_EXIT:
 			if (parse_count("warn-exit-code", optarg, 255, &n))
@@ -498,6 +509,53 @@ static void print_event(FILE *f, json_t *e, const char *indent)
 	fprintf(f, ": %s\n", js(e, "message"));
 }
 
+/* Why Pods were pending: the live guard's Events by reason, the pending
+ * times of the claims they held back, and those still held at the end
+ * (as dra-guard pending lists a replica's). */
+static void print_pending(json_t *p)
+{
+	json_t *x, *b, *claims = json_object_get(p, "claims");
+	long long refusals = 0, allocated = 0;
+	size_t i, j;
+	char *text, err[256];
+
+	json_array_foreach(json_object_get(p, "reasons"), i, x) {
+		refusals += ji(x, "refusals");
+		allocated += ji(x, "allocated");
+	}
+	printf("\nwhy pending: %lld refusals that emit an Event; %lld claims allocated after a refusal; %zu still "
+	       "refused at the end\n", refusals, allocated, json_array_size(claims));
+	json_array_foreach(json_object_get(p, "reasons"), i, x) {
+		long long prev = 0;
+
+		printf("  %-22s refusals %lld", js(x, "reason"), ji(x, "refusals"));
+		if (!json_object_get(x, "buckets")) {
+			printf(" (a Pod status write: no pending time)\n");
+			continue;
+		}
+		printf(", allocated after %lld", ji(x, "allocated"));
+		if (ji(x, "allocated"))
+			printf(", %.3fs in all;", json_real_value(json_object_get(x, "sumSeconds")));
+		json_array_foreach(json_object_get(x, "buckets"), j, b) {
+			if (ji(b, "count") == prev)
+				continue;
+			printf(" le %s: %lld", js(b, "le"), ji(b, "count") - prev);
+			prev = ji(b, "count");
+		}
+		printf("\n");
+	}
+	if (ji(p, "refusedButWritten"))
+		printf("  %lld refused allocations succeeded in the log (no pending time: the log cannot say when they "
+		       "would have)\n", ji(p, "refusedButWritten"));
+	if (!json_array_size(claims))
+		return;
+	printf("claims still refused at the end of the log\n");
+	text = json_dumps(claims, JSON_COMPACT);
+	if (!text || pending_print_claims(stdout, text, strlen(text), err, sizeof(err)))
+		printf("  (not listed: %s)\n", text ? err : "out of memory");
+	free(text);
+}
+
 static void print_text(json_t *rep, const struct ledger *l)
 {
 	json_t *w = json_object_get(rep, "window"), *in = json_object_get(rep, "input");
@@ -543,6 +601,7 @@ static void print_text(json_t *rep, const struct ledger *l)
 	       json_is_true(json_object_get(fz, "frozenAtEnd")) ? "on" : "off");
 	json_array_foreach(json_object_get(fz, "events"), i, x)
 		printf("  %s at %s\n", json_is_true(json_object_get(x, "freeze")) ? "on " : "off", js(x, "at"));
+	print_pending(json_object_get(rep, "pending"));
 	printf("\nledger: %lld samples; %lld divergences that outlasted the settle window (%s); at most %lld "
 	       "overcommitted and %lld diverging nodes; admitted: %lld duplicate allocations, %lld from a stale pool, "
 	       "%lld NUMA splits\n", ji(dv, "samples"), ji(dv, "divergentIntervals"), js(dv, "settleWindow"),
@@ -831,9 +890,13 @@ static int run(int argc, char **argv, bool readiness)
 	if (rc == 0 || rc == 2)
 		rc = replay_finish(r);
 	if (rc < 0) {
-		fprintf(stderr, "dra-guard replay: %s\n", rc == -E2BIG
-			? "a cap of the view or of the stored objects was passed (--max-state); the replay stopped"
-			: "out of memory");
+		if (rc == -E2BIG && *replay_cap(r))
+			fprintf(stderr, "dra-guard replay: %s was passed (--max-pending %u); the replay stopped\n",
+				replay_cap(r), c.o.max_pending);
+		else
+			fprintf(stderr, "dra-guard replay: %s\n", rc == -E2BIG
+				? "a cap of the view or of the stored objects was passed (--max-state); the replay stopped"
+				: "out of memory");
 		goto out;
 	}
 	if (c.readiness) {
