@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "events.h"
 #include "jscan.h"
 #include "policy.h"
 #include "replay_impl.h"
@@ -204,6 +205,194 @@ static void test_a_duplicate_that_got_through_is_named(void **state)
 	policy_free(pol);
 }
 
+/* --- why pending: the live guard's reasons and pending time ----------------------------------- */
+
+#define ALLOC_FOR_POD(dev) ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":" \
+	"\"gpu.example.com\",\"pool\":\"n1\",\"device\":\"" dev "\"}]},\"nodeSelector\":{\"nodeSelectorTerms\":" \
+	"[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}]}]}}," \
+	"\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p1\",\"uid\":\"pod-uid-1\"}]}"
+#define FREEZE_CM(on) "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"dra-guard-policy\"," \
+	"\"namespace\":\"dra-guard\"},\"data\":{\"freeze\":\"" on "\"}}"
+
+/* One write of the log: what, its recorded code, when (seconds after
+ * 10:00:00), and whether it was made with ?dryRun=All. */
+enum step_kind { STEP_END = 0, STEP_FREEZE, STEP_THAW, STEP_CREATE_CLAIM, STEP_ALLOCATE };
+struct step {
+	enum step_kind kind;
+	int code;
+	int second;
+	bool dry_run;
+};
+
+static int write_step(struct replay *r, uint64_t no, const struct step *st)
+{
+	static char buf[16384];
+	const char *verb = "create", *res = "resourceclaims", *sub = "", *ns = "default", *name = "c1";
+	const char *group = "resource.k8s.io", *user = "admin", *obj = CLAIM("c1", UID1, "2", "");
+	int n;
+
+	switch (st->kind) {
+	case STEP_FREEZE:
+	case STEP_THAW:
+		verb = st->kind == STEP_FREEZE ? "create" : "update", res = "configmaps", ns = "dra-guard";
+		name = "dra-guard-policy", group = "";
+		obj = st->kind == STEP_FREEZE ? FREEZE_CM("true") : FREEZE_CM("false");
+		break;
+	case STEP_ALLOCATE:
+		verb = "update", sub = "status", user = "system:kube-scheduler";
+		obj = CLAIM("c1", UID1, "3", ALLOC_FOR_POD("gpu-0"));
+		break;
+	default:
+		break;
+	}
+	n = snprintf(buf, sizeof(buf),
+		     "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"level\":\"RequestResponse\","
+		     "\"auditID\":\"id-%llu\",\"stage\":\"ResponseComplete\",\"requestURI\":\"/apis/x/%s%s\","
+		     "\"verb\":\"%s\",\"user\":{\"username\":\"%s\",\"groups\":[\"system:authenticated\"]},"
+		     "\"objectRef\":{\"resource\":\"%s\",\"namespace\":\"%s\",\"name\":\"%s\",\"apiGroup\":\"%s\","
+		     "\"apiVersion\":\"v1\"%s%s%s},\"responseStatus\":{\"code\":%d},\"requestObject\":%s,"
+		     "\"responseObject\":%s,\"stageTimestamp\":\"2026-12-01T10:%02d:%02d.000000Z\"}",
+		     (unsigned long long)no, name, st->dry_run ? "?fieldManager=kubectl\\u0026dryRun=All" : "", verb, user,
+		     res, ns, name, group, *sub ? ",\"subresource\":\"" : "", sub, *sub ? "\"" : "", st->code, obj,
+		     st->code < 300 ? obj : "null", st->second / 60, st->second % 60);
+	assert_true(n > 0 && (size_t)n < sizeof(buf));
+	return replay_line(r, buf, (size_t)n, no);
+}
+
+static void test_refusals_and_pending_time_are_the_live_guards(void **state)
+{
+	static const struct {
+		const char *name;
+		struct step steps[8];
+		enum rule_id rule;            /* the reason expected */
+		uint64_t refusals;            /* Events it asks for */
+		int bucket;                   /* the pending sample's bucket, -1 none */
+		double seconds;
+		bool pending_at_end;
+		uint64_t written;             /* refused allocations the log shows written */
+	} cases[] = {
+		{ "refused, then allocated: one sample of the time between, under its reason",
+		  { { STEP_CREATE_CLAIM, 201, 2, false }, { STEP_FREEZE, 201, 3, false }, { STEP_ALLOCATE, 403, 4, false },
+		    { STEP_THAW, 200, 5, false }, { STEP_ALLOCATE, 200, 12, false } },
+		  RULE_CLAIM_FREEZE_ALLOCATE, 1, 2 /* le 10 */, 8.0, false, 0 },
+		{ "refused and never allocated: pending at the end, no sample",
+		  { { STEP_CREATE_CLAIM, 201, 2, false }, { STEP_FREEZE, 201, 3, false }, { STEP_ALLOCATE, 403, 4, false } },
+		  RULE_CLAIM_FREEZE_ALLOCATE, 1, -1, 0, true, 0 },
+		{ "a dry-run refusal emits nothing and holds nothing",
+		  { { STEP_CREATE_CLAIM, 201, 2, false }, { STEP_FREEZE, 201, 3, false }, { STEP_ALLOCATE, 403, 4, true },
+		    { STEP_THAW, 200, 5, false }, { STEP_ALLOCATE, 200, 12, false } },
+		  RULE_CLAIM_FREEZE_ALLOCATE, 0, -1, 0, false, 0 },
+		{ "a dry-run allocation stores nothing: the claim stays pending",
+		  { { STEP_CREATE_CLAIM, 201, 2, false }, { STEP_FREEZE, 201, 3, false }, { STEP_ALLOCATE, 403, 4, false },
+		    { STEP_THAW, 200, 5, false }, { STEP_ALLOCATE, 200, 12, true } },
+		  RULE_CLAIM_FREEZE_ALLOCATE, 1, -1, 0, true, 0 },
+		{ "two refusals of one claim: the time counts from the first",
+		  { { STEP_CREATE_CLAIM, 201, 2, false }, { STEP_FREEZE, 201, 3, false }, { STEP_ALLOCATE, 403, 4, false },
+		    { STEP_ALLOCATE, 403, 7, false }, { STEP_THAW, 200, 9, false }, { STEP_ALLOCATE, 200, 20, false } },
+		  RULE_CLAIM_FREEZE_ALLOCATE, 2, 3 /* le 30 */, 16.0, false, 0 },
+		{ "minutes pending land in the minutes' buckets",
+		  { { STEP_CREATE_CLAIM, 201, 2, false }, { STEP_FREEZE, 201, 3, false }, { STEP_ALLOCATE, 403, 4, false },
+		    { STEP_THAW, 200, 100, false }, { STEP_ALLOCATE, 200, 184, false } },
+		  RULE_CLAIM_FREEZE_ALLOCATE, 1, 6 /* le 300 */, 180.0, false, 0 },
+		{ "a refusal the log shows written has no pending time",
+		  { { STEP_CREATE_CLAIM, 201, 2, false }, { STEP_FREEZE, 201, 3, false }, { STEP_ALLOCATE, 200, 4, false } },
+		  RULE_CLAIM_FREEZE_ALLOCATE, 1, -1, 0, false, 1 },
+		{ "a claim refused its creation in a freeze is pending, with no Pod",
+		  { { STEP_FREEZE, 201, 1, false }, { STEP_CREATE_CLAIM, 403, 2, false } },
+		  RULE_CLAIM_FREEZE_CREATE, 1, -1, 0, true, 0 },
+	};
+	struct policy *pol = NULL;
+	struct policy_error perr;
+	size_t i, j, b;
+
+	(void)state;
+	assert_int_equal(policy_load(policy_text, sizeof(policy_text) - 1, &pol, &perr), 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct replay_options o;
+		struct replay *r = NULL;
+		struct buf out;
+		int k = events_rule_index(cases[i].rule);
+		uint64_t samples = 0, other = 0;
+		uint64_t no = 1;
+
+		print_message("case: %s\n", cases[i].name);
+		replay_options_default(&o);
+		o.policy = pol;
+		assert_int_equal(replay_new(&o, &r), 0);
+		assert_int_equal(line(r, no++, "create", DRIVER, "resource.k8s.io", "resourceslices", "", "", "n1-gpu", 201,
+				      SLICE, 1), 0);
+		assert_int_equal(line(r, no++, "create", "admin", "", "nodes", "", "", "n1", 201, NODE, 1), 0);
+		for (j = 0; cases[i].steps[j].kind != STEP_END; j++)
+			assert_int_equal(write_step(r, no++, &cases[i].steps[j]), 0);
+		assert_int_equal(replay_finish(r), 0);
+
+		assert_true(k >= 0);
+		for (j = 0; j < EVENTS_RULES; j++)
+			if ((int)j != k)
+				other += r->refusals[j];
+		assert_int_equal(r->refusals[k], cases[i].refusals);
+		assert_int_equal(other, 0);
+		assert_int_equal(r->held_written, cases[i].written);
+		for (j = 0; j < EVENTS_RULES; j++)
+			for (b = 0; b <= PENDING_BUCKETS; b++) {
+				bool want = (int)j == k && (int)b == cases[i].bucket;
+
+				samples += r->held_hist.counts[j][b];
+				assert_int_equal(r->held_hist.counts[j][b], want ? 1 : 0);
+			}
+		assert_int_equal(samples, cases[i].bucket >= 0);
+		assert_true(r->held_hist.sum[k] > cases[i].seconds - 0.001 && r->held_hist.sum[k] < cases[i].seconds + 0.001);
+		assert_int_equal(pending_table_count(r->held), cases[i].pending_at_end);
+
+		buf_init(&out, 1 << 24);
+		assert_int_equal(replay_report_json(r, false, &out), 0);
+		expect_json(buf_cstr(&out), buf_len(&out));
+		if (cases[i].pending_at_end) {
+			char want[256];
+
+			events_reason(cases[i].rule, want + snprintf(want, 64, "\"reason\":\""));
+			assert_non_null(strstr(buf_cstr(&out), "\"claims\":[{\"namespace\":\"default\",\"name\":\"c1\""));
+			assert_non_null(strstr(buf_cstr(&out), want));
+			assert_non_null(strstr(buf_cstr(&out), cases[i].rule == RULE_CLAIM_FREEZE_CREATE
+							       ? "\"pod\":\"\"" : "\"pod\":\"p1\""));
+			assert_non_null(strstr(buf_cstr(&out), "\"since\":\"2026-12-01T10:00:0"));
+		} else {
+			assert_non_null(strstr(buf_cstr(&out), "\"claims\":[]}"));
+		}
+		buf_free(&out);
+		replay_free(r);
+	}
+	policy_free(pol);
+}
+
+static void test_the_pending_table_cap_stops_the_replay(void **state)
+{
+	struct policy *pol = NULL;
+	struct policy_error perr;
+	struct replay_options o;
+	struct replay *r = NULL;
+	const struct step freeze = { STEP_FREEZE, 201, 1, false }, create = { STEP_CREATE_CLAIM, 403, 2, false };
+
+	(void)state;
+	assert_int_equal(policy_load(policy_text, sizeof(policy_text) - 1, &pol, &perr), 0);
+	replay_options_default(&o);
+	o.policy = pol;
+	o.max_pending = 0;
+	assert_int_equal(replay_new(&o, &r), -EINVAL);
+	o.max_pending = 1;
+	o.reorder_ns = 0;
+	assert_int_equal(replay_new(&o, &r), 0);
+	assert_int_equal(write_step(r, 1, &freeze), 0);
+	assert_int_equal(write_step(r, 2, &create), 0);
+	assert_string_equal(replay_cap(r), "");
+	/* another claim refused its creation: one more than the table holds */
+	assert_int_equal(line(r, 3, "create", "admin", "resource.k8s.io", "resourceclaims", "", "default", "c2", 403,
+			      CLAIM("c2", UID2, "4", ""), 3), -E2BIG);
+	assert_non_null(strstr(replay_cap(r), "pending table"));
+	replay_free(r);
+	policy_free(pol);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +400,8 @@ int main(void)
 		cmocka_unit_test(test_meta_tells_a_deletion_that_lingers),
 		cmocka_unit_test(test_binding_sets_the_pods_node),
 		cmocka_unit_test(test_a_duplicate_that_got_through_is_named),
+		cmocka_unit_test(test_refusals_and_pending_time_are_the_live_guards),
+		cmocka_unit_test(test_the_pending_table_cap_stops_the_replay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
