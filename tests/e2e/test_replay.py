@@ -22,6 +22,11 @@ Checked here:
   without a window counted;
 - a dump taken mid-recording plus the rest of the log ends at the same ledger;
 - JUnit output; exit codes 0/1/2 and --warn-exit-code;
+- why Pods were pending: refusals by the live guard's reasons (the same set
+  docs/operations.md names), each claim's time from its first refused
+  allocation to its allocation in dra_guard_pending_seconds' buckets, and
+  the claims still refused at the end, all against the log; dry runs
+  neither emit nor store; the pending table's cap is an error;
 - the readiness report's verdicts and evidence against what the log shows (the
   stale writer's refused slices, the freeze on and off, the kubelet's slice
   deletions, each Pod's time from creation to binding), and a threshold the
@@ -358,6 +363,120 @@ def test_readiness_verdicts_follow_the_log():
     check("promotion.pendingSLO.p99" in p.stderr, "a bad promotion section: %s" % p.stderr)
 
 
+# --- why pending: the live guard's reasons and pending time --------------------------------------
+
+BOUNDS = [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600]   # dra_guard_pending_seconds
+
+
+def camel(rule):
+    return "".join(w[:1].upper() + w[1:] for w in rule.replace("-", ".").split("."))
+
+
+def seconds(ts):
+    return int(ts[11:13]) * 3600 + int(ts[14:16]) * 60 + float(ts[17:-1])
+
+
+def documented_reasons():
+    """The reasons docs/operations.md's Events table names (the live guard's)."""
+    with open(os.path.join(ROOT, "docs", "operations.md")) as f:
+        text = f.read()
+    section = text[text.index("### Events and pending time"):text.index("### Probes")]
+    return [row.split("|")[2].strip().strip("`") for row in section.splitlines()
+            if row.startswith("| `") and row.count("|") == 5]
+
+
+def expected_pending():
+    """From the log: the refusals of claim writes that name a rule emitting
+    an Event (each names one here), each claim's first refusal, and the
+    time to the write that allocated it; the claims never allocated."""
+    reasons = documented_reasons()
+    refusals, first, samples = {}, {}, []
+    for _, ev in sorted(events(), key=lambda x: (x[1]["stageTimestamp"], x[0])):
+        res, sub, ns, name = where(ev)
+        if res != "resourceclaims":
+            continue
+        if ev["responseStatus"]["code"] == 403:
+            msg = ev["responseStatus"].get("message", "")
+            rules = [r for r in ("ledger.pool.fresh", "ledger.device.duplicate", "ledger.numa.split",
+                                 "claim.freeze.allocate", "claim.freeze.create") if "[%s]" % r in msg]
+            for r in rules:
+                check(camel(r) in reasons, "%s is not a documented reason %s" % (camel(r), reasons))
+                refusals[camel(r)] = refusals.get(camel(r), 0) + 1
+                first.setdefault((ns, name), (seconds(ev["stageTimestamp"]), camel(r)))
+                first[(ns, name)] = (first[(ns, name)][0], camel(r))   # held last by this rule
+        elif ok(ev) and sub == "status" and (ns, name) in first and \
+                ev["responseObject"].get("status", {}).get("allocation"):
+            since, reason = first.pop((ns, name))
+            samples.append((reason, seconds(ev["stageTimestamp"]) - since))
+    return refusals, samples, first
+
+
+def test_pending_follows_the_log():
+    refusals, samples, held = expected_pending()
+    check(refusals and samples and held, "the recording has no refusal, no allocation after one, or none held "
+          "at the end: %s %s %s" % (refusals, samples, held))
+    rep, _ = replay_json(["--policy", POLICY, LOG])
+    pend = rep["pending"]
+    reasons = [r["reason"] for r in pend["reasons"]]
+    # one set of reasons: the live guard's (docs/operations.md, the metrics' label values) and replay's
+    check(sorted(reasons) == sorted(documented_reasons()), "replay's reasons %s, the live guard's %s"
+          % (reasons, documented_reasons()))
+    for r in pend["reasons"]:
+        check(r["reason"] == camel(r["rule"]), "reason %s of rule %s" % (r["reason"], r["rule"]))
+        check(r["refusals"] == refusals.get(r["reason"], 0), "%s: %d refusals, the log has %d"
+              % (r["reason"], r["refusals"], refusals.get(r["reason"], 0)))
+        if r["reason"] == "LedgerPodAmounts":
+            check("buckets" not in r, "a Pod status refusal has a pending time: %s" % r)
+            continue
+        mine = [t for reason, t in samples if reason == r["reason"]]
+        check([b["le"] for b in r["buckets"]] == ["%g" % b for b in BOUNDS] + ["+Inf"], "buckets %s" % r["buckets"])
+        want = [sum(1 for t in mine if t <= b) for b in BOUNDS] + [len(mine)]
+        check([b["count"] for b in r["buckets"]] == want and r["allocated"] == len(mine) and
+              abs(r["sumSeconds"] - sum(mine)) < 0.002, "%s: %s, the log gives %s" % (r["reason"], r, mine))
+    got = {(c["namespace"], c["name"]): c for c in pend["claims"]}
+    check(set(got) == set(held), "held at the end %s, the log %s" % (sorted(got), sorted(held)))
+    end = seconds(rep["window"]["to"])
+    for key, (since, reason) in held.items():
+        c = got[key]
+        check(c["reason"] == reason and 0 <= since - seconds(c["since"]) < 1 and
+              abs(c["seconds"] - (end - since)) < 0.002 and c["refusals"] >= 1 and c["pod"],
+              "%s: %s, the log: since %s, %s" % (key, c, since, reason))
+    # the text report lists them as dra-guard pending does
+    text = replay(["--policy", POLICY, LOG]).stdout
+    check("claims still refused at the end of the log" in text and
+          all("%s/%s" % k in text for k in held), "the text report does not list %s:\n%s" % (list(held), text))
+    check(pend["refusedButWritten"] == 0 and pend["maxClaims"] == 100000, "pending %s" % pend)
+
+
+def test_dry_runs_emit_nothing_and_store_nothing():
+    """The log's refused allocations made again with ?dryRun=All (and the
+    allocations that succeeded, as dry runs too): no Event, nothing held,
+    nothing allocated by them."""
+    out = []
+    for line in log_lines():
+        ev = json.loads(line)
+        if where(ev)[0] == "resourceclaims" and where(ev)[1] == "status":
+            ev["requestURI"] += "?fieldManager=kube-scheduler&dryRun=All"
+            out.append(json.dumps(ev) + "\n")
+        out.append(line)
+    rep, _ = replay_json(["--policy", POLICY, tmp("dryrun.log", "".join(out))])
+    plain, _ = replay_json(["--policy", POLICY, LOG])
+    check([r["refusals"] for r in rep["pending"]["reasons"]] == [r["refusals"] for r in plain["pending"]["reasons"]]
+          and rep["pending"]["claims"] == plain["pending"]["claims"] and
+          rep["ledger"]["summary"] == plain["ledger"]["summary"],
+          "dry runs changed the replay: %s\nwithout them: %s" % (rep["pending"], plain["pending"]))
+
+
+def test_pending_table_cap_is_an_error():
+    p = replay(["--policy", POLICY, "--max-pending", "1", "--output", "json", LOG], ok=(0, 1, 2))
+    _, _, held = expected_pending()
+    refused_claims = 1 + len(held)   # the one allocated after its refusal was held too
+    if refused_claims > 1:
+        check(p.returncode == 2 and "pending table" in p.stderr and "--max-pending 1" in p.stderr,
+              "over the cap: exit %d, %s" % (p.returncode, p.stderr))
+    check(replay(["--policy", POLICY, "--max-pending", "0", LOG], ok=(2,)).returncode == 2, "--max-pending 0")
+
+
 def update():
     for name, args in CASES.items():
         p = replay(case_args(args))
@@ -380,6 +499,9 @@ def main():
         test_a_dump_and_the_rest_of_the_log_end_at_the_same_ledger,
         test_junit_and_exit_codes,
         test_readiness_verdicts_follow_the_log,
+        test_pending_follows_the_log,
+        test_dry_runs_emit_nothing_and_store_nothing,
+        test_pending_table_cap_is_an_error,
     ])
 
 
