@@ -61,8 +61,9 @@ SCRAPE = "1s"
 # The cluster view's metrics: exported only by a guard that watches an API
 # server.
 # The gate's (freeze.gatePods) come with --gate-release, which needs the view;
-# dra_guard_gate_withheld_total is every server's.
-VIEW_METRIC = re.compile(r"^dra_guard_((watch|view|ledger)_|gate_(?!withheld))")
+# dra_guard_gate_withheld_total is every server's. Events and pending time
+# come with the view and --events (the default).
+VIEW_METRIC = re.compile(r"^dra_guard_((watch|view|ledger|events|pending)_|gate_(?!withheld))")
 # Upper bound for Prometheus to start or to see an event: a failure bound.
 PROM_TIMEOUT = 30.0
 
