@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -139,6 +140,43 @@ struct time_case {
 	int64_t want;     /* -1: invalid */
 };
 
+/* The API server's encoder writes '&' as \u0026; a dryRun parameter with
+ * any value is a dry run (the API server refuses values other than All). */
+static void test_dry_run_is_read_from_the_request_uri(void **state)
+{
+	static const struct {
+		const char *uri;
+		bool dry_run;
+	} cases[] = {
+		{ "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status?dryRun=All", true },
+		{ "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status?fieldManager=x\\u0026dryRun=All", true },
+		{ "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status?fieldManager=x&dryRun=All&y=1", true },
+		{ "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status", false },
+		{ "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status?dryRun=", false },
+		{ "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status?xdryRun=All", false },
+		{ "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/dryRun=All", false },
+		{ "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status?fieldManager=dryRun=All", false },
+	};
+	char line[1024], err[AUDIT_ERROR_MAX];
+	struct audit_event ev;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int n = snprintf(line, sizeof(line),
+				 "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"stage\":\"ResponseComplete\","
+				 "\"requestURI\":\"%s\",\"verb\":\"update\",\"objectRef\":{\"resource\":\"resourceclaims\","
+				 "\"namespace\":\"a\",\"name\":\"c\",\"apiGroup\":\"resource.k8s.io\",\"apiVersion\":\"v1\","
+				 "\"subresource\":\"status\"},\"responseStatus\":{\"code\":200},"
+				 "\"stageTimestamp\":\"2026-12-01T10:00:00Z\"}", cases[i].uri);
+
+		assert_true(n > 0 && (size_t)n < sizeof(line));
+		assert_int_equal(audit_parse(line, (size_t)n, &ev, err, sizeof(err)), 0);
+		if (ev.dry_run != cases[i].dry_run)
+			fail_msg("%s: dry_run %d", cases[i].uri, ev.dry_run);
+	}
+}
+
 static void test_api_server_times(void **state)
 {
 	static const struct time_case cases[] = {
@@ -176,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_events_the_replay_does_not_read_are_skipped_early),
 		cmocka_unit_test(test_corrupt_events_say_where),
 		cmocka_unit_test(test_impersonation_and_null_objects),
+		cmocka_unit_test(test_dry_run_is_read_from_the_request_uri),
 		cmocka_unit_test(test_api_server_times),
 	};
 
