@@ -18,6 +18,7 @@ struct pending_claim {
 	int64_t since_ns;             /* the first refusal */
 	int64_t last_ns;              /* the last refusal */
 	uint64_t refusals;
+	uint32_t slot;                /* its slot in the index */
 };
 
 struct pending_table {
@@ -25,7 +26,8 @@ struct pending_table {
 	int64_t idle_ns;
 	struct pending_claim *claims; /* [0..n), in order of since_ns */
 	/* (namespace, name) -> position + 1 in claims, 0 empty; open
-	 * addressing, at most half full, rebuilt when a sweep removes */
+	 * addressing, at most half full, rebuilt when a sweep removes (in
+	 * O(claims): each knows its slot, so the index is never cleared whole) */
 	uint32_t *index;
 	uint32_t mask;
 };
@@ -86,13 +88,20 @@ static uint32_t *slot_of(const struct pending_table *t, const char *ns, const ch
 	}
 }
 
+/* After a sweep removed claims: every slot the claims held before it is
+ * already empty (removed) or emptied here (kept, now moved), so the kept
+ * ones go in again as into a new index. */
 static void reindex(struct pending_table *t)
 {
-	uint32_t i;
+	uint32_t i, *slot;
 
-	memset(t->index, 0, ((size_t)t->mask + 1) * sizeof(*t->index));
 	for (i = 0; i < t->n; i++)
-		*slot_of(t, t->claims[i].namespace, t->claims[i].name) = i + 1;
+		t->index[t->claims[i].slot] = 0;
+	for (i = 0; i < t->n; i++) {
+		slot = slot_of(t, t->claims[i].namespace, t->claims[i].name);
+		*slot = i + 1;
+		t->claims[i].slot = (uint32_t)(slot - t->index);
+	}
 }
 
 int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out)
@@ -167,6 +176,7 @@ int pending_table_refused(struct pending_table *t, const struct events_report *r
 	p->rule = r->rule;
 	p->since_ns = p->last_ns = r->observed_ns;
 	p->refusals = 1;
+	p->slot = (uint32_t)(slot - t->index);
 	return 0;
 }
 
@@ -185,10 +195,13 @@ uint32_t pending_table_sweep(struct pending_table *t, const struct view *v, int6
 
 			if (done)
 				done(ctx, p->rule, at > p->since_ns ? (double)(at - p->since_ns) / 1e9 : 0.0);
+			t->index[p->slot] = 0;
 			continue;
 		}
-		if (other || (!c && now_ns - p->last_ns >= t->idle_ns))
+		if (other || (!c && now_ns - p->last_ns >= t->idle_ns)) {
+			t->index[p->slot] = 0;
 			continue;
+		}
 		if (kept != i)
 			t->claims[kept] = *p;
 		kept++;

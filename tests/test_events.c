@@ -607,6 +607,91 @@ static void test_pending_from_first_refusal_to_allocation(void **state)
 	pending_table_free(t);
 }
 
+/* The index a sweep rebuilds still finds every claim kept: a second
+ * refusal of one adds no entry, and a claim swept out enters again. */
+static void test_pending_finds_claims_after_sweeps(void **state)
+{
+	struct pending_table *t = NULL;
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	const struct view *v;
+	struct events_report r;
+	struct done_log d = { 0 };
+	char json[2048], name[32], uid[64], err[256];
+	int i, round;
+
+	(void)state;
+	assert_int_equal(pending_table_new(500, 600 * S, &t), 0);
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(arena_new(1 << 22, &a), 0);
+	sample_report(&r, "p0");
+	for (i = 0; i < 400; i++) {
+		snprintf(r.claim.name, sizeof(r.claim.name), "c%d", i);
+		snprintf(r.claim.uid, sizeof(r.claim.uid), "00000000-0000-4000-8000-%012d", i);
+		assert_int_equal(pending_table_refused(t, &r), 0);
+		/* every claim is in the view; every third one allocated */
+		snprintf(name, sizeof(name), "c%d", i);
+		snprintf(uid, sizeof(uid), "00000000-0000-4000-8000-%012d", i);
+		claim_json(json, sizeof(json), name, uid, i % 3 == 0);
+		if (view_builder_apply_json(b, VIEW_ADDED, json, strlen(json), a, T0 + 5 * S, err, sizeof(err)) != 0)
+			fail_msg("apply: %s", err);
+	}
+	v = publish(b, NULL, a, T0 + 5 * S, NULL);
+	assert_int_equal(pending_table_sweep(t, v, T0 + 6 * S, on_done, &d), 266);
+	assert_int_equal(d.n, 134);
+	for (round = 0; round < 2; round++)
+		for (i = 0; i < 400; i++) {
+			snprintf(r.claim.name, sizeof(r.claim.name), "c%d", i);
+			snprintf(r.claim.uid, sizeof(r.claim.uid), "00000000-0000-4000-8000-%012d", i);
+			if (i % 3 == 0 && round == 1)
+				continue;
+			assert_int_equal(pending_table_refused(t, &r), 0);
+		}
+	/* the 134 swept out entered again once, the 266 kept were found */
+	assert_int_equal(pending_table_count(t), 400);
+	view_builder_release(b, v);
+	view_builder_free(b);
+	arena_free(a);
+	pending_table_free(t);
+}
+
+/* The buckets of dra_guard_pending_seconds: a time on a bound is in it. */
+static void test_pending_buckets_are_the_metrics(void **state)
+{
+	static const struct {
+		double seconds;
+		size_t bucket;
+	} cases[] = {
+		{ 0, 0 }, { 1.0, 0 }, { 1.001, 1 }, { 5, 1 }, { 29.9, 3 }, { 180, 6 }, { 3600, 9 }, { 21600, 11 },
+		{ 21600.5, PENDING_BUCKETS }, { 1e9, PENDING_BUCKETS },
+	};
+	struct pending_hist h;
+	char le[PENDING_LE_MAX];
+	size_t i, b;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&h, 0, sizeof(h));
+		pending_hist_observe(&h, RULE_CLAIM_FREEZE_ALLOCATE, cases[i].seconds);
+		pending_hist_observe(&h, RULE_SLICE_WRITER, cases[i].seconds);    /* emits no Event: ignored */
+		for (b = 0; b <= PENDING_BUCKETS; b++)
+			assert_int_equal(h.counts[events_rule_index(RULE_CLAIM_FREEZE_ALLOCATE)][b], b == cases[i].bucket);
+	}
+	pending_bucket_label(0, le);
+	assert_string_equal(le, "1");
+	pending_bucket_label(PENDING_BUCKETS - 1, le);
+	assert_string_equal(le, "21600");
+	pending_bucket_label(PENDING_BUCKETS, le);
+	assert_string_equal(le, "+Inf");
+	/* the table of reasons is the set events_rule_emits() names, each once */
+	for (i = 0; i < EVENTS_RULES; i++) {
+		assert_true(events_rule_emits(events_rule_at(i)));
+		assert_int_equal(events_rule_index(events_rule_at(i)), (int)i);
+	}
+	for (i = 0; i < RULE_COUNT; i++)
+		assert_int_equal(events_rule_emits((enum rule_id)i), events_rule_index((enum rule_id)i) >= 0);
+}
+
 static void test_pending_is_bounded_and_forgets_gone_claims(void **state)
 {
 	struct pending_table *t = NULL;
@@ -660,6 +745,8 @@ int main(void)
 		cmocka_unit_test(test_bounded_series_and_failures),
 		cmocka_unit_test(test_pending_from_first_refusal_to_allocation),
 		cmocka_unit_test(test_pending_is_bounded_and_forgets_gone_claims),
+		cmocka_unit_test(test_pending_finds_claims_after_sweeps),
+		cmocka_unit_test(test_pending_buckets_are_the_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
