@@ -638,7 +638,7 @@ void replay_totals(const struct replay *r, struct replay_totals *out)
 
 const char *replay_cap(const struct replay *r)
 {
-	return r->held_full ? "the pending table (max_pending claims held back at once)" : "";
+	return r->held_full ? "the pending table's cap on claims held back at once" : "";
 }
 
 const struct ledger *replay_ledger(const struct replay *r)

@@ -89,8 +89,9 @@ int replay_seed(struct replay *r, const char *json, size_t len, int64_t now_ns, 
 /* One line of the log (without its newline), numbered line_no from 1.
  * A corrupt line is counted and its number and error kept (the first few);
  * it is not an error of the call. Returns 0, -E2BIG when a cap of the
- * view, the store or the pending table is passed (replay_cap() says which) (the replay cannot go on faithfully), or
- * -ENOMEM. */
+ * view, the store or the pending table is passed (the replay cannot go
+ * on faithfully; replay_cap() says whether it was the pending table's),
+ * or -ENOMEM. */
 int replay_line(struct replay *r, const char *line, size_t len, uint64_t line_no);
 
 /* A line longer than max_line: counted as corrupt and skipped. */
@@ -100,8 +101,8 @@ void replay_line_too_long(struct replay *r, uint64_t line_no, size_t len);
  * -E2BIG or -ENOMEM. */
 int replay_finish(struct replay *r);
 
-/* After -E2BIG: which cap was passed ("the pending table (max_pending
- * claims)"), or "" when it was another's. Static storage. */
+/* After -E2BIG: "the pending table's cap ..." when it was that cap
+ * (max_pending), "" when it was another's. Static storage. */
 const char *replay_cap(const struct replay *r);
 
 /* Totals for the exit code. */
