@@ -10,7 +10,7 @@ hundred-odd bytes), answers 200: on /validate allowed false with status
 code 503 or 413 and a message naming the flag, on /mutate allowed without a
 patch. A body with no uid in its first bytes still gets 503 or 413.
 Last, GET /debug/ledger is answered within the same budget: 503 while it
-is full. The budget is filled as test_hostile does it: review bodies
+is full (a fake API server gives the replica a view and a ledger). The budget is filled as test_hostile does it: review bodies
 stalled one byte short, which the server holds as they arrive."""
 
 import http.server
@@ -245,11 +245,105 @@ def test_bodies_past_max_body_are_answered():
             check(srv.stop() == 0, "exit code")
 
 
+# --- GET /debug/ledger within the budget ----------------------------------------------
+
+DISCOVERY = {"kind": "APIGroup", "apiVersion": "v1", "name": "resource.k8s.io",
+             "versions": [{"groupVersion": "resource.k8s.io/v1", "version": "v1"}],
+             "preferredVersion": {"groupVersion": "resource.k8s.io/v1", "version": "v1"}}
+SLICE = {"metadata": {"name": "s1", "resourceVersion": "7"},
+         "spec": {"driver": "d.example.com", "nodeName": "n1",
+                  "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "dev-0"}]}}
+STOP = threading.Event()
+
+
+class FakeAPIServer(http.server.BaseHTTPRequestHandler):
+    """Lists with one slice and nothing else; watches held open."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send_body(self, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        path, _, query = self.path.partition("?")
+        if path == "/apis/resource.k8s.io":
+            return self.send_body(json.dumps(DISCOVERY).encode())
+        if "watch=true" not in query:
+            items = [SLICE] if path.endswith("/resourceslices") else []
+            return self.send_body(json.dumps({"kind": "List", "metadata": {"resourceVersion": "10"},
+                                              "items": items}).encode())
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        while not STOP.wait(0.2):
+            pass
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass
+
+
+def fake_api_server(certs):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeAPIServer)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(os.path.join(certs, "tls.crt"), os.path.join(certs, "tls.key"))
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    kc = os.path.join(certs, "kc.yaml")
+    with open(kc, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n"
+                "    server: https://localhost:%d\n    certificate-authority: %s\n"
+                "users:\n- name: u\n  user:\n    token: t0k3n\n"
+                "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n"
+                % (srv.server_address[1], os.path.join(certs, "ca.crt")))
+    return srv, kc
+
+
+def test_debug_ledger_is_held_within_the_budget():
+    """Before: /debug/ledger built and sent its text (41.8 MB at 5,000
+    nodes) beside the budget, whatever the budget held. Now it is charged
+    to the budget while it is sent, and refused with 503 when it does not
+    fit."""
+    with guard.TempDir() as tmp:
+        certs = guard.make_certs(os.path.join(tmp, "certs"))
+        api, kc = fake_api_server(certs)
+        STOP.clear()
+        try:
+            with guard.Server(certs, ARGS + ["--kubeconfig", kc]) as srv:
+                status, text = guard.http_get(srv.metrics_port, "/debug/ledger")
+                check(status == 200 and "summary" in json.loads(text), "/debug/ledger: %d %s" % (status, text[:200]))
+                full = FullBudget(srv)
+                status, text = guard.http_get(srv.metrics_port, "/debug/ledger")
+                check(status == 503 and "--memory-budget" in json.loads(text)["message"],
+                      "/debug/ledger with the budget full: %d %s" % (status, text[:200]))
+                check(metrics(srv)["in_use"] == 5 * (MIB - 1), "the refused text left a charge")
+                full.release()
+                status, text = guard.http_get(srv.metrics_port, "/debug/ledger")
+                check(status == 200, "/debug/ledger after: %d" % status)
+                srv.wait(lambda: metrics(srv)["in_use"] == 0, "the text's charge to be given back")
+                STOP.set()
+                check(srv.stop() == 0, "exit code")
+        finally:
+            STOP.set()
+            api.shutdown()
+
+
 def main():
     guard.run_tests([
         test_reviews_dropped_by_the_full_budget_are_answered,
         test_an_answer_past_the_budget_is_answered,
         test_bodies_past_max_body_are_answered,
+        test_debug_ledger_is_held_within_the_budget,
     ])
 
 
