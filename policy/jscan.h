@@ -141,6 +141,13 @@ size_t jscan_offset(const struct jscan *s);
  * 0, -EINVAL, or the arena's error. */
 int jscan_str_decode(const struct jscan_str *raw, struct arena *a, struct str *out);
 
+/* jscan_str_decode() into dst[0..cap) instead of an arena, for callers
+ * that hold no arena: an unescaped string is returned as it is (dst
+ * unused), an escaped one is decoded into dst, which must hold
+ * raw->len + 1 bytes (decoding never lengthens; a NUL follows). 0,
+ * -EINVAL, or -E2BIG when an escaped string's raw->len + 1 exceeds cap. */
+int jscan_str_decode_to(const struct jscan_str *raw, char *dst, size_t cap, struct str *out);
+
 /* True when the raw string, decoded, equals lit (a NUL-terminated ASCII key).
  * Fast path for member names: no allocation. */
 bool jscan_str_is(const struct jscan_str *raw, const char *lit);

@@ -188,18 +188,14 @@ static size_t unescape_one(const char **pp, const char *end, unsigned char out[4
 	return 1;
 }
 
-/* jscan_str_decode() of a string with escapes, its UTF-8 checked. */
-static int decode_escaped(const struct jscan_str *raw, struct arena *a, struct str *out)
+/* Unescape raw into dst, which holds raw->len + 1 bytes: decoding never
+ * lengthens (2 bytes give 1, 6 give at most 3, 12 give 4), and one more
+ * for a NUL, which is handy for callers. */
+static int unescape_into(const struct jscan_str *raw, char *dst, struct str *out)
 {
 	const char *p = raw->ptr, *end = raw->ptr + raw->len;
-	char *dst, *d;
+	char *d = dst;
 
-	/* Decoding never lengthens: 2 bytes give 1, 6 give at most 3, 12
-	 * give 4. One more for a NUL, which is handy for callers. */
-	dst = arena_alloc(a, raw->len + 1);
-	if (!dst)
-		return arena_error(a);
-	d = dst;
 	while (p < end) {
 		const char *bs = memchr(p, '\\', (size_t)(end - p));
 		unsigned char u[4];
@@ -225,6 +221,16 @@ static int decode_escaped(const struct jscan_str *raw, struct arena *a, struct s
 	return 0;
 }
 
+/* jscan_str_decode() of a string with escapes, its UTF-8 checked. */
+static int decode_escaped(const struct jscan_str *raw, struct arena *a, struct str *out)
+{
+	char *dst = arena_alloc(a, raw->len + 1);
+
+	if (!dst)
+		return arena_error(a);
+	return unescape_into(raw, dst, out);
+}
+
 /* jscan_str_decode() of all but unescaped ASCII. */
 static NOINLINE int decode_checked(const struct jscan_str *raw, struct arena *a, struct str *out)
 {
@@ -247,6 +253,20 @@ int jscan_str_decode(const struct jscan_str *raw, struct arena *a, struct str *o
 		return 0;
 	}
 	return decode_checked(raw, a, out);
+}
+
+int jscan_str_decode_to(const struct jscan_str *raw, char *dst, size_t cap, struct str *out)
+{
+	if (!utf8_valid(raw->ptr, raw->len))
+		return -EINVAL;
+	if (!raw->escaped) {
+		out->ptr = raw->ptr;
+		out->len = raw->len;
+		return 0;
+	}
+	if (cap < raw->len + 1)
+		return -E2BIG;
+	return unescape_into(raw, dst, out);
 }
 
 bool jscan_str_is(const struct jscan_str *raw, const char *lit)

@@ -224,17 +224,32 @@ static void test_threads_answer_independently(void **state)
 	}
 }
 
-static void test_no_policy_is_503_with_nothing_written(void **state)
+/* No policy loaded: a review is answered inside a review all the same (a
+ * denial with code 503; on /mutate an allow without a patch), since an
+ * HTTP error is a failed call that an Ignore webhook lets through; only a
+ * body with no uid gets the 503, with nothing written. */
+static void test_no_policy_is_answered_inside_a_review(void **state)
 {
 	struct fixture *f = *state;
 	struct policy_source *empty;
 	struct admit a;
 	char *body = slice_review(f, "uid-none", NULL);
+	const char *out, *not_review = "{\"not\":\"a review\"}";
 
 	assert_int_equal(policy_source_new(POLICY_SOURCE_DIR, "/nonexistent/dra-guard", f->m, &empty), 0);
 	assert_true(policy_source_reload(empty, "start") < 0);
 	assert_int_equal(admit_init(&a, &f->cfg, f->m, empty, NULL), 0);
-	assert_int_equal(admit_review(&a, false, body, strlen(body), &f->out, admit_now_ns()), 503);
+	assert_int_equal(admit_review(&a, false, body, strlen(body), &f->out, admit_now_ns()), 200);
+	out = buf_cstr(&f->out);
+	assert_non_null(strstr(out, "\"uid\":\"uid-none\",\"allowed\":false"));
+	assert_non_null(strstr(out, "\"code\":503"));
+	assert_non_null(strstr(out, "no valid policy loaded"));
+	assert_int_equal(admit_review(&a, true, body, strlen(body), &f->out, admit_now_ns()), 200);
+	out = buf_cstr(&f->out);
+	assert_non_null(strstr(out, "\"uid\":\"uid-none\",\"allowed\":true}"));
+	assert_null(strstr(out, "patch"));
+	assert_true(testmetrics_sample(f->m, "dra_guard_http_errors_total{code=\"503\"}") == 0);
+	assert_int_equal(admit_review(&a, false, not_review, strlen(not_review), &f->out, admit_now_ns()), 503);
 	assert_int_equal(buf_len(&f->out), 0);
 	assert_true(testmetrics_sample(f->m, "dra_guard_http_errors_total{code=\"503\"}") == 1);
 	admit_fini(&a);
@@ -249,7 +264,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_denial_counts_its_violations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_review_is_400_and_an_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_answer_independently, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_policy_is_503_with_nothing_written, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_policy_is_answered_inside_a_review, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

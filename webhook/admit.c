@@ -10,6 +10,8 @@
 #include "arena.h"
 #include "log.h"
 #include "policy.h"
+#include "review.h"
+#include "review_prefix.h"
 #include "snapshot.h"
 
 /* A thread's arena keeps its blocks between requests; one that grew past
@@ -333,6 +335,83 @@ static int recheck(struct admit *a, const struct policy *pol, bool mutate, const
 	return rc;
 }
 
+/* --- reviews answered without a decision --------------------------------------------- */
+
+/* The answer to a review that was not judged: on /validate a denial with
+ * code and message; on /mutate an allow without a patch, as for a review
+ * that does not decode (every denial is /validate's, and the mutating
+ * webhooks, failurePolicy Ignore, exist so that no write waits on the
+ * guard). */
+static int encode_unjudged(bool mutate, struct str uid, int32_t code, const char *message, struct buf *out)
+{
+	struct verdict v;
+
+	buf_reset(out);
+	if (!mutate)
+		return review_encode_error(uid, code, message, out);
+	verdict_init(&v, 0);
+	return review_encode(uid, &v, true, out);
+}
+
+static void log_unjudged(bool mutate, struct str uid, int32_t code, const char *message, uint64_t dur_ns)
+{
+	struct log_line l;
+
+	if (!log_begin(&l, LOG_WARN, "admission error"))
+		return;
+	log_str(&l, "endpoint", mutate ? "mutate" : "validate");
+	log_strn(&l, "uid", uid.ptr, uid.len);
+	log_bool(&l, "allowed", mutate);
+	log_uint(&l, "status", 200);
+	log_int(&l, "code", code);
+	log_str(&l, "message", message);
+	log_ms(&l, "duration_ms", (double)dur_ns / 1e6);
+	log_end(&l);
+}
+
+/* The uid of body[0..len) for an answer without a decision, found by the
+ * prefix scan (a bounded pass with no arena). */
+static bool unjudged_uid(const char *body, size_t len, char *tmp, size_t tmpn, struct str *uid)
+{
+	return review_prefix_uid(body, len, tmp, tmpn, uid) == 0;
+}
+
+int admit_refuse(struct admit *a, bool mutate, const char *text, size_t len, int32_t code,
+		 const char *message, bool counted, char *out, size_t outn, size_t *outlen, uint64_t start_ns)
+{
+	char tmp[6 * REVIEW_PREFIX_UID_MAX + 1];
+	struct arena *arena;
+	struct str uid;
+	struct buf b;
+	uint64_t dur;
+	int rc;
+
+	*outlen = 0;
+	if (!unjudged_uid(text, len, tmp, sizeof(tmp), &uid))
+		return -ENOENT;
+	/* Built in this thread's arena, which holds nothing between requests,
+	 * then copied out: the uid may lie in out. */
+	arena = worker_arena(a);
+	if (!arena)
+		return -ENOMEM;
+	arena_reset(arena);
+	buf_init_in(&b, outn, arena);
+	rc = encode_unjudged(mutate, uid, code, message, &b);
+	if (rc == 0) {
+		dur = admit_now_ns() - start_ns;
+		if (!counted)
+			metrics_request(a->m, mutate ? METRICS_EP_MUTATE : METRICS_EP_VALIDATE, METRICS_RES_UNKNOWN,
+					ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR, dur);
+		/* Before the copy, which may overwrite the uid. */
+		log_unjudged(mutate, uid, code, message, dur);
+		memmove(out, buf_cstr(&b), buf_len(&b));
+		*outlen = buf_len(&b);
+	}
+	arena_reset(arena);
+	worker_trim(a);
+	return rc;
+}
+
 unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len, struct buf *out,
 		      uint64_t start_ns)
 {
@@ -346,13 +425,26 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 	unsigned status = 500;
 	uint64_t dur;
 	int rc = -ENOMEM;
+	char tmp[6 * REVIEW_PREFIX_UID_MAX + 1];
+	struct str uid;
 
 	memset(&res, 0, sizeof(res));
 	buf_reset(out);
 	/* Held to the end: a reload during this request does not change it. */
 	snap = policy_source_acquire(a->policy);
 	if (!snap) {
-		record(a, ep, &res, METRICS_RESULT_ERROR, 503, admit_now_ns() - start_ns);
+		static const char no_policy[] = "dra-guard has no valid policy loaded yet (its /readyz says why); "
+						"this review was not judged; retry";
+
+		dur = admit_now_ns() - start_ns;
+		if (unjudged_uid(body, len, tmp, sizeof(tmp), &uid) &&
+		    encode_unjudged(mutate, uid, 503, no_policy, out) == 0) {
+			metrics_request(a->m, ep, METRICS_RES_UNKNOWN, ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR, dur);
+			log_unjudged(mutate, uid, 503, no_policy, dur);
+			return 200;
+		}
+		buf_reset(out);
+		record(a, ep, &res, METRICS_RESULT_ERROR, 503, dur);
 		log_msg_str(LOG_WARN, "admission refused: no valid policy loaded", "endpoint",
 			    mutate ? "mutate" : "validate");
 		return 503;
@@ -378,6 +470,24 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		status = (unsigned)res.http_status;
 	result = result_of(&res, rc);
 	dur = admit_now_ns() - start_ns;
+	if (rc != 0 && unjudged_uid(body, len, tmp, sizeof(tmp), &uid)) {
+		char msg[160];
+
+		/* The answer could not be built (the arena or the answer's cap):
+		 * a small one in its place, still inside a review. */
+		snprintf(msg, sizeof(msg), "dra-guard could not build the answer to this review within its "
+			 "limits (%s); it was not judged", strerror(-rc));
+		if (encode_unjudged(mutate, uid, 500, msg, out) == 0) {
+			metrics_request(a->m, ep, METRICS_RES_UNKNOWN, ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR,
+					dur);
+			log_unjudged(mutate, uid, 500, msg, dur);
+			snapshot_release(vsnap);
+			snapshot_release(snap);
+			worker_trim(a);
+			return 200;
+		}
+		buf_reset(out);
+	}
 	record(a, ep, &res, result, status, dur);
 	if (rc == 0 && res.verdict.gate_withheld)
 		gate_withheld(a, &res);

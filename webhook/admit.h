@@ -79,11 +79,30 @@ void admit_fini(struct admit *a);
 
 /* Answer body[0..len) on the validating or mutating endpoint. start_ns is
  * when the request arrived (CLOCK_MONOTONIC), for the latency metric.
- * Returns the HTTP status: 200 or 400 with the answer in out; 503 when no
- * policy is loaded and 500 when the answer could not be built, with out
- * empty (the caller sends its fixed answer for those). */
+ * Returns the HTTP status: 200 or 400 with the answer in out. With no
+ * policy loaded, or when the answer could not be built, the review is
+ * answered 200 without a decision (as admit_refuse(), codes 503 and 500)
+ * when its uid is found; else 503 or 500, with out empty (the caller sends
+ * its fixed answer for those). */
 unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len, struct buf *out,
 		      uint64_t start_ns);
+
+/* A review the server will not judge (its body dropped past --max-body or
+ * the memory budget, or its answer past the budget), answered inside a
+ * review all the same: an HTTP error is a failed call, which a webhook
+ * with failurePolicy Ignore lets through. text[0..len) is the body's first
+ * bytes (or all of it); its request.uid is found by review_prefix_uid().
+ * On /validate the answer is a denial with status code and message; on
+ * /mutate an allow without a patch, as for any review it cannot read
+ * (every denial is /validate's). It is written to out[0..outn), which may
+ * overlap text, with *outlen its length; built in the calling thread's
+ * arena, nothing of the memory budget. Counts the request
+ * (dra_guard_requests_total, result "error", resource and operation
+ * unknown) unless counted says its decision was counted already, and logs
+ * it. 0; -ENOENT when text holds no uid (the caller answers with the HTTP
+ * error); -E2BIG when the answer does not fit in outn; -ENOMEM. */
+int admit_refuse(struct admit *a, bool mutate, const char *text, size_t len, int32_t code,
+		 const char *message, bool counted, char *out, size_t outn, size_t *outlen, uint64_t start_ns);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t admit_now_ns(void);

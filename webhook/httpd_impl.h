@@ -29,6 +29,17 @@
  * while a request is being received, released between requests. */
 #define CONN_READAHEAD (64 * 1024)
 
+/* The first bytes of a body the server drops (past --max-body, or with the
+ * memory budget spent), kept to find the review's uid and answer it inside
+ * a review (review_prefix.h), and then the place that answer is sent
+ * from. The API server writes the uid within the first hundred-odd bytes;
+ * 4 KiB also takes a hand-written or pretty-printed review's and, with a
+ * uid of at most 256 bytes echoed at up to 6 bytes each, the whole answer.
+ * Part of the connection (outside the memory budget, bounded by
+ * --max-connections: 4 MiB at 1,024); filled only while a body is being
+ * dropped, so a body that is kept costs no copy. */
+#define CONN_PREFIX (4 * 1024)
+
 enum route {
 	ROUTE_NONE = 0,
 	ROUTE_VALIDATE,
@@ -71,6 +82,8 @@ struct conn {
 	bool in_flight;
 	size_t seen;                  /* body bytes received, kept or not */
 	uint64_t start_ns;
+	size_t prefix_len;            /* bytes of prefix in use */
+	char prefix[CONN_PREFIX];     /* a dropped body's first bytes, then its answer */
 };
 
 /* A plain-HTTP listener (metrics, probes). */

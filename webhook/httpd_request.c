@@ -187,16 +187,106 @@ void httpd_conn_closing(struct conn *conn)
 	release_out(conn);
 }
 
-/* The budget is spent: drop the body as it comes, answer 503 at its end. */
-static void over_budget(struct conn *conn, struct MHD_Connection *c, enum reqmem_kind kind,
-			const char *method, const char *url)
+/* --- bodies dropped: their first bytes, and the answer at their end -------------------- */
+
+/* Keep what fits of data in the prefix. */
+static void prefix_add(struct conn *conn, const char *data, size_t n)
+{
+	size_t room = sizeof(conn->prefix) - conn->prefix_len;
+
+	if (n > room)
+		n = room;
+	memcpy(conn->prefix + conn->prefix_len, data, n);
+	conn->prefix_len += n;
+}
+
+/* The body is about to be dropped: what it holds starts the prefix. */
+static void drop_body(struct conn *conn)
+{
+	if (conn->prefix_len == 0 && buf_len(&conn->body) > 0)
+		prefix_add(conn, buf_cstr(&conn->body), buf_len(&conn->body));
+	release_body(conn);
+}
+
+/* The budget is spent: drop the body as it comes (keeping its first
+ * bytes), answer at its end. */
+static void over_budget(struct conn *conn)
 {
 	conn->over_budget = true;
-	release_body(conn);
-	metrics_memory_refusal(conn->h->env.m, kind);
-	log_refused(conn, c, MHD_HTTP_SERVICE_UNAVAILABLE, method, url,
-		    kind == REQMEM_BODY ? "request body does not fit in --memory-budget"
-					: "answer does not fit in --memory-budget");
+	drop_body(conn);
+	metrics_memory_refusal(conn->h->env.m, REQMEM_BODY);
+}
+
+/* A size as the flags take it: "8Mi", "64Ki", else bytes. */
+static void size_text(size_t n, char *out, size_t outn)
+{
+	if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(out, outn, "%zuMi", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(out, outn, "%zuKi", n >> 10);
+	else
+		snprintf(out, outn, "%zu", n);
+}
+
+static void budget_full_message(const struct httpd *h, const char *what, char *out, size_t outn)
+{
+	char budget[32];
+
+	size_text(h->env.cfg->memory_budget, budget, sizeof(budget));
+	snprintf(out, outn, "dra-guard holds its whole memory budget (--memory-budget %s) for other requests: "
+		 "%s, and the review was not judged; retry", budget, what);
+}
+
+/* Send the answer admit_refuse() wrote into the prefix: 200, a review. */
+static enum MHD_Result answer_from_prefix(struct conn *conn, struct MHD_Connection *c, size_t n)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	/* The prefix stays untouched until the request completes. */
+	r = MHD_create_response_from_buffer(n, conn->prefix, MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		metrics_http_error(conn->h->env.m, METRICS_HTTP_500);
+		return answer_fixed(conn, c, MHD_HTTP_INTERNAL_SERVER_ERROR, conn->h->r_500);
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (atomic_load(&conn->h->draining))
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	if (ret == MHD_YES) {
+		conn->answered = true;
+		conn->refusal_counted = true;
+	}
+	return ret;
+}
+
+/* The end of a dropped body: inside a review when its first bytes name
+ * the review's uid (a denial on /validate, an allow without a patch on
+ * /mutate), else 413 or 503 as before. */
+static enum MHD_Result answer_dropped(struct conn *conn, struct MHD_Connection *c, const char *method,
+				      const char *url)
+{
+	struct httpd *h = conn->h;
+	bool big = conn->too_big;
+	unsigned code = big ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_SERVICE_UNAVAILABLE;
+	char msg[320], cap[32];
+	size_t n = 0;
+
+	if (big) {
+		size_text(h->env.cfg->max_body, cap, sizeof(cap));
+		snprintf(msg, sizeof(msg), "dra-guard reads request bodies of at most --max-body %s: this review's "
+			 "body is %zu bytes, and the review was not judged; raise --max-body above the largest "
+			 "review", cap, conn->seen);
+	} else {
+		budget_full_message(h, "this review's body was not kept", msg, sizeof(msg));
+	}
+	if (admit_refuse(&h->admit, conn->route == ROUTE_MUTATE, conn->prefix, conn->prefix_len, (int32_t)code, msg,
+			 false, conn->prefix, sizeof(conn->prefix), &n, conn->start_ns) == 0)
+		return answer_from_prefix(conn, c, n);
+	log_refused(conn, c, code, method, url,
+		    big ? "body larger than --max-body" : "request body does not fit in --memory-budget");
+	return answer_fixed(conn, c, code, big ? h->r_413 : h->r_503_memory);
 }
 
 /* --- the request path ----------------------------------------------------------------- */
@@ -214,20 +304,40 @@ static enum MHD_Result admit(struct conn *conn, struct MHD_Connection *c, const 
 	reqmem_take(h->mem, REQMEM_ANSWER, 0, &conn->out);
 	status = admit_review(&h->admit, conn->route == ROUTE_MUTATE, buf_cstr(&conn->body),
 			      buf_len(&conn->body), &conn->out, conn->start_ns);
-	/* Decided: the body is not needed any more (the answer is a copy). */
-	release_body(conn);
+	/* Decided: the body is not counted any more (the answer is a copy);
+	 * its buffer goes back once the answer has a place. */
+	reqmem_uncharge(h->mem, conn->body_charged);
+	conn->body_charged = 0;
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE || status == MHD_HTTP_INTERNAL_SERVER_ERROR) {
+		release_body(conn);
 		release_out(conn);
 		return answer_fixed(conn, c, status,
 				    status == MHD_HTTP_SERVICE_UNAVAILABLE ? h->r_503 : h->r_500);
 	}
 	/* Built in full (at most one per worker thread at a time, capped at
-	 * --max-body + 4Mi), then held only if it fits. */
+	 * --max-body + 4Mi), then held only if it fits; if not, a small
+	 * answer in its place, from the prefix, to the uid in the body's
+	 * first bytes (the decision is counted already). */
 	if (!reqmem_charge(h->mem, buf_len(&conn->out))) {
+		size_t n = buf_len(&conn->out), len = buf_len(&conn->body);
+		char msg[320], what[96];
+
 		release_out(conn);
-		over_budget(conn, c, REQMEM_ANSWER, method, url);
+		conn->over_budget = true;
+		metrics_memory_refusal(h->env.m, REQMEM_ANSWER);
+		snprintf(what, sizeof(what), "the answer to this review (%zu bytes) was not kept", n);
+		budget_full_message(h, what, msg, sizeof(msg));
+		if (admit_refuse(&h->admit, conn->route == ROUTE_MUTATE, buf_cstr(&conn->body),
+				 len < sizeof(conn->prefix) ? len : sizeof(conn->prefix), MHD_HTTP_SERVICE_UNAVAILABLE,
+				 msg, true, conn->prefix, sizeof(conn->prefix), &n, conn->start_ns) == 0) {
+			release_body(conn);
+			return answer_from_prefix(conn, c, n);
+		}
+		release_body(conn);
+		log_refused(conn, c, MHD_HTTP_SERVICE_UNAVAILABLE, method, url, "answer does not fit in --memory-budget");
 		return answer_fixed(conn, c, MHD_HTTP_SERVICE_UNAVAILABLE, h->r_503_memory);
 	}
+	release_body(conn);
 	conn->out_charged = buf_len(&conn->out);
 	/* Sent straight from the buffer, which stays untouched until the
 	 * request completes. */
@@ -259,6 +369,7 @@ static void begin_request(struct conn *conn)
 	conn->over_budget = false;
 	conn->refusal_counted = false;
 	conn->seen = 0;
+	conn->prefix_len = 0;
 	conn->start_ns = admit_now_ns();
 	conn->in_flight = true;
 	atomic_fetch_add(&conn->h->in_flight, 1);
@@ -371,8 +482,6 @@ static enum MHD_Result first_call(struct conn *conn, struct MHD_Connection *c, c
 		if (n / 2 > h->env.cfg->max_body || (expect && strcasecmp(expect, "100-continue") == 0))
 			return refuse(conn, c, MHD_HTTP_CONTENT_TOO_LARGE, h->r_413, method, url,
 				      "declared body larger than --max-body");
-		log_refused(conn, c, MHD_HTTP_CONTENT_TOO_LARGE, method, url,
-			    "declared body larger than --max-body");
 		conn->too_big = true;
 		return MHD_YES;
 	}
@@ -381,13 +490,12 @@ static enum MHD_Result first_call(struct conn *conn, struct MHD_Connection *c, c
 	 * arrive. */
 	reqmem_take(h->mem, REQMEM_BODY, (size_t)n, &conn->body);
 	if (n > 0 && buf_presize(&conn->body, (size_t)n) != 0)
-		over_budget(conn, c, REQMEM_BODY, method, url);
+		over_budget(conn);
 	return MHD_YES;
 }
 
 /* Body bytes: kept under the caps and the budget, or dropped. */
-static enum MHD_Result body_data(struct conn *conn, struct MHD_Connection *c, const char *url,
-				 const char *method, const char *data, size_t n)
+static enum MHD_Result body_data(struct conn *conn, const char *data, size_t n)
 {
 	struct httpd *h = conn->h;
 	int rc;
@@ -399,7 +507,8 @@ static enum MHD_Result body_data(struct conn *conn, struct MHD_Connection *c, co
 		return conn->seen > h->env.cfg->max_body ? MHD_NO : MHD_YES;
 	if (!conn->too_big && !conn->over_budget) {
 		if (!reqmem_charge(h->mem, n)) {
-			over_budget(conn, c, REQMEM_BODY, method, url);
+			over_budget(conn);
+			prefix_add(conn, data, n);
 			return MHD_YES;
 		}
 		conn->body_charged += n;
@@ -414,10 +523,11 @@ static enum MHD_Result body_data(struct conn *conn, struct MHD_Connection *c, co
 		 * answer while a body is arriving: drop the rest as it comes
 		 * and answer 413 at its end. */
 		conn->too_big = true;
-		release_body(conn);
-		log_refused(conn, c, MHD_HTTP_CONTENT_TOO_LARGE, method, url, "body larger than --max-body");
+		drop_body(conn);
+		prefix_add(conn, data, n);
 		return MHD_YES;
 	}
+	prefix_add(conn, data, n);
 	/* Streaming on to twice the cap is not a client that will read an
 	 * answer: close the connection. */
 	return conn->seen / 2 > h->env.cfg->max_body ? MHD_NO : MHD_YES;
@@ -443,7 +553,7 @@ enum MHD_Result httpd_handle(void *cls, struct MHD_Connection *c, const char *ur
 		return MHD_NO;
 	if (n > 0) {
 		*upload_data_size = 0;
-		return body_data(conn, c, url, method, upload_data, n);
+		return body_data(conn, upload_data, n);
 	}
 	if (conn->answered)
 		return MHD_YES;
@@ -453,10 +563,8 @@ enum MHD_Result httpd_handle(void *cls, struct MHD_Connection *c, const char *ur
 		conn->answered = true;
 		return httpd_answer_readyz(conn->h, c);
 	}
-	if (conn->too_big)
-		return answer_fixed(conn, c, MHD_HTTP_CONTENT_TOO_LARGE, conn->h->r_413);
-	if (conn->over_budget)
-		return answer_fixed(conn, c, MHD_HTTP_SERVICE_UNAVAILABLE, conn->h->r_503_memory);
+	if (conn->too_big || conn->over_budget)
+		return answer_dropped(conn, c, method, url);
 	return admit(conn, c, method, url);
 }
 
@@ -498,6 +606,13 @@ void httpd_request_completed(void *cls, struct MHD_Connection *c, void **req_cls
 	if (!conn->started) {
 		pending_remove(conn);
 		library_answered(conn, c);
+	} else if ((conn->too_big || conn->over_budget) && !conn->answered && !conn->refusal_counted) {
+		/* Cut off before its dropped body ended (streamed past twice
+		 * the cap, or past --body-timeout): refused all the same. */
+		log_refused(conn, c, conn->too_big ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_SERVICE_UNAVAILABLE, "",
+			    conn->route == ROUTE_MUTATE ? "/mutate" : "/validate",
+			    conn->too_big ? "body larger than --max-body, connection closed before its end"
+					  : "request body does not fit in --memory-budget, connection closed before its end");
 	}
 	/* The answer has been sent (or never will be): nothing of it is held. */
 	release_body(conn);

@@ -410,7 +410,7 @@ def _bytes(text):
 
 # The worst case the Limits section writes out, term by term.
 SIZING_PROCESS = 16 << 20           # binary, libraries, TLS state, two policy snapshots
-SIZING_PER_CONNECTION = 128 << 10   # 32 KiB library pool, 64 KiB read-ahead, TLS session
+SIZING_PER_CONNECTION = 132 << 10   # 32 KiB library pool, 64 KiB read-ahead, TLS session, 4 KiB body prefix
 SIZING_POOL = 2 * 32 * (256 << 10)  # the buffer pool: 32 bodies and 32 answers of 256 KiB
 SIZING_PLAIN_PORTS = 16 << 20       # 80 plain-HTTP connections and one /metrics text
 # The cluster view of the 5,000-node reference cluster (40,000 devices,
