@@ -61,6 +61,28 @@ def make_certs(directory):
     return directory
 
 
+def fake_api_server(handler, certs):
+    """An HTTPS server of handler (an http.server handler class) on a free
+    loopback port, with certs' tls.crt and a kubeconfig (certs/kc.yaml) that
+    points the guard at it with a bearer token. (server, kubeconfig path);
+    server.shutdown() stops it."""
+    import http.server
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(os.path.join(certs, "tls.crt"), os.path.join(certs, "tls.key"))
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    kc = os.path.join(certs, "kc.yaml")
+    with open(kc, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n"
+                "    server: https://localhost:%d\n    certificate-authority: %s\n"
+                "users:\n- name: u\n  user:\n    token: t0k3n\n"
+                "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n"
+                % (srv.server_address[1], os.path.join(certs, "ca.crt")))
+    return srv, kc
+
+
 def new_serving_cert(directory):
     """A fresh serving pair from the same CA (the script keeps a valid one)."""
     for name in ("tls.crt", "tls.key"):

@@ -16,8 +16,6 @@ stalled one byte short, which the server holds as they arrive."""
 import http.server
 import json
 import os
-import socket
-import ssl
 import sys
 import threading
 import uuid
@@ -292,23 +290,6 @@ class FakeAPIServer(http.server.BaseHTTPRequestHandler):
             pass
 
 
-def fake_api_server(certs):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeAPIServer)
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(os.path.join(certs, "tls.crt"), os.path.join(certs, "tls.key"))
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    kc = os.path.join(certs, "kc.yaml")
-    with open(kc, "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n"
-                "    server: https://localhost:%d\n    certificate-authority: %s\n"
-                "users:\n- name: u\n  user:\n    token: t0k3n\n"
-                "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n"
-                % (srv.server_address[1], os.path.join(certs, "ca.crt")))
-    return srv, kc
-
-
 def test_debug_ledger_is_held_within_the_budget():
     """Before: /debug/ledger built and sent its text (41.8 MB at 5,000
     nodes) beside the budget, whatever the budget held. Now it is charged
@@ -316,7 +297,7 @@ def test_debug_ledger_is_held_within_the_budget():
     fit."""
     with guard.TempDir() as tmp:
         certs = guard.make_certs(os.path.join(tmp, "certs"))
-        api, kc = fake_api_server(certs)
+        api, kc = guard.fake_api_server(FakeAPIServer, certs)
         STOP.clear()
         try:
             with guard.Server(certs, ARGS + ["--kubeconfig", kc]) as srv:

@@ -8,7 +8,6 @@ is the only way to send garbage: the real one never does."""
 import http.server
 import json
 import os
-import ssl
 import sys
 import threading
 import time
@@ -106,27 +105,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass
 
 
-def serve(certs):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(os.path.join(certs, "tls.crt"), os.path.join(certs, "tls.key"))
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
-
-
 def test_garbage_bodies_relist_and_never_crash():
     with guard.TempDir() as d:
         guard.make_certs(d)
-        srv = serve(d)
-        kc = os.path.join(d, "kc.yaml")
-        with open(kc, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n"
-                    "    server: https://localhost:%d\n    certificate-authority: %s\n"
-                    "users:\n- name: u\n  user:\n    token: t0k3n\n"
-                    "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n"
-                    % (srv.server_address[1], os.path.join(d, "ca.crt")))
+        srv, kc = guard.fake_api_server(Handler, d)
         try:
             with guard.Server(d, args=["--kubeconfig", kc], asan=True, wait_ready=False) as s:
                 ok, body = s.ready()
