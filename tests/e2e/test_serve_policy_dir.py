@@ -131,8 +131,13 @@ def test_broken_policy_at_start_is_not_ready():
             c = guard.Client(srv)
             status, _, data = c.request("GET", "/readyz")
             check(status == 503 and json.loads(data)["ready"] is False, (status, data))
+            # Not a failed call (a webhook that fails open would let the
+            # write through): a denial inside the review, code 503.
             status, _, data = c.request("POST", "/validate", guard.claim_create_review())
-            check(status == 503, "a review without a policy: %d %s" % (status, data))
+            resp = json.loads(data).get("response", {}) if status == 200 else {}
+            check(resp.get("allowed") is False and resp.get("status", {}).get("code") == 503
+                  and "no valid policy" in resp["status"].get("message", ""),
+                  "a review without a policy: %d %s" % (status, data))
             check(metric(srv.metrics(), "dra_guard_ready") == 0, "ready gauge")
             line = srv.find_log("no valid policy: not ready")
             check(line and "unknownTopLevelKey" in line["error"] and line.get("line"), "log: %s" % line)
