@@ -146,8 +146,9 @@ static enum MHD_Result answer_metrics(struct httpd *h, struct MHD_Connection *c)
 }
 
 /* GET /debug/view: the published view's objects (names, resourceVersions,
- * pools with their generations) as JSON; 404 without a cluster view, 503
- * before its first sync. */
+ * pools with their generations) as JSON, held under the memory budget as
+ * /debug/ledger is; 404 without a cluster view, 503 before its first
+ * sync. */
 static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection *c)
 {
 	struct buf b;
@@ -155,13 +156,15 @@ static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection 
 
 	if (!h->env.view)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noview);
-	buf_init(&b, (size_t)1 << 30);
+	buf_init(&b, reqmem_budget(h->mem));
 	rc = cluster_view_dump_json(h->env.view, &b);
 	if (rc == -EAGAIN) {
 		buf_free(&b);
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, h->r_503);
 	}
-	return answer_text(h, c, rc, &b, "application/json");
+	return answer_text_charged(h, c, rc, &b, "application/json",
+				   "the view's listing is larger than the whole --memory-budget: raise --memory-budget "
+				   "or use /debug/ledger?node=NAME");
 }
 
 /* GET /debug/ledger[?node=NAME][&at=freeze]: the ledger as JSON; 404
@@ -192,15 +195,17 @@ static enum MHD_Result answer_debug_ledger(struct httpd *h, struct MHD_Connectio
 				   "(/debug/ledger?node=NAME) or raise --memory-budget");
 }
 
-/* GET /debug/pending: the claims this replica refuses now; 404 without Events. */
+/* GET /debug/pending: the claims this replica refuses now, held under the
+ * memory budget; 404 without Events. */
 static enum MHD_Result answer_debug_pending(struct httpd *h, struct MHD_Connection *c)
 {
 	struct buf b;
 
 	if (!h->env.events)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noevents);
-	buf_init(&b, (size_t)64 << 20);
-	return answer_text(h, c, event_sink_pending_json(h->env.events, &b), &b, "application/json");
+	buf_init(&b, reqmem_budget(h->mem));
+	return answer_text_charged(h, c, event_sink_pending_json(h->env.events, &b), &b, "application/json",
+				   "the pending list is larger than the whole --memory-budget: raise --memory-budget");
 }
 
 static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const char *url,

@@ -9,9 +9,10 @@ when the review's uid is there (the API server writes it in the first
 hundred-odd bytes), answers 200: on /validate allowed false with status
 code 503 or 413 and a message naming the flag, on /mutate allowed without a
 patch. A body with no uid in its first bytes still gets 503 or 413.
-Last, GET /debug/ledger is answered within the same budget: 503 while it
-is full (a fake API server gives the replica a view and a ledger). The budget is filled as test_hostile does it: review bodies
-stalled one byte short, which the server holds as they arrive."""
+Last, GET /debug/ledger, /debug/view and /debug/pending are answered within
+the same budget: 503 while it is full (a fake API server gives the replica a
+view and a ledger). The budget is filled as test_hostile does it: review
+bodies stalled one byte short, which the server holds as they arrive."""
 
 import http.server
 import json
@@ -290,28 +291,33 @@ class FakeAPIServer(http.server.BaseHTTPRequestHandler):
             pass
 
 
-def test_debug_ledger_is_held_within_the_budget():
-    """Before: /debug/ledger built and sent its text (41.8 MB at 5,000
-    nodes) beside the budget, whatever the budget held. Now it is charged
-    to the budget while it is sent, and refused with 503 when it does not
-    fit."""
+def test_debug_answers_are_held_within_the_budget():
+    """Before: /debug/ledger (41.8 MB at 5,000 nodes), /debug/view and
+    /debug/pending built and sent their text beside the budget, whatever
+    the budget held. Now each is charged to the budget while it is sent,
+    and refused with 503 when it does not fit."""
+    paths = ("/debug/ledger", "/debug/view", "/debug/pending")
     with guard.TempDir() as tmp:
         certs = guard.make_certs(os.path.join(tmp, "certs"))
         api, kc = guard.fake_api_server(FakeAPIServer, certs)
         STOP.clear()
         try:
             with guard.Server(certs, ARGS + ["--kubeconfig", kc]) as srv:
-                status, text = guard.http_get(srv.metrics_port, "/debug/ledger")
-                check(status == 200 and "summary" in json.loads(text), "/debug/ledger: %d %s" % (status, text[:200]))
+                for path in paths:
+                    status, text = guard.http_get(srv.metrics_port, path)
+                    check(status == 200 and isinstance(json.loads(text), (dict, list)),
+                          "%s: %d %s" % (path, status, text[:200]))
                 full = FullBudget(srv)
-                status, text = guard.http_get(srv.metrics_port, "/debug/ledger")
-                check(status == 503 and "--memory-budget" in json.loads(text)["message"],
-                      "/debug/ledger with the budget full: %d %s" % (status, text[:200]))
-                check(metrics(srv)["in_use"] == 5 * (MIB - 1), "the refused text left a charge")
+                for path in paths:
+                    status, text = guard.http_get(srv.metrics_port, path)
+                    check(status == 503 and "--memory-budget" in json.loads(text)["message"],
+                          "%s with the budget full: %d %s" % (path, status, text[:200]))
+                    check(metrics(srv)["in_use"] == 5 * (MIB - 1), "the refused text of %s left a charge" % path)
                 full.release()
-                status, text = guard.http_get(srv.metrics_port, "/debug/ledger")
-                check(status == 200, "/debug/ledger after: %d" % status)
-                srv.wait(lambda: metrics(srv)["in_use"] == 0, "the text's charge to be given back")
+                for path in paths:
+                    status, text = guard.http_get(srv.metrics_port, path)
+                    check(status == 200, "%s after: %d" % (path, status))
+                srv.wait(lambda: metrics(srv)["in_use"] == 0, "the texts' charges to be given back")
                 STOP.set()
                 check(srv.stop() == 0, "exit code")
         finally:
@@ -324,7 +330,7 @@ def main():
         test_reviews_dropped_by_the_full_budget_are_answered,
         test_an_answer_past_the_budget_is_answered,
         test_bodies_past_max_body_are_answered,
-        test_debug_ledger_is_held_within_the_budget,
+        test_debug_answers_are_held_within_the_budget,
     ])
 
 
