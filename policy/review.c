@@ -14,6 +14,7 @@ static const char *status_reason(int32_t code)
 	case 413: return "RequestEntityTooLarge";
 	case 422: return "Invalid";
 	case 500: return "InternalError";
+	case 503: return "ServiceUnavailable";
 	default: return "Forbidden";
 	}
 }

@@ -119,6 +119,36 @@ static void test_patch_only_from_the_mutating_endpoint(void **state)
 	buf_free(&b);
 }
 
+/* The reason beside each status code the guard answers with, as
+ * metav1.StatusReason names it (kubectl prints it: "Error from server
+ * (ServiceUnavailable)"). */
+static void test_error_reasons(void **state)
+{
+	static const struct {
+		int32_t code;
+		const char *reason;
+	} cases[] = {
+		{ 400, "BadRequest" }, { 403, "Forbidden" }, { 413, "RequestEntityTooLarge" },
+		{ 422, "Invalid" }, { 500, "InternalError" }, { 503, "ServiceUnavailable" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b;
+		json_t *j, *st;
+
+		buf_init(&b, 4096);
+		assert_int_equal(review_encode_error(STR_LIT("9"), cases[i].code, "not judged", &b), 0);
+		j = parse(&b);
+		st = json_object_get(json_object_get(j, "response"), "status");
+		assert_int_equal(json_integer_value(json_object_get(st, "code")), cases[i].code);
+		assert_string_equal(json_string_value(json_object_get(st, "reason")), cases[i].reason);
+		json_decref(j);
+		buf_free(&b);
+	}
+}
+
 static void test_error_response_and_cap(void **state)
 {
 	struct buf b;
@@ -146,6 +176,7 @@ int main(void)
 		cmocka_unit_test(test_allowed_response_echoes_uid),
 		cmocka_unit_test(test_denial_carries_status_warnings_and_audit),
 		cmocka_unit_test(test_patch_only_from_the_mutating_endpoint),
+		cmocka_unit_test(test_error_reasons),
 		cmocka_unit_test(test_error_response_and_cap),
 	};
 
