@@ -80,6 +80,10 @@ int replay_binding_target(struct str binding, struct str *node);
 /* "2026-12-01T10:00:00.123Z" into buf. */
 void replay_format_time(int64_t ns, char buf[static 40]);
 
+/* ns as a quoted replay_format_time() string appended to b, or null for 0.
+ * 0 or -E2BIG. */
+int replay_json_time(struct buf *b, int64_t ns);
+
 struct replay;
 
 /* Settled divergent intervals and admitted duplicates, stale-pool

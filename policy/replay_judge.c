@@ -55,6 +55,16 @@ void replay_format_time(int64_t ns, char buf[static 40])
 	snprintf(buf, 40, "%s.%03dZ", t, ms);
 }
 
+int replay_json_time(struct buf *b, int64_t ns)
+{
+	char t[40];
+
+	if (!ns)
+		return buf_add_cstr(b, "null");
+	replay_format_time(ns, t);
+	return buf_printf(b, "\"%s\"", t);
+}
+
 /* {"line":..,"time":..,...} of ev, then extra members (already JSON, each
  * starting with ','), then '}', as a malloc'd example. */
 static int example_make(const struct audit_event *ev, uint64_t line_no, const char *op, const char *extra,

@@ -8,16 +8,6 @@
 
 #include "replay_impl.h"
 
-static int jtime(struct buf *b, int64_t ns)
-{
-	char t[40];
-
-	if (!ns)
-		return buf_add_cstr(b, "null");
-	replay_format_time(ns, t);
-	return buf_printf(b, "\"%s\"", t);
-}
-
 /* The pending time at quantile q (0..1) in seconds: the upper bound of
  * its histogram bucket; -1 without samples. */
 static double pending_quantile(const struct replay *r, double q)
@@ -132,11 +122,11 @@ static int drill(const struct replay *r, struct buf *b, bool *all_go)
 	for (i = 0; rc == 0 && i < r->ndrills; i++) {
 		rc = buf_add_cstr(b, i ? ",{\"on\":" : "{\"on\":");
 		if (rc == 0)
-			rc = jtime(b, r->drills[i].on_ns);
+			rc = replay_json_time(b, r->drills[i].on_ns);
 		if (rc == 0)
 			rc = buf_add_cstr(b, ",\"off\":");
 		if (rc == 0)
-			rc = jtime(b, r->drills[i].off_ns);
+			rc = replay_json_time(b, r->drills[i].off_ns);
 		if (rc == 0)
 			rc = buf_printf(b, ",\"clean\":%s}", r->drills[i].clean ? "true" : "false");
 	}
@@ -186,11 +176,11 @@ static int window(const struct replay *r, struct buf *b, bool *all_go)
 	if (rc == 0)
 		rc = buf_add_cstr(b, ",\"evidence\":{\"from\":");
 	if (rc == 0)
-		rc = jtime(b, r->best_clean_from);
+		rc = replay_json_time(b, r->best_clean_from);
 	if (rc == 0)
 		rc = buf_add_cstr(b, ",\"to\":");
 	if (rc == 0)
-		rc = jtime(b, r->best_clean_to);
+		rc = replay_json_time(b, r->best_clean_to);
 	if (rc == 0)
 		rc = buf_printf(b, ",\"seconds\":%.3f,\"requiredSeconds\":%u,\"divergences\":%" PRIu64 "}}",
 				(double)longest / 1e9, need, replay_divergences(r));
@@ -271,11 +261,11 @@ int replay_readiness_json(const struct replay *r, struct buf *out, bool *go)
 				"\"policy\":\"%s\",\"verdict\":\"%s\",\"window\":{\"from\":", r->o.policy->hash,
 				all ? "go" : "no-go");
 	if (rc == 0)
-		rc = jtime(out, r->first_ns);
+		rc = replay_json_time(out, r->first_ns);
 	if (rc == 0)
 		rc = buf_add_cstr(out, ",\"to\":");
 	if (rc == 0)
-		rc = jtime(out, r->end_ns);
+		rc = replay_json_time(out, r->end_ns);
 	if (rc == 0)
 		rc = buf_printf(out, ",\"seconds\":%.3f,\"lines\":%" PRIu64 ",\"writes\":%" PRIu64
 				",\"corruptLines\":%" PRIu64 "},\"criteria\":[",

@@ -8,16 +8,6 @@
 #include "replay_impl.h"
 #include "timefmt.h"
 
-static int jtime(struct buf *b, int64_t ns)
-{
-	char t[40];
-
-	if (!ns)
-		return buf_add_cstr(b, "null");
-	replay_format_time(ns, t);
-	return buf_printf(b, "\"%s\"", t);
-}
-
 static int examples(struct buf *b, const struct replay_example *ex, uint32_t n)
 {
 	uint32_t i;
@@ -86,11 +76,11 @@ static int divergence(const struct replay *r, struct buf *b)
 			",\"longestClean\":{\"from\":", r->samples, settle, r->divergent_intervals, r->max_overcommitted,
 			r->max_diverging, r->admitted[0], r->admitted[1], r->admitted[2]);
 	if (rc == 0)
-		rc = jtime(b, r->best_clean_from);
+		rc = replay_json_time(b, r->best_clean_from);
 	if (rc == 0)
 		rc = buf_add_cstr(b, ",\"to\":");
 	if (rc == 0)
-		rc = jtime(b, r->best_clean_to);
+		rc = replay_json_time(b, r->best_clean_to);
 	if (rc == 0)
 		rc = buf_printf(b, ",\"seconds\":%.3f},\"timeline\":[",
 				(double)(r->best_clean_to - r->best_clean_from) / 1e9);
@@ -99,11 +89,11 @@ static int divergence(const struct replay *r, struct buf *b)
 
 		rc = buf_add_cstr(b, i ? ",{\"from\":" : "{\"from\":");
 		if (rc == 0)
-			rc = jtime(b, iv->from_ns);
+			rc = replay_json_time(b, iv->from_ns);
 		if (rc == 0)
 			rc = buf_add_cstr(b, ",\"to\":");
 		if (rc == 0)
-			rc = jtime(b, iv->to_ns);
+			rc = replay_json_time(b, iv->to_ns);
 		if (rc == 0)
 			rc = buf_printf(b, ",\"overcommittedNodes\":%u,\"divergingNodes\":%u,\"settled\":%s,\"nodes\":",
 					iv->overcommitted, iv->diverging,
@@ -129,11 +119,11 @@ int replay_report_json(const struct replay *r, bool with_ledger, struct buf *out
 	rc = buf_printf(out, "{\"apiVersion\":\"dra-guard.io/v1alpha1\",\"kind\":\"ReplayReport\",\"policy\":\"%s\","
 			"\"window\":{\"from\":", r->o.policy->hash);
 	if (rc == 0)
-		rc = jtime(out, r->first_ns);
+		rc = replay_json_time(out, r->first_ns);
 	if (rc == 0)
 		rc = buf_add_cstr(out, ",\"to\":");
 	if (rc == 0)
-		rc = jtime(out, r->end_ns);
+		rc = replay_json_time(out, r->end_ns);
 	if (rc == 0)
 		rc = buf_printf(out, ",\"lines\":%" PRIu64 ",\"bytes\":%" PRIu64 "},\"input\":{\"events\":%" PRIu64
 				",\"skipped\":%" PRIu64 ",\"corrupt\":%" PRIu64 ",\"outOfOrder\":%" PRIu64
@@ -174,7 +164,7 @@ int replay_report_json(const struct replay *r, bool with_ledger, struct buf *out
 	for (i = 0; rc == 0 && i < r->nfreeze; i++) {
 		rc = buf_add_cstr(out, i ? ",{\"at\":" : "{\"at\":");
 		if (rc == 0)
-			rc = jtime(out, r->freeze[i].at);
+			rc = replay_json_time(out, r->freeze[i].at);
 		if (rc == 0)
 			rc = buf_printf(out, ",\"freeze\":%s}", r->freeze[i].on ? "true" : "false");
 	}

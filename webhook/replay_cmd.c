@@ -556,6 +556,27 @@ static void print_pending(json_t *p)
 	free(text);
 }
 
+/* A report built as JSON: printed as it is for --output json (*rep stays
+ * NULL), else read back for the text, JUnit or Markdown printers. 0, or
+ * -EPROTO said on stderr (cmd names the command). */
+static int report_out(const char *cmd, const struct buf *out, bool json, json_t **rep)
+{
+	json_error_t jerr;
+
+	*rep = NULL;
+	if (json) {
+		fwrite(buf_cstr(out), 1, buf_len(out), stdout);
+		fputc('\n', stdout);
+		return 0;
+	}
+	*rep = json_loadb(buf_cstr(out), buf_len(out), 0, &jerr);
+	if (!*rep) {
+		fprintf(stderr, "dra-guard %s: internal: the report does not read back: %s\n", cmd, jerr.text);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 static void print_text(json_t *rep, const struct ledger *l)
 {
 	json_t *w = json_object_get(rep, "window"), *in = json_object_get(rep, "input");
@@ -907,20 +928,10 @@ static int run(int argc, char **argv, bool readiness)
 			fprintf(stderr, "dra-guard readiness: the report could not be written (out of memory)\n");
 			goto out;
 		}
-		if (c.output == OUTPUT_JSON) {
-			fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
-			fputc('\n', stdout);
-		} else {
-			json_error_t jerr;
-
-			rep = json_loadb(buf_cstr(&out), buf_len(&out), 0, &jerr);
-			if (!rep) {
-				fprintf(stderr, "dra-guard readiness: internal: the report does not read back: %s\n",
-					jerr.text);
-				goto out;
-			}
+		if (report_out("readiness", &out, c.output == OUTPUT_JSON, &rep) != 0)
+			goto out;
+		if (rep)
 			print_markdown(rep);
-		}
 		code = unreadable ? 2 : go ? 0 : 1;
 		goto out;
 	}
@@ -929,22 +940,12 @@ static int run(int argc, char **argv, bool readiness)
 		fprintf(stderr, "dra-guard replay: the report could not be written (out of memory)\n");
 		goto out;
 	}
-	if (c.output == OUTPUT_JSON) {
-		fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
-		fputc('\n', stdout);
-	} else {
-		json_error_t jerr;
-
-		rep = json_loadb(buf_cstr(&out), buf_len(&out), 0, &jerr);
-		if (!rep) {
-			fprintf(stderr, "dra-guard replay: internal: the report does not read back: %s\n", jerr.text);
-			goto out;
-		}
-		if (c.output == OUTPUT_JUNIT)
-			print_junit(rep);
-		else
-			print_text(rep, c.no_ledger ? NULL : replay_ledger(r));
-	}
+	if (report_out("replay", &out, c.output == OUTPUT_JSON, &rep) != 0)
+		goto out;
+	if (rep && c.output == OUTPUT_JUNIT)
+		print_junit(rep);
+	else if (rep)
+		print_text(rep, c.no_ledger ? NULL : replay_ledger(r));
 	replay_totals(r, &t);
 	if (unreadable)
 		code = 2;
