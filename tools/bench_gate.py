@@ -104,11 +104,7 @@ def main():
     tg.ENV.start()
     rounds = []
     try:
-        tg.ENV.ensure_namespace(tg.GUARD_NS)
-        tg.ENV.ensure_namespace(tg.NS)
-        tg.ENV.create("/api/v1/namespaces/%s/serviceaccounts" % tg.NS,
-                      {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-        tg.ENV.create("/api/v1/namespaces/%s/configmaps" % tg.GUARD_NS, tg.policy_cm("false"))
+        tg.prepare()
         with guard.TempDir() as d:
             guard.make_certs(d)
             S = tg.S

@@ -394,18 +394,24 @@ def test_lease_holder_killed_mid_release_the_other_finishes():
     del S[holder]
 
 
+def prepare():
+    """The namespaces, the Pods' ServiceAccount and the policy (freeze off)
+    in ENV (tools/bench_gate.py uses it too)."""
+    ENV.ensure_namespace(GUARD_NS)
+    ENV.ensure_namespace(NS)
+    # No controller-manager makes the namespace's default ServiceAccount.
+    ENV.create("/api/v1/namespaces/%s/serviceaccounts" % NS,
+               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    ENV.create("/api/v1/namespaces/%s/configmaps" % GUARD_NS, policy_cm("false"))
+
+
 def main():
     global ENV
     ENV = envtest.EnvTest(identities={"alice": ("alice", ["system:masters"]),
                                       "reader": ("gate-reader", ["gate-test:readers"])})
     ENV.start()
     try:
-        ENV.ensure_namespace(GUARD_NS)
-        ENV.ensure_namespace(NS)
-        # No controller-manager makes the namespace's default ServiceAccount.
-        ENV.create("/api/v1/namespaces/%s/serviceaccounts" % NS,
-                   {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-        ENV.create("/api/v1/namespaces/%s/configmaps" % GUARD_NS, policy_cm("false"))
+        prepare()
         # Reads everything, writes nothing (no Lease): a replica that runs
         # --gate-release without the gate-pods overlay.
         ENV.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
