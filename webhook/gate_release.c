@@ -302,21 +302,18 @@ static void lease_tick(struct gate_release *g, struct buf *resp)
 }
 
 /* Give the Lease up on the way out, so another replica need not wait. */
-static void lease_give_up(struct gate_release *g)
+static void lease_give_up(struct gate_release *g, struct buf *resp)
 {
-	struct buf resp;
 	char path[512], *body;
 	long code = 0;
 
 	if (!atomic_load(&g->leading))
 		return;
-	buf_init(&resp, BODY_MAX);
 	body = lease_body(g, "", true, g->rec_transitions);
 	lease_path(g, false, path, sizeof(path));
 	if (body)
-		request(g, "PUT", path, "application/json", body, &code, &resp);
+		request(g, "PUT", path, "application/json", body, &code, resp);
 	free(body);
-	buf_free(&resp);
 	atomic_store(&g->leading, false);
 	atomic_store(&g->live_until_ms, 0);
 }
@@ -670,7 +667,7 @@ static void *lease_run(void *arg)
 		lease_due(g, &resp);
 		nanosleep(&ts, NULL);
 	}
-	lease_give_up(g);
+	lease_give_up(g, &resp);
 	buf_free(&resp);
 	return NULL;
 }
