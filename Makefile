@@ -279,7 +279,11 @@ golden-update: $(BUILD)/rel/tests/test_engine $(BUILD)/rel/tests/test_vap
 
 # The recorded traffic of tests/e2e/test_replay.py: test_ledger_envtest.py's
 # scenarios with the API server's audit log kept, then the expected reports.
+# Needs a real kube-apiserver (KUBE_APISERVER) and etcd; without them it
+# says so, leaves the recorded fixtures as they are and fails.
 replay-fixtures: $(BUILD)/rel/dra-guard | deps-test
+	$(Q)$(PYTHON) -c 'import sys; sys.path.insert(0, "tests/e2e"); import envtest; m = envtest.missing(); \
+		m and sys.exit("make replay-fixtures records from a real API server: %s; set KUBE_APISERVER (a v1.36 kube-apiserver) and ETCD. tests/fixtures/replay/ is unchanged." % m)'
 	$(Q)DRA_GUARD_RECORD_AUDIT=$(CURDIR)/tests/fixtures/replay $(PYTHON) tests/e2e/test_ledger_envtest.py
 	$(Q)$(PYTHON) tests/e2e/test_replay.py --update
 

@@ -20,14 +20,14 @@
 #            recorded fixture: only guarded writes (ledger sampled every 1s, and never), and a busy
 #            cluster's log with REPLAY_OTHER skipped events per write; then dra-guard replay on
 #            that log plain and gzip'd (wall, CPU with gzip's, peak RSS) -> replay.json
-#   gate     tools/bench_gate.py against the real API server (../shared/envtest): GATE_PODS Pods
+#   gate     tools/bench_gate.py against a real API server (KUBE_APISERVER): GATE_PODS Pods
 #            gated by a freeze, the freeze lifted, the time until two replicas released them,
 #            beside the API server's own time for the same PATCHes, GATE_ROUNDS rounds -> gate.json
-#            (skipped, with one line, without the API server)
+#            (skipped, with one line, where KUBE_APISERVER is unset)
 #   report   merge everything into $BUILD/bench/results.json and print the tables
 #
 # Settings (environment), defaults in brackets; the defaults take about 12 minutes
-# (the gate step, 8 of them, needs ../shared/envtest):
+# (the gate step, 8 of them, needs KUBE_APISERVER):
 #   BUILD [build]            build directory (binaries in $BUILD/release, results in $BUILD/bench)
 #   BENCH_BUILD [1]          0: measure the binaries already in $BUILD/release, do not run make
 #   DURATION [5]             seconds per measured e2e run       WARMUP [2]  seconds, discarded

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark: how long the gate's release takes against a real kube-apiserver
-(../shared/envtest), beside the API server's own time for the same PATCHes.
+(KUBE_APISERVER), beside the API server's own time for the same PATCHes.
 
 The scenario is tests/e2e/test_gate_envtest.py's: two replicas with
 --gate-release, the guard registered as the Pods' webhook, N Pods gated by a
@@ -95,7 +95,7 @@ def main():
     if a.bin:
         os.environ["DRA_GUARD_BIN"] = os.path.abspath(a.bin)
     if envtest.missing():
-        print("gate: skipped, %s" % envtest.missing())
+        print("SKIP gate: needs a real API server: %s" % envtest.missing())
         return 0
     import guard
     import test_gate_envtest as tg

@@ -38,8 +38,9 @@ the loader over an hour on a loaded 2-core machine; this takes a minute.
 --data DIR (or BENCH_SCALE_DATA) keeps etcd's data directory there and
 reuses it, so a second run skips the load.
 
-Needs ../shared/envtest/kube-apiserver (or KUBE_APISERVER), etcd, and
-about 4 minutes to load. Figures go to stdout and --out as JSON.
+Needs a real kube-apiserver (KUBE_APISERVER; none ships with the project),
+etcd, and about 4 minutes to load; without one it says so in one line and
+exits 0 (--synthetic needs neither). Figures go to stdout and --out as JSON.
 """
 
 import argparse

@@ -14,7 +14,9 @@ A SUITE is KIND:ARG:
 Every suite runs, whatever the ones before it did; its output is echoed as it
 comes. A suite that exits non-zero without a failed test to show for it (a
 crash, a sanitizer abort, an import error) counts as one more failure, and so
-does one that reports no test at all. The last line is "N passed, N failed";
+does one that reports no test at all. The last line is "N passed, N failed"
+(", N skipped" follows when a test was skipped; the line before it says how
+many of those were for want of a real API server);
 the exit status is 1 when anything failed.
 """
 
@@ -26,6 +28,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# What tests/e2e/envtest.py's require() (and tests that need the real API
+# server's own behaviour) say when they skip.
+API_SKIP = "needs a real API server"
 UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in ")
 UNITTEST_FAILED = re.compile(r"^FAILED \((.*)\)$")
 UNITTEST_OK = re.compile(r"^OK(?: \((.*)\))?$")
@@ -37,6 +42,7 @@ class Count:
         self.passed = 0
         self.failed = 0
         self.skipped = 0
+        self.skipped_api = 0      # of them, for want of a real API server
         self.failures = []
 
 
@@ -63,6 +69,8 @@ class E2e:
             c.failures.append("%s: %s" % (name, line[5:].split()[0] if line[5:].split() else "?"))
         elif line.startswith("SKIP "):
             c.skipped += 1
+            if API_SKIP in line:
+                c.skipped_api += 1
         else:
             m = UNITTEST_RAN.match(line)
             if m:
@@ -134,6 +142,7 @@ def run_suite(kind, arg, total):
     total.passed += c.passed
     total.failed += c.failed
     total.skipped += c.skipped
+    total.skipped_api += c.skipped_api
     total.failures += c.failures
 
 
@@ -152,8 +161,11 @@ def main():
     for f in total.failures:
         print("FAILED: %s" % f)
     if total.skipped:
-        print("%d skipped (each says why above)" % total.skipped)
-    print("%d passed, %d failed" % (total.passed, total.failed))
+        print("%d skipped (each says why above), %d of them for want of a real API server%s" % (
+            total.skipped, total.skipped_api,
+            " (set KUBE_APISERVER and ETCD to run them)" if total.skipped_api else ""))
+    print("%d passed, %d failed%s" % (total.passed, total.failed,
+                                      ", %d skipped" % total.skipped if total.skipped else ""))
     return 1 if total.failed else 0
 
 

@@ -7,9 +7,9 @@ qualified name with one '/' (checkKeyFormat in k8s.io/apiserver's
 admission attributes); a key that already held a '/' is dropped with a
 warning in the server's own log. So dra-guard returns bare keys
 ("denied-rules"), and this test registers the guard with a real
-kube-apiserver (tests/e2e/envtest.py, ../shared/envtest) and finds them in
+kube-apiserver (tests/e2e/envtest.py, KUBE_APISERVER) and finds them in
 its audit log as "resourceslices.validate.dra-guard.io/denied-rules".
-Without kube-apiserver or etcd it says SKIP in one line (FAIL under CI).
+Without kube-apiserver or etcd it says SKIP in one line and passes.
 """
 
 import os
