@@ -95,7 +95,9 @@ static bool copy_str(char *dst, size_t n, struct str s)
 		dst[0] = '\0';
 		return false;
 	}
-	memcpy(dst, s.ptr, s.len);
+	/* An absent field is {NULL, 0}: memcpy's arguments must not be NULL. */
+	if (s.len)
+		memcpy(dst, s.ptr, s.len);
 	dst[s.len] = '\0';
 	return true;
 }

@@ -186,6 +186,23 @@ static void test_claim_without_pod_and_freeze_create_regard_the_claim(void **sta
 	assert_string_equal(out[0].pod, "");
 	assert_non_null(strstr(out[0].note, "INC-1). Clears when an operator ends the freeze"));
 	arena_free(r.a);
+
+	/* A claim created without a uid yet (a review sent before the API
+	 * server filled it in, as its mutating stage is): the Event regards the
+	 * claim by name, with no uid, and nothing reads the absent field (under
+	 * UBSan, copying it was memcpy(dst, NULL, 0)). */
+	claim_review(&r, false);
+	r.rq.operation = ADMISSION_OP_CREATE;
+	r.rq.object.u.claim.allocated = false;
+	r.rq.object.meta.uid = (struct str){ NULL, 0 };
+	deny(&r, RULE_CLAIM_FREEZE_CREATE, ACTION_DENY, "the cluster is in a rollback freeze (reason: INC-1)");
+	finish(&r);
+	n = 9;
+	events_from_review(&r.rq, &r.v, T0, out, EVENTS_PER_REVIEW, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(out[0].regarding.name, "gpu-claim");
+	assert_string_equal(out[0].regarding.uid, "");
+	arena_free(r.a);
 }
 
 static void test_pod_status_refusal_regards_the_pod(void **state)
