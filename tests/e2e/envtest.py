@@ -73,14 +73,36 @@ def missing():
     return "no " + " and no ".join(out) if out else ""
 
 
-def require(what="this test"):
-    """Exit 0 with one "SKIP ..." line when the binaries are missing (CI
-    included: no machine has a real API server unless one is built on it)."""
+FAKE = False   # True once require(fake=True) chose the fake API server
+
+
+def require(what="this test", fake=False):
+    """With a real API server (KUBE_APISERVER and etcd) return at once.
+    Without one: with fake=True, make EnvTest the fake API server of
+    tests/e2e/fakeapi.py and say so in one line; else print one "SKIP ..."
+    line and exit 0 (CI included: no machine has a real API server unless
+    one is built on it)."""
+    global EnvTest, FAKE
     gone = missing()
     if not gone:
         return
+    if fake:
+        import fakeapi
+        EnvTest = fakeapi.FakeEnv
+        FAKE = True
+        print("# %s: against the fake API server (tests/e2e/fakeapi.py): %s" % (what, gone), flush=True)
+        return
     print("SKIP %s: needs a real API server: %s" % (what, gone), flush=True)
     sys.exit(0)
+
+
+def real_only(what):
+    """Raise guard.Skip, with the reason, for a check only a real API server
+    can make (its own validation, CEL, RBAC bootstrap roles) when the fake
+    one is serving."""
+    if FAKE:
+        import guard
+        raise guard.Skip("%s: needs a real API server: %s" % (what, missing()))
 
 
 def free_port():
@@ -176,6 +198,8 @@ class Proxy:
 
 class EnvTest:
     """etcd + kube-apiserver on loopback ports, with certificates and identities.
+    (After require(fake=True) without a real server, the name is
+    fakeapi.FakeEnv, which has the same interface.)
 
     identities: {name: (user, [groups])} client certificates (env.identity(name)).
     tokens: {token: (user, [groups])} bearer tokens (--token-auth-file).
@@ -187,6 +211,7 @@ class EnvTest:
 
     def __init__(self, identities=None, tokens=None, audit=False, extra_args=(), etcd_quota=None,
                  etcd_dir=None):
+        self.real = True
         self.dir = tempfile.mkdtemp(prefix="dra-guard-envtest-")
         self.identities = dict(identities or {})
         self.tokens = dict(tokens or {})

@@ -98,5 +98,5 @@ def test_audit_annotations_reach_the_audit_log():
 
 
 if __name__ == "__main__":
-    envtest.require("test_apiserver_audit")
+    envtest.require("test_apiserver_audit", fake=True)
     guard.run_tests([test_audit_annotations_reach_the_audit_log])

@@ -36,7 +36,7 @@ import envtest  # noqa: E402
 import guard  # noqa: E402
 from guard import check, fail  # noqa: E402
 
-envtest.require("test_events_envtest")
+envtest.require("test_events_envtest", fake=True)
 
 V1 = envtest.RESOURCE_V1
 SLICES = V1 + "/resourceslices"

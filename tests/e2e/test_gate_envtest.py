@@ -23,7 +23,7 @@ import envtest  # noqa: E402
 import guard  # noqa: E402
 from guard import check, fail  # noqa: E402
 
-envtest.require("test_gate_envtest")
+envtest.require("test_gate_envtest", fake=True)
 
 NS = "gate-test"
 GUARD_NS = "dra-guard"

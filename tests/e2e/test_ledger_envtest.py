@@ -38,7 +38,7 @@ import envtest  # noqa: E402
 import guard  # noqa: E402
 from guard import check, fail  # noqa: E402
 
-envtest.require("test_ledger_envtest")
+envtest.require("test_ledger_envtest", fake=True)
 
 V1 = envtest.RESOURCE_V1
 SLICES = V1 + "/resourceslices"

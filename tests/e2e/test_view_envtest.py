@@ -19,7 +19,7 @@ import envtest  # noqa: E402
 import guard  # noqa: E402
 from guard import check, fail  # noqa: E402
 
-envtest.require("test_view_envtest")
+envtest.require("test_view_envtest", fake=True)
 
 SLICES = envtest.RESOURCE_V1 + "/resourceslices"
 DRIVER = "gpu.example.com"
