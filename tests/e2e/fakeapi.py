@@ -129,6 +129,24 @@ MERGE_KEYS = {"schedulingGates": "name", "containers": "name", "initContainers":
               "tolerations": None}
 PRIMITIVE_MERGE = {"finalizers"}
 
+# The Go zero value of a kind's spec and status as JSON (fields without
+# omitempty): what a bookmark's empty object carries besides its metadata.
+ZERO = {"ResourceSlice": {"spec": {"driver": "", "pool": {"name": "", "generation": 0, "resourceSliceCount": 0}}},
+        "ResourceClaim": {"spec": {"devices": {}}, "status": {}},
+        "Pod": {"spec": {"containers": None}, "status": {}},
+        "ConfigMap": {},
+        "Node": {"spec": {}, "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+                                         "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "",
+                                                      "kernelVersion": "", "osImage": "",
+                                                      "containerRuntimeVersion": "", "kubeletVersion": "",
+                                                      "kubeProxyVersion": "", "operatingSystem": "",
+                                                      "architecture": ""}}}}
+
+# Kinds whose strategy keeps metadata.generation (1 at create, +1 when the
+# spec changes or a graceful deletion starts); a ResourceClaim or a Node has
+# none, as the recorded answers show.
+GENERATION = {"Pod", "ResourceSlice", "DeviceClass", "Deployment", "DaemonSet", "ValidatingAdmissionPolicy"}
+
 DISCOVERY_PATHS = ("/api", "/api/", "/apis", "/apis/", "/healthz", "/livez", "/readyz", "/version",
                    "/openapi/", "/.well-known/openid-configuration")
 
@@ -861,7 +879,7 @@ class FakeEnv:
         md["resourceVersion"] = str(self._next_rv())
         if ns:
             md["namespace"] = ns
-        if "spec" in obj or kind in ("ResourceSlice", "ResourceClaim", "Pod", "DeviceClass", "Deployment"):
+        if kind in GENERATION:
             md["generation"] = 1
         if kind == "Namespace":
             md.setdefault("labels", {})["kubernetes.io/metadata.name"] = md["name"]
@@ -874,7 +892,22 @@ class FakeEnv:
         return obj
 
     def _defaults(self, group, plural, obj, old=None):
-        """The few defaults the guard or the tests read."""
+        """What the 1.36 API server's defaulting and its default admission
+        plugins add on create, as its recorded answers show
+        (tests/fixtures/replay/audit.log): a Pod's defaults, ServiceAccount
+        and DefaultTolerationSeconds; a Node's not-ready taint
+        (TaintNodesByCondition) and zero status; a claim's empty status."""
+        if (group, plural) == ("resource.k8s.io", "resourceclaims") and old is None:
+            obj["status"] = {}
+        if (group, plural) == ("", "nodes") and old is None:
+            spec = obj.setdefault("spec", {})
+            taints = spec.setdefault("taints", [])
+            if not any(t.get("key") == "node.kubernetes.io/not-ready" for t in taints):
+                taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
+            obj["status"] = {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+                             "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
+                                          "osImage": "", "containerRuntimeVersion": "", "kubeletVersion": "",
+                                          "kubeProxyVersion": "", "operatingSystem": "", "architecture": ""}}
         if (group, plural) == ("", "pods") and old is None:
             spec = obj.setdefault("spec", {})
             spec.setdefault("restartPolicy", "Always")
@@ -884,6 +917,7 @@ class FakeEnv:
             spec.setdefault("enableServiceLinks", True)
             spec.setdefault("priority", 0)
             spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+            spec.setdefault("securityContext", {})
             for c in spec.get("containers") or []:
                 c.setdefault("terminationMessagePath", "/dev/termination-log")
                 c.setdefault("terminationMessagePolicy", "File")
@@ -898,6 +932,19 @@ class FakeEnv:
                                      "message": "Scheduling is blocked due to non-empty scheduling gates",
                                      "lastProbeTime": None, "lastTransitionTime": now_rfc3339()}]
             obj["status"] = st
+        return obj
+
+    def _admission_defaults(self, group, plural, obj):
+        """The default admission plugins' additions (after managedFields
+        are computed: the plugins' fields are nobody's)."""
+        if (group, plural) == ("", "pods"):
+            spec = obj.setdefault("spec", {})
+            spec.setdefault("serviceAccountName", "default")
+            spec.setdefault("serviceAccount", spec["serviceAccountName"])
+            tol = spec.setdefault("tolerations", [])
+            for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+                if not any(t.get("key") == key and t.get("effect") in (None, "", "NoExecute") for t in tol):
+                    tol.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
         return obj
 
 
@@ -1257,14 +1304,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     list_rv, start = int(tok["rv"]), tok["start"]
                 except (ValueError, KeyError, TypeError):
                     raise bad_request("continue key is not valid: illegal base64 data at input byte 0")
-                if list_rv <= f.compacted:
-                    raise ApiError(status(410, "Expired", "The provided continue parameter is too old to display a "
+                if list_rv == -1:
+                    list_rv = f.rv     # a token handed out with a 410: the list at the latest
+                elif list_rv <= f.compacted:
+                    # As the etcd store answers a compacted page: a 410 whose
+                    # metadata carries a token that continues at the latest
+                    # revision (rv -1), inconsistently.
+                    st = status(410, "Expired", "The provided continue parameter is too old to display a "
                                           "consistent list result. You can start a new list without the continue "
                                           "parameter, or use the continue token in this response to retrieve the "
                                           "remainder of the results. Continuing with the provided token results "
                                           "in an inconsistent list - objects that were created, modified, or "
                                           "deleted between the time the first chunk was returned and now may "
-                                          "show up in the list.", {}))
+                                          "show up in the list.")
+                    st["metadata"] = {"continue": base64.b64encode(json.dumps(
+                        {"v": "meta.k8s.io/v1", "rv": -1, "start": start}, separators=(",", ":")).encode()).decode()}
+                    raise ApiError(st)
             # A LIST at resourceVersion=0 is served from the watch cache,
             # which pages nothing: the limit is ignored.
             if rv_param == "0" and not cont:
@@ -1310,10 +1365,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
 
         def bookmark(rv, annotations=None):
+            # An empty object of the kind (its Go zero value as JSON) with
+            # only the resourceVersion set.
             md = {"resourceVersion": str(rv), "creationTimestamp": None}
             if annotations:
                 md["annotations"] = annotations
-            write({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api, "metadata": md}})
+            obj = {"kind": kind, "apiVersion": api, "metadata": md}
+            obj.update(copy.deepcopy(ZERO.get(kind, {})))
+            write({"type": "BOOKMARK", "object": obj})
 
         def matches(obj):
             if labels and not label_query_match(labels, obj["metadata"].get("labels")):
@@ -1321,6 +1380,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return not fields or field_query_match(fields, obj)
 
         deadline = time.time() + timeout
+        # The watch cache sends its last bookmark about 2 s before the
+        # watch's deadline (cacheWatcher.nextBookmarkTime).
+        last_bm = deadline - 2.0
         try:
             with f.lock:
                 if initial:
@@ -1362,19 +1424,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                             # Only other resources' events: nothing of
                             # this watch's is older than the newest.
                             pos = f.events[-1][0]
-                        if out or time.time() >= min(deadline, next_bm):
+                        due = min(deadline, next_bm, last_bm) if bookmarks else deadline
+                        if out or time.time() >= due:
                             break
-                        f.cond.wait(min(deadline, next_bm) - time.time())
+                        f.cond.wait(max(0.0, due - time.time()))
                 for rv, _, _, _, typ, obj in out:
                     pos = rv
                     if matches(obj):
                         write({"type": typ, "object": obj})
                 now = time.time()
                 if now >= deadline:
-                    if bookmarks:
-                        bookmark(max(pos, f.rv))
                     break
-                if bookmarks and now >= next_bm:
+                if bookmarks and (now >= next_bm or now >= last_bm):
+                    if now >= last_bm:
+                        last_bm = deadline + 1     # once
+
                     with f.lock:
                         # Nothing of this resource since pos: the watch may
                         # resume from the newest revision.
@@ -1442,6 +1506,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if (group, plural) in (("resource.k8s.io", "resourceclaims"),):
             obj.pop("status", None)
         f._defaults(group, plural, obj)
+        md.pop("managedFields", None)
+        managed_fields(obj, self.manager(), obj["apiVersion"], None)
+        f._admission_defaults(group, plural, obj)
         obj = self.admit("CREATE", group, plural, ns, md["name"], None, obj, None, "CreateOptions",
                          stage="mutating")
         # The storage's BeforeCreate fills the system fields between the
@@ -1449,7 +1516,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         md = obj["metadata"]
         md["uid"] = str(uuid.uuid4())
         md["creationTimestamp"] = now_rfc3339()
-        if "spec" in obj or kind in ("ResourceSlice", "ResourceClaim", "Pod", "DeviceClass", "Deployment"):
+        if kind in GENERATION:
             md["generation"] = 1
         obj = self.admit("CREATE", group, plural, ns, md["name"], None, obj, None, "CreateOptions",
                          stage="validating")
@@ -1525,7 +1592,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if new == now:
                 self.stored = copy.deepcopy(now)
                 return True
-            if new.get("spec") != now.get("spec") and "generation" in now["metadata"]:
+            if new.get("spec") != now.get("spec") and now["kind"] in GENERATION:
                 new["metadata"]["generation"] = now["metadata"]["generation"] + 1
             new["metadata"]["resourceVersion"] = str(f._next_rv())
             # An object marked for deletion goes when its last finalizer does.
@@ -1540,13 +1607,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.stored = copy.deepcopy(new)
             return True
 
+    def manager(self):
+        """The field manager: the User-Agent up to its first '/'."""
+        ua = self.headers.get("User-Agent") or ""
+        return ua.split("/")[0] or "unknown"
+
     def merge_update(self, group, plural, sub, cur, obj):
         """What an update of the object or of its status subresource keeps."""
+        new = self._merge_update(group, plural, sub, cur, obj)
+        if new != cur:
+            managed_fields(new, self.manager(), cur["apiVersion"], sub, old=cur)
+        return new
+
+    def _merge_update(self, group, plural, sub, cur, obj):
         _, _, _, subs = RESOURCES[(group, plural)]
         new = copy.deepcopy(obj)
         md = new.setdefault("metadata", {})
         for k in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp",
-                  "deletionGracePeriodSeconds"):
+                  "deletionGracePeriodSeconds", "managedFields"):
             if k in cur["metadata"]:
                 md[k] = cur["metadata"][k]
             else:
@@ -1644,6 +1722,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                         return copy.deepcopy(now)
                     new = copy.deepcopy(now)
                     new["metadata"]["deletionTimestamp"] = now_rfc3339()
+                    if now["kind"] in GENERATION:
+                        new["metadata"]["generation"] = now["metadata"].get("generation", 0) + 1
                     new["metadata"]["deletionGracePeriodSeconds"] = int(grace if grace is not None else
                                                                         (30 if graceful else 0))
                     new["metadata"]["resourceVersion"] = str(f._next_rv())
@@ -1929,6 +2009,64 @@ def denial(name, st):
     if st.get("details"):
         out["details"] = st["details"]
     return out
+
+
+def fields_v1(v, key=None):
+    """A FieldsV1 set of what v sets: keyed list items as k:{...}, other
+    lists atomic."""
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            if x is None or x == {}:
+                continue    # an empty struct sets nothing
+            out["f:" + k] = fields_v1(x, k)
+        return out
+    if isinstance(v, list) and MERGE_KEYS.get(key):
+        mk = MERGE_KEYS[key]
+        out = {".": {}} if v else {}
+        for item in v:
+            if isinstance(item, dict) and mk in item:
+                f = fields_v1(item)
+                f["."] = {}
+                out["k:" + json.dumps({mk: item[mk]}, separators=(",", ":"))] = f
+        return out
+    return {}
+
+
+def managed_fields(obj, manager, api_version, sub, old=None):
+    """obj's metadata.managedFields after manager wrote it: its entry for
+    (manager, Update, subresource) replaced, the others kept."""
+    md = obj.setdefault("metadata", {})
+    if obj.get("kind") == "Node":
+        # The recorded answers carry no managedFields for a Node.
+        return
+    entries = [e for e in ((old or {}).get("metadata", {}).get("managedFields") or md.get("managedFields") or [])
+               if not (e.get("manager") == manager and e.get("operation") == "Update" and
+                       e.get("subresource") == sub)]
+    if sub == "status":
+        # A status writer owns the fields it changed (a field it removed is
+        # nobody's).
+        was = (old or {}).get("status") or {}
+        changed = {k: v for k, v in (obj.get("status") or {}).items() if was.get(k) != v}
+        owned = {"f:status": fields_v1(changed)}
+    else:
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+        owned = fields_v1(body)
+        meta = {k: md[k] for k in ("labels", "annotations", "ownerReferences", "finalizers", "generateName")
+                if k in md}
+        if meta:
+            owned["f:metadata"] = fields_v1(meta)
+    if owned and owned != {"f:status": {}}:
+        # A manager that sets nothing any more owns nothing: no entry.
+        e = {"manager": manager, "operation": "Update", "apiVersion": api_version, "time": now_rfc3339(),
+             "fieldsType": "FieldsV1", "fieldsV1": owned}
+        if sub:
+            e["subresource"] = sub
+        entries.append(e)
+    if entries:
+        md["managedFields"] = entries
+    else:
+        md.pop("managedFields", None)
 
 
 def strip_type(o):
