@@ -607,7 +607,7 @@ class FakeEnv:
         self.store = {}        # (group, plural, ns, name) -> object
         self.events = []       # (rv, group, plural, ns, type, object)
         self.sa_tokens = {}    # token -> (user, groups, uid)
-        self.requests = []     # (verb, group, resource, subresource, namespace, name, user) of every request
+        self.requests = []     # (verb, group, resource, subresource, namespace, name, user, 0 or 403) of every request
         self.log_lines = []
         self.generation = 0    # a restart bumps it; streams of an older generation end
         self.httpd = None
@@ -1207,9 +1207,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     authz_name = v
         self.info = {"verb": verb, "group": group, "version": version, "plural": plural, "ns": ns, "name": name,
                      "sub": sub}
+        # Recorded as authorized (the name a list or watch selects by field
+        # included), with the code: 403, or 0 for allowed (a watch has no end).
+        ok = authorize(f, self.who[0], self.who[1], verb, group, plural, sub, ns, authz_name)
         with f.lock:
-            f.requests.append((verb, group, plural, sub, ns, name, self.who[0]))
-        if not authorize(f, self.who[0], self.who[1], verb, group, plural, sub, ns, authz_name):
+            f.requests.append((verb, group, plural, sub, ns, authz_name, self.who[0], 0 if ok else 403))
+        if not ok:
             raise forbidden(self.who[0], verb, group, plural, sub, ns, name)
         if verb == "get":
             self.send_json(200, self.get_object(group, plural, ns, name, sub))
@@ -1765,13 +1768,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                   "requested resource"))
         self.info = {"verb": "create", "group": group, "version": version, "plural": plural, "ns": None,
                      "name": None, "sub": None}
-        with f.lock:
-            f.requests.append(("create", group, plural, None, None, None, self.who[0]))
         obj = self.parse_body(body) or {}
         user, groups, _ = self.who
         kind = REVIEWS[(group, plural)]
         self_review = plural.startswith("self")
-        if not self_review and not authorize(f, user, groups, "create", group, plural, None, None, None):
+        ok = self_review or authorize(f, user, groups, "create", group, plural, None, None, None)
+        with f.lock:
+            f.requests.append(("create", group, plural, None, None, None, user, 0 if ok else 403))
+        if not ok:
             raise forbidden(user, "create", group, plural, None, None)
         spec = obj.get("spec") or {}
         out = {"kind": kind, "apiVersion": "%s/v1" % group, "metadata": {"creationTimestamp": None},
