@@ -127,6 +127,19 @@ static void test_refused_kubeconfigs_say_why(void **state)
 		{ KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\", certificate-authority-data: \"!!\"}\n",
 		  "not base64" },
 		{ "apiVersion: v1\nkind: Config\n", "no current-context" },
+		/* Never ignored: where to connect, which name to check, who to be. */
+		{ KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\", proxy-url: \"http://p:3128\"}\n",
+		  "cluster.proxy-url is not supported" },
+		{ KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\", tls-server-name: api.internal}\n",
+		  "cluster.tls-server-name is not supported" },
+		{ KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\"}\n"
+		  "users:\n- name: u1\n  user: {token: t, as: system:admin}\n", "users[\"u1\"].as is not supported: impersonation" },
+		{ KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\"}\n"
+		  "users:\n- name: u1\n  user: {token: t, as-groups: [system:masters]}\n", "as-groups is not supported" },
+		{ KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\"}\n"
+		  "users:\n- name: u1\n  user: {token: t, as-uid: \"1\"}\n", "as-uid is not supported" },
+		{ KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\"}\n"
+		  "users:\n- name: u1\n  user: {token: t, as-user-extra: {a: [b]}}\n", "as-user-extra is not supported" },
 		{ KC_HEAD "clusters: []\n", "server must be" },
 		{ "a: [\n", ":" },
 	};
@@ -141,6 +154,90 @@ static void test_refused_kubeconfigs_say_why(void **state)
 		if (!strstr(err, cases[i].msg))
 			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, cases[i].msg);
 	}
+}
+
+/* A token of any length is sent whole (a projected token is about 1 KiB,
+ * an OIDC one can be far longer). */
+static void test_a_long_token_is_never_cut(void **state)
+{
+	struct kube_config cfg;
+	char err[KUBE_CONFIG_ERROR_MAX], *h = NULL, *tok, *kc;
+	size_t n = 100000, i;
+
+	(void)state;
+	tok = malloc(n + 1);
+	assert_non_null(tok);
+	for (i = 0; i < n; i++)
+		tok[i] = (char)('a' + i % 26);
+	tok[n - 1] = 'Z';
+	tok[n] = '\0';
+	write_file("long-token", tok);
+	kc = malloc(n + 1024);
+	assert_non_null(kc);
+	snprintf(kc, n + 1024, KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\"}\n"
+		 "users:\n- name: u1\n  user: {tokenFile: long-token}\n");
+	write_file("long.yaml", kc);
+	assert_int_equal(kube_config_load(path_of("long.yaml"), NULL, &cfg, err), 0);
+	assert_int_equal(kube_config_auth_header(&cfg, &h), 0);
+	assert_non_null(h);
+	assert_int_equal(strlen(h), strlen("Authorization: Bearer ") + n);
+	assert_int_equal(strncmp(h, "Authorization: Bearer abc", 25), 0);
+	assert_int_equal(h[strlen(h) - 1], 'Z');
+	free(h);
+	kube_config_free(&cfg);
+	/* No token: no header. */
+	snprintf(kc, n + 1024, KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\"}\nusers: []\n");
+	write_file("notoken.yaml", kc);
+	assert_int_equal(kube_config_load(path_of("notoken.yaml"), NULL, &cfg, err), 0);
+	assert_int_equal(kube_config_auth_header(&cfg, &h), 0);
+	assert_null(h);
+	kube_config_free(&cfg);
+	free(kc);
+	free(tok);
+}
+
+/* The CA file is read again when it changes (the kubelet rewrites the
+ * ServiceAccount's ca.crt when the cluster's CA rotates); a file caught
+ * empty or without a certificate is not taken. */
+static void test_the_ca_file_is_read_again_when_it_changes(void **state)
+{
+	struct kube_config cfg;
+	char err[KUBE_CONFIG_ERROR_MAX];
+	int64_t t = 1000000;
+
+	(void)state;
+	write_file("rot-ca.crt", "-----BEGIN CERTIFICATE-----\nOLD\n-----END CERTIFICATE-----\n");
+	write_file("rot.yaml", KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\", "
+		   "certificate-authority: rot-ca.crt}\nusers: []\n");
+	assert_int_equal(kube_config_load(path_of("rot.yaml"), NULL, &cfg, err), 0);
+	assert_non_null(strstr(cfg.ca_pem, "OLD"));
+	/* Unchanged: nothing read, whenever asked. */
+	assert_int_equal(kube_config_ca_refresh(&cfg, t, false), 0);
+	assert_int_equal(kube_config_ca_refresh(&cfg, t, true), 0);
+	/* Rotated (a new size): taken at the next look, not before. */
+	write_file("rot-ca.crt", "-----BEGIN CERTIFICATE-----\nNEW-CA\n-----END CERTIFICATE-----\n");
+	assert_int_equal(kube_config_ca_refresh(&cfg, t + 1000, false), 0);
+	assert_non_null(strstr(cfg.ca_pem, "OLD"));
+	assert_int_equal(kube_config_ca_refresh(&cfg, t + KUBE_TOKEN_MAX_AGE_S * 1000 + 1, false), 1);
+	assert_non_null(strstr(cfg.ca_pem, "NEW-CA"));
+	/* After a failed verification the caller forces a look at once. */
+	write_file("rot-ca.crt", "-----BEGIN CERTIFICATE-----\nTHIRD-ONE\n-----END CERTIFICATE-----\n");
+	assert_int_equal(kube_config_ca_refresh(&cfg, t + KUBE_TOKEN_MAX_AGE_S * 1000 + 2, true), 1);
+	assert_non_null(strstr(cfg.ca_pem, "THIRD-ONE"));
+	/* Half written (no certificate) or empty: refused, the old CA kept. */
+	write_file("rot-ca.crt", "-----BEGIN CERT");
+	assert_int_equal(kube_config_ca_refresh(&cfg, t, true), -EINVAL);
+	write_file("rot-ca.crt", "");
+	assert_int_equal(kube_config_ca_refresh(&cfg, t, true), -EINVAL);
+	assert_non_null(strstr(cfg.ca_pem, "THIRD-ONE"));
+	kube_config_free(&cfg);
+	/* certificate-authority-data has no file to watch. */
+	write_file("data.yaml", KC_HEAD "clusters:\n- name: c1\n  cluster: {server: \"https://x\", "
+		   "certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==}\nusers: []\n");
+	assert_int_equal(kube_config_load(path_of("data.yaml"), NULL, &cfg, err), 0);
+	assert_string_equal(cfg.ca_file, "");
+	assert_int_equal(kube_config_ca_refresh(&cfg, t, true), 0);
+	kube_config_free(&cfg);
 }
 
 static const char *env_host;
@@ -189,6 +286,8 @@ int main(void)
 		cmocka_unit_test(test_client_certificate_data),
 		cmocka_unit_test(test_refused_kubeconfigs_say_why),
 		cmocka_unit_test(test_in_cluster_and_nothing_to_find),
+		cmocka_unit_test(test_a_long_token_is_never_cut),
+		cmocka_unit_test(test_the_ca_file_is_read_again_when_it_changes),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

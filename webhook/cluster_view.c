@@ -55,12 +55,32 @@ enum request_kind {
 
 static const char *const request_names[REQ_COUNT] = { "discovery", "list", "watch" };
 
+/* Why a WATCH was sent again from the same resourceVersion, not by its
+ * timeout. */
+enum restart_reason {
+	RESTART_SILENT = 0,           /* nothing on it for --watch-silence */
+	RESTART_SHORT,                /* it ended within SHORT_WATCH_MS with no event */
+	RESTART_COUNT
+};
+
+static const char *const restart_names[RESTART_COUNT] = { "silent", "short" };
+
 static const char *const event_names[VIEW_EVENT_COUNT] = {
 	"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR",
 };
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 30000
+/* After a 410 the LIST waits as client-go's reflector waits before it lists
+ * again (its backoff manager: 800 ms, doubling to 30 s, full jitter, reset
+ * after 2 minutes without one): a server that expires every watch at once
+ * is listed a few times a minute, not ten times a second. */
+#define EXPIRY_BACKOFF_MIN_MS 800
+#define EXPIRY_BACKOFF_RESET_MS 120000
+/* A WATCH that ends sooner than this with no event did not work (client-go:
+ * "very short watch"): it resumes from the same resourceVersion after a
+ * backoff, without a LIST. */
+#define SHORT_WATCH_MS 1000
 #define ERRBODY_MAX (64 * 1024)
 #define LIST_BUCKETS 10
 
@@ -85,6 +105,9 @@ struct reflector {
 	struct buf errbody;
 	int64_t next_ms;              /* monotonic: when to send the next request */
 	unsigned backoff_ms;
+	unsigned expiry_backoff_ms;   /* the wait before a LIST after a 410 */
+	int64_t last_expiry_ms;       /* monotonic, the last 410 */
+	int64_t req_start_ms;         /* monotonic, when the request in flight was sent */
 	int64_t list_start_ms;
 	bool synced;                  /* a LIST completed once */
 	char last_error[512];
@@ -101,6 +124,7 @@ struct reflector {
 	atomic_uint_fast64_t events[VIEW_EVENT_COUNT];
 	atomic_uint_fast64_t relists[RELIST_COUNT];
 	atomic_uint_fast64_t errors[REQ_COUNT];   /* failed requests, each followed by a backoff */
+	atomic_uint_fast64_t restarts[RESTART_COUNT];   /* WATCHes resumed without a LIST */
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t skipped;
 	atomic_int_fast64_t last_event_ns;   /* wall clock */
@@ -185,6 +209,7 @@ void cluster_view_config_default(struct cluster_view_config *cfg)
 	snprintf(cfg->cm_name, sizeof(cfg->cm_name), "dra-guard-policy");
 	cfg->page_size = 500;
 	cfg->watch_timeout_s = 300;
+	cfg->watch_silence_s = 150;
 	cfg->connect_timeout_s = 10;
 	cfg->list_timeout_s = 120;
 	cfg->max_object = (size_t)3 << 20;
@@ -442,8 +467,6 @@ static void collection(const struct cluster_view *cv, enum res res, char *buf, s
 
 static void setup_easy(struct cluster_view *cv, CURL *e, const char *url, long timeout_s)
 {
-	struct kube_config *k = &cv->cfg.kube;
-
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -456,20 +479,68 @@ static void setup_easy(struct cluster_view *cv, CURL *e, const char *url, long t
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
+}
+
+/* The credentials of a request, under kube_mu: the token (read again when
+ * due), the CA (read again when its file changed) and the client
+ * certificate, copied into the handle (a CA or token replaced later never
+ * pulls memory from under a transfer), and the Authorization header built
+ * to the token's length. 0 or -ENOMEM. */
+static int client_auth(struct cluster_view *cv, CURL *e, struct curl_slist **headers)
+{
+	struct kube_config *k = &cv->cfg.kube;
+	struct curl_slist *t;
+	char *auth = NULL;
+	int rc;
+
+	pthread_mutex_lock(&cv->kube_mu);
+	kube_config_token_refresh(k, mono_ms(), false);
+	kube_config_ca_refresh(k, mono_ms(), false);
 	if (k->ca_pem) {
-		struct curl_blob blob = { k->ca_pem, k->ca_len, CURL_BLOB_NOCOPY };
+		struct curl_blob blob = { k->ca_pem, k->ca_len, CURL_BLOB_COPY };
 
 		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
 	}
 	if (k->cert_pem && k->key_pem) {
-		struct curl_blob cert = { k->cert_pem, k->cert_len, CURL_BLOB_NOCOPY };
-		struct curl_blob key = { k->key_pem, k->key_len, CURL_BLOB_NOCOPY };
+		struct curl_blob cert = { k->cert_pem, k->cert_len, CURL_BLOB_COPY };
+		struct curl_blob key = { k->key_pem, k->key_len, CURL_BLOB_COPY };
 
 		curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
 		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
 		curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
 		curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
 	}
+	rc = kube_config_auth_header(k, &auth);
+	pthread_mutex_unlock(&cv->kube_mu);
+	if (rc == 0 && auth) {
+		if ((t = curl_slist_append(*headers, auth)) != NULL)
+			*headers = t;
+		else
+			rc = -ENOMEM;
+	}
+	if (auth) {
+		memset(auth, 0, strlen(auth));
+		free(auth);
+	}
+	return rc;
+}
+
+/* After the server's certificate failed verification: the CA may have
+ * rotated under the guard, so its file is read again at once. */
+static void ca_verify_failed(struct cluster_view *cv, CURLcode res)
+{
+	if (res != CURLE_PEER_FAILED_VERIFICATION && res != CURLE_SSL_CACERT_BADFILE)
+		return;
+	pthread_mutex_lock(&cv->kube_mu);
+	if (kube_config_ca_refresh(&cv->cfg.kube, mono_ms(), true) == 1) {
+		struct log_line l;
+
+		if (log_begin(&l, LOG_WARN, "cluster view: the API server's CA changed; read again")) {
+			log_str(&l, "file", cv->cfg.kube.ca_file);
+			log_end(&l);
+		}
+	}
+	pthread_mutex_unlock(&cv->kube_mu);
 }
 
 /* --- requests of other parts (the gate's Lease and releases) ------------------- */
@@ -477,7 +548,7 @@ static void setup_easy(struct cluster_view *cv, CURL *e, const char *url, long t
 int cluster_view_client_setup(struct cluster_view *cv, CURL *e, const char *path, long timeout_s,
 			      struct curl_slist **headers)
 {
-	char url[4096], auth[8192];
+	char url[4096];
 	struct curl_slist *h = *headers, *t;
 	int rc = 0;
 
@@ -491,17 +562,8 @@ int cluster_view_client_setup(struct cluster_view *cv, CURL *e, const char *path
 		rc = -ENOMEM;
 	else
 		h = t;
-	pthread_mutex_lock(&cv->kube_mu);
-	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), false);
-	if (rc == 0 && cv->cfg.kube.token) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cv->cfg.kube.token);
-		if (!(t = curl_slist_append(h, auth)))
-			rc = -ENOMEM;
-		else
-			h = t;
-		memset(auth, 0, sizeof(auth));
-	}
-	pthread_mutex_unlock(&cv->kube_mu);
+	if (rc == 0)
+		rc = client_auth(cv, e, &h);
 	*headers = h;
 	return rc;
 }
@@ -515,7 +577,7 @@ void cluster_view_client_unauthorized(struct cluster_view *cv)
 
 static void send_request(struct cluster_view *cv, struct reflector *r)
 {
-	char path[512], url[VIEW_CONTINUE_MAX * 3 + 1024], auth[8192];
+	char path[512], url[VIEW_CONTINUE_MAX * 3 + 1024];
 	char *esc = NULL;
 	size_t n;
 	long timeout;
@@ -584,18 +646,27 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		r->next_ms = mono_ms() + 1000;
 		return;
 	}
-	pthread_mutex_lock(&cv->kube_mu);
-	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), false);
 	r->headers = NULL;
 	add_header(r, "Accept: application/json");
 	add_header(r, "User-Agent: dra-guard");
-	if (cv->cfg.kube.token) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cv->cfg.kube.token);
-		add_header(r, auth);
-		memset(auth, 0, sizeof(auth));
-	}
-	pthread_mutex_unlock(&cv->kube_mu);
 	setup_easy(cv, r->easy, url, timeout);
+	if (client_auth(cv, r->easy, &r->headers) != 0) {
+		curl_easy_cleanup(r->easy);
+		r->easy = NULL;
+		curl_slist_free_all(r->headers);
+		r->headers = NULL;
+		r->next_ms = mono_ms() + 1000;
+		return;
+	}
+	if (!r->listing && cv->cfg.watch_silence_s) {
+		/* A WATCH that stays open with nothing on it - not even the
+		 * bookmark the API server sends about every minute - is dead
+		 * somewhere between here and the server: below one byte a second
+		 * for that long, curl ends it and the watch resumes. */
+		curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, (long)cv->cfg.watch_silence_s);
+	}
+	r->req_start_ms = mono_ms();
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
@@ -634,6 +705,34 @@ static void fail_backoff(struct cluster_view *cv, struct reflector *r, const cha
 		log_uint(&l, "retry_ms", (uint64_t)(r->next_ms - mono_ms()));
 		log_end(&l);
 	}
+}
+
+static bool stream_had_events(const struct view_stream_info *info)
+{
+	int i;
+
+	for (i = 0; i < VIEW_EVENT_COUNT; i++)
+		if (info->events[i])
+			return true;
+	return false;
+}
+
+static void start_relist(struct cluster_view *cv, struct reflector *r, enum relist_reason why);
+
+/* A 410: the resourceVersion is gone, so the resource is listed again, after
+ * the expiry backoff. */
+static void expired(struct cluster_view *cv, struct reflector *r, const char *detail)
+{
+	int64_t now = mono_ms();
+
+	if (!r->last_expiry_ms || now - r->last_expiry_ms > EXPIRY_BACKOFF_RESET_MS)
+		r->expiry_backoff_ms = EXPIRY_BACKOFF_MIN_MS;
+	else if ((r->expiry_backoff_ms *= 2) > BACKOFF_MAX_MS)
+		r->expiry_backoff_ms = BACKOFF_MAX_MS;
+	r->last_expiry_ms = now;
+	start_relist(cv, r, RELIST_EXPIRED);
+	r->next_ms = now + r->expiry_backoff_ms / 2 + jitter(cv, r->expiry_backoff_ms / 2 + 1);
+	snprintf(r->last_error, sizeof(r->last_error), "%.500s", detail);
 }
 
 static void start_relist(struct cluster_view *cv, struct reflector *r, enum relist_reason why)
@@ -743,9 +842,7 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 			memset(&st, 0, sizeof(st));
 		snprintf(detail, sizeof(detail), "HTTP %ld %s: %s", r->http, st.reason, st.message);
 		if (r->http == 410) {
-			start_relist(cv, r, RELIST_EXPIRED);
-			r->next_ms = 0;
-			snprintf(r->last_error, sizeof(r->last_error), "%.500s", detail);
+			expired(cv, r, detail);
 			return;
 		}
 		if (r->http == 401)
@@ -756,6 +853,24 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 		return;
 	}
 	src = res == CURLE_OK ? view_stream_end(r->stream, &sink) : 0;
+	ca_verify_failed(cv, res);
+	if (res == CURLE_OPERATION_TIMEDOUT && !r->listing && cv->cfg.watch_silence_s &&
+	    mono_ms() - r->req_start_ms < (int64_t)cv->cfg.watch_timeout_s * 1000) {
+		/* Cut by the silence limit, not by the WATCH's own timeout. */
+		struct log_line l;
+
+		/* Not an error: a resource nobody writes may get no bookmark from
+		 * an API server whose etcd sends no progress notifications. */
+		atomic_fetch_add(&r->restarts[RESTART_SILENT], 1);
+		if (log_begin(&l, LOG_INFO, "cluster view: silent watch restarted")) {
+			log_str(&l, "resource", res_names[r->res]);
+			log_uint(&l, "silence_s", cv->cfg.watch_silence_s);
+			log_str(&l, "resource_version", r->rv);
+			log_end(&l);
+		}
+		r->next_ms = 0;
+		return;
+	}
 	if (res != CURLE_OK || src != 0) {
 		const char *serr = view_stream_error(r->stream);
 		bool garbage = serr[0] && (res == CURLE_WRITE_ERROR || src != 0);
@@ -778,11 +893,19 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 			 info->status.reason, info->status.message);
 		if (info->status.code == 410 || strcmp(info->status.reason, "Expired") == 0 ||
 		    strcmp(info->status.reason, "Gone") == 0) {
-			start_relist(cv, r, RELIST_EXPIRED);
-			r->next_ms = 0;
-			snprintf(r->last_error, sizeof(r->last_error), "%.500s", detail);
+			expired(cv, r, detail);
 			return;
 		}
+		fail_backoff(cv, r, "watch", detail);
+		return;
+	}
+	/* Ended by its timeout: resume at once. Ended at once with nothing
+	 * on it: the server (or something before it) closes watches; resume
+	 * from the same resourceVersion, but after a backoff. */
+	if (mono_ms() - r->req_start_ms < SHORT_WATCH_MS && !stream_had_events(info)) {
+		snprintf(detail, sizeof(detail), "very short watch: it ended after %lld ms with no event; "
+			 "resuming from resourceVersion %.100s", (long long)(mono_ms() - r->req_start_ms), r->rv);
+		atomic_fetch_add(&r->restarts[RESTART_SHORT], 1);
 		fail_backoff(cv, r, "watch", detail);
 		return;
 	}
@@ -804,8 +927,8 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 {
 	static const char *const pref[] = { "v1", "v1beta2", "v1beta1" };
 	static const enum api_version ver[] = { API_V1, API_V1BETA2, API_V1BETA1 };
-	char url[600], auth[8192];
-	struct curl_slist *h = NULL;
+	char url[600];
+	struct curl_slist *h = NULL, *t;
 	struct buf body;
 	CURL *e = curl_easy_init();
 	CURLcode res;
@@ -817,21 +940,20 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 	buf_init(&body, 1 << 20);
 	snprintf(url, sizeof(url), "%s/apis/resource.k8s.io", cv->cfg.kube.server);
 	setup_easy(cv, e, url, 30);
-	pthread_mutex_lock(&cv->kube_mu);
-	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), false);
-	h = curl_slist_append(h, "Accept: application/json");
-	if (cv->cfg.kube.token) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cv->cfg.kube.token);
-		h = curl_slist_append(h, auth);
-		memset(auth, 0, sizeof(auth));
+	if (!(t = curl_slist_append(h, "Accept: application/json")) || (h = t, client_auth(cv, e, &h) != 0)) {
+		curl_slist_free_all(h);
+		curl_easy_cleanup(e);
+		buf_free(&body);
+		snprintf(err, errn, "discovery: out of memory");
+		return -ENOMEM;
 	}
-	pthread_mutex_unlock(&cv->kube_mu);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
 	res = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	if (res != CURLE_OK) {
+		ca_verify_failed(cv, res);
 		snprintf(err, errn, "discovery: %s", curl_easy_strerror(res));
 	} else if (code == 401) {
 		cluster_view_client_unauthorized(cv);
@@ -1262,6 +1384,15 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 		for (i = 0; rc == 0 && i < REQ_COUNT; i++)
 			rc = buf_printf(out, "dra_guard_watch_errors_total{resource=\"%s\",request=\"%s\"} %" PRIu64 "\n",
 					res_names[k], request_names[i], (uint64_t)atomic_load(&cv->r[k].errors[i]));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_restarts_total WATCHes sent again from the same "
+				  "resourceVersion, without a LIST, by resource and reason (silent: nothing on it for "
+				  "--watch-silence; short: it ended within a second with no event, retried after a backoff).\n"
+				  "# TYPE dra_guard_watch_restarts_total counter\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		for (i = 0; rc == 0 && i < RESTART_COUNT; i++)
+			rc = buf_printf(out, "dra_guard_watch_restarts_total{resource=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+					res_names[k], restart_names[i], (uint64_t)atomic_load(&cv->r[k].restarts[i]));
 	if (rc == 0)
 		rc = buf_add_cstr(out, "# HELP dra_guard_watch_bytes_total Bytes of LIST and WATCH bodies decoded, by resource.\n"
 				  "# TYPE dra_guard_watch_bytes_total counter\n");

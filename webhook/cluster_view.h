@@ -48,13 +48,14 @@ struct cluster_view_config {
 	char cm_name[254];
 	unsigned page_size;           /* LIST limit */
 	unsigned watch_timeout_s;     /* WATCH timeoutSeconds (jittered up to +10%) */
+	unsigned watch_silence_s;     /* a WATCH with no byte for this long is cut and resumed; 0: never */
 	unsigned connect_timeout_s;
 	unsigned list_timeout_s;      /* one LIST page, whole */
 	size_t max_object;            /* bytes of one object's JSON */
 	struct view_limits limits;
 };
 
-/* Defaults: page 500, watch 300 s, connect 10 s, list page 120 s, objects
+/* Defaults: page 500, watch 300 s, silence 150 s, connect 10 s, list page 120 s, objects
  * 3 MiB, view_limits_default(). */
 void cluster_view_config_default(struct cluster_view_config *cfg);
 

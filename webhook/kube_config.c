@@ -68,6 +68,87 @@ int kube_config_token_refresh(struct kube_config *cfg, int64_t now_ms, bool forc
 	return 0;
 }
 
+/* A PEM bundle holds at least one certificate. */
+static bool has_certificate(const char *pem, size_t len)
+{
+	static const char begin[] = "-----BEGIN CERTIFICATE-----";
+
+	return len >= sizeof(begin) - 1 && memmem(pem, len, begin, sizeof(begin) - 1) != NULL;
+}
+
+static void ca_stat_take(struct kube_config *cfg, const struct stat *st)
+{
+	cfg->ca_mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	cfg->ca_size = (int64_t)st->st_size;
+	cfg->ca_ino = (uint64_t)st->st_ino;
+}
+
+int kube_config_ca_refresh(struct kube_config *cfg, int64_t now_ms, bool force)
+{
+	struct stat st;
+	char *pem = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!cfg->ca_file[0])
+		return 0;
+	if (!force && now_ms - cfg->ca_checked_ms < KUBE_TOKEN_MAX_AGE_S * 1000)
+		return 0;
+	cfg->ca_checked_ms = now_ms;
+	/* stat() follows the kubelet's ..data symlink to the file it swapped in. */
+	if (stat(cfg->ca_file, &st) != 0)
+		return -errno;
+	if (!force && (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == cfg->ca_mtime_ns &&
+	    (int64_t)st.st_size == cfg->ca_size && (uint64_t)st.st_ino == cfg->ca_ino)
+		return 0;
+	if ((rc = fileio_read(cfg->ca_file, KUBE_FILE_MAX, &pem, &len)) != 0)
+		return rc;
+	if (!has_certificate(pem, len)) {
+		free(pem);
+		return -EINVAL;
+	}
+	if (cfg->ca_pem && cfg->ca_len == len && memcmp(cfg->ca_pem, pem, len) == 0) {
+		free(pem);
+		ca_stat_take(cfg, &st);
+		return 0;
+	}
+	free(cfg->ca_pem);
+	cfg->ca_pem = pem;
+	cfg->ca_len = len;
+	ca_stat_take(cfg, &st);
+	return 1;
+}
+
+/* The CA file's identity as first read, so the first refresh that finds it
+ * unchanged reads nothing. */
+static void ca_file_set(struct kube_config *cfg, const char *path)
+{
+	struct stat st;
+
+	snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", path);
+	cfg->ca_checked_ms = mono_ms();
+	if (stat(path, &st) == 0)
+		ca_stat_take(cfg, &st);
+}
+
+int kube_config_auth_header(const struct kube_config *cfg, char **out)
+{
+	static const char prefix[] = "Authorization: Bearer ";
+	size_t n;
+	char *h;
+
+	*out = NULL;
+	if (!cfg->token)
+		return 0;
+	n = strlen(cfg->token);
+	if (!(h = malloc(sizeof(prefix) + n)))
+		return -ENOMEM;
+	memcpy(h, prefix, sizeof(prefix) - 1);
+	memcpy(h + sizeof(prefix) - 1, cfg->token, n + 1);
+	*out = h;
+	return 0;
+}
+
 static int read_file(const char *path, char **out, size_t *len, char *err, const char *what)
 {
 	int rc = fileio_read(path, KUBE_FILE_MAX, out, len);
@@ -96,6 +177,7 @@ static int in_cluster(char *(*getenv_fn)(const char *), const char *sa_dir, stru
 	snprintf(path, sizeof(path), "%s/ca.crt", sa_dir);
 	if ((rc = read_file(path, &cfg->ca_pem, &cfg->ca_len, err, "the ServiceAccount CA")) != 0)
 		return rc;
+	ca_file_set(cfg, path);
 	snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/token", sa_dir);
 	if ((rc = kube_config_token_refresh(cfg, mono_ms(), true)) != 0) {
 		snprintf(err, KUBE_CONFIG_ERROR_MAX, "cannot read the ServiceAccount token %.300s: %s",
@@ -189,6 +271,19 @@ static int file_or_data(const struct doc_node *m, const char *key, const char *d
 	return read_file(full, out, len, err, key);
 }
 
+/* Fields the guard does not implement; ignoring them would connect it
+ * elsewhere, check another name or act as another identity than the
+ * kubeconfig says. */
+static const struct {
+	const char *key, *why;
+} cluster_refused[] = {
+	{ "proxy-url", "dra-guard connects to the server directly; run it where the API server is "
+		       "reachable without a proxy" },
+	{ "tls-server-name", "dra-guard checks the server's certificate against the host of server; "
+			     "use a server URL whose host the certificate names" },
+};
+static const char *const user_refused[] = { "as", "as-uid", "as-groups", "as-user-extra", "password" };
+
 int kube_config_load(const char *path, const char *context, struct kube_config *cfg,
 		     char err[static KUBE_CONFIG_ERROR_MAX])
 {
@@ -197,7 +292,7 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
 	const struct doc_node *root, *ctx, *cluster, *user;
 	const char *ctx_name, *cluster_name, *user_name, *server, *s;
 	char *text = NULL, dir[PATH_MAX], tmp[PATH_MAX];
-	size_t len = 0;
+	size_t len = 0, i;
 	int rc;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -243,6 +338,13 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
 			 "is refused: dra-guard always verifies the API server's certificate", path, cluster_name);
 		goto fail;
 	}
+	for (i = 0; i < sizeof(cluster_refused) / sizeof(cluster_refused[0]); i++) {
+		if (doc_map_get(cluster, cluster_refused[i].key)) {
+			snprintf(err, KUBE_CONFIG_ERROR_MAX, "%s: clusters[\"%s\"].cluster.%s is not supported: %s",
+				 path, cluster_name, cluster_refused[i].key, cluster_refused[i].why);
+			goto fail;
+		}
+	}
 	snprintf(cfg->server, sizeof(cfg->server), "%s", server);
 	len = strlen(cfg->server);
 	while (len > 0 && cfg->server[len - 1] == '/')
@@ -252,6 +354,14 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
 		snprintf(cfg->namespace, sizeof(cfg->namespace), "%s", s);
 	if ((rc = file_or_data(cluster, "certificate-authority", dir, &cfg->ca_pem, &cfg->ca_len, path, err)) != 0)
 		goto fail;
+	if (cfg->ca_pem && !str_of(cluster, "certificate-authority-data") &&
+	    (s = str_of(cluster, "certificate-authority")) != NULL) {
+		if (s[0] == '/')
+			snprintf(tmp, sizeof(tmp), "%s", s);
+		else
+			snprintf(tmp, sizeof(tmp), "%.2000s/%.2000s", dir, s);
+		ca_file_set(cfg, tmp);
+	}
 	user = user_name ? named(doc_map_get(root, "users"), user_name, "user") : NULL;
 	rc = -EINVAL;
 	if (user && (doc_map_get(user, "exec") || doc_map_get(user, "auth-provider") ||
@@ -260,6 +370,15 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
 			 "basic auth are not supported; use a client certificate, token or tokenFile",
 			 path, user_name);
 		goto fail;
+	}
+	for (i = 0; user && i < sizeof(user_refused) / sizeof(user_refused[0]); i++) {
+		if (doc_map_get(user, user_refused[i])) {
+			snprintf(err, KUBE_CONFIG_ERROR_MAX, "%s: users[\"%s\"].%s is not supported: impersonation "
+				 "would make the guard act as another identity than its own; give it the "
+				 "credentials of the identity it should be (and that identity the RBAC of "
+				 "manifests/base/rbac.yaml)", path, user_name, user_refused[i]);
+			goto fail;
+		}
 	}
 	if (user) {
 		if ((rc = file_or_data(user, "client-certificate", dir, &cfg->cert_pem, &cfg->cert_len, path, err)) != 0 ||

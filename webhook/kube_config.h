@@ -8,11 +8,19 @@
  * client certificate and key (file or -data) or bearer token (token or
  * tokenFile). Relative paths are relative to the kubeconfig's directory.
  * Exec plugins, auth providers, basic auth and insecure-skip-tls-verify are
- * refused with a message: TLS verification is always on.
+ * refused with a message: TLS verification is always on. So are the fields
+ * the guard does not implement and must not ignore: proxy-url and
+ * tls-server-name (the guard would connect elsewhere, or check another
+ * name, than the operator meant) and impersonation (as, as-uid, as-groups,
+ * as-user-extra: the guard would act with another identity than the
+ * operator meant).
  *
  * The token file is re-read when it is older than KUBE_TOKEN_MAX_AGE_S (the
  * kubelet rotates projected tokens in place) and when the server answers
- * 401 (kube_config_token_refresh()). */
+ * 401 (kube_config_token_refresh()); the CA file (in a cluster, the
+ * ServiceAccount's ca.crt, which the kubelet rewrites when the cluster's CA
+ * rotates) when it changed, checked as often, and at once after the server's
+ * certificate failed verification (kube_config_ca_refresh()). */
 #ifndef DRA_GUARD_KUBE_CONFIG_H
 #define DRA_GUARD_KUBE_CONFIG_H
 
@@ -32,6 +40,11 @@ struct kube_config {
 	char source[PATH_MAX + 32];   /* "in-cluster" or the kubeconfig's path and context */
 	char *ca_pem;                 /* malloc'd PEM; NULL: the system's CAs */
 	size_t ca_len;
+	char ca_file[PATH_MAX];       /* re-read from here when it changes, when set */
+	int64_t ca_checked_ms;        /* monotonic, when ca_file was last looked at */
+	int64_t ca_mtime_ns;          /* ca_file as read: modification time, size, inode */
+	int64_t ca_size;
+	uint64_t ca_ino;
 	char *cert_pem, *key_pem;     /* client certificate and key, or NULL */
 	size_t cert_len, key_len;
 	char *token;                  /* bearer token (NUL-terminated), or NULL */
@@ -60,6 +73,20 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
  * KUBE_TOKEN_MAX_AGE_S at now_ms. 0 (also when there is no file), or a
  * negative errno (the old token stays). */
 int kube_config_token_refresh(struct kube_config *cfg, int64_t now_ms, bool force);
+
+/* Re-read the CA file when force, or when KUBE_TOKEN_MAX_AGE_S passed since
+ * it was last looked at and its modification time, size or inode changed.
+ * Returns 1 when a new CA was taken, 0 when nothing changed (also when there
+ * is no file), or a negative errno (the old CA stays: a file caught half
+ * written, empty or holding no certificate is not taken). Not thread-safe:
+ * callers hold the lock that guards cfg. */
+int kube_config_ca_refresh(struct kube_config *cfg, int64_t now_ms, bool force);
+
+/* The "Authorization: Bearer <token>" header of cfg's token, malloc'd to
+ * its length (a token is never cut to fit a buffer), into *out; *out is
+ * NULL when there is no token. The caller wipes and frees it. 0 or
+ * -ENOMEM. */
+int kube_config_auth_header(const struct kube_config *cfg, char **out);
 
 void kube_config_free(struct kube_config *cfg);
 

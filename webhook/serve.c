@@ -339,6 +339,7 @@ static int setup_view(struct server *s)
 		vc.page_size = s->cfg.watch_page_size;
 	if (s->cfg.watch_timeout_s)
 		vc.watch_timeout_s = s->cfg.watch_timeout_s;
+	vc.watch_silence_s = s->cfg.watch_silence_s;
 	if (log_begin(&l, LOG_INFO, "cluster view: connecting")) {
 		log_str(&l, "server", vc.kube.server);
 		log_str(&l, "config", vc.kube.source);

@@ -504,6 +504,11 @@ static int set_watch_timeout(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+static int set_watch_silence(struct serve_config *c, const char *v, char *err)
+{
+	return parse_duration("watch-silence", v, 3600, &c->watch_silence_s, err);
+}
+
 /* Milliseconds: "500ms", or a duration ("1s"); 0 disables. */
 static int set_view_recheck(struct serve_config *c, const char *v, char *err)
 {
@@ -664,6 +669,9 @@ static const struct flag flags[] = {
 	  "objects per LIST page (limit; 10 to 100000)", set_watch_page_size },
 	{ "watch-timeout", "DRA_GUARD_WATCH_TIMEOUT", "5m", NULL, "DURATION",
 	  "server-side timeout of each WATCH (resumed at once from the last event)", set_watch_timeout },
+	{ "watch-silence", "DRA_GUARD_WATCH_SILENCE", "150s", NULL, "DURATION",
+	  "a WATCH with nothing on it for this long, not even the bookmark the API server sends about"
+	  " every minute, is cut and resumed from its resourceVersion (0: never)", set_watch_silence },
 	{ "view-recheck", "DRA_GUARD_VIEW_RECHECK", "500ms", NULL, "DURATION",
 	  "how long a denial by a rule that reads the cluster view waits for a newer view and is decided"
 	  " again (a release or slice the watch is about to deliver); 0 disables", set_view_recheck },

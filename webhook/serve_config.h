@@ -64,6 +64,7 @@ struct serve_config {
 	char kube_context[254];
 	unsigned watch_page_size;
 	unsigned watch_timeout_s;
+	unsigned watch_silence_s;     /* 0: off */
 	unsigned view_recheck_ms;
 	bool gate_release;            /* release the freeze's gated Pods (needs the
 				       * gate-pods RBAC overlay) */
