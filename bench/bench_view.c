@@ -83,7 +83,7 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 
 static int feed(struct view_stream *s, const struct buf *text, struct sink_ctx *c)
 {
-	struct view_stream_sink sink = { sink_object, NULL, c };
+	struct view_stream_sink sink = { .object = sink_object, .skipped = NULL, .ctx = c };
 	size_t off, n = buf_len(text);
 
 	for (off = 0; off < n; off += CHUNK)

@@ -50,8 +50,9 @@ static int decode_labels(struct dctx *d, void *obj)
 	return r;
 }
 
-/* annotations: only the resource-claim controller's pod-claim-name is
- * read; the rest are validated and skipped. */
+/* annotations: only the resource-claim controller's pod-claim-name and the
+ * streaming list's initial-events-end are read; the rest are validated and
+ * skipped. */
 static int decode_annotations(struct dctx *d, void *obj)
 {
 	struct object_meta *m = obj;
@@ -63,7 +64,14 @@ static int decode_annotations(struct dctx *d, void *obj)
 	m->has_annotations = true;
 	while ((r = decode_next_key(d, &key)) == 1) {
 		decode_path_push(d, key.ptr, key.len);
-		if (!jscan_str_is(&key, MODEL_POD_CLAIM_ANNOTATION)) {
+		if (jscan_str_is(&key, MODEL_INITIAL_EVENTS_END_ANNOTATION)) {
+			struct str v = { NULL, 0 };
+
+			if (m->initial_events_end)
+				rc = decode_key_fail(d, "annotation", &key);
+			else if ((rc = decode_read_str(d, &v)) == 0)
+				m->initial_events_end = str_eq_cstr(v, "true");
+		} else if (!jscan_str_is(&key, MODEL_POD_CLAIM_ANNOTATION)) {
 			rc = decode_skip(d);
 		} else if (m->has_pod_claim_name) {
 			rc = decode_key_fail(d, "annotation", &key);

@@ -214,6 +214,9 @@ struct pod_claim_name {
 /* The annotation the resource-claim controller puts on claims it makes
  * from a Pod's template: the name of the Pod's resourceClaims entry. */
 #define MODEL_POD_CLAIM_ANNOTATION "resource.kubernetes.io/pod-claim-name"
+/* What the API server puts on the bookmark that ends the initial events of
+ * a WATCH with sendInitialEvents=true (a streaming list). */
+#define MODEL_INITIAL_EVENTS_END_ANNOTATION "k8s.io/initial-events-end"
 
 struct pod {
 	struct str node_name;
@@ -267,6 +270,8 @@ struct object_meta {
 	struct str mapping_label;
 	bool deleting;              /* deletionTimestamp set */
 	bool has_annotations;
+	bool initial_events_end;    /* annotations["k8s.io/initial-events-end"] == "true": the
+				     * bookmark that ends a streaming list's initial events */
 	bool has_pod_claim_name;    /* annotations["resource.kubernetes.io/pod-claim-name"]:
 				     * the resource-claim controller made it from a template */
 	struct str pod_claim_name;

@@ -92,7 +92,7 @@ static void sink_skipped(void *ctx, const char *msg)
 
 static int load_json(struct dump *d, const char *text, size_t len, char *err, size_t n)
 {
-	struct view_stream_sink sink = { sink_object, sink_skipped, d };
+	struct view_stream_sink sink = { .object = sink_object, .skipped = sink_skipped, .ctx = d };
 	struct view_stream *s = NULL;
 	const char *p = text;
 	int rc;

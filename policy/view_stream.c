@@ -277,8 +277,15 @@ static int deliver(struct view_stream *s, enum view_event ev, const char *text, 
 		copy_str(s->info.resource_version, sizeof(s->info.resource_version),
 			 o.meta.resource_version);
 	s->info.events[ev]++;
-	if (ev == VIEW_BOOKMARK)
-		return 0;
+	if (ev == VIEW_BOOKMARK) {
+		if (!o.meta.initial_events_end || s->kind != VIEW_STREAM_WATCH)
+			return 0;
+		if (s->info.initial_end)
+			return fail(s, -EBADMSG, "a second initial-events-end bookmark");
+		s->info.initial_end = true;
+		rc = sink->initial_end ? sink->initial_end(sink->ctx) : 0;
+		return rc ? fail(s, rc, "the view refused the end of the initial events") : 0;
+	}
 	rc = sink->object(sink->ctx, ev, &o);
 	return rc ? fail(s, rc, "the view refused an object") : 0;
 }

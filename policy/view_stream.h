@@ -52,6 +52,7 @@ struct view_stream_info {
 	uint64_t bytes;              /* fed */
 	bool complete;               /* LIST: the closing brace was read */
 	bool has_status;             /* an ERROR event came (WATCH ends there) */
+	bool initial_end;            /* WATCH: the initial-events-end bookmark came */
 	struct view_status status;
 };
 
@@ -63,6 +64,11 @@ struct view_stream_sink {
 	/* An object skipped: msg names the JSON path and what was wrong.
 	 * May be NULL. */
 	void (*skipped)(void *ctx, const char *msg);
+	/* WATCH: the bookmark annotated k8s.io/initial-events-end came, which
+	 * ends the initial events of a streaming list (sendInitialEvents=true);
+	 * view_stream_info()'s resource_version is the bookmark's. 0 to go on,
+	 * or a negative errno that stops the stream. May be NULL. */
+	int (*initial_end)(void *ctx);
 	void *ctx;
 };
 

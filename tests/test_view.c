@@ -90,7 +90,7 @@ static void sink_skipped(void *ctx, const char *msg)
 static int stream_text(struct feed *f, enum view_stream_kind kind, const char *text, size_t len,
 		       size_t chunk, struct view_stream_info *info)
 {
-	struct view_stream_sink sink = { sink_object, sink_skipped, f };
+	struct view_stream_sink sink = { .object = sink_object, .skipped = sink_skipped, .ctx = f };
 	struct view_stream *s = NULL;
 	size_t off;
 	int rc = 0;
@@ -371,7 +371,7 @@ static void test_garbage_bodies_are_errors(void **state)
  * it was split: no waiting for more bytes that may not come for a minute. */
 static void test_an_event_is_applied_when_its_last_byte_arrives(void **state)
 {
-	struct view_stream_sink sink = { sink_object, sink_skipped, NULL };
+	struct view_stream_sink sink = { .object = sink_object, .skipped = sink_skipped, .ctx = NULL };
 	struct view_builder *b = NULL;
 	struct view_stream *s = NULL;
 	struct feed f;

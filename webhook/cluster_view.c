@@ -95,6 +95,9 @@ struct reflector {
 	struct curl_slist *headers;
 	struct view_stream *stream;
 	bool listing;                 /* the request is a LIST page */
+	bool streaming;               /* the request is a streaming list (a WATCH with
+				       * sendInitialEvents) whose initial events have not ended */
+	bool no_stream;               /* the API server refused a streaming list: pages from now on */
 	bool need_list;               /* the next request is a LIST */
 	enum relist_reason reason;
 	bool in_relist;               /* the builder holds a table for this LIST */
@@ -125,6 +128,7 @@ struct reflector {
 	atomic_uint_fast64_t relists[RELIST_COUNT];
 	atomic_uint_fast64_t errors[REQ_COUNT];   /* failed requests, each followed by a backoff */
 	atomic_uint_fast64_t restarts[RESTART_COUNT];   /* WATCHes resumed without a LIST */
+	atomic_uint_fast64_t list_modes[2];   /* LISTs completed: in pages, streamed */
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t skipped;
 	atomic_int_fast64_t last_event_ns;   /* wall clock */
@@ -210,6 +214,7 @@ void cluster_view_config_default(struct cluster_view_config *cfg)
 	cfg->page_size = 500;
 	cfg->watch_timeout_s = 300;
 	cfg->watch_silence_s = 150;
+	cfg->stream_lists = true;
 	cfg->connect_timeout_s = 10;
 	cfg->list_timeout_s = 120;
 	cfg->max_object = (size_t)3 << 20;
@@ -393,8 +398,10 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 		cm_offer(cv, &r->cm, "watch");
 		return 0;
 	}
-	if (r->listing)
+	if (r->listing || (r->streaming && ev == VIEW_ADDED))
 		rc = view_builder_relist_add(cv->b, (enum view_resource)r->res, obj, wall_ns(), err, sizeof(err));
+	else if (r->streaming)
+		rc = -EBADMSG;   /* only ADDED events before the initial events end */
 	else
 		rc = view_builder_apply(cv->b, (enum view_resource)r->res, ev, obj, wall_ns(), err, sizeof(err));
 	if (rc == -ENOMEM)
@@ -429,10 +436,13 @@ static void sink_skipped(void *ctx, const char *msg)
 
 /* --- requests ------------------------------------------------------------------ */
 
+static int stream_initial_end(void *ctx);
+
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
 	struct reflector *r = ctx;
-	struct view_stream_sink sink = { sink_object, sink_skipped, r };
+	struct view_stream_sink sink = { .object = sink_object, .skipped = sink_skipped,
+					 .initial_end = stream_initial_end, .ctx = r };
 	size_t len = size * n;
 
 	if (r->http == 0)
@@ -584,6 +594,15 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 	int rc;
 
 	r->listing = r->need_list;
+	/* A LIST as a streaming list where the API server serves one (a
+	 * WATCH whose initial events are the objects, ended by a bookmark):
+	 * the server sends from its watch cache, object by object, instead of
+	 * building a LIST page in memory. The ConfigMap, one object by name,
+	 * is listed. */
+	r->streaming = r->listing && !r->cont[0] && cv->cfg.stream_lists && !r->no_stream &&
+		       r->res != RES_CONFIGMAP;
+	if (r->streaming)
+		r->listing = false;
 	collection(cv, r->res, path, sizeof(path));
 	n = (size_t)snprintf(url, sizeof(url), "%s%s?", cv->cfg.kube.server, path);
 	if (r->res == RES_CONFIGMAP)
@@ -591,9 +610,10 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 				      cv->cfg.cm_name);
 	else if (r->res == RES_PODS)
 		n += (size_t)snprintf(url + n, sizeof(url) - n, "fieldSelector=%s&", POD_FIELD_SELECTOR);
-	if (r->listing) {
+	if (r->listing || r->streaming) {
 		if (!r->in_relist && r->res != RES_CONFIGMAP) {
 			if ((rc = view_builder_relist_begin(cv->b, (enum view_resource)r->res)) != 0) {
+				r->streaming = false;
 				r->next_ms = mono_ms() + 1000;
 				return;
 			}
@@ -605,6 +625,17 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 			if (r->res == RES_CONFIGMAP)
 				cm_clear(&r->cm_list);
 		}
+	}
+	if (r->streaming) {
+		unsigned t = cv->cfg.watch_timeout_s + jitter(cv, cv->cfg.watch_timeout_s / 10 + 1);
+
+		/* No resourceVersion: the initial events are the objects as of
+		 * a consistent read (after a 410 too). */
+		n += (size_t)snprintf(url + n, sizeof(url) - n,
+				      "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+				      "&allowWatchBookmarks=true&timeoutSeconds=%u", t);
+		timeout = (long)t + 30;
+	} else if (r->listing) {
 		n += (size_t)snprintf(url + n, sizeof(url) - n, "limit=%u", cv->cfg.page_size);
 		/* As client-go's reflector: the first page from the watch cache
 		 * (resourceVersion=0: the API server answers from memory instead
@@ -658,7 +689,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		r->next_ms = mono_ms() + 1000;
 		return;
 	}
-	if (!r->listing && cv->cfg.watch_silence_s) {
+	if (!r->listing && !r->streaming && cv->cfg.watch_silence_s) {
 		/* A WATCH that stays open with nothing on it - not even the
 		 * bookmark the API server sends about every minute - is dead
 		 * somewhere between here and the server: below one byte a second
@@ -746,18 +777,62 @@ static void start_relist(struct cluster_view *cv, struct reflector *r, enum reli
 	r->reason = why;
 }
 
+static int list_commit(struct cluster_view *cv, struct reflector *r, const char *mode);
+
 static void list_done(struct cluster_view *cv, struct reflector *r)
 {
 	const struct view_stream_info *info = view_stream_info(r->stream);
-	int64_t took = mono_ms() - r->list_start_ms;
-	struct log_line l;
-	int i;
 
 	if (info->continue_token[0]) {
 		snprintf(r->cont, sizeof(r->cont), "%s", info->continue_token);
 		r->next_ms = 0;
 		return;
 	}
+	list_commit(cv, r, "pages");
+}
+
+/* The end of a streaming list's initial events: the objects received are
+ * the resource's, swapped in as a LIST's; the same WATCH goes on with the
+ * changes. The initial events are not counted as watch events. */
+static int stream_initial_end(void *ctx)
+{
+	struct reflector *r = ctx;
+	const struct view_stream_info *info = view_stream_info(r->stream);
+	int i, rc;
+
+	if (!r->streaming)
+		return -EBADMSG;
+	for (i = 0; i < VIEW_EVENT_COUNT; i++)
+		r->counted[i] = info->events[i];
+	r->streaming = false;
+	rc = list_commit(r->cv, r, "stream");
+	return rc;
+}
+
+/* The streaming list did not work here (refused, or its initial events
+ * never ended): list in pages from now on, at once. */
+static void stream_fallback(struct cluster_view *cv, struct reflector *r, const char *detail)
+{
+	struct log_line l;
+
+	if (log_begin(&l, LOG_WARN, "cluster view: no streaming list; listing in pages")) {
+		log_str(&l, "resource", res_names[r->res]);
+		log_str(&l, "why", detail);
+		log_end(&l);
+	}
+	r->no_stream = true;
+	r->streaming = false;
+	start_relist(cv, r, r->reason);
+	r->next_ms = 0;
+}
+
+static int list_commit(struct cluster_view *cv, struct reflector *r, const char *mode)
+{
+	const struct view_stream_info *info = view_stream_info(r->stream);
+	int64_t took = mono_ms() - r->list_start_ms;
+	struct log_line l;
+	int i;
+
 	if (r->res == RES_CONFIGMAP) {
 		cm_clear(&r->cm);
 		r->cm = r->cm_list;
@@ -766,7 +841,7 @@ static void list_done(struct cluster_view *cv, struct reflector *r)
 	} else if (view_builder_relist_commit(cv->b, (enum view_resource)r->res, wall_ns()) != 0) {
 		start_relist(cv, r, RELIST_ERROR);
 		fail_backoff(cv, r, "list", "out of memory swapping the new table in");
-		return;
+		return -ENOMEM;
 	}
 	r->in_relist = false;
 	r->need_list = false;
@@ -787,11 +862,14 @@ static void list_done(struct cluster_view *cv, struct reflector *r)
 		log_str(&l, "resource", res_names[r->res]);
 		log_str(&l, "reason", reason_names[r->reason]);
 		log_str(&l, "resource_version", r->rv);
+		log_str(&l, "mode", mode);
 		log_uint(&l, "objects", r->res == RES_CONFIGMAP ? (r->cm.exists ? 1 : 0)
 			 : (uint64_t)info->events[VIEW_ADDED]);
 		log_ms(&l, "duration_ms", (double)took);
 		log_end(&l);
 	}
+	atomic_fetch_add(&r->list_modes[strcmp(mode, "stream") == 0], 1);
+	return 0;
 }
 
 /* The WATCH events the stream decoded since last asked, into the metrics;
@@ -802,7 +880,7 @@ static void count_events(struct reflector *r)
 	bool any = false;
 	int i;
 
-	if (!r->stream || r->listing)
+	if (!r->stream || r->listing || r->streaming)
 		return;
 	info = view_stream_info(r->stream);
 	for (i = 0; i < VIEW_EVENT_COUNT; i++) {
@@ -823,7 +901,8 @@ static void count_events(struct reflector *r)
 
 static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode res)
 {
-	struct view_stream_sink sink = { sink_object, sink_skipped, r };
+	struct view_stream_sink sink = { .object = sink_object, .skipped = sink_skipped,
+					 .initial_end = stream_initial_end, .ctx = r };
 	const struct view_stream_info *info;
 	char detail[700];
 	int src;
@@ -845,9 +924,15 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 			expired(cv, r, detail);
 			return;
 		}
+		if (r->streaming && (r->http == 400 || r->http == 422)) {
+			/* An API server without streaming lists refuses the
+			 * options (sendInitialEvents, resourceVersionMatch). */
+			stream_fallback(cv, r, detail);
+			return;
+		}
 		if (r->http == 401)
 			cluster_view_client_unauthorized(cv);
-		if (r->listing)
+		if (r->listing || r->streaming)
 			start_relist(cv, r, RELIST_ERROR);
 		fail_backoff(cv, r, r->listing ? "list" : "watch", detail);
 		return;
@@ -877,7 +962,7 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 
 		snprintf(detail, sizeof(detail), "%s%s%s", res != CURLE_OK ? curl_easy_strerror(res) : "",
 			 res != CURLE_OK && serr[0] ? ": " : "", serr);
-		if (r->listing || garbage)
+		if (r->listing || r->streaming || garbage)
 			start_relist(cv, r, garbage ? RELIST_DECODE : RELIST_ERROR);
 		fail_backoff(cv, r, r->listing ? "list" : "watch", detail);
 		return;
@@ -888,6 +973,12 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 	}
 	/* A WATCH that ended: by its timeout (resume at once), or with an
 	 * ERROR event. */
+	if (r->streaming && !info->has_status) {
+		/* Ended before its initial events did: a server that does not
+		 * stream lists the way the guard asks. */
+		stream_fallback(cv, r, "the WATCH with sendInitialEvents ended before the initial-events-end bookmark");
+		return;
+	}
 	if (info->has_status) {
 		snprintf(detail, sizeof(detail), "ERROR event %d %s: %s", info->status.code,
 			 info->status.reason, info->status.message);
@@ -896,6 +987,8 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 			expired(cv, r, detail);
 			return;
 		}
+		if (r->streaming)
+			start_relist(cv, r, RELIST_ERROR);
 		fail_backoff(cv, r, "watch", detail);
 		return;
 	}
@@ -1046,6 +1139,10 @@ static void *run(void *arg)
 		for (k = 0; k < RES_COUNT; k++) {
 			struct reflector *r = &cv->r[k];
 
+			if (r->easy && r->streaming && now - r->list_start_ms > (int64_t)cv->cfg.list_timeout_s * 1000) {
+				finish_request(cv, r);
+				stream_fallback(cv, r, "the initial events did not end within the LIST timeout");
+			}
 			if (!r->easy && now >= r->next_ms)
 				send_request(cv, r);
 			if (!r->easy && r->next_ms - now < wait)
@@ -1384,6 +1481,14 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 		for (i = 0; rc == 0 && i < REQ_COUNT; i++)
 			rc = buf_printf(out, "dra_guard_watch_errors_total{resource=\"%s\",request=\"%s\"} %" PRIu64 "\n",
 					res_names[k], request_names[i], (uint64_t)atomic_load(&cv->r[k].errors[i]));
+	if (rc == 0)
+		rc = buf_add_cstr(out, "# HELP dra_guard_watch_lists_total LISTs completed, by resource and mode "
+				  "(stream: a WATCH with sendInitialEvents; pages: LIST with limit and continue).\n"
+				  "# TYPE dra_guard_watch_lists_total counter\n");
+	for (k = 0; rc == 0 && k < RES_COUNT; k++)
+		for (i = 0; rc == 0 && i < 2; i++)
+			rc = buf_printf(out, "dra_guard_watch_lists_total{resource=\"%s\",mode=\"%s\"} %" PRIu64 "\n",
+					res_names[k], i ? "stream" : "pages", (uint64_t)atomic_load(&cv->r[k].list_modes[i]));
 	if (rc == 0)
 		rc = buf_add_cstr(out, "# HELP dra_guard_watch_restarts_total WATCHes sent again from the same "
 				  "resourceVersion, without a LIST, by resource and reason (silent: nothing on it for "

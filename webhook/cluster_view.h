@@ -49,6 +49,8 @@ struct cluster_view_config {
 	unsigned page_size;           /* LIST limit */
 	unsigned watch_timeout_s;     /* WATCH timeoutSeconds (jittered up to +10%) */
 	unsigned watch_silence_s;     /* a WATCH with no byte for this long is cut and resumed; 0: never */
+	bool stream_lists;            /* list as a streaming list (sendInitialEvents) where the server
+				       * serves one, else in pages */
 	unsigned connect_timeout_s;
 	unsigned list_timeout_s;      /* one LIST page, whole */
 	size_t max_object;            /* bytes of one object's JSON */

@@ -340,6 +340,7 @@ static int setup_view(struct server *s)
 	if (s->cfg.watch_timeout_s)
 		vc.watch_timeout_s = s->cfg.watch_timeout_s;
 	vc.watch_silence_s = s->cfg.watch_silence_s;
+	vc.stream_lists = !s->cfg.list_pages_only;
 	if (log_begin(&l, LOG_INFO, "cluster view: connecting")) {
 		log_str(&l, "server", vc.kube.server);
 		log_str(&l, "config", vc.kube.source);

@@ -504,6 +504,19 @@ static int set_watch_timeout(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+static int set_list_mode(struct serve_config *c, const char *v, char *err)
+{
+	if (strcmp(v, "auto") == 0) {
+		c->list_pages_only = false;
+	} else if (strcmp(v, "pages") == 0) {
+		c->list_pages_only = true;
+	} else {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--list-mode: '%s' is not auto or pages", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int set_watch_silence(struct serve_config *c, const char *v, char *err)
 {
 	return parse_duration("watch-silence", v, 3600, &c->watch_silence_s, err);
@@ -669,6 +682,9 @@ static const struct flag flags[] = {
 	  "objects per LIST page (limit; 10 to 100000)", set_watch_page_size },
 	{ "watch-timeout", "DRA_GUARD_WATCH_TIMEOUT", "5m", NULL, "DURATION",
 	  "server-side timeout of each WATCH (resumed at once from the last event)", set_watch_timeout },
+	{ "list-mode", "DRA_GUARD_LIST_MODE", "auto", NULL, "MODE",
+	  "auto: list each resource as a streaming list (a WATCH with sendInitialEvents) where the API"
+	  " server serves one, else in pages; pages: always LIST in pages of --watch-page-size", set_list_mode },
 	{ "watch-silence", "DRA_GUARD_WATCH_SILENCE", "150s", NULL, "DURATION",
 	  "a WATCH with nothing on it for this long, not even the bookmark the API server sends about"
 	  " every minute, is cut and resumed from its resourceVersion (0: never)", set_watch_silence },

@@ -65,6 +65,7 @@ struct serve_config {
 	unsigned watch_page_size;
 	unsigned watch_timeout_s;
 	unsigned watch_silence_s;     /* 0: off */
+	bool list_pages_only;         /* --list-mode pages */
 	unsigned view_recheck_ms;
 	bool gate_release;            /* release the freeze's gated Pods (needs the
 				       * gate-pods RBAC overlay) */

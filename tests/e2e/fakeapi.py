@@ -581,6 +581,11 @@ class _Threading(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
+    def handle_error(self, request, client_address):
+        # A client gone mid-request (a guard killed by a test) is not an
+        # error of the fake's; the rest is in env.log().
+        pass
+
 
 class FakeEnv:
     """EnvTest's interface (tests/e2e/envtest.py) on a fake API server."""
@@ -600,11 +605,16 @@ class FakeEnv:
         self.port = envtest.free_port()
         self.url = "https://127.0.0.1:%d" % self.port
         self.bookmark_interval = BOOKMARK_INTERVAL
+        # The WatchList feature: on, a WATCH with sendInitialEvents=true is a
+        # streaming list; off, it is refused as a server with the gate off
+        # refuses it (422).
+        self.watch_list = True
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.rv = 1000
         self.compacted = 0
         self.store = {}        # (group, plural, ns, name) -> object
+        self.kinds = {}        # (group, plural) -> {(group, plural, ns, name): object}, the same objects
         self.events = []       # (rv, group, plural, ns, type, object)
         self.sa_tokens = {}    # token -> (user, groups, uid)
         self.requests = []     # (verb, group, resource, subresource, namespace, name, user, 0 or 403) of every request
@@ -862,6 +872,19 @@ class FakeEnv:
 
     # --- the store ------------------------------------------------------------------------------------------
 
+    def _set(self, key, obj):
+        """Store obj (lock held), in the store and its kind's index."""
+        self.store[key] = obj
+        self.kinds.setdefault(key[:2], {})[key] = obj
+
+    def _del(self, key):
+        del self.store[key]
+        self.kinds.get(key[:2], {}).pop(key, None)
+
+    def of_kind(self, group, plural):
+        """The (key, object) pairs of one resource (lock held)."""
+        return list(self.kinds.get((group, plural), {}).items())
+
     def _next_rv(self):
         self.rv += 1
         return self.rv
@@ -887,7 +910,7 @@ class FakeEnv:
             obj["status"] = {"phase": "Active"}
         obj["apiVersion"] = (group + "/" if group else "") + version
         obj["kind"] = kind
-        self.store[(group, plural, ns, md["name"])] = obj
+        self._set((group, plural, ns, md["name"]), obj)
         self._emit(group, plural, ns, "ADDED", obj)
         return obj
 
@@ -957,6 +980,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        # Headers and body go out in two writes: without TCP_NODELAY, Nagle
+        # and the client's delayed ACK hold each answer ~40 ms.
+        try:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
         with self.fake.lock:
             self.fake.conns.add(self.connection)
 
@@ -1279,8 +1308,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def matching(self, group, plural, ns, labels, fields):
         f = self.fake
         out = []
-        for (g, p, n, _), obj in sorted(f.store.items(), key=lambda kv: (kv[0][2] or "", kv[0][3])):
-            if g != group or p != plural or (ns and n != ns):
+        for (g, p, n, _), obj in sorted(f.of_kind(group, plural), key=lambda kv: (kv[0][2] or "", kv[0][3])):
+            if ns and n != ns:
                 continue
             if labels and not label_query_match(labels, obj["metadata"].get("labels")):
                 continue
@@ -1354,6 +1383,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         bookmarks = self.query.get("allowWatchBookmarks") in ("true", "1")
         initial = self.query.get("sendInitialEvents") in ("true", "1")
         rv_param = self.query.get("resourceVersion") or ""
+        if initial and not f.watch_list:
+            raise ApiError(status(422, "Invalid", 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: '
+                                  "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
+                                  "feature gate is enabled",
+                                  {"group": "meta.k8s.io", "kind": "ListOptions",
+                                   "causes": [{"reason": "FieldValueForbidden",
+                                               "message": "Forbidden: sendInitialEvents is forbidden for watch "
+                                                          "unless the WatchList feature gate is enabled",
+                                               "field": "sendInitialEvents"}]}))
+        if initial and self.query.get("allowWatchBookmarks") not in ("true", "1"):
+            raise ApiError(status(422, "Invalid", 'ListOptions.meta.k8s.io "" is invalid: allowWatchBookmarks: '
+                                  "Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is "
+                                  "true", {"group": "meta.k8s.io", "kind": "ListOptions"}))
         gen = f.generation
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -1602,10 +1644,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") and \
                     not (plural == "pods" and new["spec"].get("nodeName") and
                          new["metadata"].get("deletionGracePeriodSeconds")):
-                del f.store[key]
+                f._del(key)
                 f._emit(group, plural, ns, "DELETED", new)
             else:
-                f.store[key] = new
+                f._set(key, new)
                 f._emit(group, plural, ns, "MODIFIED", new)
             self.stored = copy.deepcopy(new)
             return True
@@ -1730,10 +1772,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     new["metadata"]["deletionGracePeriodSeconds"] = int(grace if grace is not None else
                                                                         (30 if graceful else 0))
                     new["metadata"]["resourceVersion"] = str(f._next_rv())
-                    f.store[key] = new
+                    f._set(key, new)
                     f._emit(group, plural, ns, "MODIFIED", new)
                     return copy.deepcopy(new)
-                del f.store[key]
+                f._del(key)
                 gone = copy.deepcopy(now)
                 gone["metadata"]["resourceVersion"] = str(f._next_rv())
                 f._emit(group, plural, ns, "DELETED", gone)
@@ -1827,10 +1869,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         res_kind, _, version, _ = RESOURCES[(group, plural)]
         gvk = kind or (group, version, res_kind)
         with f.lock:
-            mutating = [copy.deepcopy(o) for (g, p, _, _), o in sorted(f.store.items(), key=lambda kv: kv[0][3])
-                        if (g, p) == ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")]
-            validating = [copy.deepcopy(o) for (g, p, _, _), o in sorted(f.store.items(), key=lambda kv: kv[0][3])
-                          if (g, p) == ("admissionregistration.k8s.io", "validatingwebhookconfigurations")]
+            mutating = [copy.deepcopy(o) for _, o in sorted(
+                f.of_kind("admissionregistration.k8s.io", "mutatingwebhookconfigurations"), key=lambda kv: kv[0][3])]
+            validating = [copy.deepcopy(o) for _, o in sorted(
+                f.of_kind("admissionregistration.k8s.io", "validatingwebhookconfigurations"), key=lambda kv: kv[0][3])]
             ns_labels = None
             if ns:
                 nso = f.store.get(("", "namespaces", None, ns))
@@ -2107,10 +2149,11 @@ def _rules_for(f, user, groups, ns):
     """Every rule granted to the user: cluster-wide (None) and in ns."""
     out = [(None, r) for r in BOOTSTRAP_AUTHENTICATED] if "system:authenticated" in groups else []
     with f.lock:
-        store = dict(f.store)
-    for (g, p, n, name), b in store.items():
-        if g != "rbac.authorization.k8s.io" or p not in ("clusterrolebindings", "rolebindings"):
-            continue
+        bindings = f.of_kind("rbac.authorization.k8s.io", "clusterrolebindings") + \
+            f.of_kind("rbac.authorization.k8s.io", "rolebindings")
+        store = {k: o for k, o in f.of_kind("rbac.authorization.k8s.io", "clusterroles") +
+                 f.of_kind("rbac.authorization.k8s.io", "roles")}
+    for (g, p, n, name), b in bindings:
         if p == "rolebindings" and n != ns:
             continue
         if not any(_subject_matches(s, user, groups) for s in b.get("subjects") or []):

@@ -3,7 +3,8 @@
 
 The guard runs as its ServiceAccount with only the RBAC of manifests/base and
 manifests/gate-pods, and does everything it does in a cluster: the cluster
-view syncs (slices, claims, Pods, Nodes, its policy ConfigMap), a freeze
+view syncs (slices, claims, Pods, Nodes, its policy ConfigMap; as streaming
+lists and, in a second run, in pages), a freeze
 refuses a claim (an Event created, then patched as its series grows), Pods
 are gated and, when the freeze ends, released (the gate Lease created, read
 and renewed, the Pods patched). Every request the guard made is recorded by
@@ -208,6 +209,11 @@ def test_every_request_is_granted_and_every_grant_used():
                        "the Lease to be renewed", timeout=BOUND)
             finally:
                 s.stop()
+            # The other way to list: in pages (an API server that serves no
+            # streaming list, or --list-mode pages).
+            with guard.Server(certs, args=["--kubeconfig", kc, "--policy-configmap", "%s/%s" % (GUARD_NS, CM),
+                                           "--list-mode", "pages"], wait_ready=False) as p:
+                p.wait(lambda: p.ready()[0], "the guard listing in pages to sync", timeout=BOUND)
         reqs = guard_requests(env)
     finally:
         env.stop()

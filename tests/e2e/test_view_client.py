@@ -82,6 +82,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_body(200, json.dumps(DISCOVERY).encode())
         resource = path.rsplit("/", 1)[1]
         watch = q.get("watch") == "true"
+        if q.get("sendInitialEvents") == "true":
+            # No streaming lists here: refused as by a server with the
+            # WatchList feature off, and the guard lists in pages.
+            with STATE.lock:
+                STATE.requests.append((time.time(), resource, "stream", None))
+            return self.send_body(422, json.dumps({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Invalid",
+                "code": 422, "message": 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
+                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"}).encode())
         with STATE.lock:
             STATE.requests.append((time.time(), resource, "watch" if watch else "list", q.get("resourceVersion")))
         if not watch:

@@ -164,7 +164,7 @@ def test_initial_sync_of_hundreds_of_slices_and_claims():
     with guard.TempDir() as d:
         guard.make_certs(d)
         # Small pages: the LIST takes several, with continue tokens.
-        with start_guard(d, ENV.kubeconfig(), "--watch-page-size", "40") as s:
+        with start_guard(d, ENV.kubeconfig(), "--watch-page-size", "40", "--list-mode", "pages") as s:
             want = wait_view_matches(s, timeout=10)
             check(len(want["slices"]) == 300 and len(want["claims"]) == 300, "setup: %d slices, %d claims"
                   % (len(want["slices"]), len(want["claims"])))
@@ -180,6 +180,53 @@ def test_initial_sync_of_hundreds_of_slices_and_claims():
                   "one LIST (paged) for the claims")
             check(metric(s, "dra_guard_watch_bytes_total", resource="resourceclaims") > 300 * 500,
                   "bytes decoded counted")
+            check(metric(s, "dra_guard_watch_lists_total", resource="resourceclaims", mode="pages") == 1,
+                  "the claims were not listed in pages")
+
+
+def test_initial_sync_as_a_streaming_list():
+    """The same objects through a streaming list (a WATCH with
+    sendInitialEvents, the initial events ended by a bookmark), the
+    default; then changes on the same WATCH."""
+    with guard.TempDir() as d:
+        guard.make_certs(d)
+        with start_guard(d, ENV.kubeconfig()) as s:
+            want = wait_view_matches(s, timeout=10)
+            check(len(want["claims"]) >= 300, "setup: %d claims" % len(want["claims"]))
+            for res in ("resourceslices", "resourceclaims", "pods", "nodes"):
+                check(metric(s, "dra_guard_watch_lists_total", resource=res, mode="stream") == 1 and
+                      metric(s, "dra_guard_watch_lists_total", resource=res, mode="pages") == 0,
+                      "%s: not one streaming list" % res)
+            # The initial events are the LIST, not watch events.
+            check(metric(s, "dra_guard_watch_events_total", resource="resourceclaims", type="ADDED") == 0,
+                  "initial events counted as watch events")
+            make_claim(990, allocate=False)
+            wait_view_matches(s)
+            check(metric(s, "dra_guard_watch_events_total", resource="resourceclaims", type="ADDED") == 1,
+                  "a claim created after the list is one ADDED event")
+            check(metric(s, "dra_guard_watch_relists_total", resource="resourceclaims", reason="start") == 1,
+                  "more than the first list")
+
+
+def test_a_server_without_streaming_lists_is_listed_in_pages():
+    """An API server with the WatchList feature off refuses
+    sendInitialEvents (422): the guard lists in pages, at once."""
+    if getattr(ENV, "real", False):
+        raise guard.Skip("needs the fake API server: a real one's WatchList feature is not switched here")
+    ENV.watch_list = False
+    try:
+        with guard.TempDir() as d:
+            guard.make_certs(d)
+            with start_guard(d, ENV.kubeconfig()) as s:
+                wait_view_matches(s, timeout=10)
+                for res in ("resourceslices", "resourceclaims", "pods", "nodes"):
+                    check(metric(s, "dra_guard_watch_lists_total", resource=res, mode="pages") == 1 and
+                          metric(s, "dra_guard_watch_lists_total", resource=res, mode="stream") == 0,
+                          "%s: not listed in pages" % res)
+                check(s.find_log("cluster view: no streaming list; listing in pages") is not None,
+                      "the fallback was not logged")
+    finally:
+        ENV.watch_list = True
 
 
 def test_create_update_delete_seen_within_a_second():
@@ -356,6 +403,8 @@ def main():
     try:
         guard.run_tests([
             test_initial_sync_of_hundreds_of_slices_and_claims,
+            test_initial_sync_as_a_streaming_list,
+            test_a_server_without_streaming_lists_is_listed_in_pages,
             test_create_update_delete_seen_within_a_second,
             test_watch_resumes_after_a_dropped_connection_without_loss_or_doubles,
             test_relist_after_410_and_api_server_restart_serve_nothing_half_built,
