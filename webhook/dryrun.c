@@ -302,14 +302,12 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 			dryrun_usage(stdout);
 			return 0;
 		default:
-			dryrun_usage(stderr);
-			return 2;
+			return cli_usage_error("dry-run");
 		}
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "dra-guard dry-run: no INPUT given\n");
-		dryrun_usage(stderr);
-		return 2;
+		return cli_usage_error("dry-run");
 	}
 	if (d->operation == ADMISSION_OP_UPDATE && d->nold == 0) {
 		fprintf(stderr, "dra-guard dry-run: --operation UPDATE needs --old with the stored objects\n");

@@ -69,8 +69,8 @@ int lint_main(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 2) {
-		lint_usage(stderr);
-		return 2;
+		fprintf(stderr, "dra-guard policy lint: no FILE given\n");
+		return cli_usage_error("policy lint");
 	}
 	for (i = 1; i < argc; i++)
 		stdins += strcmp(argv[i], "-") == 0;

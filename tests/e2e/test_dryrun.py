@@ -838,7 +838,8 @@ class FieldValidation(unittest.TestCase):
 
 
 class Help(unittest.TestCase):
-    COMMANDS = [["rules"], ["policy"], ["version"], ["dry-run"], ["serve"], ["convert"], ["policy", "lint"], ["vap"]]
+    COMMANDS = [["rules"], ["policy"], ["version"], ["dry-run"], ["serve"], ["convert"], ["policy", "lint"], ["vap"],
+                ["replay"], ["readiness"], ["ledger"], ["pending"]]
 
     def test_every_command_answers_help_on_stdout_with_status_0(self):
         for cmd in self.COMMANDS:
@@ -851,10 +852,43 @@ class Help(unittest.TestCase):
         self.assertIn("dry-run", out)
 
     def test_usage_errors_exit_2_on_stderr(self):
-        for args in (["policy"], ["policy", "frobnicate"], ["rules", "extra"], ["version", "extra"], ["nope"]):
+        for args in (["policy"], ["rules", "extra"], ["version", "extra"]):
             code, out, err = run(*args)
             self.assertEqual((code, out), (2, ""), args)
             self.assertIn("usage: dra-guard", err, args)
+
+    def test_readiness_help_is_its_own(self):
+        code, out, _ = run("readiness", "--help")
+        self.assertEqual(code, 0)
+        self.assertTrue(out.startswith("usage: dra-guard readiness"), out)
+        self.assertIn("markdown (default) or json", out)
+        self.assertNotIn("--report", out)
+        self.assertNotIn("junit", out)
+
+    def test_a_bad_flag_is_one_line_and_a_help_hint(self):
+        cases = [
+            (["dry-run", "--bogus"], "dra-guard dry-run: unrecognized option '--bogus'", "dry-run"),
+            (["dry-run"], "dra-guard dry-run: no INPUT given", "dry-run"),
+            (["replay", "--bogus"], "dra-guard replay: unrecognized option '--bogus'", "replay"),
+            (["readiness", "--bogus"], "dra-guard readiness: unrecognized option '--bogus'", "readiness"),
+            (["readiness"], "dra-guard readiness: no LOG given", "readiness"),
+            (["ledger", "--bogus"], "dra-guard ledger: unrecognized option '--bogus'", "ledger"),
+            (["pending", "--bogus"], "dra-guard pending: unrecognized option '--bogus'", "pending"),
+            (["vap", "--bogus"], "dra-guard vap: unknown or incomplete option '--bogus'", "vap"),
+            (["convert", "--bogus"], "dra-guard convert: unknown option '--bogus'", "convert"),
+            (["policy", "lint"], "dra-guard policy lint: no FILE given", "policy lint"),
+            (["policy", "frobnicate"], "dra-guard policy: unknown command 'frobnicate'", "policy"),
+        ]
+        for args, line, cmd in cases:
+            code, out, err = run(*args)
+            self.assertEqual((code, out), (2, ""), args)
+            self.assertEqual(err, "%s\nRun 'dra-guard %s --help' for the usage.\n" % (line, cmd), args)
+        code, out, err = run("serve", "--bogus")
+        self.assertEqual((code, out), (2, ""))
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("--help", err)
+        code, out, err = run("nope")
+        self.assertEqual(err, "dra-guard: unknown command 'nope'\nRun 'dra-guard --help' for the commands.\n")
 
 
 class Lint(unittest.TestCase):
