@@ -857,6 +857,13 @@ class Help(unittest.TestCase):
             self.assertEqual((code, out), (2, ""), args)
             self.assertIn("usage: dra-guard", err, args)
 
+    def test_serve_help_lists_the_debug_endpoints_under_metrics_listen(self):
+        code, out, _ = run("serve", "--help")
+        flag = out[out.index("--metrics-listen"):]
+        flag = flag[:flag.index("\n  --", 1)]
+        for path in ("/debug/view", "/debug/ledger", "/debug/pending"):
+            self.assertIn(path, flag)
+
     def test_readiness_help_is_its_own(self):
         code, out, _ = run("readiness", "--help")
         self.assertEqual(code, 0)
