@@ -141,7 +141,8 @@ void dryrun_print_text(struct dryrun *d)
 			json_array_foreach(json_object_get(r, "warnings"), k, w)
 				printf("      warn   %s\n", json_string_value(w));
 		}
-		print_fields(r);
+		if (!error)
+			print_fields(r);     /* Strict: the error names them all */
 		json_array_foreach(viol, j, vi)
 			printf("      %-6s %s: %s\n", json_string_value(json_object_get(vi, "action")),
 			       json_string_value(json_object_get(vi, "rule")),
