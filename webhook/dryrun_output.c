@@ -246,11 +246,21 @@ void dryrun_print_junit(struct dryrun *d)
 			}
 			printf("</failure>\n");
 		}
-		if (json_array_size(viol) || json_array_size(json_object_get(r, "skipped"))) {
-			json_t *sk, *rule;
+		if (json_array_size(viol) || json_array_size(json_object_get(r, "skipped")) ||
+		    json_array_size(json_object_get(r, "fields"))) {
+			json_t *sk, *rule, *f;
 			size_t k;
 
 			printf("    <system-out>");
+			json_array_foreach(json_object_get(r, "fields"), j, f) {
+				xml_escaped(stdout, json_string_value(json_object_get(f, "message")));
+				if (json_string_value(json_object_get(f, "didYouMean"))) {
+					printf(": did you mean \"");
+					xml_escaped(stdout, json_string_value(json_object_get(f, "didYouMean")));
+					printf("\"?");
+				}
+				printf("\n");
+			}
 			json_array_foreach(viol, j, vi) {
 				xml_escaped(stdout, json_string_value(json_object_get(vi, "action")));
 				printf(" [");

@@ -766,6 +766,9 @@ class FieldValidation(unittest.TestCase):
         with open(path) as fh:
             line = fh.read().split("\n")[f["line"] - 1]
         self.assertEqual(line[f["column"] - 1:].split(":")[0], '"nodeAllocatableResourceMapping"')
+        code, out, _ = run("dry-run", "--output", "junit", path)
+        self.assertIn('unknown field &quot;spec.devices[0].nodeAllocatableResourceMapping&quot;',
+                      ET.fromstring(out).find("testcase/system-out").text.replace('"', "&quot;"))
         # The warning is a warning of the run: --warn-exit-code sees it.
         code, _, _ = run("dry-run", "--warn-exit-code", "3", path)
         self.assertEqual(code, 3)
