@@ -57,12 +57,11 @@ static int policy_main(int argc, char **argv)
 		policy_usage(stdout);
 		return 0;
 	}
-	if (argc > 1) {
+	if (argc > 1)
 		fprintf(stderr, "dra-guard policy: unknown command '%s'\n", argv[1]);
-		return cli_usage_error("policy");
-	}
-	policy_usage(stderr);
-	return 2;
+	else
+		fprintf(stderr, "dra-guard policy: no command given (lint)\n");
+	return cli_usage_error("policy");
 }
 
 static int version_main(int argc, char **argv)
@@ -72,8 +71,8 @@ static int version_main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1) {
-		fprintf(stderr, "dra-guard version: unexpected argument '%s'\nusage: dra-guard version\n", argv[1]);
-		return 2;
+		fprintf(stderr, "dra-guard version: unexpected argument '%s'\n", argv[1]);
+		return cli_usage_error("version");
 	}
 	printf("dra-guard %s\n", dra_guard_version);
 	return 0;
