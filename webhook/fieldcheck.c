@@ -252,14 +252,18 @@ struct path {
 	size_t len;
 };
 
-static size_t path_add(struct path *p, const char *fmt_kind, const char *s, size_t slen, size_t index)
+enum part { PART_INDEX, PART_QUOTED, PART_NAME };
+
+/* Append [index], ["s"] or .s to p; returns the length before, for
+ * path_cut(). */
+static size_t path_add(struct path *p, enum part part, const char *s, size_t slen, size_t index)
 {
 	size_t before = p->len, room = sizeof(p->buf) - p->len;
 	int w;
 
-	if (fmt_kind[0] == '[')
+	if (part == PART_INDEX)
 		w = snprintf(p->buf + p->len, room, "[%zu]", index);
-	else if (fmt_kind[0] == 'q')
+	else if (part == PART_QUOTED)
 		w = snprintf(p->buf + p->len, room, "[\"%.*s\"]", (int)(slen > 200 ? 200 : slen), s);
 	else
 		w = snprintf(p->buf + p->len, room, "%s%.*s", p->len ? "." : "", (int)(slen > 200 ? 200 : slen), s);
@@ -318,7 +322,7 @@ static void check_value(struct walk *w, const struct field *f, const struct doc_
 		if (v->type != DOC_SEQ)
 			return;
 		for (i = 0; i < v->n; i++) {
-			at = path_add(p, "[", NULL, 0, i);
+			at = path_add(p, PART_INDEX, NULL, 0, i);
 			check_type(w, f->type, v->items[i], p);
 			path_cut(p, at);
 		}
@@ -329,7 +333,7 @@ static void check_value(struct walk *w, const struct field *f, const struct doc_
 		for (i = 0; i < v->n; i++) {
 			struct str k = v->members[i].key;
 
-			at = path_add(p, plain_key(k) ? "." : "q", k.ptr, k.len, 0);
+			at = path_add(p, plain_key(k) ? PART_NAME : PART_QUOTED, k.ptr, k.len, 0);
 			check_type(w, f->type, v->members[i].value, p);
 			path_cut(p, at);
 		}
@@ -376,7 +380,7 @@ static void check_type(struct walk *w, const struct type *t, const struct doc_no
 		for (j = 0; j < t->n && !f; j++)
 			if (str_eq_cstr(m->key, t->fields[j].name))
 				f = &t->fields[j];
-		at = path_add(p, plain_key(m->key) ? "." : "q", m->key.ptr, m->key.len, 0);
+		at = path_add(p, plain_key(m->key) ? PART_NAME : PART_QUOTED, m->key.ptr, m->key.len, 0);
 		if (f)
 			check_value(w, f, m->value, p);
 		else
@@ -434,7 +438,7 @@ static bool find_key(const struct doc_node *n, uint32_t line, uint32_t col, stru
 		return false;
 	if (n->type == DOC_SEQ) {
 		for (i = 0; i < n->n; i++) {
-			at = path_add(p, "[", NULL, 0, i);
+			at = path_add(p, PART_INDEX, NULL, 0, i);
 			if (find_key(n->items[i], line, col, p, depth + 1))
 				return true;
 			path_cut(p, at);
@@ -443,7 +447,7 @@ static bool find_key(const struct doc_node *n, uint32_t line, uint32_t col, stru
 		for (i = 0; i < n->n; i++) {
 			const struct doc_member *m = &n->members[i];
 
-			at = path_add(p, plain_key(m->key) ? "." : "q", m->key.ptr, m->key.len, 0);
+			at = path_add(p, plain_key(m->key) ? PART_NAME : PART_QUOTED, m->key.ptr, m->key.len, 0);
 			if ((m->line == line && m->col == col) || find_key(m->value, line, col, p, depth + 1))
 				return true;
 			path_cut(p, at);
