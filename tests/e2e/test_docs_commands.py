@@ -131,8 +131,17 @@ def fresh_copy():
     make install leave it; (directory, environment)."""
     tmp = tempfile.mkdtemp(prefix="dra-guard-docs-")
     repo = os.path.join(tmp, "dra-guard")
-    files = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, check=True,
-                           capture_output=True).stdout.decode().split("\0")
+    try:
+        files = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+                               capture_output=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        # No git (a source tarball): the tree but what a build leaves.
+        files = []
+        for d, dirs, names in os.walk(ROOT):
+            rel_d = os.path.relpath(d, ROOT)
+            dirs[:] = [x for x in dirs if not (rel_d == "." and (x in (".git", "build") or x.startswith("build-")))]
+            files += [os.path.normpath(os.path.join(rel_d, n)) for n in names
+                      if not (rel_d == "." and n == "dra-guard") and not n.endswith((".o", ".d"))]
     for rel in filter(None, files):
         src = os.path.join(ROOT, rel)
         if not os.path.lexists(src):
