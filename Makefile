@@ -2,6 +2,8 @@
 #
 #   make deps      install missing Debian packages (every build target runs it)
 #   make           build ./dra-guard (the "rel" flavour: -O2, quick to rebuild)
+#   make install   ./dra-guard into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local), so the
+#                  docs' `dra-guard ...` commands run as written
 #   make release   build build/release/dra-guard: -O3, LTO and profile-guided,
 #                  what the container image and the benchmarks run
 #   make test      unit tests (rel and ASan+UBSan), end-to-end tests, fuzz smoke;
@@ -122,7 +124,7 @@ FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
 .PHONY: all release deps deps-test deps-bench deps-fuzz deps-image test unit-test e2e-test fuzz-smoke \
 	golden-update replay-fixtures mutation-check run bench bench-compare bench-scale fuzz fuzz-seeds soak image \
-	clean FORCE
+	install clean FORCE
 
 all: dra-guard
 
@@ -143,6 +145,13 @@ dra-guard: $(BUILD)/rel/dra-guard
 
 release: $(BUILD)/release/dra-guard
 	@echo "$<"
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: dra-guard
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX)/bin/dra-guard)
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 0755 dra-guard $(DESTDIR)$(PREFIX)/bin/dra-guard
 
 # The version lives in one generated file, rewritten only when it changes:
 # `dra-guard version` is never stale, and a new version recompiles one file.

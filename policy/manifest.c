@@ -253,6 +253,7 @@ static int add_document(struct manifest_set *s, const char *file, const struct d
 		e->line = err->line;
 		e->col = err->col;
 		manifest_id_read(root, &e->id);
+		e->partial = root;
 		return set_error(s, e, "%s", err->msg);
 	}
 	if (root->type == DOC_NULL)

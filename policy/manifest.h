@@ -54,6 +54,9 @@ struct manifest_entry {
 	struct manifest_id id;       /* as far as it could be read */
 	bool namespace_defaulted;    /* id.namespace is the set's default */
 	const char *error;           /* NULL, or why this is not a usable object */
+	const struct doc_node *partial;  /* a document that did not parse: what
+					  * was read of it before the error, so
+					  * its position can be named; else NULL */
 };
 
 struct manifest_options {

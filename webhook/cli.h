@@ -47,6 +47,11 @@ int pending_print_claims(FILE *f, const char *json, size_t len, char *err, size_
  * seconds since the epoch, into ns. 0 or -EINVAL. */
 int cli_parse_time(const char *s, int64_t *out);
 
+/* A usage error of dra-guard COMMAND, after its one-line message: where
+ * the usage is, on stderr (the usage itself would bury the message).
+ * Returns 2, the exit status of usage errors. */
+int cli_usage_error(const char *command);
+
 /* dra-guard vap: the stateless rules as ValidatingAdmissionPolicies
  * (webhook/vap_cli.c). */
 int vap_main(int argc, char **argv);

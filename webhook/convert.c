@@ -76,8 +76,11 @@ int convert_main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1] != '\0')) {
-		convert_usage(stderr);
-		return 2;
+		if (argc > 2)
+			fprintf(stderr, "dra-guard convert: unexpected argument '%s' (one FILE at most)\n", argv[2]);
+		else
+			fprintf(stderr, "dra-guard convert: unknown option '%s'\n", argv[1]);
+		return cli_usage_error("convert");
 	}
 	if (argc == 2)
 		path = argv[1];

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <jansson.h>
@@ -43,6 +44,7 @@ static void dryrun_usage(FILE *f)
 		"                         [--user NAME] [--group G]... [--extra KEY=VALUE]... [--subresource S]\n"
 		"                         [--namespace NS] [--freeze] [--policy-configmap NAMESPACE/NAME]\n"
 		"                         [--view DUMP]... [--now TIME]\n"
+		"                         [--field-validation Strict|Warn|Ignore]\n"
 		"                         [--output text|json|junit] [--warn-exit-code N] INPUT...\n"
 		"\n"
 		"Runs the policy engine on manifests, exactly as the webhook would decide them.\n"
@@ -73,6 +75,10 @@ static void dryrun_usage(FILE *f)
 		"                        YAML and directories too). Overcommitted nodes are reported as warnings\n"
 		"  --now TIME            judge as of TIME (RFC 3339, e.g. 2026-12-01T10:00:00Z, or seconds since\n"
 		"                        the epoch) instead of now\n"
+		"  --field-validation V  what a field the 1.36 API server does not know (spec.devices[0].nodeAllocatable-\n"
+		"                        ResourceMapping) does, as the API server's ?fieldValidation=: Warn (default:\n"
+		"                        a warning with its path), Strict (the object is an error, exit 2: for CI,\n"
+		"                        as kubectl --validate=strict) or Ignore\n"
 		"  --output FORMAT       text (default), json or junit\n"
 		"  --warn-exit-code N    exit N when there are warnings but no denials (default 0)\n"
 		"\n"
@@ -160,6 +166,7 @@ static int load_old(struct dryrun *d)
 enum {
 	OPT_POLICY = 256, OPT_OLD, OPT_OPERATION, OPT_USER, OPT_GROUP, OPT_EXTRA, OPT_SUBRESOURCE,
 	OPT_OUTPUT, OPT_WARN_EXIT, OPT_FREEZE, OPT_SELF, OPT_NAMESPACE, OPT_VIEW, OPT_NOW, OPT_HELP,
+	OPT_FIELDS,
 };
 
 static const struct option dryrun_options[] = {
@@ -177,6 +184,7 @@ static const struct option dryrun_options[] = {
 	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
 	{ "view", required_argument, NULL, OPT_VIEW },
 	{ "now", required_argument, NULL, OPT_NOW },
+	{ "field-validation", required_argument, NULL, OPT_FIELDS },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -247,6 +255,20 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_FIELDS:
+			/* The API server's names, and kubectl --validate's. */
+			if (strcasecmp(optarg, "Warn") == 0)
+				d->fields = FIELDS_WARN;
+			else if (strcasecmp(optarg, "Strict") == 0)
+				d->fields = FIELDS_STRICT;
+			else if (strcasecmp(optarg, "Ignore") == 0)
+				d->fields = FIELDS_IGNORE;
+			else {
+				fprintf(stderr, "dra-guard dry-run: --field-validation %s: expected Strict, Warn or Ignore\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case OPT_OUTPUT:
 			if (strcmp(optarg, "text") == 0)
 				d->output = OUTPUT_TEXT;
@@ -280,14 +302,12 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 			dryrun_usage(stdout);
 			return 0;
 		default:
-			dryrun_usage(stderr);
-			return 2;
+			return cli_usage_error("dry-run");
 		}
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "dra-guard dry-run: no INPUT given\n");
-		dryrun_usage(stderr);
-		return 2;
+		return cli_usage_error("dry-run");
 	}
 	if (d->operation == ADMISSION_OP_UPDATE && d->nold == 0) {
 		fprintf(stderr, "dra-guard dry-run: --operation UPDATE needs --old with the stored objects\n");

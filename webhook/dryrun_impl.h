@@ -29,6 +29,12 @@
 
 enum output_format { OUTPUT_TEXT, OUTPUT_JSON, OUTPUT_JUNIT };
 
+/* --field-validation, named as the API server's ?fieldValidation= is:
+ * what an unknown field in a bare object does (fieldcheck.h). */
+enum field_validation { FIELDS_WARN, FIELDS_STRICT, FIELDS_IGNORE };
+
+#define DRYRUN_MAX_FIELDS 32                    /* unknown fields listed per object */
+
 struct dryrun {
 	const char *policy_path;
 	struct policy *policy;
@@ -46,6 +52,7 @@ struct dryrun {
 	const char *subresource;
 	enum output_format output;
 	int warn_exit_code;                   /* -1: warnings exit 0 */
+	enum field_validation fields;
 
 	const char *view_paths[DRYRUN_MAX_LIST];   /* --view */
 	size_t nview;
@@ -54,7 +61,7 @@ struct dryrun {
 	struct ledger *ledger;                /* the view's, after the inputs */
 
 	json_t *results;                      /* result objects in input order */
-	unsigned allowed, denied, warned, errors, skipped;
+	unsigned allowed, denied, warned, errors, skipped, not_judged;
 };
 
 /* Decide every object of one INPUT (a file, a directory, or - for stdin),

@@ -26,6 +26,7 @@
 #include "doc.h"
 #include "dryrun_impl.h"
 #include "engine.h"
+#include "fieldcheck.h"
 #include "inputs.h"
 #include "manifest.h"
 #include "rules.h"
@@ -57,6 +58,10 @@ struct outcome {
 	const char *file;                      /* where the error is, or the object */
 	uint32_t line, col;
 	const struct doc_node *object;         /* the object violation paths are in, or NULL */
+	const struct fieldcheck_finding *fields;   /* unknown fields (--field-validation) */
+	size_t nfields, fields_total;
+	const char *not_judged;                /* why no rule judged the object, or NULL */
+	const char *hint;                      /* a likely typo in its kind, or NULL */
 };
 
 static json_t *str_json(struct str s)
@@ -102,8 +107,53 @@ static json_t *violations_json(const struct outcome *o, const struct verdict *v)
 	return arr;
 }
 
+/* What the API server's field validation says of one unknown field, as
+ * its warnings and strict decoding errors say it. */
+static void field_message(const struct fieldcheck_finding *f, char *buf, size_t n)
+{
+	snprintf(buf, n, "unknown field \"%s\"", f->path);
+}
+
+/* The same, with what the guard adds: the close name and why. */
+static void field_explained(const struct fieldcheck_finding *f, char *buf, size_t n)
+{
+	char m[FIELDCHECK_PATH_MAX + 32];
+
+	field_message(f, m, sizeof(m));
+	if (f->suggestion[0] && f->note)
+		snprintf(buf, n, "%s: did you mean \"%s\"? (%s)", m, f->suggestion, f->note);
+	else if (f->suggestion[0])
+		snprintf(buf, n, "%s: did you mean \"%s\"?", m, f->suggestion);
+	else
+		snprintf(buf, n, "%s", m);
+}
+
+static json_t *fields_json(const struct outcome *o)
+{
+	json_t *arr = json_array();
+	char m[FIELDCHECK_PATH_MAX + 32];
+	size_t i;
+
+	for (i = 0; arr && i < o->nfields; i++) {
+		const struct fieldcheck_finding *f = &o->fields[i];
+		json_t *j;
+
+		field_message(f, m, sizeof(m));
+		j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "problem", "unknown", "path", f->path, "message", m,
+			      "file", o->file ? o->file : "", "line", (json_int_t)f->line, "column", (json_int_t)f->col);
+		if (j && f->suggestion[0])
+			json_object_set_new(j, "didYouMean", json_string(f->suggestion));
+		if (j && f->note)
+			json_object_set_new(j, "note", json_string(f->note));
+		json_array_append_new(arr, j);
+	}
+	return arr;
+}
+
 static void add_result(struct dryrun *d, const struct outcome *o, const struct verdict *v)
 {
+	char m[FIELDCHECK_PATH_MAX + 32];
+	size_t k;
 	json_t *r = json_object(), *warn = json_array(), *patch = json_null();
 	uint32_t i;
 
@@ -117,7 +167,20 @@ static void add_result(struct dryrun *d, const struct outcome *o, const struct v
 	json_object_set_new(r, "subresource", str_json(o->subresource));
 	json_object_set_new(r, "subresourceInferred", json_boolean(o->subresource_inferred));
 	json_object_set_new(r, "old", o->old_source ? json_string(o->old_source) : json_null());
-	if (o->error || !v) {
+	json_object_set_new(r, "judged", json_boolean(!o->not_judged));
+	if (o->not_judged) {
+		/* The webhook is not even called for such a kind: it goes
+		 * through, and the run says that nothing looked at it. */
+		json_object_set_new(r, "allowed", json_true());
+		json_object_set_new(r, "notJudged", json_string(o->not_judged));
+		json_object_set_new(r, "violations", json_array());
+		if (o->hint)
+			json_array_append_new(warn, json_string(o->hint));
+		d->not_judged++;
+		d->skipped++;
+		if (o->hint || o->nfields)
+			d->warned++;
+	} else if (o->error || !v) {
 		json_object_set_new(r, "allowed", json_false());
 		json_object_set_new(r, "error", json_string(o->error ? o->error : "out of memory"));
 		if (o->file)
@@ -141,15 +204,22 @@ static void add_result(struct dryrun *d, const struct outcome *o, const struct v
 			patch = json_null();
 		if (!v->allowed)
 			d->denied++;
-		else if (v->nwarnings)
+		else if (v->nwarnings || o->nfields)
 			d->warned++, d->allowed++;
 		else
 			d->allowed++;
 	}
+	for (k = 0; !o->error && v && k < o->nfields; k++) {
+		field_message(&o->fields[k], m, sizeof(m));
+		json_array_append_new(warn, json_string(m));
+	}
 	json_object_set_new(r, "warnings", warn);
+	json_object_set_new(r, "fields", fields_json(o));
+	if (o->fields_total > o->nfields)
+		json_object_set_new(r, "fieldsNotListed", json_integer((json_int_t)(o->fields_total - o->nfields)));
 	json_object_set_new(r, "patch", patch);
 	json_object_set_new(r, "skipped", skipped_json(o));
-	if (o->nskipped)
+	if (o->nskipped && !o->not_judged)
 		d->skipped++;
 	json_array_append_new(d->results, r);
 	return;
@@ -274,9 +344,68 @@ static const struct manifest_entry *stored_namesake(struct dryrun *d, struct out
 	return m;
 }
 
+/* The kinds some rule judges, by API group. */
+static const struct {
+	const char *group, *kind;
+} guarded_kinds[] = {
+	{ "resource.k8s.io", "ResourceSlice" },
+	{ "resource.k8s.io", "ResourceClaim" },
+	{ "", "Pod" },
+	{ "", "ConfigMap" },
+};
+
+/* Why no rule judges id's kind into why, and into hint a likely typo of
+ * a guarded kind (a near name in the same group, or the very name in
+ * another group); hint "" when it looks like any other kind. */
+static void not_judged_reason(const struct manifest_id *id, char *why, size_t whyn, char *hint, size_t hintn)
+{
+	const char *names[sizeof(guarded_kinds) / sizeof(guarded_kinds[0])];
+	const char *close;
+	size_t i, n = 0;
+	int kl = (int)(id->kind.len > 256 ? 256 : id->kind.len);
+	int gl = (int)(id->group.len > 256 ? 256 : id->group.len);
+	int vl = (int)(id->version.len > 64 ? 64 : id->version.len);
+
+	snprintf(why, whyn, "no rule judges kind %.*s (%.*s%s%.*s): the webhook is not called for it",
+		 kl, id->kind.ptr, gl, id->group.ptr, gl ? "/" : "", vl, id->version.ptr);
+	hint[0] = '\0';
+	for (i = 0; i < sizeof(guarded_kinds) / sizeof(guarded_kinds[0]); i++) {
+		if (str_eq_cstr(id->kind, guarded_kinds[i].kind)) {
+			snprintf(hint, hintn, "kind %.*s of API group \"%.*s\" is not the one the guard judges "
+				 "(%s%s%s): a typo in apiVersion?", kl, id->kind.ptr, gl, id->group.ptr,
+				 guarded_kinds[i].group, guarded_kinds[i].group[0] ? "/" : "", "v1");
+			return;
+		}
+		if (str_eq_cstr(id->group, guarded_kinds[i].group))
+			names[n++] = guarded_kinds[i].kind;
+	}
+	close = fieldcheck_closest(id->kind.ptr, id->kind.len, names, n);
+	if (close)
+		snprintf(hint, hintn, "kind %.*s: did you mean %s? (a likely typo; the API server knows no such kind)",
+			 kl, id->kind.ptr, close);
+}
+
 static bool has_status_subresource(enum object_kind k)
 {
 	return k == OBJECT_RESOURCE_CLAIM || k == OBJECT_POD;
+}
+
+/* --field-validation Strict: the object is refused before any rule, as the
+ * API server refuses it ("strict decoding error: unknown field ..."),
+ * at the first unknown field. */
+static void strict_error(struct dryrun *d, struct outcome *o, const struct manifest_entry *e)
+{
+	char msg[MSG_MAX], one[FIELDCHECK_PATH_MAX * 2 + 256];
+	size_t i, len;
+
+	len = (size_t)snprintf(msg, sizeof(msg), "strict decoding error: ");
+	for (i = 0; i < o->nfields && len < sizeof(msg); i++) {
+		field_explained(&o->fields[i], one, sizeof(one));
+		len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s", i ? ", " : "", one);
+	}
+	if (o->fields_total > o->nfields && len < sizeof(msg))
+		snprintf(msg + len, sizeof(msg) - len, " and %zu more", o->fields_total - o->nfields);
+	add_error(d, o, e->file, o->fields[0].line, o->fields[0].col, msg);
 }
 
 static void decide_object(struct dryrun *d, const struct manifest_entry *e, const char *source,
@@ -289,6 +418,7 @@ static void decide_object(struct dryrun *d, const struct manifest_entry *e, cons
 	const struct manifest_entry *stored = NULL;
 	char msg[MSG_MAX], old_source[SOURCE_MAX];
 	struct synth_write w;
+	struct fieldcheck_finding found[DRYRUN_MAX_FIELDS];
 	uint32_t line, col;
 	bool failed = false;
 	int rc;
@@ -303,6 +433,30 @@ static void decide_object(struct dryrun *d, const struct manifest_entry *e, cons
 	rc = decode_node(d, e->node, a, &obj, msg, sizeof(msg), &line, &col);
 	if (rc) {
 		add_error(d, &o, e->file, line, col, msg);
+		return;
+	}
+	if (obj.kind == OBJECT_OTHER || obj.kind == OBJECT_NODE) {
+		char why[1024], hint[1024];
+
+		not_judged_reason(&e->id, why, sizeof(why), hint, sizeof(hint));
+		if (hint[0] && d->fields == FIELDS_STRICT) {
+			/* The API server has no such kind: CI asked for its
+			 * strictness. */
+			add_error(d, &o, e->file, e->line, e->col, hint);
+			return;
+		}
+		o.not_judged = why;
+		o.hint = hint[0] ? hint : NULL;
+		add_result(d, &o, NULL);
+		return;
+	}
+	if (d->fields != FIELDS_IGNORE) {
+		o.fields = found;
+		o.fields_total = fieldcheck_object(e->node, found, DRYRUN_MAX_FIELDS);
+		o.nfields = o.fields_total < DRYRUN_MAX_FIELDS ? o.fields_total : DRYRUN_MAX_FIELDS;
+	}
+	if (d->fields == FIELDS_STRICT && o.nfields) {
+		strict_error(d, &o, e);
 		return;
 	}
 	memset(&w, 0, sizeof(w));
@@ -438,9 +592,29 @@ static void decide_review(struct dryrun *d, const struct manifest_entry *e, cons
 
 /* --- inputs ---------------------------------------------------------------------------- */
 
+/* The document reader refuses a key that appears twice in one map; say
+ * so as the API server does (duplicate field "metadata.name"), with the
+ * path of the first one, into buf. False when e's error is another. */
+static bool duplicate_field(const struct manifest_entry *e, char *buf, size_t n)
+{
+	static const char pfx[] = "duplicate key ";
+	const char *first;
+	char path[FIELDCHECK_PATH_MAX];
+	unsigned line, col;
+
+	if (strncmp(e->error, pfx, sizeof(pfx) - 1) != 0 || !(first = strstr(e->error, "(first at line ")) ||
+	    sscanf(first, "(first at line %u, column %u)", &line, &col) != 2 ||
+	    !fieldcheck_path_at(e->partial, line, col, path, sizeof(path)))
+		return false;
+	snprintf(buf, n, "duplicate field \"%s\" (first at line %u, column %u): the API server refuses it "
+		 "under Strict field validation (kubectl's default) and keeps the last value under Warn; "
+		 "dry-run refuses it whatever --field-validation says", path, line, col);
+	return true;
+}
+
 static void decide_entry(struct dryrun *d, const struct manifest_entry *e, struct arena *a)
 {
-	char source[SOURCE_MAX];
+	char source[SOURCE_MAX], dup[FIELDCHECK_PATH_MAX + 512];
 	struct outcome o;
 
 	arena_reset(a);
@@ -451,7 +625,11 @@ static void decide_entry(struct dryrun *d, const struct manifest_entry *e, struc
 		o.kind = e->id.kind;
 		o.namespace = e->id.namespace;
 		o.name = e->id.name;
-		add_error(d, &o, e->file, e->line, e->col, e->error);
+		if (!e->line)
+			/* The input itself (a missing file): say it where
+			 * the shell's error would be, too. */
+			fprintf(stderr, "dra-guard dry-run: %s: %s\n", e->file, e->error);
+		add_error(d, &o, e->file, e->line, e->col, duplicate_field(e, dup, sizeof(dup)) ? dup : e->error);
 		return;
 	}
 	if (is_review(e))

@@ -69,8 +69,8 @@ int lint_main(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 2) {
-		lint_usage(stderr);
-		return 2;
+		fprintf(stderr, "dra-guard policy lint: no FILE given\n");
+		return cli_usage_error("policy lint");
 	}
 	for (i = 1; i < argc; i++)
 		stdins += strcmp(argv[i], "-") == 0;
@@ -115,8 +115,8 @@ int rules_main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1) {
-		fprintf(stderr, "dra-guard rules: unexpected argument '%s'\nusage: dra-guard rules\n", argv[1]);
-		return 2;
+		fprintf(stderr, "dra-guard rules: unexpected argument '%s'\n", argv[1]);
+		return cli_usage_error("rules");
 	}
 	printf("%-28s %-8s %s\n", "RULE", "DEFAULT", "CHECKS");
 	for (i = 0; i < RULE_COUNT; i++)

@@ -12,15 +12,44 @@
 
 /* --- output -------------------------------------------------------------------------------- */
 
-/* "ResourceClaim/team-a/claim" or "ResourceSlice/slice". */
+/* "ResourceClaim/team-a/claim" or "ResourceSlice/slice", and a blank
+ * after it; nothing for an input that holds no object (a missing file). */
 static void print_object(const json_t *r)
 {
 	const char *ns = json_string_value(json_object_get(r, "namespace"));
+	const char *kind = json_string_value(json_object_get(r, "kind"));
+	const char *name = json_string_value(json_object_get(r, "name"));
 
-	printf("%s/", json_string_value(json_object_get(r, "kind")));
+	if ((!kind || !kind[0]) && (!name || !name[0]))
+		return;
+	printf("%s/", kind);
 	if (ns && ns[0])
 		printf("%s/", ns);
-	printf("%s", json_string_value(json_object_get(r, "name")));
+	printf("%s ", name);
+}
+
+/* Unknown fields (--field-validation Warn or Strict), with where each is. */
+static void print_fields(const json_t *r)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "fields"), i, f) {
+		const char *dym = json_string_value(json_object_get(f, "didYouMean"));
+		const char *note = json_string_value(json_object_get(f, "note"));
+
+		printf("      field  %s", json_string_value(json_object_get(f, "message")));
+		if (dym)
+			printf(": did you mean \"%s\"?", dym);
+		if (note)
+			printf(" (%s)", note);
+		printf(" at %s:%lld:%lld\n", json_string_value(json_object_get(f, "file")),
+		       (long long)json_integer_value(json_object_get(f, "line")),
+		       (long long)json_integer_value(json_object_get(f, "column")));
+	}
+	if (json_integer_value(json_object_get(r, "fieldsNotListed")))
+		printf("      field  and %lld more unknown fields\n",
+		       (long long)json_integer_value(json_object_get(r, "fieldsNotListed")));
 }
 
 static void print_skipped(const json_t *r, const char *indent)
@@ -93,16 +122,27 @@ void dryrun_print_text(struct dryrun *d)
 		const char *old = json_string_value(json_object_get(r, "old"));
 		json_t *viol = json_object_get(r, "violations"), *vi;
 		bool allowed = json_is_true(json_object_get(r, "allowed"));
-		const char *verdict = error && json_array_size(viol) == 0 ? "ERROR" : allowed ? "ALLOW" : "DENY";
+		const char *not_judged = json_string_value(json_object_get(r, "notJudged"));
+		const char *verdict = error && json_array_size(viol) == 0 ? "ERROR" : not_judged ? "SKIP"
+				      : allowed ? "ALLOW" : "DENY";
+		json_t *w;
+		size_t k;
 
 		printf("%-5s %s%s%s ", verdict, op && op[0] ? op : "-", sub && sub[0] ? " " : "", sub ? sub : "");
 		print_object(r);
-		printf(" %s", json_string_value(json_object_get(r, "source")));
+		printf("%s", json_string_value(json_object_get(r, "source")));
 		if (old)
 			printf(" (stored: %s)", old);
 		printf("\n");
 		if (error && json_array_size(viol) == 0)
 			printf("      %s\n", error);
+		if (not_judged) {
+			printf("      not judged: %s\n", not_judged);
+			json_array_foreach(json_object_get(r, "warnings"), k, w)
+				printf("      warn   %s\n", json_string_value(w));
+		}
+		if (!error)
+			print_fields(r);     /* Strict: the error names them all */
 		json_array_foreach(viol, j, vi)
 			printf("      %-6s %s: %s\n", json_string_value(json_object_get(vi, "action")),
 			       json_string_value(json_object_get(vi, "rule")),
@@ -122,6 +162,8 @@ void dryrun_print_text(struct dryrun *d)
 		print_ledger_text(d->ledger);
 	printf("%zu %s: %u allowed (%u with warnings), %u denied, %u unusable", n, n == 1 ? "object" : "objects",
 	       d->allowed, d->warned, d->denied, d->errors);
+	if (d->not_judged)
+		printf(", %u not judged (no rule judges their kind)", d->not_judged);
 	if (d->skipped)
 		printf("; for %u of them some rules did not run (see \"skipped\")", d->skipped);
 	printf("\n");
@@ -129,10 +171,11 @@ void dryrun_print_text(struct dryrun *d)
 
 void dryrun_print_json(struct dryrun *d)
 {
-	json_t *top = json_pack("{s:O, s:{s:I, s:I, s:I, s:I, s:I, s:I}}", "results", d->results, "summary",
+	json_t *top = json_pack("{s:O, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}", "results", d->results, "summary",
 				"objects", (json_int_t)json_array_size(d->results), "allowed", (json_int_t)d->allowed,
 				"denied", (json_int_t)d->denied, "warned", (json_int_t)d->warned,
-				"errors", (json_int_t)d->errors, "skipped", (json_int_t)d->skipped);
+				"errors", (json_int_t)d->errors, "skipped", (json_int_t)d->skipped,
+				"notJudged", (json_int_t)d->not_judged);
 	char *s;
 
 	if (top && d->ledger)
@@ -182,7 +225,11 @@ void dryrun_print_junit(struct dryrun *d)
 		printf(" ");
 		xml_escaped(stdout, json_string_value(json_object_get(r, "name")));
 		printf("\">\n");
-		if (error && json_array_size(viol) == 0) {
+		if (json_string_value(json_object_get(r, "notJudged"))) {
+			printf("    <skipped message=\"");
+			xml_escaped(stdout, json_string_value(json_object_get(r, "notJudged")));
+			printf("\"/>\n");
+		} else if (error && json_array_size(viol) == 0) {
 			printf("    <error message=\"");
 			xml_escaped(stdout, error);
 			printf("\"/>\n");
@@ -199,11 +246,21 @@ void dryrun_print_junit(struct dryrun *d)
 			}
 			printf("</failure>\n");
 		}
-		if (json_array_size(viol) || json_array_size(json_object_get(r, "skipped"))) {
-			json_t *sk, *rule;
+		if (json_array_size(viol) || json_array_size(json_object_get(r, "skipped")) ||
+		    json_array_size(json_object_get(r, "fields"))) {
+			json_t *sk, *rule, *f;
 			size_t k;
 
 			printf("    <system-out>");
+			json_array_foreach(json_object_get(r, "fields"), j, f) {
+				xml_escaped(stdout, json_string_value(json_object_get(f, "message")));
+				if (json_string_value(json_object_get(f, "didYouMean"))) {
+					printf(": did you mean \"");
+					xml_escaped(stdout, json_string_value(json_object_get(f, "didYouMean")));
+					printf("\"?");
+				}
+				printf("\n");
+			}
 			json_array_foreach(viol, j, vi) {
 				xml_escaped(stdout, json_string_value(json_object_get(vi, "action")));
 				printf(" [");

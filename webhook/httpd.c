@@ -31,7 +31,9 @@
 
 static const char body_404[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
-	"\"code\":404,\"message\":\"no such path: the webhook serves POST /validate and POST /mutate\"}";
+	"\"code\":404,\"message\":\"no such path: the webhook port serves POST /validate, POST /mutate, "
+	"GET /healthz and /readyz; GET /metrics, /debug/view, /debug/ledger and /debug/pending are on the "
+	"metrics port (plain HTTP, --metrics-listen, default 127.0.0.1:9090)\"}";
 static const char body_404_plain[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 	"\"code\":404,\"message\":\"no such path: this port serves GET /metrics, /healthz, /readyz, "

@@ -52,6 +52,12 @@ static bool overcommitted(const struct ledger *l, const char *node)
 	return false;
 }
 
+int cli_usage_error(const char *command)
+{
+	fprintf(stderr, "Run 'dra-guard %s --help' for the usage.\n", command);
+	return 2;
+}
+
 int cli_parse_time(const char *s, int64_t *out)
 {
 	struct tm tm;
@@ -141,14 +147,12 @@ int ledger_main(int argc, char **argv)
 			ledger_usage(stdout);
 			return 0;
 		default:
-			ledger_usage(stderr);
-			return 2;
+			return cli_usage_error("ledger");
 		}
 	}
 	if (npaths == 0 || optind != argc) {
 		fprintf(stderr, "dra-guard ledger: %s\n", npaths ? "unexpected arguments" : "no --view given");
-		ledger_usage(stderr);
-		return 2;
+		return cli_usage_error("ledger");
 	}
 	if (policy_path) {
 		char *text = NULL;

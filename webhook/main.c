@@ -1,8 +1,9 @@
 /* main.c - the dra-guard command line: dispatch to a subcommand.
  *
  * Every command and subcommand answers --help (and -h) with its usage on
- * stdout and exit status 0; a usage error prints the usage on stderr and
- * exits 2. */
+ * stdout and exit status 0; a usage error prints one line saying what is
+ * wrong and where the usage is (cli_usage_error()) on stderr, and exits 2;
+ * the usage itself would bury that line. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,9 +58,10 @@ static int policy_main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1)
-		fprintf(stderr, "dra-guard policy: unknown command '%s'\n\n", argv[1]);
-	policy_usage(stderr);
-	return 2;
+		fprintf(stderr, "dra-guard policy: unknown command '%s'\n", argv[1]);
+	else
+		fprintf(stderr, "dra-guard policy: no command given (lint)\n");
+	return cli_usage_error("policy");
 }
 
 static int version_main(int argc, char **argv)
@@ -69,8 +71,8 @@ static int version_main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1) {
-		fprintf(stderr, "dra-guard version: unexpected argument '%s'\nusage: dra-guard version\n", argv[1]);
-		return 2;
+		fprintf(stderr, "dra-guard version: unexpected argument '%s'\n", argv[1]);
+		return cli_usage_error("version");
 	}
 	printf("dra-guard %s\n", dra_guard_version);
 	return 0;
@@ -79,6 +81,14 @@ static int version_main(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
+	char name[64];
+
+	/* getopt names the program by argv[0] in its messages: "dra-guard
+	 * dry-run: unrecognized option '--bogus'", not "dry-run: ...". */
+	if (cmd) {
+		snprintf(name, sizeof(name), "dra-guard %.40s", cmd);
+		argv[1] = name;
+	}
 
 	if (!cmd || strcmp(cmd, "help") == 0 || is_help(cmd)) {
 		usage(cmd ? stdout : stderr);
@@ -108,7 +118,7 @@ int main(int argc, char **argv)
 		return convert_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "policy") == 0)
 		return policy_main(argc - 1, argv + 1);
-	fprintf(stderr, "dra-guard: unknown command '%s'\n\n", cmd);
-	usage(stderr);
+	fprintf(stderr, "dra-guard: unknown command '%s'\n", cmd);
+	fprintf(stderr, "Run 'dra-guard --help' for the commands.\n");
 	return 2;
 }

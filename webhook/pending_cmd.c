@@ -211,13 +211,15 @@ int pending_main(int argc, char **argv)
 			pending_usage(stdout);
 			return 0;
 		default:
-			pending_usage(stderr);
-			return 2;
+			return cli_usage_error("pending");
 		}
 	}
 	if (optind != argc || (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
-		pending_usage(stderr);
-		return 2;
+		if (optind != argc)
+			fprintf(stderr, "dra-guard pending: unexpected argument '%s'\n", argv[optind]);
+		else
+			fprintf(stderr, "dra-guard pending: --output %s: expected table or json\n", output);
+		return cli_usage_error("pending");
 	}
 	buf_init(&body, PENDING_BODY_MAX);
 	rc = fetch(url, &body, err, sizeof(err));

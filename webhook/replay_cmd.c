@@ -82,10 +82,39 @@ static void replay_usage(FILE *f)
 		"  --report readiness     the go/no-go readiness report instead (as dra-guard readiness)\n"
 		"\n"
 		"Exit: 0 nothing would be denied, 1 a write would be denied, 2 unusable input or policy.\n"
+		"dra-guard readiness --help: the go/no-go promotion report over the same replay.\n");
+}
+
+static void readiness_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dra-guard readiness [--policy FILE] [--view DUMP] [--view-time TIME]\n"
+		"                           [--output markdown|json] [--sample DURATION]\n"
+		"                           [--reorder-window DURATION] LOG...\n"
 		"\n"
-		"dra-guard readiness [the same options] LOG... replays the window and prints the go/no-go\n"
-		"report (--output markdown, the default, or json) against the policy's promotion section;\n"
-		"exit 0 go, 1 no-go, 2 unusable input or policy.\n");
+		"Replays Kubernetes audit logs (audit.k8s.io/v1 Events, one JSON a line, gzip'd or not;\n"
+		"- for stdin) as dra-guard replay does, and prints the go/no-go report for promoting the\n"
+		"alpha: one verdict per criterion with its evidence, against the thresholds of the\n"
+		"policy's promotion section (docs/replay.md).\n"
+		"\n"
+		"  --policy FILE          the policy with its promotion section (default: the built-in\n"
+		"                         policy and thresholds)\n"
+		"  --view DUMP            the cluster at the log's start: kubectl get resourceslices,\n"
+		"                         resourceclaims,pods,nodes,configmaps -A -o json\n"
+		"  --view-time TIME       when the dump was taken (RFC 3339 or epoch seconds)\n"
+		"  --output FORMAT        markdown (default) or json\n"
+		"  --sample DURATION      how often (log time) the ledger is checked (default 1s)\n"
+		"  --reorder-window DURATION  how far out of stageTimestamp order events may be (default 10s)\n"
+		"  --max-line, --max-state, --max-pending, --self  as for dra-guard replay (replay --help)\n"
+		"\n"
+		"Exit: 0 go, 1 no-go, 2 unusable input or policy.\n");
+}
+
+/* A usage error: its one line is printed; then where the usage is. */
+static int usage_error(const struct replay_cli *c)
+{
+	fprintf(stderr, "Run 'dra-guard %s --help' for the usage.\n", c->readiness ? "readiness" : "replay");
+	return 2;
 }
 
 /* "250ms", "10s", "2m", "1h" into ns. */
@@ -283,11 +312,13 @@ static int parse_args(struct replay_cli *c, int argc, char **argv)
 			break;
 		case OPT_HELP:
 		case 'h':
-			replay_usage(stdout);
+			if (c->readiness)
+				readiness_usage(stdout);
+			else
+				replay_usage(stdout);
 			return 0;
 		default:
-			replay_usage(stderr);
-			return 2;
+			return usage_error(c);
 		}
 	}
 	if (c->readiness && c->output == OUTPUT_JUNIT) {
@@ -295,9 +326,8 @@ static int parse_args(struct replay_cli *c, int argc, char **argv)
 		return 2;
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "dra-guard replay: no LOG given\n");
-		replay_usage(stderr);
-		return 2;
+		fprintf(stderr, "dra-guard %s: no LOG given\n", c->readiness ? "readiness" : "replay");
+		return usage_error(c);
 	}
 	for (i = optind; i < argc; i++) {
 		if ((size_t)(i - optind) >= REPLAY_MAX_LOGS) {

@@ -628,7 +628,9 @@ static const struct flag flags[] = {
 	{ "listen", "DRA_GUARD_LISTEN", ":8443", NULL, "ADDR:PORT",
 	  "the HTTPS webhook port (POST /validate, /mutate; GET /healthz, /readyz)", set_listen },
 	{ "metrics-listen", "DRA_GUARD_METRICS_LISTEN", "127.0.0.1:9090", NULL, "ADDR:PORT",
-	  "plain-HTTP port for GET /metrics, /healthz, /readyz; \"off\" or \"\" disables it",
+	  "plain-HTTP port for GET /metrics, /healthz, /readyz and the debug endpoints /debug/view,"
+	  " /debug/ledger (?node=NAME, ?at=freeze) and /debug/pending (not on the webhook port);"
+	  " \"off\" or \"\" disables it",
 	  set_metrics_listen },
 	{ "probe-listen", "DRA_GUARD_PROBE_LISTEN", "off", NULL, "ADDR:PORT",
 	  "plain-HTTP port for GET /healthz, /readyz only, with connection slots of its own;"

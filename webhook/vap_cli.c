@@ -103,15 +103,13 @@ static int parse_args(struct vap_args *a, int argc, char **argv)
 			usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "dra-guard vap: unknown or incomplete option '%s'\n\n", argv[optind - 1]);
-			usage(stderr);
-			return 2;
+			fprintf(stderr, "dra-guard vap: unknown or incomplete option '%s'\n", argv[optind - 1]);
+			return cli_usage_error("vap");
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "dra-guard vap: unexpected argument '%s'\n\n", argv[optind]);
-		usage(stderr);
-		return 2;
+		fprintf(stderr, "dra-guard vap: unexpected argument '%s'\n", argv[optind]);
+		return cli_usage_error("vap");
 	}
 	if (a->json && !a->explain) {
 		fprintf(stderr, "dra-guard vap: --output goes with --explain\n");

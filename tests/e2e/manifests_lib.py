@@ -112,7 +112,8 @@ def overlay_workspace():
     gen-certs.sh; the caller removes it."""
     tmp = tempfile.mkdtemp(prefix="dra-guard-manifests-")
     shutil.copytree(MANIFESTS, os.path.join(tmp, "manifests"),
-                    ignore=shutil.ignore_patterns("certs", "webhook-ca-bundle.yaml"))
+                    ignore=shutil.ignore_patterns("certs", "webhook-ca-bundle.yaml",
+                                                  "run-gen-certs.sh-first.yaml"))
     shutil.copytree(os.path.join(ROOT, "certs"), os.path.join(tmp, "certs"))
     return tmp
 

@@ -727,8 +727,122 @@ class Messages(unittest.TestCase):
                 self.assertNotRegex(m, r"\b\d{19}\b", args)
 
 
+class FieldValidation(unittest.TestCase):
+    """Unknown fields as the 1.36 API server's field validation reports them,
+    kinds no rule judges, and inputs that are not there."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text if isinstance(text, str) else json.dumps(text, indent=1))
+        return path
+
+    def misspelt(self):
+        s = slice_obj()
+        d = s["spec"]["devices"][0]
+        d["nodeAllocatableResourceMapping"] = d.pop("nodeAllocatableResourceMappings")
+        return self.write("typo.json", s)
+
+    def test_misspelt_mapping_is_a_warning_with_path_position_and_close_name(self):
+        path = self.misspelt()
+        code, out, _ = run("dry-run", path)
+        self.assertEqual(code, 0, out)
+        self.assertIn('field  unknown field "spec.devices[0].nodeAllocatableResourceMapping": '
+                      'did you mean "nodeAllocatableResourceMappings"? at %s:' % path, out)
+        self.assertIn("1 allowed (1 with warnings)", out)
+        code, out, _ = run("dry-run", "--output", "json", path)
+        r = json.loads(out)["results"][0]
+        self.assertEqual(r["warnings"], ['unknown field "spec.devices[0].nodeAllocatableResourceMapping"'])
+        f = r["fields"][0]
+        self.assertEqual((f["path"], f["didYouMean"], f["file"]),
+                         ("spec.devices[0].nodeAllocatableResourceMapping", "nodeAllocatableResourceMappings", path))
+        with open(path) as fh:
+            line = fh.read().split("\n")[f["line"] - 1]
+        self.assertEqual(line[f["column"] - 1:].split(":")[0], '"nodeAllocatableResourceMapping"')
+        code, out, _ = run("dry-run", "--output", "junit", path)
+        self.assertIn('unknown field &quot;spec.devices[0].nodeAllocatableResourceMapping&quot;',
+                      ET.fromstring(out).find("testcase/system-out").text.replace('"', "&quot;"))
+        # The warning is a warning of the run: --warn-exit-code sees it.
+        code, _, _ = run("dry-run", "--warn-exit-code", "3", path)
+        self.assertEqual(code, 3)
+
+    def test_strict_makes_it_an_error_as_the_api_server_does(self):
+        path = self.misspelt()
+        for value in ("Strict", "strict"):
+            code, out, _ = run("dry-run", "--field-validation", value, path)
+            self.assertEqual(code, 2, out)
+            self.assertIn('ERROR', out)
+            self.assertIn('strict decoding error: unknown field "spec.devices[0].nodeAllocatableResourceMapping"', out)
+        code, out, _ = run("dry-run", "--field-validation", "Ignore", path)
+        self.assertEqual(code, 0)
+        self.assertNotIn("unknown field", out)
+        code, out, err = run("dry-run", "--field-validation", "loud", path)
+        self.assertEqual((code, out), (2, ""))
+        self.assertIn("expected Strict, Warn or Ignore", err)
+
+    def test_known_fields_of_the_fixtures_raise_nothing(self):
+        for f in (FIXTURE, CLAIM_FIXTURE, os.path.join(ROOT, "tests", "fixtures", "pod-status-node-allocatable.json")):
+            code, out, _ = run("dry-run", "--field-validation", "Strict", f)
+            self.assertNotIn("unknown field", out, f)
+            self.assertNotEqual(code, 2, out)
+
+    def test_duplicate_field_is_named_by_its_path(self):
+        path = self.write("dup.yaml", "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+                          "spec:\n  driver: a\n  pool: {name: p, generation: 1, resourceSliceCount: 1}\n"
+                          "  driver: b\n")
+        code, out, _ = run("dry-run", path)
+        self.assertEqual(code, 2, out)
+        self.assertIn('%s:7:3: duplicate field "spec.driver" (first at line 5, column 3)' % path, out)
+
+    def test_kind_no_rule_judges_is_not_judged_and_skipped(self):
+        s = slice_obj()
+        s["kind"] = "ResourceSlise"
+        typo = self.write("typo-kind.json", s)
+        other = self.write("deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+        code, out, _ = run("dry-run", "--output", "json", typo, other, FIXTURE)
+        doc = json.loads(out)
+        self.assertEqual(code, 0)
+        self.assertEqual((doc["summary"]["notJudged"], doc["summary"]["allowed"]), (2, 1))
+        self.assertGreaterEqual(doc["summary"]["skipped"], 2)
+        t, d = doc["results"][0], doc["results"][1]
+        self.assertFalse(t["judged"])
+        self.assertIn("no rule judges kind ResourceSlise", t["notJudged"])
+        self.assertIn("did you mean ResourceSlice?", t["warnings"][0])
+        self.assertFalse(d["judged"])
+        self.assertEqual(d["warnings"], [])
+        self.assertTrue(doc["results"][2]["judged"])
+        # The gate docs/dry-run.md recommends catches it.
+        self.assertNotEqual(doc["summary"]["skipped"], 0)
+        code, out, _ = run("dry-run", typo)
+        self.assertIn("SKIP  - ResourceSlise/", out)
+        self.assertIn("1 not judged", out)
+        code, _, _ = run("dry-run", "--warn-exit-code", "4", typo)
+        self.assertEqual(code, 4)
+        code, out, _ = run("dry-run", "--field-validation", "Strict", typo)
+        self.assertEqual(code, 2, out)
+        code, out, _ = run("dry-run", "--output", "junit", other)
+        self.assertIn("<skipped message=", out)
+
+    def test_missing_file_names_the_file_and_the_errno_text(self):
+        missing = os.path.join(self.dir, "nope.yaml")
+        code, out, err = run("dry-run", missing)
+        self.assertEqual(code, 2)
+        self.assertIn("ERROR - %s\n" % missing, out)
+        self.assertNotIn("- / ", out)
+        self.assertIn("%s: cannot read: No such file or directory" % missing, out)
+        self.assertIn("dra-guard dry-run: %s: cannot read: No such file or directory" % missing, err)
+
+
 class Help(unittest.TestCase):
-    COMMANDS = [["rules"], ["policy"], ["version"], ["dry-run"], ["serve"], ["convert"], ["policy", "lint"], ["vap"]]
+    COMMANDS = [["rules"], ["policy"], ["version"], ["dry-run"], ["serve"], ["convert"], ["policy", "lint"], ["vap"],
+                ["replay"], ["readiness"], ["ledger"], ["pending"]]
 
     def test_every_command_answers_help_on_stdout_with_status_0(self):
         for cmd in self.COMMANDS:
@@ -741,10 +855,52 @@ class Help(unittest.TestCase):
         self.assertIn("dry-run", out)
 
     def test_usage_errors_exit_2_on_stderr(self):
-        for args in (["policy"], ["policy", "frobnicate"], ["rules", "extra"], ["version", "extra"], ["nope"]):
+        code, out, err = run()
+        self.assertEqual((code, out), (2, ""))
+        self.assertIn("usage: dra-guard", err)
+
+    def test_serve_help_lists_the_debug_endpoints_under_metrics_listen(self):
+        code, out, _ = run("serve", "--help")
+        flag = out[out.index("--metrics-listen"):]
+        flag = flag[:flag.index("\n  --", 1)]
+        for path in ("/debug/view", "/debug/ledger", "/debug/pending"):
+            self.assertIn(path, flag)
+
+    def test_readiness_help_is_its_own(self):
+        code, out, _ = run("readiness", "--help")
+        self.assertEqual(code, 0)
+        self.assertTrue(out.startswith("usage: dra-guard readiness"), out)
+        self.assertIn("markdown (default) or json", out)
+        self.assertNotIn("--report", out)
+        self.assertNotIn("junit", out)
+
+    def test_a_bad_flag_is_one_line_and_a_help_hint(self):
+        cases = [
+            (["dry-run", "--bogus"], "dra-guard dry-run: unrecognized option '--bogus'", "dry-run"),
+            (["dry-run"], "dra-guard dry-run: no INPUT given", "dry-run"),
+            (["replay", "--bogus"], "dra-guard replay: unrecognized option '--bogus'", "replay"),
+            (["readiness", "--bogus"], "dra-guard readiness: unrecognized option '--bogus'", "readiness"),
+            (["readiness"], "dra-guard readiness: no LOG given", "readiness"),
+            (["ledger", "--bogus"], "dra-guard ledger: unrecognized option '--bogus'", "ledger"),
+            (["pending", "--bogus"], "dra-guard pending: unrecognized option '--bogus'", "pending"),
+            (["vap", "--bogus"], "dra-guard vap: unknown or incomplete option '--bogus'", "vap"),
+            (["convert", "--bogus"], "dra-guard convert: unknown option '--bogus'", "convert"),
+            (["policy", "lint"], "dra-guard policy lint: no FILE given", "policy lint"),
+            (["policy", "frobnicate"], "dra-guard policy: unknown command 'frobnicate'", "policy"),
+            (["policy"], "dra-guard policy: no command given (lint)", "policy"),
+            (["rules", "extra"], "dra-guard rules: unexpected argument 'extra'", "rules"),
+            (["version", "extra"], "dra-guard version: unexpected argument 'extra'", "version"),
+        ]
+        for args, line, cmd in cases:
             code, out, err = run(*args)
             self.assertEqual((code, out), (2, ""), args)
-            self.assertIn("usage: dra-guard", err, args)
+            self.assertEqual(err, "%s\nRun 'dra-guard %s --help' for the usage.\n" % (line, cmd), args)
+        code, out, err = run("serve", "--bogus")
+        self.assertEqual((code, out), (2, ""))
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("--help", err)
+        code, out, err = run("nope")
+        self.assertEqual(err, "dra-guard: unknown command 'nope'\nRun 'dra-guard --help' for the commands.\n")
 
 
 class Lint(unittest.TestCase):

@@ -109,9 +109,34 @@ def workspace():
     def make():
         ws = ml.overlay_workspace()
         _state["cleanup"] = ws
-        ml.run([os.path.join(ws, "manifests", "overlays", "self-signed", "gen-certs.sh")])
+        overlay = os.path.join(ws, "manifests", "overlays", "self-signed")
+        # Before gen-certs.sh the overlay does not render, and kustomize's
+        # own error says what to do.
+        _, _, err = ml.run([ml.kubectl(), "kustomize", overlay], ok=None)
+        _state["before-gen-certs"] = err
+        _, _, err = ml.run([os.path.join(overlay, "gen-certs.sh")], cwd=ws)
+        _state["gen-certs"] = err
         return ws
     return _once("ws", make)
+
+
+def test_self_signed_overlay_says_run_gen_certs_first_and_gen_certs_the_two_steps():
+    workspace()
+    err = _state["before-gen-certs"]
+    check("run-gen-certs.sh-first.yaml" in err and "no such file" in err,
+          "rendering before gen-certs.sh: %s" % err[-500:])
+    # gen-certs.sh ends with the install of docs/operations.md: the webhook
+    # configurations last, never a bare apply -k of everything first.
+    lines = [l.strip() for l in _state["gen-certs"].splitlines()]
+    steps = [l for l in lines if l.startswith("kubectl ")]
+    overlay = "manifests/overlays/self-signed"
+    check(steps == ["kubectl apply -k %s -l 'app.kubernetes.io/component!=admission-webhook'" % overlay,
+                    "kubectl -n dra-guard rollout status deployment/dra-guard --timeout=5m",
+                    "kubectl apply -k %s" % overlay], "gen-certs.sh prints %s" % steps)
+    with open(os.path.join(ml.ROOT, "docs", "operations.md")) as f:
+        ops = f.read()
+    for step in steps:
+        check(step.replace(overlay, "$OVERLAY") in ops, "docs/operations.md does not give %r" % step)
 
 
 # Add-ons hold no guard of their own: they are rendered next to an overlay
@@ -248,8 +273,9 @@ def test_kustomizations_stay_within_kustomize_v2():
         (doc,) = ml.load_file(path)
         extra = set(doc) - KUSTOMIZE_V2_FIELDS
         check(not extra, "%s: fields kustomize v2.0.3 does not know: %s" % (path, sorted(extra)))
+        # In the workspace: the self-signed overlay lists a file gen-certs.sh writes.
         for r in doc.get("resources") or []:
-            check(os.path.isfile(os.path.join(ml.MANIFESTS, k, r)),
+            check(os.path.isfile(os.path.join(workspace(), "manifests", k, r)),
                   "%s: resources entry %r is not a file (kustomize v2.0.3 takes directories only "
                   "under bases)" % (path, r))
     check({"base", "overlays/self-signed", "overlays/cert-manager"} <= set(kustomizations()),
@@ -1120,6 +1146,7 @@ def main():
         test_gate_pods_addon_fits_the_guard,
         test_cert_manager_overlay_injects_the_ca_of_the_serving_certificate,
         test_self_signed_overlay_ca_bundle_verifies_the_serving_certificate,
+        test_self_signed_overlay_says_run_gen_certs_first_and_gen_certs_the_two_steps,
         test_policy_configmap_is_the_example_and_lints,
         test_certs_cluster_mode_makes_and_keeps_a_serving_pair,
         test_certs_cluster_mode_renews_the_serving_pair_when_names_change,

@@ -278,6 +278,12 @@ def test_health_and_readiness():
         check(status == 200, (path, status, body))
     status, body = guard.http_get(SERVER.metrics_port, "/validate")
     check(status == 404 and b"this port serves GET /metrics" in body, (status, body))
+    # The debug endpoints asked of the webhook port: the 404 says where they are.
+    c = guard.Client(SERVER)
+    for path in ("/debug/ledger", "/debug/pending", "/metrics"):
+        status, h, body = c.request("GET", path)
+        check(status == 404 and b"are on the metrics port" in body and b"--metrics-listen" in body, (path, status, body))
+    c.close()
     # No cluster view here: the debug paths say so instead of "no such path".
     for path in ("/debug/view", "/debug/ledger"):
         status, body = guard.http_get(SERVER.metrics_port, path)

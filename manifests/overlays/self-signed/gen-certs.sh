@@ -12,8 +12,11 @@
 #    that sets clientConfig.caBundle of every webhook in the base's two
 #    configurations to that bundle. The webhook names are read from the base,
 #    so a webhook added there is covered without editing this script.
+# 3. Writes run-gen-certs.sh-first.yaml, an empty resource the overlay lists
+#    first: while it is missing, kustomize's error names it.
 #
-# Then: kubectl apply -k manifests/overlays/self-signed
+# Then the two-step install it prints (docs/operations.md, Install): all but
+# the webhook configurations, wait for the replicas, then the configurations.
 #
 # Environment: SERVICE (dra-guard), NAMESPACE (dra-guard) - change them only
 # together with the base's Service, namespace and --service-name - and
@@ -53,4 +56,13 @@ out=$here/webhook-ca-bundle.yaml
 	patch MutatingWebhookConfiguration mutating-webhook.yaml
 } >"$out.tmp"
 mv -f "$out.tmp" "$out"
-echo "$prog: wrote $out; apply with: kubectl apply -k $here" >&2
+printf '%s\n' "# Made by gen-certs.sh. Empty: the overlay lists it first so that, while it is" \
+	"# missing, kustomize's error says what to do (run-gen-certs.sh-first)." >"$here/run-gen-certs.sh-first.yaml"
+rel=${here#"$PWD"/}
+cat >&2 <<EOF
+$prog: wrote $out
+Install or update in two steps, the webhook configurations last (docs/operations.md, Install):
+  kubectl apply -k $rel -l 'app.kubernetes.io/component!=admission-webhook'
+  kubectl -n dra-guard rollout status deployment/dra-guard --timeout=5m
+  kubectl apply -k $rel
+EOF
