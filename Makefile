@@ -8,6 +8,7 @@
 #                  what the container image and the benchmarks run
 #   make test      unit tests (rel and ASan+UBSan), end-to-end tests, fuzz smoke;
 #                  ends with one line "N passed, N failed"
+#   make check     the edit loop: rel unit tests, golden cases, dry-run, source rules
 #   make run       the webhook on localhost with dev certificates and the example
 #                  policy (leaves ./dra-guard in place)
 #   make bench     benchmarks of the release build (engine, end to end, scaling,
@@ -122,7 +123,7 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
-.PHONY: all release deps deps-test deps-bench deps-fuzz deps-image test unit-test e2e-test fuzz-smoke \
+.PHONY: all release deps deps-test deps-bench deps-fuzz deps-image test check unit-test e2e-test fuzz-smoke \
 	golden-update replay-fixtures mutation-check run bench bench-compare bench-scale fuzz fuzz-seeds soak image \
 	install clean FORCE
 
@@ -268,6 +269,13 @@ FUZZ_SUITES = $(addprefix fuzz:$(BUILD)/fuzz/,$(FUZZ_NAMES))
 
 test: $(UNIT_BINS) $(BUILD)/rel/dra-guard $(BUILD)/asan/dra-guard fuzz-build | deps-test
 	@$(PYTHON) tools/run_tests.py $(UNIT_SUITES) $(E2E_SUITES) $(FUZZ_SUITES)
+
+# The edit loop: the unit tests of the rel build and the quick end-to-end
+# checks that pin verdicts and layers (golden cases, dry-run, the source
+# rules); no ASan, no fuzzing, no API server. `make test` runs everything.
+CHECK_E2E := $(addprefix e2e:tests/e2e/,test_golden.py test_source_rules.py test_dryrun.py test_docs_commands.py)
+check: $(addprefix $(BUILD)/rel/tests/,$(TEST_NAMES)) $(BUILD)/rel/dra-guard | deps-test
+	@$(PYTHON) tools/run_tests.py $(addprefix unit:$(BUILD)/rel/tests/,$(TEST_NAMES)) $(CHECK_E2E)
 
 unit-test: $(UNIT_BINS) | deps-test
 	@$(PYTHON) tools/run_tests.py $(UNIT_SUITES)
