@@ -124,7 +124,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
 .PHONY: all release deps deps-test deps-bench deps-fuzz deps-image test check unit-test e2e-test fuzz-smoke \
-	golden-update replay-fixtures mutation-check run bench bench-compare bench-scale fuzz fuzz-seeds soak image \
+	golden-update replay-fixtures mutation-check run bench bench-compare bench-base bench-scale fuzz fuzz-seeds soak image \
 	install clean FORCE
 
 all: dra-guard
@@ -355,8 +355,13 @@ run: dra-guard
 bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine $(BUILD)/release/bench/bench_replay | deps-bench
 	@BUILD=$(BUILD) tools/bench.sh
 
+# BENCH_BASE=REV also runs the release of REV side by side (the base step).
 bench-compare: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | deps-bench
-	@BUILD=$(BUILD) tools/bench.sh compare report
+	@BUILD=$(BUILD) tools/bench.sh compare $(if $(BENCH_BASE),base) report
+
+# The release of BENCH_BASE (default: the last tag, else HEAD~1) against this tree's.
+bench-base: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine | deps-bench
+	@BUILD=$(BUILD) tools/bench.sh base
 
 # Loads ../shared/bench/scale's data set into the real API server first.
 bench-scale: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_view | deps-bench deps-test

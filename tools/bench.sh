@@ -20,6 +20,11 @@
 #            recorded fixture: only guarded writes (ledger sampled every 1s, and never), and a busy
 #            cluster's log with REPLAY_OTHER skipped events per write; then dra-guard replay on
 #            that log plain and gzip'd (wall, CPU with gzip's, peak RSS) -> replay.json
+#   base     the release build of BENCH_BASE (a commit, tag or branch; default: the last tag,
+#            else HEAD~1), built from `git archive` in $BUILD/bench-base/<sha> (kept, built once),
+#            side by side with this tree's through ../shared/bench/compare.sh (A: this tree,
+#            B: the base; the same bodies, ports, rounds and settings as `compare`): the
+#            ratio of req/s and of CPU per request shows a regression
 #   gate     tools/bench_gate.py against a real API server (KUBE_APISERVER): GATE_PODS Pods
 #            gated by a freeze, the freeze lifted, the time until two replicas released them,
 #            beside the API server's own time for the same PATCHes, GATE_ROUNDS rounds -> gate.json
@@ -95,7 +100,7 @@ if [ ${#steps[@]} -eq 0 ]; then
 	steps+=(replay gate report)
 fi
 for s in "${steps[@]}"; do
-	case "$s" in engine | e2e | profile | perf | compare | replay | gate | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare replay gate report)" ;; esac
+	case "$s" in engine | e2e | profile | perf | compare | base | replay | gate | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare base replay gate report)" ;; esac
 done
 
 tools/deps.sh build bench
@@ -213,6 +218,32 @@ for k in ("cli_replay_mixed_log","cli_replay_mixed_log_gz","cli_same_cluster_20"
 				status=1
 			echo
 		done
+		;;
+	base)
+		[ -x "$SHARED/bench/compare.sh" ] || die "no $SHARED/bench/compare.sh (set DRA_GUARD_SHARED)"
+		rev=${BENCH_BASE:-$(git describe --tags --abbrev=0 2>/dev/null || echo HEAD~1)}
+		sha=$(git rev-parse --verify --quiet "$rev^{commit}") || die "BENCH_BASE '$rev' is not a commit"
+		short=${sha:0:12}
+		wt="$root/$BUILD/bench-base/$sha"
+		if [ ! -x "$wt/build/release/dra-guard" ]; then
+			echo "building the release of $rev ($short) in $wt"
+			rm -rf "$wt"
+			mkdir -p "$wt"
+			git archive "$sha" | tar -x -C "$wt"
+			make -s -C "$wt" VERSION="$short" build/release/dra-guard >"$wt.log" 2>&1 ||
+				die "the release of $short did not build (see $wt.log)"
+		fi
+		read -r pa pb <<<"$COMPARE_PORTS"
+		dest="$out/compare/base-$short"
+		rm -rf "$dest"
+		echo "== base: dra-guard (A) vs dra-guard@$short (B)"
+		DURATION=$COMPARE_DURATION CONNS=$COMPARE_CONNS ROUNDS=$COMPARE_ROUNDS SIZES=$COMPARE_SIZES \
+			A_PORT=$pa B_PORT=$pb A_NAME=dra-guard B_NAME="dra-guard@$short" BODIES="$bodies" OUT="$dest" \
+			"$SHARED/bench/compare.sh" \
+			"'$bin' serve --listen 127.0.0.1:\$PORT --tls-cert \$CERT --tls-key \$KEY --metrics-listen off --log-level warn" \
+			"'$wt/build/release/dra-guard' serve --listen 127.0.0.1:\$PORT --tls-cert \$CERT --tls-key \$KEY --metrics-listen off --log-level warn" |
+			tee "$out/compare-base.txt" || status=1
+		echo
 		;;
 	gate)
 		echo "== gate: ${GATE_PODS:-1000} gated Pods released after a freeze, ${GATE_ROUNDS:-3} rounds"
