@@ -27,6 +27,11 @@ static const char *advice(enum rule_id rule)
 	case RULE_LEDGER_POD_AMOUNTS:
 		return "kube-scheduler retries the binding; clears when the Pod's status carries the amounts the "
 		       "mappings give (a mapping changed under the claim? see GET /debug/ledger).";
+	case RULE_LEDGER_POD_OMITTED:
+		return "Nothing was refused, and the Pod runs; but the node is committed that much more than "
+		       "kube-scheduler counts until the Pod ends. To have it counted, delete the Pod (its controller "
+		       "makes a new one, scheduled with all its claims in one cycle); meanwhile see "
+		       "GET /debug/ledger?node=<node> (uncounted).";
 	case RULE_CLAIM_FREEZE_ALLOCATE:
 	case RULE_CLAIM_FREEZE_CREATE:
 		return "Clears when an operator ends the freeze (freeze: \"false\" in the guard's policy "
@@ -41,6 +46,7 @@ static const char *advice(enum rule_id rule)
 static const enum rule_id emitting[EVENTS_RULES] = {
 	RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE, RULE_LEDGER_NUMA_SPLIT,
 	RULE_LEDGER_POD_AMOUNTS, RULE_CLAIM_FREEZE_ALLOCATE, RULE_CLAIM_FREEZE_CREATE,
+	RULE_LEDGER_POD_OMITTED,
 };
 
 enum rule_id events_rule_at(size_t i)
@@ -67,7 +73,12 @@ bool events_rule_emits(enum rule_id rule)
  * measured. A refused Pod status write holds a binding, not a claim. */
 bool events_rule_holds(enum rule_id rule)
 {
-	return events_rule_emits(rule) && rule != RULE_LEDGER_POD_AMOUNTS;
+	return events_rule_emits(rule) && rule != RULE_LEDGER_POD_AMOUNTS && rule != RULE_LEDGER_POD_OMITTED;
+}
+
+bool events_rule_warns(enum rule_id rule)
+{
+	return rule == RULE_LEDGER_POD_OMITTED;
 }
 
 void events_reason(enum rule_id rule, char out[static EVENTS_REASON_MAX])
@@ -226,14 +237,15 @@ void events_from_review(const struct admission_request *rq, const struct verdict
 	if (max > EVENTS_PER_REVIEW)
 		max = EVENTS_PER_REVIEW;
 	/* A dry run changes nothing, so it emits nothing (sideEffects: NoneOnDryRun). */
-	if (rq->dry_run || v->allowed)
+	if (rq->dry_run)
 		return;
 	for (i = 0; i < v->nviolations && *n < max; i++) {
 		const struct violation *vi = &v->violations[i];
 		struct events_report *r = &out[*n];
+		bool tells = vi->action == ACTION_DENY ? !v->allowed
+						       : vi->action == ACTION_WARN && events_rule_warns(vi->rule);
 
-		if (vi->action != ACTION_DENY || (unsigned)vi->rule >= RULE_COUNT || !events_rule_emits(vi->rule) ||
-		    seen[vi->rule])
+		if (!tells || (unsigned)vi->rule >= RULE_COUNT || !events_rule_emits(vi->rule) || seen[vi->rule])
 			continue;
 		seen[vi->rule] = true;
 		memset(r, 0, sizeof(*r));

@@ -665,6 +665,88 @@ static bool entry_unchanged(const struct pod *old, const struct claim_resource_s
 	return false;
 }
 
+/* --- ledger.pod.omitted --------------------------------------------------------------------- */
+
+/* The claim a spec.resourceClaims entry uses: its resourceClaimName, or
+ * the generated name status.resourceClaimStatuses gives a template's. */
+static struct str pod_claim_of(const struct pod *p, const struct pod_claim_ref *ref)
+{
+	uint32_t i;
+
+	if (ref->claim_name.len)
+		return ref->claim_name;
+	for (i = 0; i < p->nclaim_names; i++)
+		if (str_eq(p->claim_names[i].name, ref->name))
+			return p->claim_names[i].claim_name;
+	return STR_LIT("");
+}
+
+static bool status_names(const struct pod *p, struct str claim)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nclaim_statuses; i++)
+		if (str_eq(p->claim_statuses[i].claim_name, claim))
+			return true;
+	return false;
+}
+
+/* Claims reserved for the Pod whose devices carry mappings, left out of
+ * the status. kube-scheduler 1.36 works the status out only for claims
+ * allocated in the scheduling cycle that binds the Pod
+ * (calculateAndCheckNodeAllocatableResources reads only that cycle's
+ * allocations), so a claim allocated in an earlier cycle - left allocated
+ * by an Unreserve after a refusal part-way through the binding - is not
+ * counted on the node. Denying the write would not bring it back: the
+ * next cycle computes the same status. So it is a warning (the rule can be
+ * no stricter), counted, and an Event on the Pod. */
+static void rule_pod_omitted(struct check *c, struct str ns, const struct pod *cur, struct str pod_uid)
+{
+	uint32_t i, k, j;
+
+	for (i = 0; i < cur->nresource_claims && !c->error; i++) {
+		struct str name = pod_claim_of(cur, &cur->resource_claims[i]);
+		const struct view_claim *cl;
+		struct amounts left;
+		bool dup = false;
+
+		if (!name.len || status_names(cur, name))
+			continue;
+		for (k = 0; k < i; k++)
+			if (str_eq(pod_claim_of(cur, &cur->resource_claims[k]), name))
+				dup = true;
+		cl = dup ? NULL : view_claim_get(c->view, ns, name);
+		if (!cl || !cl->allocated || !cl->charges || !reserved_for(cl, pod_uid))
+			continue;
+		memset(&left, 0, sizeof(left));
+		for (k = 0; k < cl->nresults; k++) {
+			const struct view_charge *ch = &cl->charges[k];
+
+			if (ch->state != VIEW_CHARGE_OK)
+				continue;
+			for (j = 0; j < ch->namounts; j++)
+				(void)amounts_add(&left, view_atom_str(ch->amounts[j].name), view_atom_qty(ch->amounts[j].value));
+		}
+		if (left.n == 0)
+			continue;   /* no mapping: the scheduler rightly leaves it out */
+		{
+			struct str node = cl->node_local ? view_atom_str(cl->node_name) : cur->node_name;
+			char uid[64];
+
+			view_uid_format(&cl->uid, uid, sizeof(uid));
+			check_claim_uid(c, uid_text(c, &cl->uid));
+			check_violation_cause(c, RULE_LEDGER_POD_OMITTED, 0, false,
+					      STR_LIT("status.nodeAllocatableResourceClaimStatuses"),
+					      "claim %.*s/%.*s (uid %s) is reserved for this Pod and its devices map %.*s on "
+					      "node %.*s, but the status leaves it out: kube-scheduler does not count those "
+					      "amounts there (1.36 counts only claims allocated in the cycle that binds the "
+					      "Pod; this one was allocated earlier)",
+					      shown(ns), ns.ptr, shown(name), name.ptr, uid, STR_FMT(amounts_text(c, &left)),
+					      node.len ? shown(node) : 9, node.len ? node.ptr : "(unbound)");
+		}
+	}
+}
+
 void ledger_rules_pod_status(struct check *c)
 {
 	const struct admission_request *req = c->req;
@@ -736,4 +818,6 @@ void ledger_rules_pod_status(struct check *c)
 					      STR_FMT(status_text(c, st)));
 		}
 	}
+	if (!c->error)
+		rule_pod_omitted(c, ns, cur, req->object.meta.uid);
 }

@@ -55,7 +55,9 @@ void ledger_rules_slice(struct check *c);
 void ledger_rules_claim_status(struct check *c);
 
 /* pods/status UPDATE that changes nodeAllocatableResourceClaimStatuses:
- * ledger.pod.amounts. */
+ * ledger.pod.amounts, and ledger.pod.omitted (a claim reserved for the
+ * Pod whose devices carry mappings that the status leaves out; never
+ * stricter than warn). */
 void ledger_rules_pod_status(struct check *c);
 
 #endif

@@ -67,6 +67,9 @@ static const struct rule_info rule_table[RULE_COUNT] = {
 		"a claim's devices stay in one NUMA zone where the policy asks for alignment" },
 	[RULE_LEDGER_POD_AMOUNTS] = { "ledger.pod.amounts", ACTION_DENY,
 		"a Pod's node-allocatable claim statuses must equal what the ledger charges for those claims" },
+	[RULE_LEDGER_POD_OMITTED] = { "ledger.pod.omitted", ACTION_WARN,
+		"a Pod's node-allocatable claim statuses should name every claim reserved for it whose devices carry "
+		"mappings (kube-scheduler 1.36 leaves out claims allocated in an earlier cycle)" },
 	[RULE_LEDGER_MAPPING_DRIFT] = { "ledger.mapping.drift", ACTION_WARN,
 		"a slice update that changes the mapping of a device with live allocations (they stay charged as before)" },
 	[RULE_POLICY_INVALID] = { "policy.invalid", ACTION_DENY,
@@ -97,6 +100,11 @@ enum action rule_builtin_action(enum rule_id id)
 	return rule_table[id].builtin;
 }
 
+enum action rule_strictest_action(enum rule_id id)
+{
+	return id == RULE_LEDGER_POD_OMITTED ? ACTION_WARN : ACTION_DENY;
+}
+
 bool rule_reads_view(enum rule_id id)
 {
 	switch (id) {
@@ -107,6 +115,7 @@ bool rule_reads_view(enum rule_id id)
 	case RULE_LEDGER_DEVICE_DUPLICATE:
 	case RULE_LEDGER_NUMA_SPLIT:
 	case RULE_LEDGER_POD_AMOUNTS:
+	case RULE_LEDGER_POD_OMITTED:
 	case RULE_LEDGER_MAPPING_DRIFT:
 		return true;
 	default:

@@ -493,8 +493,9 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		gate_withheld(a, &res);
 	log_admission(mutate, &res, result, status, pol, dur);
 	/* The validating endpoint decides; the mutating one only repeats the
-	 * decision, so only one of the two emits. */
-	if (a->events && !mutate && rc == 0 && status == 200 && res.decoded && !res.verdict.allowed)
+	 * decision, so only one of the two emits. An allowed review emits only
+	 * by a warning that tells the Pod (ledger.pod.omitted). */
+	if (a->events && !mutate && rc == 0 && status == 200 && res.decoded)
 		event_sink_offer(a->events, &res.req, &res.verdict, wall_ns());
 	if (rc != 0) {
 		log_msg_str(LOG_ERROR, "admission answer could not be built", "error", strerror(-rc));

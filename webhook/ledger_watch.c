@@ -36,6 +36,7 @@ struct ledger_watch {
 	atomic_uint_fast64_t duplicates;
 	atomic_uint_fast64_t numa_split;
 	atomic_uint_fast64_t pod_amounts;
+	atomic_uint_fast64_t pod_omitted;
 	atomic_uint_fast64_t undecided[NUNDECIDED_RULES][LEDGER_REASON_COUNT];
 	atomic_uint_fast64_t rechecks[2];
 };
@@ -208,6 +209,9 @@ void ledger_watch_count(struct ledger_watch *lw, const struct verdict *v)
 			break;
 		case RULE_LEDGER_POD_AMOUNTS:
 			atomic_fetch_add_explicit(&lw->pod_amounts, 1, memory_order_relaxed);
+			break;
+		case RULE_LEDGER_POD_OMITTED:
+			atomic_fetch_add_explicit(&lw->pod_omitted, 1, memory_order_relaxed);
 			break;
 		default:
 			break;
@@ -393,11 +397,15 @@ int ledger_watch_render_metrics(void *ctx, struct buf *out)
 				"# HELP dra_guard_ledger_pod_amounts_total Pod status writes whose amounts differ from the "
 				"ledger's (ledger.pod.amounts).\n# TYPE dra_guard_ledger_pod_amounts_total counter\n"
 				"dra_guard_ledger_pod_amounts_total %" PRIu64 "\n"
+				"# HELP dra_guard_ledger_pod_omitted_total Pod status writes that leave out a claim reserved "
+				"for the Pod whose devices carry mappings (ledger.pod.omitted): the scheduler does not "
+				"count it on the node.\n# TYPE dra_guard_ledger_pod_omitted_total counter\n"
+				"dra_guard_ledger_pod_omitted_total %" PRIu64 "\n"
 				"# HELP dra_guard_ledger_undecided_total Requests a rule that reads the view let through "
 				"because the view could not decide, by rule and reason.\n"
 				"# TYPE dra_guard_ledger_undecided_total counter\n",
 				(uint64_t)atomic_load(&lw->duplicates), (uint64_t)atomic_load(&lw->numa_split),
-				(uint64_t)atomic_load(&lw->pod_amounts));
+				(uint64_t)atomic_load(&lw->pod_amounts), (uint64_t)atomic_load(&lw->pod_omitted));
 	for (k = 0; rc == 0 && k < NUNDECIDED_RULES; k++)
 		for (i = 1; rc == 0 && i < LEDGER_REASON_COUNT; i++)
 			rc = buf_printf(out, "dra_guard_ledger_undecided_total{rule=\"%s\",reason=\"%s\"} %" PRIu64 "\n",

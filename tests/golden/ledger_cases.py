@@ -297,6 +297,47 @@ def define(g):
              "the same change and allocation 40s ago; a status written now is not the PreBind write: decided",
              {"cpu": "2", "memory": "8Gi"}, later, False, ["ledger.pod.amounts"])
 
+    # --- ledger.pod.omitted ---------------------------------------------------------------------------
+    # kube-scheduler 1.36 puts in the status only the claims it allocated in
+    # the cycle that binds the Pod: gpu-claim, allocated in an earlier cycle
+    # (the guard refused the second claim then; Unreserve kept the
+    # allocation), is left out. Warned, never denied: a denial would not
+    # change what the next cycle computes.
+
+    gpu_ref = {"name": "gpus", "resourceClaimName": "gpu-claim"}
+
+    def two_claims(status, claim_name="cpu-claim"):
+        p = pod(status=status, claim_name=claim_name)
+        p["spec"]["resourceClaims"].append(copy.deepcopy(gpu_ref))
+        return p
+
+    earlier = claim("gpu-claim", [result("accel-0", "accels")])
+    case("ledger-pod-omitted-earlier-claim",
+         "gpu-claim (accel-0: cpu 2, memory 8Gi) is reserved for the Pod but not in its status: allowed, warned",
+         review("ledger-pod-omitted-earlier-claim", "UPDATE", two_claims({"cpu": "4"}), two_claims(None),
+                who=sched, sub="status"), True, ["ledger.pod.omitted"], policy=LEDGER, warnings=True,
+         absent=["ledger.pod.amounts"],
+         view=view(world + [ev(-1800, earlier), ev(-1790, two_claims(None))]))
+
+    both_listed = two_claims({"cpu": "4"})
+    both_listed["status"]["nodeAllocatableResourceClaimStatuses"].append(
+        {"resourceClaimName": "gpu-claim", "containers": ["app"], "resources": {"cpu": "2", "memory": "8Gi"}})
+    case("ledger-pod-omitted-none",
+         "both claims in the status (allocated in the same cycle): nothing left out",
+         review("ledger-pod-omitted-none", "UPDATE", both_listed, two_claims(None), who=sched, sub="status"),
+         True, absent=["ledger.pod.omitted", "ledger.pod.amounts"], policy=LEDGER,
+         view=view(world + [ev(-1800, earlier), ev(-1790, two_claims(None))]))
+
+    no_mapping = sl(devices=[{"name": "plain-0"}])
+    no_mapping["metadata"]["name"] = "worker-1-plain"
+    no_mapping["spec"]["pool"]["name"] = "worker-1-plain"
+    plain = claim("gpu-claim", [result("plain-0", "accels", pool="worker-1-plain")])
+    case("ledger-pod-omitted-no-mapping",
+         "the left-out claim's device maps nothing: the scheduler rightly leaves it out",
+         review("ledger-pod-omitted-no-mapping", "UPDATE", two_claims({"cpu": "4"}), two_claims(None),
+                who=sched, sub="status"), True, absent=["ledger.pod.omitted"], policy=LEDGER,
+         view=view(world + [ev(-3600, no_mapping), ev(-1800, plain), ev(-1790, two_claims(None))]))
+
     # --- ledger.node.overcommit (the ledger's, not an admission rule) -----------------------------------
 
     small = node(cpu="4", memory="16Gi")
