@@ -325,6 +325,62 @@ static int add_pod(void *ctx, const struct view_pod *p)
 
 /* --- claims --------------------------------------------------------------------- */
 
+const char *ledger_counted_name(enum ledger_counted c)
+{
+	switch (c) {
+	case LEDGER_COUNTED: return "counted";
+	case LEDGER_OMITTED: return "omitted";
+	case LEDGER_UNBOUND: return "unbound";
+	}
+	return "counted";
+}
+
+/* True when a Pod status on node idx names (ns, claim). */
+static bool status_names(const struct build *b, uint32_t node, const struct view_atom *ns, const char *claim)
+{
+	uint32_t h = hash_str(str_from_cstr(claim)) ^ (node * 2654435761u) ^ (uint32_t)((uintptr_t)ns >> 4), i;
+
+	if (!b->smap)
+		return false;
+	for (i = h & b->smask; b->smap[i].claim; i = (i + 1) & b->smask) {
+		const struct status_key *k = &b->smap[i];
+
+		if (k->node == node && k->ns == ns && strcmp(k->claim, claim) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether a Pod bound to node reserves c (the Pod the reservation names,
+ * not a namesake). */
+static bool reserved_on(const struct build *b, const struct view_claim *c, struct str node)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nreserved; i++) {
+		const struct view_consumer *cons = &c->reserved_for[i];
+		const struct view_pod *p;
+		char uid[64];
+
+		if (!str_eq_cstr(view_atom_str(cons->resource), "pods") || view_atom_str(cons->api_group).len)
+			continue;
+		p = view_pod_get(b->v, view_atom_str(c->namespace), str_from_cstr(cons->name));
+		if (!p || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
+			continue;
+		view_uid_format(&cons->uid, uid, sizeof(uid));
+		if (view_uid_eq(&p->uid, str_from_cstr(uid)))
+			return true;
+	}
+	return false;
+}
+
+static enum ledger_counted counted_on(const struct build *b, const struct view_claim *c, const struct ledger_node *n)
+{
+	if (status_names(b, (uint32_t)(n - b->l->nodes), c->namespace, c->name))
+		return LEDGER_COUNTED;
+	return reserved_on(b, c, n->name) ? LEDGER_OMITTED : LEDGER_UNBOUND;
+}
+
 struct str ledger_device_zone(const struct policy *pol, struct str driver, const struct view_device *d,
 			      char *buf, size_t n)
 {
@@ -443,7 +499,7 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 		b->ealloc = cap;
 	}
 	e = &l->entries[l->nentries++];
-	*e = (struct ledger_entry){ c, ri, n->name, zone, still_current(d, r, ch) };
+	*e = (struct ledger_entry){ c, ri, n->name, zone, still_current(d, r, ch), counted_on(b, c, n) };
 	for (i = 0; i < ch->namounts; i++) {
 		struct str res = view_atom_str(ch->amounts[i].name);
 		struct ledger_amount *a = amount_of(b, n, res);
@@ -452,6 +508,10 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 		if (!a || add_zone(b, a, zone, u) != 0)
 			return b->rc;
 		a->dra += u;
+		if (e->counted == LEDGER_OMITTED)
+			a->omitted += u;
+		else if (e->counted == LEDGER_UNBOUND)
+			a->unbound += u;
 		if (covered_on(b, c, n->name, res))
 			a->covered += u;
 	}
@@ -617,8 +677,10 @@ static int finish(struct build *b)
 			a->total = a->pods + a->dra - a->covered;
 			if (a->has_allocatable && a->total > a->allocatable)
 				n->overcommitted = true;
-			if (a->dra != a->status)
+			if (a->dra - a->omitted - a->unbound != a->status)
 				n->diverging = true;
+			if (a->omitted > 0)
+				n->undercounted = true;
 			if (add_total(b, a) != 0)
 				return b->rc;
 		}
@@ -628,6 +690,7 @@ static int finish(struct build *b)
 		n->nentries = e - n->first_entry;
 		l->overcommitted += n->overcommitted;
 		l->diverging += n->diverging;
+		l->undercounted += n->undercounted;
 	}
 	return 0;
 }

@@ -338,6 +338,37 @@ def define(g):
                 who=sched, sub="status"), True, absent=["ledger.pod.omitted"], policy=LEDGER,
          view=view(world + [ev(-3600, no_mapping), ev(-1800, plain), ev(-1790, two_claims(None))]))
 
+    # The ledger after that write: gpu-claim is committed on worker-1 and no
+    # Pod status names it. Not "unbalanced" (every status agrees with its
+    # claim): "undercounted", with the claim's entry marked omitted.
+    written = two_claims({"cpu": "4"})
+    case("ledger-node-undercounted-omitted-claim",
+         "the node after the status that leaves gpu-claim out: undercounted (omitted), not unbalanced",
+         review("ledger-node-undercounted-omitted-claim", "UPDATE", written, written, who=sched, sub="status"),
+         True, absent=["ledger.pod.omitted", "ledger.pod.amounts"], policy=LEDGER,
+         ledger={"undercountedNodes": 1, "unbalancedNodes": 0},
+         view=view(world + [ev(-1800, earlier), ev(-1790, written)]))
+
+    # A claim on network-attached devices (its nodeSelector names two
+    # nodes), reserved by pod-a on worker-1 (whose status names it) and by
+    # pod-b on worker-2: 1.36 computes pod-b's status without it (it was
+    # allocated before pod-b's cycle), so worker-2 is committed the claim
+    # and counts nothing. Undercounted there, not unbalanced.
+    shared = claim("cpu-claim", [result("socket-0", consumed={DRA + "/cpu": "4"}, share=uid("share-3"))],
+                   cls="cpu.example.com")
+    shared["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = [
+        "worker-1", "worker-2"]
+    shared["status"]["reservedFor"].append({"resource": "pods", "name": "pod-b",
+                                            "uid": uid("pod/team-a/pod-b")})
+    pod_b = pod(name="pod-b", node="worker-2")
+    case("ledger-node-undercounted-second-pod",
+         "a multi-node claim reserved by a second Pod on worker-2, in no status there: undercounted, not unbalanced",
+         review("ledger-node-undercounted-second-pod", "UPDATE", pod(status={"cpu": "4"}), pod(status={"cpu": "4"}),
+                who=sched, sub="status"), True, absent=["ledger.pod.amounts"], policy=LEDGER,
+         ledger={"undercountedNodes": 1, "unbalancedNodes": 0},
+         view=view([ev(-7200, node()), ev(-7200, node("worker-2")), ev(-3600, sl()), ev(-1800, shared),
+                    ev(-1790, pod(status={"cpu": "4"})), ev(-1700, pod_b)]))
+
     # --- ledger.node.overcommit (the ledger's, not an admission rule) -----------------------------------
 
     small = node(cpu="4", memory="16Gi")
