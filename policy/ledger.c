@@ -67,6 +67,9 @@ struct build {
 	uint32_t smask, scount;
 	/* entries */
 	uint32_t ealloc;
+	/* the Pods bound to a node, for the totals */
+	const struct view_pod **pods;
+	uint32_t npods, palloc;
 	int rc;
 };
 
@@ -288,6 +291,16 @@ static int add_pod(void *ctx, const struct view_pod *p)
 		return b->rc;
 	idx = (uint32_t)(n - b->l->nodes);
 	n->npods++;
+	if (b->npods == b->palloc) {
+		uint32_t cap = b->palloc ? b->palloc * 2 : 256;
+		const struct view_pod **g = arena_grow(b->a, b->pods, b->palloc * sizeof(*g), cap * sizeof(*g));
+
+		if (!g)
+			return b->rc = arena_error(b->a);
+		b->pods = g;
+		b->palloc = cap;
+	}
+	b->pods[b->npods++] = p;
 	for (i = 0; i < p->nrequests; i++) {
 		struct str r = view_atom_str(p->requests[i].name);
 		struct ledger_amount *a = amount_of(b, n, r);
@@ -626,6 +639,125 @@ static int cmp_entry(const void *x, const void *y)
 	return c;
 }
 
+/* The first entry of (node, ns, claim) in the sorted entries, or nentries. */
+static uint32_t entries_of(const struct ledger *l, struct str node, struct str ns, const char *claim)
+{
+	uint32_t lo = 0, hi = l->nentries;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct ledger_entry *e = &l->entries[mid];
+		int c = str_cmp(e->node, node);
+
+		if (c == 0)
+			c = str_cmp(view_atom_str(e->claim->namespace), ns);
+		if (c == 0)
+			c = strcmp(e->claim->name, claim);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool entry_is(const struct ledger_entry *e, struct str node, struct str ns, const char *claim)
+{
+	return str_eq(e->node, node) && str_eq(view_atom_str(e->claim->namespace), ns) && strcmp(e->claim->name, claim) == 0;
+}
+
+struct pod_sum {
+	uint32_t n;
+	struct str name[LEDGER_MAX_RESOURCES];
+	struct quantity q[LEDGER_MAX_RESOURCES];
+	bool pod_level[LEDGER_MAX_RESOURCES];
+};
+
+static int pod_sum_add(struct pod_sum *s, struct str name, const struct quantity *q, bool pod_level)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (str_eq(s->name[i], name))
+			return s->pod_level[i] ? 0 : quantity_add(&s->q[i], q, &s->q[i]);
+	if (s->n >= LEDGER_MAX_RESOURCES)
+		return -E2BIG;
+	s->name[s->n] = name;
+	s->q[s->n] = *q;
+	s->pod_level[s->n++] = pod_level;
+	return 0;
+}
+
+/* What the scheduler checks against allocatable, rounded as it rounds:
+ * per Pod, its requests plus the amounts of the claims it uses charged on
+ * its node (each claim once per node, with the first Pod that uses it;
+ * inside a Pod-level request, not on top), summed exactly and rounded up
+ * once (framework.Resource of PodRequests); a claim no Pod on the node
+ * uses, rounded alone. Needs the entries sorted, the nodes not yet. */
+static int pod_totals(struct build *b)
+{
+	struct ledger *l = b->l;
+	bool *taken = arena_calloc(b->a, l->nentries ? l->nentries : 1, sizeof(*taken));
+	uint32_t i, j, k, m;
+
+	if (!taken)
+		return b->rc = arena_error(b->a);
+	for (i = 0; i < b->npods; i++) {
+		const struct view_pod *p = b->pods[i];
+		struct str node = view_atom_str(p->node_name), ns = view_atom_str(p->namespace);
+		struct ledger_node *n = node_of(b, node);
+		struct pod_sum s;
+
+		if (!n)
+			return b->rc;
+		s.n = 0;
+		for (j = 0; j < p->nrequests; j++)
+			if (pod_sum_add(&s, view_atom_str(p->requests[j].name), view_atom_qty(p->requests[j].value),
+					j < 32 && (p->pod_level & (1u << j))) != 0)
+				return b->rc = -E2BIG;
+		for (j = 0; j < p->nclaims; j++)
+			for (k = entries_of(l, node, ns, p->claims[j]);
+			     k < l->nentries && entry_is(&l->entries[k], node, ns, p->claims[j]); k++) {
+				const struct ledger_entry *e = &l->entries[k];
+				const struct view_charge *ch = &e->claim->charges[e->result];
+
+				if (taken[k])
+					continue;
+				taken[k] = true;
+				for (m = 0; m < ch->namounts; m++)
+					if (pod_sum_add(&s, view_atom_str(ch->amounts[m].name), view_atom_qty(ch->amounts[m].value),
+							false) != 0)
+						return b->rc = -ERANGE;
+			}
+		for (j = 0; j < s.n; j++) {
+			struct ledger_amount *a = amount_of(b, n, s.name[j]);
+
+			if (!a)
+				return b->rc;
+			a->total += units(s.name[j], &s.q[j]);
+		}
+	}
+	for (k = 0; k < l->nentries; k++) {
+		const struct ledger_entry *e = &l->entries[k];
+		const struct view_charge *ch = &e->claim->charges[e->result];
+		struct ledger_node *n;
+
+		if (taken[k])
+			continue;
+		if (!(n = node_of(b, e->node)))
+			return b->rc;
+		for (m = 0; m < ch->namounts; m++) {
+			struct str r = view_atom_str(ch->amounts[m].name);
+			struct ledger_amount *a = amount_of(b, n, r);
+
+			if (!a)
+				return b->rc;
+			a->total += units(r, view_atom_qty(ch->amounts[m].value));
+		}
+	}
+	return 0;
+}
+
 static int add_total(struct build *b, const struct ledger_amount *a)
 {
 	struct ledger *l = b->l;
@@ -660,10 +792,13 @@ static int finish(struct build *b)
 	struct ledger *l = b->l;
 	uint32_t i, j, e = 0;
 
-	if (l->nnodes)
-		qsort(l->nodes, l->nnodes, sizeof(*l->nodes), cmp_node);
 	if (l->nentries)
 		qsort(l->entries, l->nentries, sizeof(*l->entries), cmp_entry);
+	/* before the nodes are sorted: it finds them by the name index */
+	if (pod_totals(b) != 0)
+		return b->rc;
+	if (l->nnodes)
+		qsort(l->nodes, l->nnodes, sizeof(*l->nodes), cmp_node);
 	for (i = 0; i < l->nnodes; i++) {
 		struct ledger_node *n = &l->nodes[i];
 
@@ -674,7 +809,6 @@ static int finish(struct build *b)
 
 			if (a->nzones)
 				qsort(a->zones, a->nzones, sizeof(*a->zones), cmp_zone);
-			a->total = a->pods + a->dra - a->covered;
 			if (a->has_allocatable && a->total > a->allocatable)
 				n->overcommitted = true;
 			if (a->dra - a->omitted - a->unbound != a->status)

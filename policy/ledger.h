@@ -22,8 +22,10 @@
  * scheduler counts the claim once per node of a reserving Pod.
  *
  * Node accounts. Per node and resource, in the scheduler's units (cpu in
- * millicores, everything else in whole units; each Pod's requests and
- * each claim's amount rounded up, as framework.Resource does):
+ * millicores, everything else in whole units, rounded up; the total is
+ * rounded once per Pod, its requests and its claims' amounts summed
+ * exactly first, as framework.Resource of PodRequests does; the other
+ * figures round each Pod's requests and each claim's amount):
  * allocatable (the Node's status.allocatable); the ordinary requests of
  * its Pods (pod_requests.h); the DRA contributions, split by NUMA zone
  * ("unknown" when the device names none); what the node's Pod statuses

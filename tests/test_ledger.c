@@ -478,6 +478,33 @@ static void test_a_claim_no_status_names_is_omitted_or_unbound_not_unbalanced(vo
 	}
 }
 
+/* framework.Resource rounds a Pod's total (its requests plus its claims'
+ * amounts, summed exactly) up once: two results of half a millicore each
+ * and a Pod asking for 1 cpu make 1001m, not 1002m. */
+static void test_the_total_rounds_once_per_pod(void **state)
+{
+	struct world w;
+	const struct ledger *l;
+	const struct ledger_amount *cpu;
+
+	(void)state;
+	world_init(&w);
+	apply(&w, VIEW_ADDED, 1, node("w1", "16"));
+	apply(&w, VIEW_ADDED, 1, slice("s1", "w1", 1, "0.5m", NULL));
+	apply(&w, VIEW_ADDED, 2, claim("c1", "w1", "accel-0,accel-1", true, "p1", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p1", "w1", "1", "c1", NULL, NULL));
+	l = build(&w, 4);
+	cpu = amount(l, "w1", "cpu");
+	assert_non_null(cpu);
+	assert_int_equal(cpu->pods, 1000);
+	assert_int_equal(cpu->total, 1001);
+	/* A claim no Pod on the node uses is rounded alone. */
+	apply(&w, VIEW_ADDED, 4, claim("c2", "w1", "accel-1", true, "p2", NULL));
+	l = build(&w, 5);
+	assert_int_equal(amount(l, "w1", "cpu")->total, 1002);
+	world_free(&w);
+}
+
 static void test_finished_and_unbound_pods_leave_the_accounts(void **state)
 {
 	struct world w;
@@ -586,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_pod_level_requests_hold_the_claims_amounts),
 		cmocka_unit_test(test_overcommit_and_divergence_are_flagged),
 		cmocka_unit_test(test_a_claim_no_status_names_is_omitted_or_unbound_not_unbalanced),
+		cmocka_unit_test(test_the_total_rounds_once_per_pod),
 		cmocka_unit_test(test_finished_and_unbound_pods_leave_the_accounts),
 		cmocka_unit_test(test_export_is_json_and_filters_by_node),
 		cmocka_unit_test(test_a_dump_gives_the_same_ledger),
