@@ -655,6 +655,168 @@ static bool mapping_changing(const struct check *c, const struct view_claim *cl)
 	return false;
 }
 
+/* --- the scheduler's device lookup ------------------------------------------------------ */
+
+/* kube-scheduler 1.36 (getDeviceFromManager) takes the first listed slice,
+ * of any driver, node or generation, whose pool name and a device name
+ * match the result's: any of them may have given the status. These bound
+ * the search for the one that did. */
+#define LOOKUP_MAX_CANDIDATES 8        /* per result */
+#define LOOKUP_MAX_RESULTS 16
+#define LOOKUP_MAX_COMBINATIONS 4096
+
+struct lookup_candidate {
+	struct amounts a;
+	const struct view_slice *slice;  /* NULL: the ledger's own charge */
+};
+
+struct lookup {
+	uint32_t nresults;
+	uint32_t n[LOOKUP_MAX_RESULTS];
+	struct lookup_candidate cand[LOOKUP_MAX_RESULTS][LOOKUP_MAX_CANDIDATES];
+	uint32_t pick[LOOKUP_MAX_RESULTS];
+};
+
+static bool same_amounts(const struct amounts *x, const struct amounts *y)
+{
+	uint32_t i, j;
+
+	if (x->n != y->n)
+		return false;
+	for (i = 0; i < x->n; i++) {
+		for (j = 0; j < y->n && !str_eq(x->name[i], y->name[j]); j++)
+			;
+		if (j == y->n || quantity_cmp(&x->value[i], &y->value[j]))
+			return false;
+	}
+	return true;
+}
+
+static void lookup_offer(struct lookup *lk, uint32_t k, const struct amounts *a, const struct view_slice *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < lk->n[k]; i++)
+		if (same_amounts(&lk->cand[k][i].a, a))
+			return;
+	if (lk->n[k] < LOOKUP_MAX_CANDIDATES)
+		lk->cand[k][lk->n[k]++] = (struct lookup_candidate){ *a, s };
+}
+
+/* Every device the scheduler's lookup can find for result r, into k's
+ * candidates (after the ledger's charge, candidate 0). The slice the claim
+ * was charged from is left out: the ledger keeps its mapping as it was at
+ * the allocation, which is what the scheduler computed then. */
+static void lookup_result(const struct check *c, struct lookup *lk, uint32_t k, const struct view_result *r,
+			  struct str charged_slice)
+{
+	const struct view_atom *drivers[MAX_DRIVERS];
+	struct str pool = view_atom_str(r->pool), dev = view_atom_str(r->device);
+	uint32_t nd = view_pool_drivers(c->view, pool, drivers, MAX_DRIVERS), i, j, m;
+
+	for (i = 0; i < nd && i < MAX_DRIVERS; i++) {
+		const struct view_pool *p = view_pool_get(c->view, view_atom_str(drivers[i]), pool);
+
+		for (j = 0; p && j < p->nnames; j++) {
+			const struct view_slice *s = view_slice_get(c->view, str_from_cstr(p->slice_names[j]));
+
+			if (s && str_eq_cstr(charged_slice, s->name))
+				continue;
+			for (m = 0; s && m < s->ndevices; m++) {
+				struct view_amount now[MAX_RES];
+				enum view_charge_state st;
+				struct amounts a;
+				int n, x;
+
+				if (!str_eq(view_atom_str(s->devices[m].name), dev))
+					continue;
+				n = view_device_amounts(&s->devices[m], r, now, MAX_RES, &st);
+				if (n < 0 || st != VIEW_CHARGE_OK)
+					continue;
+				memset(&a, 0, sizeof(a));
+				for (x = 0; x < n; x++)
+					(void)amounts_add(&a, now[x].resource, &now[x].value);
+				lookup_offer(lk, k, &a, s);
+			}
+		}
+	}
+}
+
+/* Try every combination of candidates against the status (depth-first,
+ * bounded); true when one gives it, with lk->pick set. */
+static bool lookup_match(struct lookup *lk, uint32_t k, const struct amounts *sum,
+			 const struct claim_resource_status *st, uint32_t *budget)
+{
+	uint32_t i, j;
+
+	if (k == lk->nresults) {
+		struct amounts t = *sum;
+
+		for (j = 0; j < t.n; j++)
+			as_stored(&t.value[j]);
+		return amounts_equal(&t, st);
+	}
+	for (i = 0; i < lk->n[k]; i++) {
+		struct amounts next = *sum;
+		bool ok = true;
+
+		if (*budget == 0)
+			return false;
+		(*budget)--;
+		for (j = 0; j < lk->cand[k][i].a.n && ok; j++)
+			ok = amounts_add(&next, lk->cand[k][i].a.name[j], &lk->cand[k][i].a.value[j]) == 0;
+		lk->pick[k] = i;
+		if (ok && lookup_match(lk, k + 1, &next, st, budget))
+			return true;
+	}
+	return false;
+}
+
+/* True when the status is what the scheduler computes from some device its
+ * lookup can find for each result; *why names one it took that is not the
+ * ledger's (slice and driver). */
+static bool scheduler_could(struct check *c, const struct view_claim *cl, const struct claim_resource_status *st,
+			    struct str *why)
+{
+	struct lookup *lk;
+	struct amounts zero;
+	uint32_t k, j, budget = LOOKUP_MAX_COMBINATIONS;
+
+	if (cl->nresults == 0 || cl->nresults > LOOKUP_MAX_RESULTS)
+		return false;
+	if (!(lk = arena_alloc(c->arena, sizeof(*lk)))) {
+		c->error = arena_error(c->arena);
+		return false;
+	}
+	memset(lk->n, 0, sizeof(lk->n));
+	lk->nresults = cl->nresults;
+	for (k = 0; k < cl->nresults; k++) {
+		const struct view_charge *ch = &cl->charges[k];
+		struct amounts own;
+
+		memset(&own, 0, sizeof(own));
+		for (j = 0; j < ch->namounts; j++)
+			(void)amounts_add(&own, view_atom_str(ch->amounts[j].name), view_atom_qty(ch->amounts[j].value));
+		lookup_offer(lk, k, &own, NULL);
+		lookup_result(c, lk, k, &cl->results[k], ch->slice ? view_atom_str(ch->slice) : STR_LIT(""));
+	}
+	memset(&zero, 0, sizeof(zero));
+	if (!lookup_match(lk, 0, &zero, st, &budget))
+		return false;
+	for (k = 0; k < cl->nresults; k++) {
+		const struct view_slice *s = lk->cand[k][lk->pick[k]].slice;
+
+		if (s && lk->pick[k] != 0) {
+			*why = check_printf(c, "device \"%.*s\" of slice \"%s\" (driver %.*s, pool generation %lld)",
+					    STR_FMT(view_atom_str(cl->results[k].device)), s->name,
+					    STR_FMT(view_atom_str(s->driver)), (long long)s->generation);
+			return true;
+		}
+	}
+	*why = STR_LIT("another device of that pool and device name");
+	return true;
+}
+
 static bool entry_unchanged(const struct pod *old, const struct claim_resource_status *st)
 {
 	uint32_t i;
@@ -800,6 +962,23 @@ void ledger_rules_pod_status(struct check *c)
 		if (mapping_changing(c, cl)) {
 			check_undecided(c, RULE_LEDGER_POD_AMOUNTS, LEDGER_REASON_MAPPING_CHANGING);
 			continue;
+		}
+		{
+			struct str why = { "", 0 };
+
+			if (scheduler_could(c, cl, st, &why)) {
+				check_warning_cause(c, RULE_LEDGER_POD_AMOUNTS, LEDGER_AMOUNTS_AMBIGUOUS,
+						    check_printf(c, "status.nodeAllocatableResourceClaimStatuses[%u].resources", i),
+						    "claim %.*s/%.*s is charged %.*s by its own device, but the status says "
+						    "%.*s, which kube-scheduler 1.36 computes from %.*s: it finds a device by "
+						    "pool and device name alone, whatever the driver or generation. Allowed; "
+						    "the ledger keeps its own charge (see slice.pool.collision for pools two "
+						    "drivers name alike; an older generation's slice leaves when its driver "
+						    "deletes it)",
+						    shown(ns), ns.ptr, shown(st->claim_name), st->claim_name.ptr,
+						    STR_FMT(amounts_text(c, &want)), STR_FMT(status_text(c, st)), STR_FMT(why));
+				continue;
+			}
 		}
 		{
 			const struct view_charge *ch0 = cl->nresults ? &cl->charges[0] : NULL;

@@ -37,6 +37,7 @@ struct ledger_watch {
 	atomic_uint_fast64_t numa_split;
 	atomic_uint_fast64_t pod_amounts;
 	atomic_uint_fast64_t pod_omitted;
+	atomic_uint_fast64_t pod_ambiguous;
 	atomic_uint_fast64_t undecided[NUNDECIDED_RULES][LEDGER_REASON_COUNT];
 	atomic_uint_fast64_t rechecks[2];
 };
@@ -208,7 +209,8 @@ void ledger_watch_count(struct ledger_watch *lw, const struct verdict *v)
 			atomic_fetch_add_explicit(&lw->numa_split, 1, memory_order_relaxed);
 			break;
 		case RULE_LEDGER_POD_AMOUNTS:
-			atomic_fetch_add_explicit(&lw->pod_amounts, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(vi->cause == LEDGER_AMOUNTS_AMBIGUOUS ? &lw->pod_ambiguous : &lw->pod_amounts,
+						  1, memory_order_relaxed);
 			break;
 		case RULE_LEDGER_POD_OMITTED:
 			atomic_fetch_add_explicit(&lw->pod_omitted, 1, memory_order_relaxed);
@@ -436,11 +438,17 @@ int ledger_watch_render_metrics(void *ctx, struct buf *out)
 				"for the Pod whose devices carry mappings (ledger.pod.omitted): the scheduler does not "
 				"count it on the node.\n# TYPE dra_guard_ledger_pod_omitted_total counter\n"
 				"dra_guard_ledger_pod_omitted_total %" PRIu64 "\n"
+				"# HELP dra_guard_ledger_pod_amounts_ambiguous_total Pod status writes whose amounts differ "
+				"from the ledger's but are what kube-scheduler 1.36 computes from another device of the "
+				"same pool and device name (another driver's, an older generation's): allowed with a "
+				"warning (ledger.pod.amounts).\n# TYPE dra_guard_ledger_pod_amounts_ambiguous_total counter\n"
+				"dra_guard_ledger_pod_amounts_ambiguous_total %" PRIu64 "\n"
 				"# HELP dra_guard_ledger_undecided_total Requests a rule that reads the view let through "
 				"because the view could not decide, by rule and reason.\n"
 				"# TYPE dra_guard_ledger_undecided_total counter\n",
 				(uint64_t)atomic_load(&lw->duplicates), (uint64_t)atomic_load(&lw->numa_split),
-				(uint64_t)atomic_load(&lw->pod_amounts), (uint64_t)atomic_load(&lw->pod_omitted));
+				(uint64_t)atomic_load(&lw->pod_amounts), (uint64_t)atomic_load(&lw->pod_omitted),
+				(uint64_t)atomic_load(&lw->pod_ambiguous));
 	for (k = 0; rc == 0 && k < NUNDECIDED_RULES; k++)
 		for (i = 1; rc == 0 && i < LEDGER_REASON_COUNT; i++)
 			rc = buf_printf(out, "dra_guard_ledger_undecided_total{rule=\"%s\",reason=\"%s\"} %" PRIu64 "\n",

@@ -297,6 +297,34 @@ def define(g):
              "the same change and allocation 40s ago; a status written now is not the PreBind write: decided",
              {"cpu": "2", "memory": "8Gi"}, later, False, ["ledger.pod.amounts"])
 
+    # kube-scheduler 1.36 finds a device by pool and device name alone (the
+    # first listed slice of any driver, node or generation): where another
+    # device answers to the same names, the status it writes may carry that
+    # device's mapping. Such a status is allowed with a warning.
+    nic_twin = sl("worker-1-nic", 1, driver=NIC, devices=[accel("accel-0", 0, mem="4Gi", cpu="1", driver=NIC)])
+    pod_case("ledger-pod-amounts-other-driver-same-names",
+             "driver nic.example.com also has pool worker-1 with a device accel-0 (cpu 1, memory 4Gi); the "
+             "status carries its mapping: what the scheduler can compute, allowed with a warning",
+             {"cpu": "1", "memory": "4Gi"}, [ev(-7200, node()), ev(-3600, sl()), ev(-3500, nic_twin),
+                                             ev(-1800, accel_claim), ev(-1790, pod())], True,
+             ["ledger.pod.amounts"], warnings=True)
+
+    pod_case("ledger-pod-amounts-other-driver-other-amounts",
+             "the same two devices; a status neither mapping gives is refused",
+             {"cpu": "3", "memory": "4Gi"}, [ev(-7200, node()), ev(-3600, sl()), ev(-3500, nic_twin),
+                                             ev(-1800, accel_claim), ev(-1790, pod())], False,
+             ["ledger.pod.amounts"])
+
+    old_gen = sl("worker-1-dra-old", 2, count=2)
+    old_gen["spec"]["devices"][0]["nodeAllocatableResourceMappings"]["memory"]["allocationMultiplier"] = "16Gi"
+    new_gen = sl(gen=3, count=1)
+    pod_case("ledger-pod-amounts-older-generation-listed",
+             "a slice of the pool's previous generation (accel-0 at 16Gi) is still listed; the status at its "
+             "mapping is what the scheduler can compute: allowed with a warning",
+             {"cpu": "2", "memory": "16Gi"}, [ev(-7200, node()), ev(-3600, old_gen), ev(-3000, new_gen),
+                                              ev(-1800, accel_claim), ev(-1790, pod())], True,
+             ["ledger.pod.amounts"], warnings=True)
+
     # --- ledger.pod.omitted ---------------------------------------------------------------------------
     # kube-scheduler 1.36 puts in the status only the claims it allocated in
     # the cycle that binds the Pod: gpu-claim, allocated in an earlier cycle
