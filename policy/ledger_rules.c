@@ -119,13 +119,31 @@ static const struct device *model_device(const struct resource_slice *s, struct 
 	return NULL;
 }
 
+/* Where a slice's devices are: "on node \"x\"", "on nodes its nodeSelector
+ * picks", ... for messages. */
+static const char *view_slice_where(const struct view_slice *o, char *buf, size_t n)
+{
+	if (o->node_name)
+		snprintf(buf, n, "on node \"%.*s\"", STR_FMT(view_atom_str(o->node_name)));
+	else if (o->all_nodes)
+		snprintf(buf, n, "on all nodes");
+	else if (o->has_node_selector)
+		snprintf(buf, n, "on the nodes its nodeSelector picks");
+	else
+		snprintf(buf, n, "on the nodes its devices name");
+	return buf;
+}
+
+/* kube-scheduler 1.36 finds a device's node-allocatable mappings by pool
+ * name and device name alone, among every slice it lists (any driver, any
+ * node, node-local or not: getDeviceFromManager). So another driver's
+ * device of the same name in a pool of the same name, anywhere, can be
+ * charged for this one when either carries mappings. */
 static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 {
 	const struct view_atom *drivers[MAX_DRIVERS];
 	uint32_t n, i, j, k;
 
-	if (s->node_name.len == 0)
-		return;   /* no single node to share: nodeSelector and allNodes pools */
 	n = view_pool_drivers(c->view, s->pool_name, drivers, MAX_DRIVERS);
 	for (i = 0; i < n && i < MAX_DRIVERS; i++) {
 		struct str other = view_atom_str(drivers[i]);
@@ -136,13 +154,13 @@ static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 		p = view_pool_get(c->view, other, s->pool_name);
 		for (j = 0; p && j < p->nnames; j++) {
 			const struct view_slice *o = view_slice_get(c->view, str_from_cstr(p->slice_names[j]));
+			char where[128];
 
-			if (!o || !o->node_name || !str_eq(view_atom_str(o->node_name), s->node_name))
+			if (!o)
 				continue;
 			/* The same pool name is harmless (the kubelet plugin helper
 			 * names every node-local pool after its node); a device
-			 * name in both is not: kube-scheduler 1.36 finds a device's
-			 * node-allocatable mappings by pool and device name alone. */
+			 * name in both is not, on this node or any other. */
 			for (k = 0; k < o->ndevices; k++) {
 				const struct view_device *od = &o->devices[k];
 				const struct device *d = model_device(s, view_atom_str(od->name));
@@ -151,13 +169,13 @@ static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 					continue;
 				check_violation_cause(c, RULE_SLICE_POOL_COLLISION, 0, true,
 						      check_printf(c, "spec.devices[%u].name", d->index),
-						      "device \"%.*s\" of pool \"%.*s\" on node \"%.*s\" is also in driver "
-						      "%.*s's pool of that name (slice \"%s\"); the scheduler looks up "
-						      "node-allocatable mappings by pool and device name only and can "
-						      "charge one driver's device for the other's; give the pool a name "
-						      "of its own", shown(d->name), d->name.ptr, shown(s->pool_name),
-						      s->pool_name.ptr, shown(s->node_name), s->node_name.ptr,
-						      shown(other), other.ptr, o->name);
+						      "device \"%.*s\" of pool \"%.*s\" is also in driver %.*s's pool of "
+						      "that name (slice \"%s\", %s); kube-scheduler 1.36 looks up "
+						      "node-allocatable mappings by pool and device name only, on any node, "
+						      "and can charge one driver's device for the other's; give the pool a "
+						      "name of its own", shown(d->name), d->name.ptr, shown(s->pool_name),
+						      s->pool_name.ptr, shown(other), other.ptr, o->name,
+						      view_slice_where(o, where, sizeof(where)));
 			}
 		}
 	}

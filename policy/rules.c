@@ -40,7 +40,8 @@ static const struct rule_info rule_table[RULE_COUNT] = {
 	[RULE_SLICE_GENERATION_STALE] = { "slice.generation.stale", ACTION_DENY,
 		"a pool's generation must not be below the highest the cluster view has seen for it (a stale writer)" },
 	[RULE_SLICE_POOL_COLLISION] = { "slice.pool.collision", ACTION_DENY,
-		"no two drivers may publish a device of the same name in pools of the same name on one node" },
+		"no two drivers may publish a device of the same name in pools of the same name, on any node, where "
+		"either carries mappings" },
 	[RULE_SLICE_SHAPE_FUTURE] = { "slice.shape.future", ACTION_WARN,
 		"uses something Kubernetes 1.37 drops or renames" },
 	[RULE_SLICE_WRITER] = { "slice.writer", ACTION_DENY,

@@ -142,6 +142,37 @@ def define(g):
          review("ledger-slice-pool-collision", "CREATE", sl(), who=driver), False, ["slice.pool.collision"],
          policy=LEDGER, view=view([ev(-3600, nic_same)]))
 
+    # kube-scheduler 1.36 looks the device up among every slice it lists, not
+    # the node's: the same names on another node, or in a nodeSelector or
+    # allNodes pool, shadow each other too.
+    nic_elsewhere = sl("worker-2-nic", 1, node="worker-2", pool="worker-1", driver=NIC,
+                       devices=[accel("accel-0", 0, driver=NIC)])
+    case("ledger-slice-pool-collision-other-node",
+         "another driver's pool named worker-1, on worker-2, has a device accel-0 too",
+         review("ledger-slice-pool-collision-other-node", "CREATE", sl(), who=driver), False,
+         ["slice.pool.collision"], policy=LEDGER, view=view([ev(-3600, nic_elsewhere)]))
+
+    def fabric(name, driver, devices):
+        f = sl(name, 1, pool="fabric", driver=driver, devices=devices)
+        del f["spec"]["nodeName"]
+        f["spec"]["allNodes"] = True
+        return f
+
+    nic_fabric = fabric("nic-fabric", NIC, [accel("link-0", 0, driver=NIC)])
+    case("ledger-slice-pool-collision-all-nodes",
+         "a node-local pool named fabric with a device link-0 that carries mappings; another driver's allNodes "
+         "pool fabric has a link-0 too",
+         review("ledger-slice-pool-collision-all-nodes", "CREATE",
+                sl("worker-1-fabric", 1, pool="fabric", devices=[accel("link-0", 0)]), who=driver), False,
+         ["slice.pool.collision"], policy=LEDGER, view=view([ev(-3600, nic_fabric)]))
+
+    plain_fabric = fabric("nic-fabric", NIC, [{"name": "link-0"}])
+    case("ledger-slice-pool-same-names-no-mappings",
+         "the same pool and device names without a mapping on either side: nothing to charge wrongly",
+         review("ledger-slice-pool-same-names-no-mappings", "CREATE",
+                sl("worker-1-fabric", 1, pool="fabric", devices=[{"name": "link-0"}]), who=driver), True,
+         absent=["slice.pool.collision"], policy=LEDGER, view=view([ev(-3600, plain_fabric)]))
+
     nic_other = sl("worker-1-nic", 1, driver=NIC, devices=[accel("nic-0", 0, driver=NIC)])
     case("ledger-slice-pool-same-name-other-devices",
          "two node-local drivers name their pools after the node (the kubelet plugin helper's way): no shared device",
