@@ -17,7 +17,8 @@ static const char *advice(enum rule_id rule)
 	switch (rule) {
 	case RULE_LEDGER_POOL_FRESH:
 		return "Nothing to do: the scheduler retries, and the Pod starts once the pool is complete and "
-		       "settled (see the time above); if it stays, check the driver's ResourceSlices.";
+		       "settled (see the time above), within kube-scheduler's retry backoff after it (1 s doubling "
+		       "to 10 s by default); if it stays, check the driver's ResourceSlices.";
 	case RULE_LEDGER_DEVICE_DUPLICATE:
 		return "The scheduler retries with another device; clears when the holder releases the device. "
 		       "If it repeats, compare the claims named above with GET /debug/ledger.";
@@ -227,6 +228,41 @@ static bool objects_of(const struct admission_request *rq, struct events_report 
 	return false;
 }
 
+/* A refused claim creation regards the claim, which does not exist; the
+ * Pods that name it (found in the view by the rule) are told instead: the
+ * first takes the report's place (and its pending time), the others follow
+ * while there is room. */
+static void tell_held_pods(const struct verdict *v, struct events_report *first, struct events_report *out,
+			   size_t max, size_t *n)
+{
+	const struct events_report proto = *first;
+	uint32_t i;
+	bool placed = false;
+
+	for (i = 0; i < v->nheld_pods && i < VERDICT_MAX_HELD_PODS; i++) {
+		const struct verdict_pod *vp = &v->held_pods[i];
+		struct events_report t = proto;
+
+		if (placed && *n >= max)
+			return;
+		pod_ref_init(&t.regarding);
+		snprintf(t.regarding.namespace, sizeof(t.regarding.namespace), "%s", proto.claim.namespace);
+		if (!names_is_dns_subdomain(vp->name) ||
+		    !copy_str(t.regarding.name, sizeof(t.regarding.name), vp->name) ||
+		    !copy_str(t.regarding.uid, sizeof(t.regarding.uid), vp->uid))
+			continue;
+		t.related = proto.claim;
+		t.has_related = true;
+		snprintf(t.pod, sizeof(t.pod), "%s", t.regarding.name);
+		t.pending = !placed && proto.pending;
+		if (placed)
+			out[(*n)++] = t;
+		else
+			*first = t;
+		placed = true;
+	}
+}
+
 void events_from_review(const struct admission_request *rq, const struct verdict *v, int64_t now_ns,
 			struct events_report *out, size_t max, size_t *n)
 {
@@ -257,6 +293,8 @@ void events_from_review(const struct admission_request *rq, const struct verdict
 		r->pending = events_rule_holds(vi->rule) && rq->object.kind == OBJECT_RESOURCE_CLAIM;
 		r->observed_ns = now_ns;
 		(*n)++;
+		if (vi->rule == RULE_CLAIM_FREEZE_CREATE && v->nheld_pods)
+			tell_held_pods(v, r, out, max, n);
 	}
 }
 
