@@ -121,7 +121,7 @@ static const struct device *model_device(const struct resource_slice *s, struct 
 
 /* Where a slice's devices are: "on node \"x\"", "on nodes its nodeSelector
  * picks", ... for messages. */
-static const char *view_slice_where(const struct view_slice *o, char *buf, size_t n)
+static const char *slice_where(const struct view_slice *o, char *buf, size_t n)
 {
 	if (o->node_name)
 		snprintf(buf, n, "on node \"%.*s\"", STR_FMT(view_atom_str(o->node_name)));
@@ -175,7 +175,7 @@ static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 						      "and can charge one driver's device for the other's; give the pool a "
 						      "name of its own", shown(d->name), d->name.ptr, shown(s->pool_name),
 						      s->pool_name.ptr, shown(other), other.ptr, o->name,
-						      view_slice_where(o, where, sizeof(where)));
+						      slice_where(o, where, sizeof(where)));
 			}
 		}
 	}
