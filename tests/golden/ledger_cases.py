@@ -445,6 +445,19 @@ def define(g):
 
     # --- every offence is reported, not only the first -----------------------------------------------
 
+    three = sl(devices=[accel("accel-0", 0), accel("accel-1", 0), accel("accel-2", 0)])
+    three_pod = pod(status={"cpu": "2", "memory": "8Gi"}, claim_name="a-claim")
+    three_pod["spec"]["resourceClaims"] += [{"name": "b", "resourceClaimName": "b-claim"},
+                                            {"name": "c", "resourceClaimName": "c-claim"}]
+    three_old = copy.deepcopy(three_pod)
+    three_old["status"].pop("nodeAllocatableResourceClaimStatuses")
+    case("ledger-every-pod-omitted", "two claims reserved for the Pod, both left out of its status: both reported",
+         review("ledger-every-pod-omitted", "UPDATE", three_pod, three_old, who=sched, sub="status"), True,
+         ["ledger.pod.omitted"], policy=LEDGER, warnings=True,
+         view=view([ev(-7200, node()), ev(-3600, three), ev(-1800, claim("a-claim", [result("accel-0", "accels")])),
+                    ev(-1800, claim("b-claim", [result("accel-1", "accels")])),
+                    ev(-1800, claim("c-claim", [result("accel-2", "accels")])), ev(-1790, three_old)]))
+
     nic_two = sl("worker-1-nic", 1, driver=NIC, devices=[accel("accel-0", 0, driver=NIC),
                                                          accel("socket-0", 0, driver=NIC)])
     case("ledger-every-pool-collision", "both of the slice's devices are also in the other driver's pool",
