@@ -706,7 +706,7 @@ static int pod_totals(struct build *b)
 		const struct view_pod *p = b->pods[i];
 		struct str node = view_atom_str(p->node_name), ns = view_atom_str(p->namespace);
 		struct ledger_node *n = node_of(b, node);
-		struct pod_sum s;
+		struct pod_sum s, sched;
 
 		if (!n)
 			return b->rc;
@@ -715,6 +715,21 @@ static int pod_totals(struct build *b)
 			if (pod_sum_add(&s, view_atom_str(p->requests[j].name), view_atom_qty(p->requests[j].value),
 					j < 32 && (p->pod_level & (1u << j))) != 0)
 				return b->rc = -E2BIG;
+		/* What the scheduler counts for the Pod: its requests and its own
+		 * statuses (PodRequests with UseDRANodeAllocatableResourceClaimStatus). */
+		sched = s;
+		for (j = 0; j < p->nstatuses; j++)
+			for (m = 0; m < p->statuses[j].nresources; m++)
+				if (pod_sum_add(&sched, view_atom_str(p->statuses[j].resources[m].name),
+						view_atom_qty(p->statuses[j].resources[m].value), false) != 0)
+					return b->rc = -ERANGE;
+		for (j = 0; j < sched.n; j++) {
+			struct ledger_amount *a = amount_of(b, n, sched.name[j]);
+
+			if (!a)
+				return b->rc;
+			a->scheduled += units(sched.name[j], &sched.q[j]);
+		}
 		for (j = 0; j < p->nclaims; j++)
 			for (k = entries_of(l, node, ns, p->claims[j]);
 			     k < l->nentries && entry_is(&l->entries[k], node, ns, p->claims[j]); k++) {

@@ -96,7 +96,10 @@ struct ledger_amount {
 	int64_t omitted;                     /* of dra: claims a Pod on the node reserves that no status names */
 	int64_t unbound;                     /* of dra: claims no Pod on the node reserves */
 	int64_t covered;                     /* DRA amounts inside Pod-level requests */
-	int64_t total;                       /* pods + dra - covered */
+	int64_t total;                       /* the Pods' requests and every claim's amounts, as the
+					      * scheduler would check them: what the mappings commit */
+	int64_t scheduled;                   /* what the scheduler counts: each Pod's requests and its
+					      * own statuses, rounded once per Pod */
 	uint32_t nzones;
 	struct ledger_zone *zones;
 };

@@ -155,6 +155,10 @@ static int amount_json(struct buf *b, const struct ledger_amount *a)
 	if (rc == 0)
 		rc = junits(b, a->resource, a->total);
 	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"schedulerCounts\":");
+	if (rc == 0)
+		rc = junits(b, a->resource, a->scheduled);
+	if (rc == 0)
 		rc = buf_printf(b, ",\"balanced\":%s,\"overcommitted\":%s}",
 				a->dra - a->omitted - a->unbound == a->status ? "true" : "false",
 				a->has_allocatable && a->total > a->allocatable ? "true" : "false");

@@ -442,11 +442,12 @@ static void test_a_claim_no_status_names_is_omitted_or_unbound_not_unbalanced(vo
 		const char *status;       /* p1's status for c1 (NULL: none) */
 		int64_t omitted, unbound;
 		bool undercounted, diverging;
+		int64_t total, scheduled;   /* what the mappings commit; what the scheduler counts */
 	} rows[] = {
-		{ "status names it", "w1", "\"cpu\":\"2\",\"memory\":\"8Gi\"", 0, 0, false, false },
-		{ "reserved by a Pod on the node, no status", "w1", NULL, 2000, 0, true, false },
-		{ "reserved by a Pod not bound yet", NULL, NULL, 0, 2000, false, false },
-		{ "a status that disagrees", "w1", "\"cpu\":\"3\",\"memory\":\"8Gi\"", 0, 0, false, true },
+		{ "status names it", "w1", "\"cpu\":\"2\",\"memory\":\"8Gi\"", 0, 0, false, false, 3000, 3000 },
+		{ "reserved by a Pod on the node, no status", "w1", NULL, 2000, 0, true, false, 3000, 1000 },
+		{ "reserved by a Pod not bound yet", NULL, NULL, 0, 2000, false, false, 2000, 0 },
+		{ "a status that disagrees", "w1", "\"cpu\":\"3\",\"memory\":\"8Gi\"", 0, 0, false, true, 3000, 4000 },
 	};
 	size_t i;
 
@@ -472,6 +473,9 @@ static void test_a_claim_no_status_names_is_omitted_or_unbound_not_unbalanced(vo
 				 (long long)cpu->omitted, (long long)cpu->unbound,
 				 ledger_node(l, STR_LIT("w1"))->undercounted, ledger_node(l, STR_LIT("w1"))->diverging);
 		assert_int_equal(l->undercounted, rows[i].undercounted ? 1 : 0);
+		if (cpu->total != rows[i].total || cpu->scheduled != rows[i].scheduled)
+			fail_msg("%s: total %lld scheduled %lld", rows[i].about, (long long)cpu->total,
+				 (long long)cpu->scheduled);
 		assert_int_equal(l->entries[0].counted, rows[i].omitted ? LEDGER_OMITTED
 							: rows[i].unbound ? LEDGER_UNBOUND : LEDGER_COUNTED);
 		world_free(&w);
