@@ -14,7 +14,7 @@
  * while leaving what it objects to in place: it is warned instead. */
 #define UNCHANGED_NOTE "unchanged from the stored object, so warned, not denied: "
 
-static void record(struct check *c, enum rule_id id, struct str path, const char *msg);
+static void record(struct check *c, enum rule_id id, struct str path, const char *msg, bool at_most_warn);
 
 void check_violation_cause(struct check *c, enum rule_id id, uint8_t cause, bool view_lag, struct str path,
 			   const char *msg_fmt, ...)
@@ -28,11 +28,27 @@ void check_violation_cause(struct check *c, enum rule_id id, uint8_t cause, bool
 	va_start(ap, msg_fmt);
 	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
 	va_end(ap);
-	record(c, id, path, msg);
+	record(c, id, path, msg, false);
 	if (c->verdict->nviolations > before) {
 		c->verdict->violations[before].cause = cause;
 		c->verdict->violations[before].view_lag = view_lag;
 	}
+}
+
+void check_warning_cause(struct check *c, enum rule_id id, uint8_t cause, struct str path, const char *msg_fmt, ...)
+{
+	char msg[CHECK_TEXT_MAX];
+	uint32_t before = c->verdict->nviolations;
+	va_list ap;
+
+	if (c->error)
+		return;
+	va_start(ap, msg_fmt);
+	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
+	va_end(ap);
+	record(c, id, path, msg, true);
+	if (c->verdict->nviolations > before)
+		c->verdict->violations[before].cause = cause;
 }
 
 void check_undecided(struct check *c, enum rule_id id, uint8_t reason)
@@ -63,7 +79,7 @@ void check_claim_uid(struct check *c, struct str uid)
 	v->claim_uids = out;
 }
 
-static void record(struct check *c, enum rule_id id, struct str path, const char *msg)
+static void record(struct check *c, enum rule_id id, struct str path, const char *msg, bool at_most_warn)
 {
 	enum action action = policy_action(c->policy, id);
 	const char *note = "";
@@ -76,6 +92,8 @@ static void record(struct check *c, enum rule_id id, struct str path, const char
 		action = ACTION_WARN;
 		note = UNCHANGED_NOTE;
 	}
+	if (at_most_warn && action == ACTION_DENY)
+		action = ACTION_WARN;
 #ifdef DRA_GUARD_MUTANT
 	rc = mutant_action(id, action, c->verdict);
 	if (rc < 0)
@@ -102,7 +120,7 @@ void check_violation(struct check *c, enum rule_id id, const char *path, const c
 	va_start(ap, msg_fmt);
 	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
 	va_end(ap);
-	record(c, id, str_from_cstr(path), msg);
+	record(c, id, str_from_cstr(path), msg, false);
 }
 
 void check_violation_at(struct check *c, enum rule_id id, struct str path, const char *msg_fmt, ...)
@@ -115,7 +133,7 @@ void check_violation_at(struct check *c, enum rule_id id, struct str path, const
 	va_start(ap, msg_fmt);
 	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
 	va_end(ap);
-	record(c, id, path, msg);
+	record(c, id, path, msg, false);
 }
 
 struct str check_printf(struct check *c, const char *fmt, ...)

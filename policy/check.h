@@ -52,6 +52,12 @@ void check_violation_at(struct check *c, enum rule_id id, struct str path, const
 void check_violation_cause(struct check *c, enum rule_id id, uint8_t cause, bool view_lag, struct str path,
 			   const char *msg_fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* A finding the rule reports but must not refuse for (what the real writer
+ * may do too): recorded at the policy's action, but never stricter than
+ * warn, with a sub-reason. */
+void check_warning_cause(struct check *c, enum rule_id id, uint8_t cause, struct str path, const char *msg_fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
 /* Rule id could not decide, for reason: allowed, and counted. */
 void check_undecided(struct check *c, enum rule_id id, uint8_t reason);
 

@@ -17,7 +17,8 @@ static const char *advice(enum rule_id rule)
 	switch (rule) {
 	case RULE_LEDGER_POOL_FRESH:
 		return "Nothing to do: the scheduler retries, and the Pod starts once the pool is complete and "
-		       "settled (see the time above); if it stays, check the driver's ResourceSlices.";
+		       "settled (see the time above), within kube-scheduler's retry backoff after it (1 s doubling "
+		       "to 10 s by default); if it stays, check the driver's ResourceSlices.";
 	case RULE_LEDGER_DEVICE_DUPLICATE:
 		return "The scheduler retries with another device; clears when the holder releases the device. "
 		       "If it repeats, compare the claims named above with GET /debug/ledger.";
@@ -27,6 +28,11 @@ static const char *advice(enum rule_id rule)
 	case RULE_LEDGER_POD_AMOUNTS:
 		return "kube-scheduler retries the binding; clears when the Pod's status carries the amounts the "
 		       "mappings give (a mapping changed under the claim? see GET /debug/ledger).";
+	case RULE_LEDGER_POD_OMITTED:
+		return "Nothing was refused, and the Pod runs; but the node is committed that much more than "
+		       "kube-scheduler counts until the Pod ends. To have it counted, delete the Pod (its controller "
+		       "makes a new one, scheduled with all its claims in one cycle); meanwhile see "
+		       "GET /debug/ledger?node=<node> (uncounted).";
 	case RULE_CLAIM_FREEZE_ALLOCATE:
 	case RULE_CLAIM_FREEZE_CREATE:
 		return "Clears when an operator ends the freeze (freeze: \"false\" in the guard's policy "
@@ -41,6 +47,7 @@ static const char *advice(enum rule_id rule)
 static const enum rule_id emitting[EVENTS_RULES] = {
 	RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE, RULE_LEDGER_NUMA_SPLIT,
 	RULE_LEDGER_POD_AMOUNTS, RULE_CLAIM_FREEZE_ALLOCATE, RULE_CLAIM_FREEZE_CREATE,
+	RULE_LEDGER_POD_OMITTED,
 };
 
 enum rule_id events_rule_at(size_t i)
@@ -67,7 +74,12 @@ bool events_rule_emits(enum rule_id rule)
  * measured. A refused Pod status write holds a binding, not a claim. */
 bool events_rule_holds(enum rule_id rule)
 {
-	return events_rule_emits(rule) && rule != RULE_LEDGER_POD_AMOUNTS;
+	return events_rule_emits(rule) && rule != RULE_LEDGER_POD_AMOUNTS && rule != RULE_LEDGER_POD_OMITTED;
+}
+
+bool events_rule_warns(enum rule_id rule)
+{
+	return rule == RULE_LEDGER_POD_OMITTED;
 }
 
 void events_reason(enum rule_id rule, char out[static EVENTS_REASON_MAX])
@@ -218,6 +230,41 @@ static bool objects_of(const struct admission_request *rq, struct events_report 
 	return false;
 }
 
+/* A refused claim creation regards the claim, which does not exist; the
+ * Pods that name it (found in the view by the rule) are told instead: the
+ * first takes the report's place (and its pending time), the others follow
+ * while there is room. */
+static void tell_held_pods(const struct verdict *v, struct events_report *first, struct events_report *out,
+			   size_t max, size_t *n)
+{
+	const struct events_report proto = *first;
+	uint32_t i;
+	bool placed = false;
+
+	for (i = 0; i < v->nheld_pods && i < VERDICT_MAX_HELD_PODS; i++) {
+		const struct verdict_pod *vp = &v->held_pods[i];
+		struct events_report t = proto;
+
+		if (placed && *n >= max)
+			return;
+		pod_ref_init(&t.regarding);
+		snprintf(t.regarding.namespace, sizeof(t.regarding.namespace), "%s", proto.claim.namespace);
+		if (!names_is_dns_subdomain(vp->name) ||
+		    !copy_str(t.regarding.name, sizeof(t.regarding.name), vp->name) ||
+		    !copy_str(t.regarding.uid, sizeof(t.regarding.uid), vp->uid))
+			continue;
+		t.related = proto.claim;
+		t.has_related = true;
+		snprintf(t.pod, sizeof(t.pod), "%s", t.regarding.name);
+		t.pending = !placed && proto.pending;
+		if (placed)
+			out[(*n)++] = t;
+		else
+			*first = t;
+		placed = true;
+	}
+}
+
 void events_from_review(const struct admission_request *rq, const struct verdict *v, int64_t now_ns,
 			struct events_report *out, size_t max, size_t *n)
 {
@@ -228,14 +275,15 @@ void events_from_review(const struct admission_request *rq, const struct verdict
 	if (max > EVENTS_PER_REVIEW)
 		max = EVENTS_PER_REVIEW;
 	/* A dry run changes nothing, so it emits nothing (sideEffects: NoneOnDryRun). */
-	if (rq->dry_run || v->allowed)
+	if (rq->dry_run)
 		return;
 	for (i = 0; i < v->nviolations && *n < max; i++) {
 		const struct violation *vi = &v->violations[i];
 		struct events_report *r = &out[*n];
+		bool tells = vi->action == ACTION_DENY ? !v->allowed
+						       : vi->action == ACTION_WARN && events_rule_warns(vi->rule);
 
-		if (vi->action != ACTION_DENY || (unsigned)vi->rule >= RULE_COUNT || !events_rule_emits(vi->rule) ||
-		    seen[vi->rule])
+		if (!tells || (unsigned)vi->rule >= RULE_COUNT || !events_rule_emits(vi->rule) || seen[vi->rule])
 			continue;
 		seen[vi->rule] = true;
 		memset(r, 0, sizeof(*r));
@@ -247,6 +295,8 @@ void events_from_review(const struct admission_request *rq, const struct verdict
 		r->pending = events_rule_holds(vi->rule) && rq->object.kind == OBJECT_RESOURCE_CLAIM;
 		r->observed_ns = now_ns;
 		(*n)++;
+		if (vi->rule == RULE_CLAIM_FREEZE_CREATE && v->nheld_pods)
+			tell_held_pods(v, r, out, max, n);
 	}
 }
 

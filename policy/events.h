@@ -64,11 +64,11 @@ struct events_report {
 /* The rule id in CamelCase: "ledger.pool.fresh" -> "LedgerPoolFresh". */
 void events_reason(enum rule_id rule, char out[static EVENTS_REASON_MAX]);
 
-/* The rules that emit Events (the four ledger refusals and the two freeze
- * holds), in one order: every per-reason series (the metrics, replay's
+/* The rules that emit Events (the four ledger refusals, the two freeze
+ * holds and the ledger.pod.omitted warning), in one order: every per-reason series (the metrics, replay's
  * report) lists them as events_rule_at(0..EVENTS_RULES) gives them, so the
  * live guard and the replay name the same set. */
-#define EVENTS_RULES 6
+#define EVENTS_RULES 7
 
 /* The i-th rule that emits; i < EVENTS_RULES. */
 enum rule_id events_rule_at(size_t i);
@@ -84,10 +84,15 @@ bool events_rule_emits(enum rule_id rule);
  * measured for those (events_report.pending). */
 bool events_rule_holds(enum rule_id rule);
 
+/* True for the emitting rules that tell the Pod although nothing was
+ * refused (their action is warn): ledger.pod.omitted. */
+bool events_rule_warns(enum rule_id rule);
+
 /* The Events a decided review asks for, into out[0..*n) (at most max, and
  * at most EVENTS_PER_REVIEW): one per refusing rule (action deny) of the
- * rules events_rule_emits() names, and only when the review was denied;
- * none for a dryRun review. now_ns stamps each. Never fails: a review it
+ * rules events_rule_emits() names when the review was denied, and one per
+ * warning of a rule events_rule_warns() names whatever the verdict; none
+ * for a dryRun review. now_ns stamps each. Never fails: a review it
  * cannot name an object for gives none. */
 void events_from_review(const struct admission_request *rq, const struct verdict *v, int64_t now_ns,
 			struct events_report *out, size_t max, size_t *n);

@@ -89,6 +89,62 @@ static enum gated_owner owner_gated(const struct check *c, struct str ns)
 	return p->gated ? OWNER_GATED : OWNER_NOT_GATED;
 }
 
+struct held_search {
+	struct verdict *v;
+	struct arena *a;
+	struct str ns, claim;
+	int rc;
+};
+
+static int held_pod(void *ctx, const struct view_pod *p)
+{
+	struct held_search *h = ctx;
+	struct verdict_pod *vp;
+	char uid[64];
+	uint32_t i;
+
+	if (h->v->nheld_pods >= VERDICT_MAX_HELD_PODS)
+		return 1;
+	if (!str_eq(view_atom_str(p->namespace), h->ns))
+		return 0;
+	for (i = 0; i < p->nclaims; i++)
+		if (str_eq_cstr(h->claim, p->claims[i]))
+			break;
+	if (i == p->nclaims)
+		return 0;
+	vp = &h->v->held_pods[h->v->nheld_pods];
+	view_uid_format(&p->uid, uid, sizeof(uid));
+	vp->name = str_from_cstr(p->name);
+	if ((h->rc = arena_strdup(h->a, uid, strlen(uid), &vp->uid)) != 0)
+		return 1;
+	h->v->nheld_pods++;
+	return 0;
+}
+
+/* The Pods that name a claim created directly (not from a template) by
+ * resourceClaimName: the scheduler records nothing for them while the
+ * claim does not exist, so the refusal's Events go to them. */
+static void find_held_pods(struct check *c, struct str ns)
+{
+	struct held_search h = { c->verdict, c->arena, ns, c->req->object.meta.name, 0 };
+
+	if (!c->view || made_for_pod(&c->req->object.meta) || !h.claim.len)
+		return;
+	view_each_pod(c->view, held_pod, &h);
+	if (h.rc)
+		c->error = h.rc;
+}
+
+/* "a, b)" for the message: the held Pods' names. */
+static struct str held_names(struct check *c)
+{
+	const struct verdict *v = c->verdict;
+
+	if (!v->nheld_pods)
+		return STR_LIT("");
+	return check_printf(c, "%.*s)", STR_FMT(CHECK_NAMES(c, v->held_pods, v->nheld_pods, struct verdict_pod, name)));
+}
+
 void freeze_rules_create(struct check *c)
 {
 	struct str ns = c->req->namespace.len ? c->req->namespace : c->req->object.meta.namespace;
@@ -101,10 +157,13 @@ void freeze_rules_create(struct check *c)
 	owner = owner_gated(c, ns);
 	if (owner == OWNER_GATED || bypassed(c, "new ResourceClaim"))
 		return;
+	find_held_pods(c, ns);
 	check_violation_cause(c, RULE_CLAIM_FREEZE_CREATE, 0, owner == OWNER_UNSEEN, STR_LIT(""),
 			      "the cluster is in a rollback freeze (reason: %s); new ResourceClaims are refused "
 			      "while it lasts. Retry creating this claim after the freeze ends; Pods that need it "
-			      "stay Pending until then", reason_text(c));
+			      "stay Pending until then%s%.*s", reason_text(c),
+			      c->verdict->nheld_pods ? " (Pods that name it: " : "",
+			      STR_FMT(held_names(c)));
 }
 
 void freeze_rules_allocate(struct check *c)

@@ -67,6 +67,9 @@ struct build {
 	uint32_t smask, scount;
 	/* entries */
 	uint32_t ealloc;
+	/* the Pods bound to a node, for the totals */
+	const struct view_pod **pods;
+	uint32_t npods, palloc;
 	int rc;
 };
 
@@ -288,6 +291,16 @@ static int add_pod(void *ctx, const struct view_pod *p)
 		return b->rc;
 	idx = (uint32_t)(n - b->l->nodes);
 	n->npods++;
+	if (b->npods == b->palloc) {
+		uint32_t cap = b->palloc ? b->palloc * 2 : 256;
+		const struct view_pod **g = arena_grow(b->a, b->pods, b->palloc * sizeof(*g), cap * sizeof(*g));
+
+		if (!g)
+			return b->rc = arena_error(b->a);
+		b->pods = g;
+		b->palloc = cap;
+	}
+	b->pods[b->npods++] = p;
 	for (i = 0; i < p->nrequests; i++) {
 		struct str r = view_atom_str(p->requests[i].name);
 		struct ledger_amount *a = amount_of(b, n, r);
@@ -324,6 +337,62 @@ static int add_pod(void *ctx, const struct view_pod *p)
 }
 
 /* --- claims --------------------------------------------------------------------- */
+
+const char *ledger_counted_name(enum ledger_counted c)
+{
+	switch (c) {
+	case LEDGER_COUNTED: return "counted";
+	case LEDGER_OMITTED: return "omitted";
+	case LEDGER_UNBOUND: return "unbound";
+	}
+	return "counted";
+}
+
+/* True when a Pod status on node idx names (ns, claim). */
+static bool status_names(const struct build *b, uint32_t node, const struct view_atom *ns, const char *claim)
+{
+	uint32_t h = hash_str(str_from_cstr(claim)) ^ (node * 2654435761u) ^ (uint32_t)((uintptr_t)ns >> 4), i;
+
+	if (!b->smap)
+		return false;
+	for (i = h & b->smask; b->smap[i].claim; i = (i + 1) & b->smask) {
+		const struct status_key *k = &b->smap[i];
+
+		if (k->node == node && k->ns == ns && strcmp(k->claim, claim) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether a Pod bound to node reserves c (the Pod the reservation names,
+ * not a namesake). */
+static bool reserved_on(const struct build *b, const struct view_claim *c, struct str node)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nreserved; i++) {
+		const struct view_consumer *cons = &c->reserved_for[i];
+		const struct view_pod *p;
+		char uid[64];
+
+		if (!str_eq_cstr(view_atom_str(cons->resource), "pods") || view_atom_str(cons->api_group).len)
+			continue;
+		p = view_pod_get(b->v, view_atom_str(c->namespace), str_from_cstr(cons->name));
+		if (!p || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
+			continue;
+		view_uid_format(&cons->uid, uid, sizeof(uid));
+		if (view_uid_eq(&p->uid, str_from_cstr(uid)))
+			return true;
+	}
+	return false;
+}
+
+static enum ledger_counted counted_on(const struct build *b, const struct view_claim *c, const struct ledger_node *n)
+{
+	if (status_names(b, (uint32_t)(n - b->l->nodes), c->namespace, c->name))
+		return LEDGER_COUNTED;
+	return reserved_on(b, c, n->name) ? LEDGER_OMITTED : LEDGER_UNBOUND;
+}
 
 struct str ledger_device_zone(const struct policy *pol, struct str driver, const struct view_device *d,
 			      char *buf, size_t n)
@@ -443,7 +512,7 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 		b->ealloc = cap;
 	}
 	e = &l->entries[l->nentries++];
-	*e = (struct ledger_entry){ c, ri, n->name, zone, still_current(d, r, ch) };
+	*e = (struct ledger_entry){ c, ri, n->name, zone, still_current(d, r, ch), counted_on(b, c, n) };
 	for (i = 0; i < ch->namounts; i++) {
 		struct str res = view_atom_str(ch->amounts[i].name);
 		struct ledger_amount *a = amount_of(b, n, res);
@@ -452,6 +521,10 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 		if (!a || add_zone(b, a, zone, u) != 0)
 			return b->rc;
 		a->dra += u;
+		if (e->counted == LEDGER_OMITTED)
+			a->omitted += u;
+		else if (e->counted == LEDGER_UNBOUND)
+			a->unbound += u;
 		if (covered_on(b, c, n->name, res))
 			a->covered += u;
 	}
@@ -566,6 +639,140 @@ static int cmp_entry(const void *x, const void *y)
 	return c;
 }
 
+/* The first entry of (node, ns, claim) in the sorted entries, or nentries. */
+static uint32_t entries_of(const struct ledger *l, struct str node, struct str ns, const char *claim)
+{
+	uint32_t lo = 0, hi = l->nentries;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct ledger_entry *e = &l->entries[mid];
+		int c = str_cmp(e->node, node);
+
+		if (c == 0)
+			c = str_cmp(view_atom_str(e->claim->namespace), ns);
+		if (c == 0)
+			c = strcmp(e->claim->name, claim);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool entry_is(const struct ledger_entry *e, struct str node, struct str ns, const char *claim)
+{
+	return str_eq(e->node, node) && str_eq(view_atom_str(e->claim->namespace), ns) && strcmp(e->claim->name, claim) == 0;
+}
+
+struct pod_sum {
+	uint32_t n;
+	struct str name[LEDGER_MAX_RESOURCES];
+	struct quantity q[LEDGER_MAX_RESOURCES];
+	bool pod_level[LEDGER_MAX_RESOURCES];
+};
+
+static int pod_sum_add(struct pod_sum *s, struct str name, const struct quantity *q, bool pod_level)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (str_eq(s->name[i], name))
+			return s->pod_level[i] ? 0 : quantity_add(&s->q[i], q, &s->q[i]);
+	if (s->n >= LEDGER_MAX_RESOURCES)
+		return -E2BIG;
+	s->name[s->n] = name;
+	s->q[s->n] = *q;
+	s->pod_level[s->n++] = pod_level;
+	return 0;
+}
+
+/* What the scheduler checks against allocatable, rounded as it rounds:
+ * per Pod, its requests plus the amounts of the claims it uses charged on
+ * its node (each claim once per node, with the first Pod that uses it;
+ * inside a Pod-level request, not on top), summed exactly and rounded up
+ * once (framework.Resource of PodRequests); a claim no Pod on the node
+ * uses, rounded alone. Needs the entries sorted, the nodes not yet. */
+static int pod_totals(struct build *b)
+{
+	struct ledger *l = b->l;
+	bool *taken = arena_calloc(b->a, l->nentries ? l->nentries : 1, sizeof(*taken));
+	uint32_t i, j, k, m;
+
+	if (!taken)
+		return b->rc = arena_error(b->a);
+	for (i = 0; i < b->npods; i++) {
+		const struct view_pod *p = b->pods[i];
+		struct str node = view_atom_str(p->node_name), ns = view_atom_str(p->namespace);
+		struct ledger_node *n = node_of(b, node);
+		struct pod_sum s, sched;
+
+		if (!n)
+			return b->rc;
+		s.n = 0;
+		for (j = 0; j < p->nrequests; j++)
+			if (pod_sum_add(&s, view_atom_str(p->requests[j].name), view_atom_qty(p->requests[j].value),
+					j < 32 && (p->pod_level & (1u << j))) != 0)
+				return b->rc = -E2BIG;
+		/* What the scheduler counts for the Pod: its requests and its own
+		 * statuses (PodRequests with UseDRANodeAllocatableResourceClaimStatus). */
+		sched = s;
+		for (j = 0; j < p->nstatuses; j++)
+			for (m = 0; m < p->statuses[j].nresources; m++)
+				if (pod_sum_add(&sched, view_atom_str(p->statuses[j].resources[m].name),
+						view_atom_qty(p->statuses[j].resources[m].value), false) != 0)
+					return b->rc = -ERANGE;
+		for (j = 0; j < sched.n; j++) {
+			struct ledger_amount *a = amount_of(b, n, sched.name[j]);
+
+			if (!a)
+				return b->rc;
+			a->scheduled += units(sched.name[j], &sched.q[j]);
+		}
+		for (j = 0; j < p->nclaims; j++)
+			for (k = entries_of(l, node, ns, p->claims[j]);
+			     k < l->nentries && entry_is(&l->entries[k], node, ns, p->claims[j]); k++) {
+				const struct ledger_entry *e = &l->entries[k];
+				const struct view_charge *ch = &e->claim->charges[e->result];
+
+				if (taken[k])
+					continue;
+				taken[k] = true;
+				for (m = 0; m < ch->namounts; m++)
+					if (pod_sum_add(&s, view_atom_str(ch->amounts[m].name), view_atom_qty(ch->amounts[m].value),
+							false) != 0)
+						return b->rc = -ERANGE;
+			}
+		for (j = 0; j < s.n; j++) {
+			struct ledger_amount *a = amount_of(b, n, s.name[j]);
+
+			if (!a)
+				return b->rc;
+			a->total += units(s.name[j], &s.q[j]);
+		}
+	}
+	for (k = 0; k < l->nentries; k++) {
+		const struct ledger_entry *e = &l->entries[k];
+		const struct view_charge *ch = &e->claim->charges[e->result];
+		struct ledger_node *n;
+
+		if (taken[k])
+			continue;
+		if (!(n = node_of(b, e->node)))
+			return b->rc;
+		for (m = 0; m < ch->namounts; m++) {
+			struct str r = view_atom_str(ch->amounts[m].name);
+			struct ledger_amount *a = amount_of(b, n, r);
+
+			if (!a)
+				return b->rc;
+			a->total += units(r, view_atom_qty(ch->amounts[m].value));
+		}
+	}
+	return 0;
+}
+
 static int add_total(struct build *b, const struct ledger_amount *a)
 {
 	struct ledger *l = b->l;
@@ -600,10 +807,13 @@ static int finish(struct build *b)
 	struct ledger *l = b->l;
 	uint32_t i, j, e = 0;
 
-	if (l->nnodes)
-		qsort(l->nodes, l->nnodes, sizeof(*l->nodes), cmp_node);
 	if (l->nentries)
 		qsort(l->entries, l->nentries, sizeof(*l->entries), cmp_entry);
+	/* before the nodes are sorted: it finds them by the name index */
+	if (pod_totals(b) != 0)
+		return b->rc;
+	if (l->nnodes)
+		qsort(l->nodes, l->nnodes, sizeof(*l->nodes), cmp_node);
 	for (i = 0; i < l->nnodes; i++) {
 		struct ledger_node *n = &l->nodes[i];
 
@@ -614,11 +824,12 @@ static int finish(struct build *b)
 
 			if (a->nzones)
 				qsort(a->zones, a->nzones, sizeof(*a->zones), cmp_zone);
-			a->total = a->pods + a->dra - a->covered;
 			if (a->has_allocatable && a->total > a->allocatable)
 				n->overcommitted = true;
-			if (a->dra != a->status)
+			if (a->dra - a->omitted - a->unbound != a->status)
 				n->diverging = true;
+			if (a->omitted > 0)
+				n->undercounted = true;
 			if (add_total(b, a) != 0)
 				return b->rc;
 		}
@@ -628,6 +839,7 @@ static int finish(struct build *b)
 		n->nentries = e - n->first_entry;
 		l->overcommitted += n->overcommitted;
 		l->diverging += n->diverging;
+		l->undercounted += n->undercounted;
 	}
 	return 0;
 }

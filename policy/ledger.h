@@ -22,16 +22,24 @@
  * scheduler counts the claim once per node of a reserving Pod.
  *
  * Node accounts. Per node and resource, in the scheduler's units (cpu in
- * millicores, everything else in whole units; each Pod's requests and
- * each claim's amount rounded up, as framework.Resource does):
+ * millicores, everything else in whole units, rounded up; the total is
+ * rounded once per Pod, its requests and its claims' amounts summed
+ * exactly first, as framework.Resource of PodRequests does; the other
+ * figures round each Pod's requests and each claim's amount):
  * allocatable (the Node's status.allocatable); the ordinary requests of
  * its Pods (pod_requests.h); the DRA contributions, split by NUMA zone
  * ("unknown" when the device names none); what the node's Pod statuses
  * say (each claim once per node); the part of the DRA amounts inside a
  * Pod's own Pod-level request (the scheduler does not add it on top); and
  * the total the scheduler checks against allocatable. The node total of
- * DRA equals the sum of its zones by construction; "balanced" says it
- * also equals what the Pod statuses say.
+ * DRA equals the sum of its zones by construction. Two figures say what
+ * the scheduler does not count of it: "omitted", claims a Pod on the node
+ * reserves that none of the node's Pod statuses names (kube-scheduler 1.36
+ * writes a status only for claims allocated in the cycle that binds the
+ * Pod: the node is committed more than it counts), and "unbound", claims
+ * no Pod on the node reserves (allocated ahead of the binding, or left
+ * allocated by an Unreserve). "balanced" says the rest equals what the Pod
+ * statuses say.
  *
  * A ledger owns its node and entry arrays; names and claims in it borrow
  * from the view snapshot, which must outlive it. Pure; a built ledger may
@@ -53,13 +61,24 @@
 /* Node resources per node. */
 #define LEDGER_MAX_RESOURCES 32
 
+/* Whether kube-scheduler counts an entry on its node. */
+enum ledger_counted {
+	LEDGER_COUNTED = 0,                  /* a Pod status on the node names the claim */
+	LEDGER_OMITTED,                      /* a Pod on the node reserves it; no status names it */
+	LEDGER_UNBOUND,                      /* no Pod on the node reserves it (yet, or any more) */
+};
+
 struct ledger_entry {
 	const struct view_claim *claim;      /* borrowed from the view */
 	uint32_t result;                     /* its index in claim->results and ->charges */
 	struct str node;
 	struct str zone;                     /* NUMA zone, or "unknown" */
 	bool current;                        /* the device maps the same amounts today */
+	enum ledger_counted counted;
 };
+
+/* "counted", "omitted", "unbound". Static storage. */
+const char *ledger_counted_name(enum ledger_counted c);
 
 struct ledger_zone {
 	struct str zone;
@@ -73,9 +92,14 @@ struct ledger_amount {
 	int64_t allocatable;
 	int64_t pods;                        /* the Pods' own requests */
 	int64_t dra;                         /* the entries' amounts: the sum of zones */
-	int64_t status;                      /* what the node's Pod statuses say */
+	int64_t status;                      /* what the node's Pod statuses say: the scheduler counts it */
+	int64_t omitted;                     /* of dra: claims a Pod on the node reserves that no status names */
+	int64_t unbound;                     /* of dra: claims no Pod on the node reserves */
 	int64_t covered;                     /* DRA amounts inside Pod-level requests */
-	int64_t total;                       /* pods + dra - covered */
+	int64_t total;                       /* the Pods' requests and every claim's amounts, as the
+					      * scheduler would check them: what the mappings commit */
+	int64_t scheduled;                   /* what the scheduler counts: each Pod's requests and its
+					      * own statuses, rounded once per Pod */
 	uint32_t nzones;
 	struct ledger_zone *zones;
 };
@@ -85,7 +109,8 @@ struct ledger_node {
 	bool has_node;                       /* the Node object is in the view */
 	uint32_t npods;
 	bool overcommitted;                  /* total > allocatable for some resource */
-	bool diverging;                      /* dra != status for some resource */
+	bool diverging;                      /* dra - omitted - unbound != status for some resource */
+	bool undercounted;                   /* omitted > 0 for some resource */
 	uint32_t nresources;
 	struct ledger_amount *resources;     /* by name */
 	uint32_t first_entry, nentries;      /* its entries in ledger.entries */
@@ -111,6 +136,7 @@ struct ledger {
 	uint32_t unreserved;                 /* multi-node claims no Pod on a node reserves */
 	uint32_t old_mapping;                /* claims charged at a mapping their device no longer has */
 	uint32_t overcommitted, diverging;   /* nodes */
+	uint32_t undercounted;               /* nodes */
 	int64_t mapping_changed_ns;          /* newest mapping change the view saw; 0 none */
 	struct arena *arena;                 /* owns the arrays */
 };

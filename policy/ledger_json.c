@@ -99,7 +99,8 @@ static int entry_json(struct buf *b, const struct ledger_entry *e)
 	if (rc == 0)
 		rc = ch->fingerprint ? jstr(b, view_atom_str(ch->fingerprint)) : buf_add_cstr(b, "null");
 	if (rc == 0)
-		rc = buf_printf(b, "},\"current\":%s,\"firstObserved\":", e->current ? "true" : "false");
+		rc = buf_printf(b, "},\"current\":%s,\"scheduler\":\"%s\",\"firstObserved\":", e->current ? "true" : "false",
+				ledger_counted_name(e->counted));
 	if (rc == 0)
 		rc = jtime(b, c->allocated_ns);
 	return rc ? rc : buf_add_char(b, '}');
@@ -138,6 +139,14 @@ static int amount_json(struct buf *b, const struct ledger_amount *a)
 	if (rc == 0)
 		rc = junits(b, a->resource, a->status);
 	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"omitted\":");
+	if (rc == 0)
+		rc = junits(b, a->resource, a->omitted);
+	if (rc == 0)
+		rc = buf_add_cstr(b, ",\"unbound\":");
+	if (rc == 0)
+		rc = junits(b, a->resource, a->unbound);
+	if (rc == 0)
 		rc = buf_add_cstr(b, ",\"inPodLevelRequests\":");
 	if (rc == 0)
 		rc = junits(b, a->resource, a->covered);
@@ -146,7 +155,12 @@ static int amount_json(struct buf *b, const struct ledger_amount *a)
 	if (rc == 0)
 		rc = junits(b, a->resource, a->total);
 	if (rc == 0)
-		rc = buf_printf(b, ",\"balanced\":%s,\"overcommitted\":%s}", a->dra == a->status ? "true" : "false",
+		rc = buf_add_cstr(b, ",\"schedulerCounts\":");
+	if (rc == 0)
+		rc = junits(b, a->resource, a->scheduled);
+	if (rc == 0)
+		rc = buf_printf(b, ",\"balanced\":%s,\"overcommitted\":%s}",
+				a->dra - a->omitted - a->unbound == a->status ? "true" : "false",
 				a->has_allocatable && a->total > a->allocatable ? "true" : "false");
 	return rc;
 }
@@ -159,9 +173,10 @@ static int node_json(struct buf *b, const struct ledger *l, const struct ledger_
 	if (rc == 0)
 		rc = jstr(b, n->name);
 	if (rc == 0)
-		rc = buf_printf(b, ",\"node\":%s,\"pods\":%u,\"overcommitted\":%s,\"balanced\":%s,\"resources\":{",
+		rc = buf_printf(b, ",\"node\":%s,\"pods\":%u,\"overcommitted\":%s,\"balanced\":%s,"
+				"\"undercounted\":%s,\"resources\":{",
 				n->has_node ? "true" : "false", n->npods, n->overcommitted ? "true" : "false",
-				n->diverging ? "false" : "true");
+				n->diverging ? "false" : "true", n->undercounted ? "true" : "false");
 	for (i = 0; rc == 0 && i < n->nresources; i++) {
 		rc = buf_add_cstr(b, i ? "," : "");
 		if (rc == 0)
@@ -189,8 +204,9 @@ int ledger_json(const struct ledger *l, struct str node, struct buf *out)
 		rc = buf_printf(out, ",\"viewSeq\":%" PRIu64 ",\"summary\":{\"nodes\":%u,\"claims\":%u,\"entries\":%u,"
 				"\"pendingClaims\":%u,\"unchargeableResults\":%u,\"unreservedClaims\":%u,"
 				"\"claimsAtOldMapping\":%u,\"overcommittedNodes\":%u,\"unbalancedNodes\":%u,"
-				"\"lastMappingChange\":", l->view_seq, l->nnodes, l->claims, l->nentries, l->pending,
-				l->uncharged, l->unreserved, l->old_mapping, l->overcommitted, l->diverging);
+				"\"undercountedNodes\":%u,\"lastMappingChange\":", l->view_seq, l->nnodes, l->claims,
+				l->nentries, l->pending, l->uncharged, l->unreserved, l->old_mapping, l->overcommitted,
+				l->diverging, l->undercounted);
 	if (rc == 0)
 		rc = jtime(out, l->mapping_changed_ns);
 	if (rc == 0)
@@ -275,9 +291,11 @@ int ledger_table(const struct ledger *l, struct str node, bool entries, struct b
 			ledger_format_units(a->resource, a->status, s);
 			ledger_format_units(a->resource, a->total, t);
 			zones_text(a, z, sizeof(z));
-			rc = buf_printf(out, "%-24.*s %-18.*s %12s %12s %12s %-22s %12s %12s  %s%s%s\n",
+			rc = buf_printf(out, "%-24.*s %-18.*s %12s %12s %12s %-22s %12s %12s  %s%s%s%s\n",
 					STR_FMT(n->name), STR_FMT(a->resource), al, p, d, z, s, t,
-					over ? "OVERCOMMITTED" : "ok", a->dra != a->status ? " UNBALANCED" : "",
+					over ? "OVERCOMMITTED" : "ok",
+					a->dra - a->omitted - a->unbound != a->status ? " UNBALANCED" : "",
+					a->omitted > 0 ? " UNDERCOUNTED (a claim no Pod status names)" : "",
 					a->covered ? " (some DRA inside Pod-level requests)" : "");
 		}
 		for (j = 0; rc == 0 && entries && j < n->nentries; j++) {
@@ -296,16 +314,19 @@ int ledger_table(const struct ledger *l, struct str node, bool entries, struct b
 				off += (size_t)snprintf(amounts + off, sizeof(amounts) - off, "%s%.*s=%s", k ? "," : "",
 							STR_FMT(view_atom_str(ch->amounts[k].name)), q);
 			}
-			rc = buf_printf(out, "  %.*s/%s[%u] %.*s/%.*s/%.*s zone=%.*s %s %s\n",
+			rc = buf_printf(out, "  %.*s/%s[%u] %.*s/%.*s/%.*s zone=%.*s %s %s%s\n",
 					STR_FMT(view_atom_str(c->namespace)), c->name, e->result,
 					STR_FMT(view_atom_str(r->driver)), STR_FMT(view_atom_str(r->pool)),
 					STR_FMT(view_atom_str(r->device)), STR_FMT(e->zone), amounts,
-					e->current ? "" : "(charged at an older mapping)");
+					e->current ? "" : "(charged at an older mapping)",
+					e->counted == LEDGER_OMITTED ? " (no Pod status names it: the scheduler does not count it)"
+					: e->counted == LEDGER_UNBOUND ? " (no Pod on the node reserves it)" : "");
 		}
 	}
 	if (rc == 0)
 		rc = buf_printf(out, "%u nodes, %u claims charged (%u entries), %u waiting for their device, "
-				"%u at an older mapping, %u overcommitted, %u unbalanced\n", l->nnodes, l->claims,
-				l->nentries, l->pending, l->old_mapping, l->overcommitted, l->diverging);
+				"%u at an older mapping, %u overcommitted, %u unbalanced, %u undercounted\n", l->nnodes,
+				l->claims, l->nentries, l->pending, l->old_mapping, l->overcommitted, l->diverging,
+				l->undercounted);
 	return rc;
 }

@@ -119,13 +119,31 @@ static const struct device *model_device(const struct resource_slice *s, struct 
 	return NULL;
 }
 
+/* Where a slice's devices are: "on node \"x\"", "on nodes its nodeSelector
+ * picks", ... for messages. */
+static const char *slice_where(const struct view_slice *o, char *buf, size_t n)
+{
+	if (o->node_name)
+		snprintf(buf, n, "on node \"%.*s\"", STR_FMT(view_atom_str(o->node_name)));
+	else if (o->all_nodes)
+		snprintf(buf, n, "on all nodes");
+	else if (o->has_node_selector)
+		snprintf(buf, n, "on the nodes its nodeSelector picks");
+	else
+		snprintf(buf, n, "on the nodes its devices name");
+	return buf;
+}
+
+/* kube-scheduler 1.36 finds a device's node-allocatable mappings by pool
+ * name and device name alone, among every slice it lists (any driver, any
+ * node, node-local or not: getDeviceFromManager). So another driver's
+ * device of the same name in a pool of the same name, anywhere, can be
+ * charged for this one when either carries mappings. */
 static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 {
 	const struct view_atom *drivers[MAX_DRIVERS];
 	uint32_t n, i, j, k;
 
-	if (s->node_name.len == 0)
-		return;   /* no single node to share: nodeSelector and allNodes pools */
 	n = view_pool_drivers(c->view, s->pool_name, drivers, MAX_DRIVERS);
 	for (i = 0; i < n && i < MAX_DRIVERS; i++) {
 		struct str other = view_atom_str(drivers[i]);
@@ -136,13 +154,13 @@ static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 		p = view_pool_get(c->view, other, s->pool_name);
 		for (j = 0; p && j < p->nnames; j++) {
 			const struct view_slice *o = view_slice_get(c->view, str_from_cstr(p->slice_names[j]));
+			char where[128];
 
-			if (!o || !o->node_name || !str_eq(view_atom_str(o->node_name), s->node_name))
+			if (!o)
 				continue;
 			/* The same pool name is harmless (the kubelet plugin helper
 			 * names every node-local pool after its node); a device
-			 * name in both is not: kube-scheduler 1.36 finds a device's
-			 * node-allocatable mappings by pool and device name alone. */
+			 * name in both is not, on this node or any other. */
 			for (k = 0; k < o->ndevices; k++) {
 				const struct view_device *od = &o->devices[k];
 				const struct device *d = model_device(s, view_atom_str(od->name));
@@ -151,13 +169,13 @@ static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 					continue;
 				check_violation_cause(c, RULE_SLICE_POOL_COLLISION, 0, true,
 						      check_printf(c, "spec.devices[%u].name", d->index),
-						      "device \"%.*s\" of pool \"%.*s\" on node \"%.*s\" is also in driver "
-						      "%.*s's pool of that name (slice \"%s\"); the scheduler looks up "
-						      "node-allocatable mappings by pool and device name only and can "
-						      "charge one driver's device for the other's; give the pool a name "
-						      "of its own", shown(d->name), d->name.ptr, shown(s->pool_name),
-						      s->pool_name.ptr, shown(s->node_name), s->node_name.ptr,
-						      shown(other), other.ptr, o->name);
+						      "device \"%.*s\" of pool \"%.*s\" is also in driver %.*s's pool of "
+						      "that name (slice \"%s\", %s); kube-scheduler 1.36 looks up "
+						      "node-allocatable mappings by pool and device name only, on any node, "
+						      "and can charge one driver's device for the other's; give the pool a "
+						      "name of its own", shown(d->name), d->name.ptr, shown(s->pool_name),
+						      s->pool_name.ptr, shown(other), other.ptr, o->name,
+						      slice_where(o, where, sizeof(where)));
 			}
 		}
 	}
@@ -655,6 +673,168 @@ static bool mapping_changing(const struct check *c, const struct view_claim *cl)
 	return false;
 }
 
+/* --- the scheduler's device lookup ------------------------------------------------------ */
+
+/* kube-scheduler 1.36 (getDeviceFromManager) takes the first listed slice,
+ * of any driver, node or generation, whose pool name and a device name
+ * match the result's: any of them may have given the status. These bound
+ * the search for the one that did. */
+#define LOOKUP_MAX_CANDIDATES 8        /* per result */
+#define LOOKUP_MAX_RESULTS 16
+#define LOOKUP_MAX_COMBINATIONS 4096
+
+struct lookup_candidate {
+	struct amounts a;
+	const struct view_slice *slice;  /* NULL: the ledger's own charge */
+};
+
+struct lookup {
+	uint32_t nresults;
+	uint32_t n[LOOKUP_MAX_RESULTS];
+	struct lookup_candidate cand[LOOKUP_MAX_RESULTS][LOOKUP_MAX_CANDIDATES];
+	uint32_t pick[LOOKUP_MAX_RESULTS];
+};
+
+static bool same_amounts(const struct amounts *x, const struct amounts *y)
+{
+	uint32_t i, j;
+
+	if (x->n != y->n)
+		return false;
+	for (i = 0; i < x->n; i++) {
+		for (j = 0; j < y->n && !str_eq(x->name[i], y->name[j]); j++)
+			;
+		if (j == y->n || quantity_cmp(&x->value[i], &y->value[j]))
+			return false;
+	}
+	return true;
+}
+
+static void lookup_offer(struct lookup *lk, uint32_t k, const struct amounts *a, const struct view_slice *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < lk->n[k]; i++)
+		if (same_amounts(&lk->cand[k][i].a, a))
+			return;
+	if (lk->n[k] < LOOKUP_MAX_CANDIDATES)
+		lk->cand[k][lk->n[k]++] = (struct lookup_candidate){ *a, s };
+}
+
+/* Every device the scheduler's lookup can find for result r, into k's
+ * candidates (after the ledger's charge, candidate 0). The slice the claim
+ * was charged from is left out: the ledger keeps its mapping as it was at
+ * the allocation, which is what the scheduler computed then. */
+static void lookup_result(const struct check *c, struct lookup *lk, uint32_t k, const struct view_result *r,
+			  struct str charged_slice)
+{
+	const struct view_atom *drivers[MAX_DRIVERS];
+	struct str pool = view_atom_str(r->pool), dev = view_atom_str(r->device);
+	uint32_t nd = view_pool_drivers(c->view, pool, drivers, MAX_DRIVERS), i, j, m;
+
+	for (i = 0; i < nd && i < MAX_DRIVERS; i++) {
+		const struct view_pool *p = view_pool_get(c->view, view_atom_str(drivers[i]), pool);
+
+		for (j = 0; p && j < p->nnames; j++) {
+			const struct view_slice *s = view_slice_get(c->view, str_from_cstr(p->slice_names[j]));
+
+			if (s && str_eq_cstr(charged_slice, s->name))
+				continue;
+			for (m = 0; s && m < s->ndevices; m++) {
+				struct view_amount now[MAX_RES];
+				enum view_charge_state st;
+				struct amounts a;
+				int n, x;
+
+				if (!str_eq(view_atom_str(s->devices[m].name), dev))
+					continue;
+				n = view_device_amounts(&s->devices[m], r, now, MAX_RES, &st);
+				if (n < 0 || st != VIEW_CHARGE_OK)
+					continue;
+				memset(&a, 0, sizeof(a));
+				for (x = 0; x < n; x++)
+					(void)amounts_add(&a, now[x].resource, &now[x].value);
+				lookup_offer(lk, k, &a, s);
+			}
+		}
+	}
+}
+
+/* Try every combination of candidates against the status (depth-first,
+ * bounded); true when one gives it, with lk->pick set. */
+static bool lookup_match(struct lookup *lk, uint32_t k, const struct amounts *sum,
+			 const struct claim_resource_status *st, uint32_t *budget)
+{
+	uint32_t i, j;
+
+	if (k == lk->nresults) {
+		struct amounts t = *sum;
+
+		for (j = 0; j < t.n; j++)
+			as_stored(&t.value[j]);
+		return amounts_equal(&t, st);
+	}
+	for (i = 0; i < lk->n[k]; i++) {
+		struct amounts next = *sum;
+		bool ok = true;
+
+		if (*budget == 0)
+			return false;
+		(*budget)--;
+		for (j = 0; j < lk->cand[k][i].a.n && ok; j++)
+			ok = amounts_add(&next, lk->cand[k][i].a.name[j], &lk->cand[k][i].a.value[j]) == 0;
+		lk->pick[k] = i;
+		if (ok && lookup_match(lk, k + 1, &next, st, budget))
+			return true;
+	}
+	return false;
+}
+
+/* True when the status is what the scheduler computes from some device its
+ * lookup can find for each result; *why names one it took that is not the
+ * ledger's (slice and driver). */
+static bool scheduler_could(struct check *c, const struct view_claim *cl, const struct claim_resource_status *st,
+			    struct str *why)
+{
+	struct lookup *lk;
+	struct amounts zero;
+	uint32_t k, j, budget = LOOKUP_MAX_COMBINATIONS;
+
+	if (cl->nresults == 0 || cl->nresults > LOOKUP_MAX_RESULTS)
+		return false;
+	if (!(lk = arena_alloc(c->arena, sizeof(*lk)))) {
+		c->error = arena_error(c->arena);
+		return false;
+	}
+	memset(lk->n, 0, sizeof(lk->n));
+	lk->nresults = cl->nresults;
+	for (k = 0; k < cl->nresults; k++) {
+		const struct view_charge *ch = &cl->charges[k];
+		struct amounts own;
+
+		memset(&own, 0, sizeof(own));
+		for (j = 0; j < ch->namounts; j++)
+			(void)amounts_add(&own, view_atom_str(ch->amounts[j].name), view_atom_qty(ch->amounts[j].value));
+		lookup_offer(lk, k, &own, NULL);
+		lookup_result(c, lk, k, &cl->results[k], ch->slice ? view_atom_str(ch->slice) : STR_LIT(""));
+	}
+	memset(&zero, 0, sizeof(zero));
+	if (!lookup_match(lk, 0, &zero, st, &budget))
+		return false;
+	for (k = 0; k < cl->nresults; k++) {
+		const struct view_slice *s = lk->cand[k][lk->pick[k]].slice;
+
+		if (s && lk->pick[k] != 0) {
+			*why = check_printf(c, "device \"%.*s\" of slice \"%s\" (driver %.*s, pool generation %lld)",
+					    STR_FMT(view_atom_str(cl->results[k].device)), s->name,
+					    STR_FMT(view_atom_str(s->driver)), (long long)s->generation);
+			return true;
+		}
+	}
+	*why = STR_LIT("another device of that pool and device name");
+	return true;
+}
+
 static bool entry_unchanged(const struct pod *old, const struct claim_resource_status *st)
 {
 	uint32_t i;
@@ -663,6 +843,88 @@ static bool entry_unchanged(const struct pod *old, const struct claim_resource_s
 		if (str_eq(old->claim_statuses[i].raw, st->raw))
 			return true;
 	return false;
+}
+
+/* --- ledger.pod.omitted --------------------------------------------------------------------- */
+
+/* The claim a spec.resourceClaims entry uses: its resourceClaimName, or
+ * the generated name status.resourceClaimStatuses gives a template's. */
+static struct str pod_claim_of(const struct pod *p, const struct pod_claim_ref *ref)
+{
+	uint32_t i;
+
+	if (ref->claim_name.len)
+		return ref->claim_name;
+	for (i = 0; i < p->nclaim_names; i++)
+		if (str_eq(p->claim_names[i].name, ref->name))
+			return p->claim_names[i].claim_name;
+	return STR_LIT("");
+}
+
+static bool status_names(const struct pod *p, struct str claim)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nclaim_statuses; i++)
+		if (str_eq(p->claim_statuses[i].claim_name, claim))
+			return true;
+	return false;
+}
+
+/* Claims reserved for the Pod whose devices carry mappings, left out of
+ * the status. kube-scheduler 1.36 works the status out only for claims
+ * allocated in the scheduling cycle that binds the Pod
+ * (calculateAndCheckNodeAllocatableResources reads only that cycle's
+ * allocations), so a claim allocated in an earlier cycle - left allocated
+ * by an Unreserve after a refusal part-way through the binding - is not
+ * counted on the node. Denying the write would not bring it back: the
+ * next cycle computes the same status. So it is a warning (the rule can be
+ * no stricter), counted, and an Event on the Pod. */
+static void rule_pod_omitted(struct check *c, struct str ns, const struct pod *cur, struct str pod_uid)
+{
+	uint32_t i, k, j;
+
+	for (i = 0; i < cur->nresource_claims && !c->error; i++) {
+		struct str name = pod_claim_of(cur, &cur->resource_claims[i]);
+		const struct view_claim *cl;
+		struct amounts left;
+		bool dup = false;
+
+		if (!name.len || status_names(cur, name))
+			continue;
+		for (k = 0; k < i; k++)
+			if (str_eq(pod_claim_of(cur, &cur->resource_claims[k]), name))
+				dup = true;
+		cl = dup ? NULL : view_claim_get(c->view, ns, name);
+		if (!cl || !cl->allocated || !cl->charges || !reserved_for(cl, pod_uid))
+			continue;
+		memset(&left, 0, sizeof(left));
+		for (k = 0; k < cl->nresults; k++) {
+			const struct view_charge *ch = &cl->charges[k];
+
+			if (ch->state != VIEW_CHARGE_OK)
+				continue;
+			for (j = 0; j < ch->namounts; j++)
+				(void)amounts_add(&left, view_atom_str(ch->amounts[j].name), view_atom_qty(ch->amounts[j].value));
+		}
+		if (left.n == 0)
+			continue;   /* no mapping: the scheduler rightly leaves it out */
+		{
+			struct str node = cl->node_local ? view_atom_str(cl->node_name) : cur->node_name;
+			char uid[64];
+
+			view_uid_format(&cl->uid, uid, sizeof(uid));
+			check_claim_uid(c, uid_text(c, &cl->uid));
+			check_violation_cause(c, RULE_LEDGER_POD_OMITTED, 0, false,
+					      STR_LIT("status.nodeAllocatableResourceClaimStatuses"),
+					      "claim %.*s/%.*s (uid %s) is reserved for this Pod and its devices map %.*s on "
+					      "node %.*s, but the status leaves it out: kube-scheduler does not count those "
+					      "amounts there (1.36 counts only claims allocated in the cycle that binds the "
+					      "Pod; this one was allocated earlier)",
+					      shown(ns), ns.ptr, shown(name), name.ptr, uid, STR_FMT(amounts_text(c, &left)),
+					      node.len ? shown(node) : 9, node.len ? node.ptr : "(unbound)");
+		}
+	}
 }
 
 void ledger_rules_pod_status(struct check *c)
@@ -720,6 +982,23 @@ void ledger_rules_pod_status(struct check *c)
 			continue;
 		}
 		{
+			struct str why = { "", 0 };
+
+			if (scheduler_could(c, cl, st, &why)) {
+				check_warning_cause(c, RULE_LEDGER_POD_AMOUNTS, LEDGER_AMOUNTS_AMBIGUOUS,
+						    check_printf(c, "status.nodeAllocatableResourceClaimStatuses[%u].resources", i),
+						    "claim %.*s/%.*s is charged %.*s by its own device, but the status says "
+						    "%.*s, which kube-scheduler 1.36 computes from %.*s: it finds a device by "
+						    "pool and device name alone, whatever the driver or generation. Allowed; "
+						    "the ledger keeps its own charge (see slice.pool.collision for pools two "
+						    "drivers name alike; an older generation's slice leaves when its driver "
+						    "deletes it)",
+						    shown(ns), ns.ptr, shown(st->claim_name), st->claim_name.ptr,
+						    STR_FMT(amounts_text(c, &want)), STR_FMT(status_text(c, st)), STR_FMT(why));
+				continue;
+			}
+		}
+		{
 			const struct view_charge *ch0 = cl->nresults ? &cl->charges[0] : NULL;
 			char uid[64];
 
@@ -736,4 +1015,6 @@ void ledger_rules_pod_status(struct check *c)
 					      STR_FMT(status_text(c, st)));
 		}
 	}
+	if (!c->error)
+		rule_pod_omitted(c, ns, cur, req->object.meta.uid);
 }

@@ -42,6 +42,13 @@ enum ledger_cause {
 	LEDGER_CAUSE_COUNT
 };
 
+/* violation.cause of ledger.pod.amounts: the status differs from the
+ * ledger's charge but is what kube-scheduler 1.36 computes from another
+ * device its lookup by pool and device name can find (another driver's
+ * pool of that name, a slice of an older generation still listed):
+ * reported at most as a warning. */
+#define LEDGER_AMOUNTS_AMBIGUOUS 1
+
 /* "view-stale", "incomplete", ... for metrics labels. Static storage. */
 const char *ledger_reason_name(uint8_t reason);
 const char *ledger_cause_name(uint8_t cause);
@@ -55,7 +62,9 @@ void ledger_rules_slice(struct check *c);
 void ledger_rules_claim_status(struct check *c);
 
 /* pods/status UPDATE that changes nodeAllocatableResourceClaimStatuses:
- * ledger.pod.amounts. */
+ * ledger.pod.amounts, and ledger.pod.omitted (a claim reserved for the
+ * Pod whose devices carry mappings that the status leaves out; never
+ * stricter than warn). */
 void ledger_rules_pod_status(struct check *c);
 
 #endif

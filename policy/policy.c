@@ -467,11 +467,13 @@ void policy_free(struct policy *p)
 
 enum action policy_action(const struct policy *p, enum rule_id id)
 {
-	enum action builtin = rule_builtin_action(id);
+	enum action builtin = rule_builtin_action(id), strictest = rule_strictest_action(id), a;
 
 	if ((unsigned)id < RULE_COUNT && p->rule_set[id])
-		return p->rule_action[id];
-	return p->default_action > builtin ? p->default_action : builtin;
+		a = p->rule_action[id];
+	else
+		a = p->default_action > builtin ? p->default_action : builtin;
+	return a < strictest ? strictest : a;
 }
 
 static int driver_key_cmp(const void *key, const void *elem)

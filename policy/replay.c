@@ -352,12 +352,15 @@ static int sample(struct replay *r, int64_t t)
 	memset(&now, 0, sizeof(now));
 	now.from_ns = t;
 	now.overcommitted = r->ledger->overcommitted;
-	now.diverging = r->ledger->diverging;
+	/* Diverging: the Pod statuses disagree with the mappings, or leave out
+	 * a claim a Pod on the node reserves (the scheduler undercounts). */
+	for (i = 0; i < r->ledger->nnodes; i++)
+		now.diverging += r->ledger->nodes[i].diverging || r->ledger->nodes[i].undercounted;
 	for (i = 0; i < r->ledger->nnodes; i++) {
 		const struct ledger_node *nd = &r->ledger->nodes[i];
 		int w;
 
-		if (!nd->overcommitted && !nd->diverging)
+		if (!nd->overcommitted && !nd->diverging && !nd->undercounted)
 			continue;
 		w = snprintf(now.nodes + used, sizeof(now.nodes) - used, "%s%.*s", used ? "," : "", STR_FMT(nd->name));
 		if (w < 0 || (size_t)w >= sizeof(now.nodes) - used) {

@@ -40,7 +40,8 @@ static const struct rule_info rule_table[RULE_COUNT] = {
 	[RULE_SLICE_GENERATION_STALE] = { "slice.generation.stale", ACTION_DENY,
 		"a pool's generation must not be below the highest the cluster view has seen for it (a stale writer)" },
 	[RULE_SLICE_POOL_COLLISION] = { "slice.pool.collision", ACTION_DENY,
-		"no two drivers may publish a device of the same name in pools of the same name on one node" },
+		"no two drivers may publish a device of the same name in pools of the same name, on any node, where "
+		"either carries mappings" },
 	[RULE_SLICE_SHAPE_FUTURE] = { "slice.shape.future", ACTION_WARN,
 		"uses something Kubernetes 1.37 drops or renames" },
 	[RULE_SLICE_WRITER] = { "slice.writer", ACTION_DENY,
@@ -67,6 +68,9 @@ static const struct rule_info rule_table[RULE_COUNT] = {
 		"a claim's devices stay in one NUMA zone where the policy asks for alignment" },
 	[RULE_LEDGER_POD_AMOUNTS] = { "ledger.pod.amounts", ACTION_DENY,
 		"a Pod's node-allocatable claim statuses must equal what the ledger charges for those claims" },
+	[RULE_LEDGER_POD_OMITTED] = { "ledger.pod.omitted", ACTION_WARN,
+		"a Pod's node-allocatable claim statuses should name every claim reserved for it whose devices carry "
+		"mappings (kube-scheduler 1.36 leaves out claims allocated in an earlier cycle)" },
 	[RULE_LEDGER_MAPPING_DRIFT] = { "ledger.mapping.drift", ACTION_WARN,
 		"a slice update that changes the mapping of a device with live allocations (they stay charged as before)" },
 	[RULE_POLICY_INVALID] = { "policy.invalid", ACTION_DENY,
@@ -97,6 +101,11 @@ enum action rule_builtin_action(enum rule_id id)
 	return rule_table[id].builtin;
 }
 
+enum action rule_strictest_action(enum rule_id id)
+{
+	return id == RULE_LEDGER_POD_OMITTED ? ACTION_WARN : ACTION_DENY;
+}
+
 bool rule_reads_view(enum rule_id id)
 {
 	switch (id) {
@@ -107,6 +116,7 @@ bool rule_reads_view(enum rule_id id)
 	case RULE_LEDGER_DEVICE_DUPLICATE:
 	case RULE_LEDGER_NUMA_SPLIT:
 	case RULE_LEDGER_POD_AMOUNTS:
+	case RULE_LEDGER_POD_OMITTED:
 	case RULE_LEDGER_MAPPING_DRIFT:
 		return true;
 	default:

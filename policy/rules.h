@@ -47,6 +47,7 @@ enum rule_id {
 	RULE_LEDGER_DEVICE_DUPLICATE,
 	RULE_LEDGER_NUMA_SPLIT,
 	RULE_LEDGER_POD_AMOUNTS,
+	RULE_LEDGER_POD_OMITTED,
 	RULE_LEDGER_MAPPING_DRIFT,
 	RULE_POLICY_INVALID,
 	RULE_COUNT
@@ -61,6 +62,12 @@ int rule_lookup(struct str s);
 /* The action a rule has when the policy names neither it nor a stricter
  * default: deny for most, warn for the advisory ones. */
 enum action rule_builtin_action(enum rule_id id);
+
+/* The strictest action the rule may have: deny for most; warn for a rule
+ * whose denial could only make the writer retry what it cannot change
+ * (ledger.pod.omitted: kube-scheduler would loop on the binding). A policy
+ * naming a stricter action gets this one. */
+enum action rule_strictest_action(enum rule_id id);
 
 /* True for the rules that read the cluster view: a denial by one of them
  * may come from a view a moment behind the API server, so the server

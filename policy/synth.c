@@ -157,7 +157,7 @@ size_t synth_skipped(const struct admission_request *req, bool identity_given, b
 						   RULE_LEDGER_MAPPING_DRIFT };
 	static const enum rule_id claim_view[] = { RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE,
 						   RULE_LEDGER_NUMA_SPLIT };
-	static const enum rule_id pod_view[] = { RULE_LEDGER_POD_AMOUNTS };
+	static const enum rule_id pod_view[] = { RULE_LEDGER_POD_AMOUNTS, RULE_LEDGER_POD_OMITTED };
 	static const enum rule_id slice_writer[] = { RULE_SLICE_WRITER, RULE_SLICE_WRITER_NODE };
 	static const enum rule_id claim_status[] = { RULE_CLAIM_FREEZE_ALLOCATE, RULE_STATUS_ALLOCATION_WRITER,
 						     RULE_STATUS_DEVICES_WRITER };
@@ -193,7 +193,7 @@ size_t synth_skipped(const struct admission_request *req, bool identity_given, b
 		else if (!identity_given)
 			skip(out, &n, reason_identity, pod_status, 1);
 		if (status && !view_given)
-			skip(out, &n, reason_view, pod_view, 1);
+			skip(out, &n, reason_view, pod_view, 2);
 		break;
 	case OBJECT_CONFIG_MAP:
 	case OBJECT_NODE:

@@ -42,6 +42,8 @@ struct audit_annotation {
 	struct str value;
 };
 
+#define VERDICT_MAX_HELD_PODS 4
+
 struct verdict {
 	bool allowed;
 	int32_t code;                 /* Status.code when denied: 403, 400 undecidable, 500 */
@@ -59,6 +61,11 @@ struct verdict {
 	struct undecided undecided[VERDICT_MAX_UNDECIDED];
 	uint32_t nundecided;          /* may pass VERDICT_MAX_UNDECIDED: the rest are only counted */
 	struct str claim_uids;        /* claims the ledger rules looked at, for the log ("" none) */
+	/* Pods a refused claim creation holds back (they name the claim by
+	 * spec.resourceClaims[].resourceClaimName): the Events tell them, as
+	 * the claim does not exist. Borrowed from the view's snapshot. */
+	struct verdict_pod { struct str name, uid; } held_pods[VERDICT_MAX_HELD_PODS];
+	uint32_t nheld_pods;
 	bool gate_withheld;           /* /mutate: the freeze would gate this Pod, but
 				       * engine_options.gate_unreleasable said no replica
 				       * could release it: not gated */

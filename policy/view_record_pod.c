@@ -20,6 +20,18 @@
 
 #define MAX_POD_CLAIMS 256
 
+/* Whether a Pod names a claim by resourceClaimName (made by a user, not
+ * from a template). */
+static bool names_claim(const struct pod *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nresource_claims; i++)
+		if (p->resource_claims[i].claim_name.len)
+			return true;
+	return false;
+}
+
 bool view_pod_kept(const struct k8s_object *o)
 {
 	const struct pod *p = &o->u.pod;
@@ -28,8 +40,10 @@ bool view_pod_kept(const struct k8s_object *o)
 		return false;
 	/* Unbound Pods only while they carry the freeze's gate: the replica
 	 * that releases them finds them here, and claim.freeze.create asks
-	 * whether a claim's Pod is one of them. */
-	return p->node_name.len > 0 || p->nclaim_statuses > 0 || p->has_freeze_gate;
+	 * whether a claim's Pod is one of them. Unbound Pods that name a claim
+	 * of their own by resourceClaimName too: when a freeze refuses that
+	 * claim's creation, they are the ones its Event must reach. */
+	return p->node_name.len > 0 || p->nclaim_statuses > 0 || p->has_freeze_gate || names_claim(p);
 }
 
 /* The name of the claim a Pod's resourceClaims entry uses: its

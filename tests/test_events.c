@@ -35,6 +35,7 @@ static void test_reason_is_the_rule_id_in_camel_case(void **state)
 		{ RULE_LEDGER_POD_AMOUNTS, "LedgerPodAmounts" },
 		{ RULE_CLAIM_FREEZE_ALLOCATE, "ClaimFreezeAllocate" },
 		{ RULE_CLAIM_FREEZE_CREATE, "ClaimFreezeCreate" },
+		{ RULE_LEDGER_POD_OMITTED, "LedgerPodOmitted" },
 	};
 	char got[EVENTS_REASON_MAX];
 	size_t i;
@@ -225,6 +226,79 @@ static void test_pod_status_refusal_regards_the_pod(void **state)
 	assert_string_equal(out[0].regarding.name, "trainer-0");
 	assert_string_equal(out[0].action, "UpdatePodStatus");
 	assert_false(out[0].pending);   /* not an allocation: no pending time */
+	arena_free(r.a);
+}
+
+/* ledger.pod.omitted allows the write (a denial would loop the scheduler)
+ * yet the Pod is told: the scheduler does not count a claim on its node. */
+static void test_omitted_claim_warning_tells_the_pod(void **state)
+{
+	struct events_report out[EVENTS_PER_REVIEW];
+	struct review r;
+	size_t n = 9;
+
+	(void)state;
+	claim_review(&r, false);
+	r.rq.object.kind = OBJECT_POD;
+	r.rq.object.meta.name = STR_LIT("trainer-0");
+	r.rq.object.meta.uid = STR_LIT("aa6c9a9e-1111-4222-8333-944455556666");
+	r.rq.name = STR_LIT("trainer-0");
+	deny(&r, RULE_LEDGER_POD_OMITTED, ACTION_WARN,
+	     "claim team-a/gpu-claim is reserved for this Pod and its devices map memory=2Gi on node worker-1, but "
+	     "the status leaves it out");
+	finish(&r);
+	assert_true(r.v.allowed);
+	events_from_review(&r.rq, &r.v, T0, out, EVENTS_PER_REVIEW, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(out[0].reason, "LedgerPodOmitted");
+	assert_string_equal(out[0].regarding.kind, "Pod");
+	assert_string_equal(out[0].regarding.name, "trainer-0");
+	assert_false(out[0].pending);
+	assert_non_null(strstr(out[0].note, "gpu-claim"));
+	assert_non_null(strstr(out[0].note, "worker-1"));
+	assert_non_null(strstr(out[0].note, "memory=2Gi"));
+	assert_non_null(strstr(out[0].note, "delete the Pod"));
+	/* A dry run still emits nothing. */
+	r.rq.dry_run = true;
+	events_from_review(&r.rq, &r.v, T0, out, EVENTS_PER_REVIEW, &n);
+	assert_int_equal(n, 0);
+	arena_free(r.a);
+}
+
+/* A claim a freeze refused to create does not exist: the Pods that name it
+ * (found by the rule in the view) get the Event, the first with the pending
+ * time, each relating the claim. */
+static void test_freeze_create_tells_the_pods_that_name_the_claim(void **state)
+{
+	struct events_report out[EVENTS_PER_REVIEW];
+	struct review r;
+	size_t n = 9;
+
+	(void)state;
+	claim_review(&r, false);
+	r.rq.operation = ADMISSION_OP_CREATE;
+	r.rq.object.u.claim.allocated = false;
+	deny(&r, RULE_CLAIM_FREEZE_CREATE, ACTION_DENY, "the cluster is in a rollback freeze (reason: INC-1)");
+	r.v.held_pods[0] = (struct verdict_pod){ STR_LIT("trainer-0"), STR_LIT("aa6c9a9e-1111-4222-8333-944455556666") };
+	r.v.held_pods[1] = (struct verdict_pod){ STR_LIT("trainer-1"), STR_LIT("bb6c9a9e-1111-4222-8333-944455556666") };
+	r.v.nheld_pods = 2;
+	finish(&r);
+	events_from_review(&r.rq, &r.v, T0, out, EVENTS_PER_REVIEW, &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].reason, "ClaimFreezeCreate");
+	assert_string_equal(out[0].regarding.kind, "Pod");
+	assert_string_equal(out[0].regarding.namespace, "team-a");
+	assert_string_equal(out[0].regarding.name, "trainer-0");
+	assert_string_equal(out[0].regarding.uid, "aa6c9a9e-1111-4222-8333-944455556666");
+	assert_true(out[0].has_related);
+	assert_string_equal(out[0].related.kind, "ResourceClaim");
+	assert_string_equal(out[0].related.name, "gpu-claim");
+	assert_true(out[0].pending);
+	assert_string_equal(out[0].claim.name, "gpu-claim");
+	assert_string_equal(out[0].pod, "trainer-0");
+	assert_string_equal(out[1].regarding.name, "trainer-1");
+	assert_false(out[1].pending);   /* one pending time per claim */
+	assert_non_null(strstr(out[1].note, "Clears when an operator ends the freeze"));
 	arena_free(r.a);
 }
 
@@ -751,6 +825,8 @@ int main(void)
 		cmocka_unit_test(test_reason_is_the_rule_id_in_camel_case),
 		cmocka_unit_test(test_allocation_refusal_regards_the_pod_and_relates_the_claim),
 		cmocka_unit_test(test_no_event_for_dry_run_warn_allowed_or_other_rules),
+		cmocka_unit_test(test_omitted_claim_warning_tells_the_pod),
+		cmocka_unit_test(test_freeze_create_tells_the_pods_that_name_the_claim),
 		cmocka_unit_test(test_claim_without_pod_and_freeze_create_regard_the_claim),
 		cmocka_unit_test(test_pod_status_refusal_regards_the_pod),
 		cmocka_unit_test(test_long_message_is_cut_and_the_advice_kept),

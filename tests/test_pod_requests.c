@@ -67,6 +67,16 @@ static const struct row rows[] = {
 	  "\"conditions\":[{\"type\":\"PodResizePending\",\"reason\":\"Infeasible\"}],"
 	  "\"containerStatuses\":[{\"name\":\"a\",\"allocatedResources\":{\"cpu\":\"1\"},"
 	  "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]", "cpu=1", 0 },
+	/* 1.36's AggregateContainerRequests sums each source over the Pod (spec,
+	 * allocated, actuated: aggregateContainerResourcesByFn) and takes the
+	 * largest sum, not the largest per container: a (spec 2, allocated 1)
+	 * and b (spec 1, allocated 2) make max(3, 3) = 3, where the per-container
+	 * rule of releases before the DRA node-allocatable feature gave 4. */
+	{ "resize: the largest of the Pod-wide sums, not of each container",
+	  "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"2\"}}},"
+	  "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]",
+	  "\"containerStatuses\":[{\"name\":\"a\",\"allocatedResources\":{\"cpu\":\"1\"}},"
+	  "{\"name\":\"b\",\"allocatedResources\":{\"cpu\":\"2\"}}]", "cpu=3", 0 },
 	{ "no requests at all", "\"containers\":[{\"name\":\"a\"}]", NULL, "", 0 },
 	{ "a request that is not a quantity",
 	  "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"lots\"}}}]", NULL,

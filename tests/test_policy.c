@@ -323,7 +323,8 @@ static void test_full_document_loads(void **state)
 
 	(void)state;
 	p = load_ok(HEAD
-		    "enforcement:\n  default: warn\n  rules: {slice.canary: deny, slice.shape.future: dryrun}\n"
+		    "enforcement:\n  default: warn\n  rules: {slice.canary: deny, slice.shape.future: dryrun, "
+		    "ledger.pod.omitted: deny}\n"
 		    "schedulers: [system:kube-scheduler, my-scheduler]\n"
 		    "writers: {admins: [dra-admins], allocators: [system:serviceaccount:x:alloc]}\n"
 		    "drivers:\n"
@@ -340,6 +341,9 @@ static void test_full_document_loads(void **state)
 	assert_int_equal(policy_action(p, RULE_SLICE_CANARY), ACTION_DENY);
 	assert_int_equal(policy_action(p, RULE_SLICE_SHAPE_FUTURE), ACTION_DRYRUN);
 	assert_int_equal(policy_action(p, RULE_SLICE_MAPPING_NAME), ACTION_WARN);
+	/* Denying a status that leaves a claim out would loop the scheduler:
+	 * the rule is never stricter than warn, whatever the policy says. */
+	assert_int_equal(policy_action(p, RULE_LEDGER_POD_OMITTED), ACTION_WARN);
 	assert_int_equal(p->schedulers.n, 2);
 	assert_true(policy_list_has(&p->allocators, STR_LIT("system:serviceaccount:x:alloc")));
 	assert_true(policy_list_has(&p->admin_groups, STR_LIT("dra-admins")));

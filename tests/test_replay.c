@@ -214,6 +214,51 @@ static void test_a_duplicate_that_got_through_is_named(void **state)
 #define FREEZE_CM(on) "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"dra-guard-policy\"," \
 	"\"namespace\":\"dra-guard\"},\"data\":{\"freeze\":\"" on "\"}}"
 
+/* A claim reserved for a bound Pod whose status never names it: kube-scheduler
+ * 1.36 does not count it on the node. A divergence once it lasts past the
+ * settle window, not a node the replay calls clean. */
+static void test_a_claim_no_pod_status_names_is_a_divergence(void **state)
+{
+	static const char pod[] =
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"default\","
+		"\"uid\":\"pod-uid-1\",\"resourceVersion\":\"7\"},\"spec\":{\"nodeName\":\"n1\",\"resourceClaims\":"
+		"[{\"name\":\"g\",\"resourceClaimName\":\"c1\"}],\"containers\":[{\"name\":\"c\"}]},"
+		"\"status\":{\"phase\":\"Running\"}}";
+	struct policy *pol = NULL;
+	struct policy_error perr;
+	struct replay_options o;
+	struct replay *r = NULL;
+	struct replay_totals t;
+	const struct ledger *l;
+
+	(void)state;
+	assert_int_equal(policy_load(policy_text, sizeof(policy_text) - 1, &pol, &perr), 0);
+	replay_options_default(&o);
+	o.policy = pol;
+	assert_int_equal(replay_new(&o, &r), 0);
+	assert_int_equal(line(r, 1, "create", DRIVER, "resource.k8s.io", "resourceslices", "", "", "n1-gpu", 201,
+			      SLICE, 1), 0);
+	assert_int_equal(line(r, 2, "create", "admin", "", "nodes", "", "", "n1", 201, NODE, 1), 0);
+	assert_int_equal(line(r, 3, "create", "admin", "", "pods", "", "default", "p1", 201, pod, 2), 0);
+	assert_int_equal(line(r, 4, "create", "admin", "resource.k8s.io", "resourceclaims", "", "default", "c1", 201,
+			      CLAIM("c1", UID1, "2", ""), 2), 0);
+	assert_int_equal(line(r, 5, "update", "system:kube-scheduler", "resource.k8s.io", "resourceclaims", "status",
+			      "default", "c1", 200, CLAIM("c1", UID1, "3", ALLOC_FOR_POD("gpu-0")), 3), 0);
+	/* Writes just after and a minute on (the ledger is sampled as the log
+	 * goes): the node is undercounted all along. */
+	assert_int_equal(line(r, 6, "update", "admin", "", "nodes", "", "", "n1", 200, NODE, 5), 0);
+	assert_int_equal(line(r, 7, "update", "admin", "", "nodes", "", "", "n1", 200, NODE, 59), 0);
+	assert_int_equal(replay_finish(r), 0);
+	l = replay_ledger(r);
+	assert_non_null(l);
+	assert_int_equal(l->undercounted, 1);
+	assert_int_equal(l->diverging, 0);
+	replay_totals(r, &t);
+	assert_true(t.divergences >= 1);
+	replay_free(r);
+	policy_free(pol);
+}
+
 /* One write of the log: what, its recorded code, when (seconds after
  * 10:00:00), and whether it was made with ?dryRun=All. */
 enum step_kind { STEP_END = 0, STEP_FREEZE, STEP_THAW, STEP_CREATE_CLAIM, STEP_ALLOCATE };
@@ -400,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_meta_tells_a_deletion_that_lingers),
 		cmocka_unit_test(test_binding_sets_the_pods_node),
 		cmocka_unit_test(test_a_duplicate_that_got_through_is_named),
+		cmocka_unit_test(test_a_claim_no_pod_status_names_is_a_divergence),
 		cmocka_unit_test(test_refusals_and_pending_time_are_the_live_guards),
 		cmocka_unit_test(test_the_pending_table_cap_stops_the_replay),
 	};

@@ -261,7 +261,7 @@ static void test_view_rules_are_listed_without_a_view(void **state)
 		{ "tests/fixtures/resourceclaim-v1-allocated.json", "status", "status", true,
 		  { RULE_LEDGER_POOL_FRESH, RULE_LEDGER_DEVICE_DUPLICATE, RULE_LEDGER_NUMA_SPLIT }, 3 },
 		{ "tests/fixtures/pod-status-node-allocatable.json", "status", "status", true,
-		  { RULE_LEDGER_POD_AMOUNTS }, 1 },
+		  { RULE_LEDGER_POD_AMOUNTS, RULE_LEDGER_POD_OMITTED }, 2 },
 	};
 	size_t i, j;
 

@@ -8,6 +8,7 @@
 
 #include "admission.h"
 #include "arena.h"
+#include "ledger_rules.h"
 #include "log.h"
 #include "policy.h"
 #include "review.h"
@@ -295,6 +296,29 @@ static bool worth_rechecking(const struct admission_result *res)
 	return any;
 }
 
+/* A Pod status ledger.pod.amounts let through undecided because the view
+ * has not seen the claim's allocation yet: kube-scheduler patches
+ * pods/status milliseconds after the claim's status, and the watch delivers
+ * the claim within milliseconds more. Worth deciding again on a newer view
+ * (bounded by --view-recheck, as a denial is). */
+static bool waits_for_claim(const struct admission_result *res)
+{
+	const struct verdict *v = &res->verdict;
+	uint32_t i;
+
+	if (res->http_status != 200 || !v->allowed)
+		return false;
+	for (i = 0; i < v->nundecided && i < VERDICT_MAX_UNDECIDED; i++)
+		if (v->undecided[i].rule == RULE_LEDGER_POD_AMOUNTS && v->undecided[i].reason == LEDGER_REASON_CLAIM_UNSEEN)
+			return true;
+	return false;
+}
+
+static bool decide_again(const struct admission_result *res)
+{
+	return worth_rechecking(res) || waits_for_claim(res);
+}
+
 static int64_t mono_ms(void)
 {
 	return (int64_t)(admit_now_ns() / 1000000u);
@@ -326,7 +350,7 @@ static int recheck(struct admit *a, const struct policy *pol, bool mutate, const
 		buf_reset(out);
 		rc = admission_handle(pol, *view, wall_ns(), mutate ? &a->opt_mutate : &a->opt_validate, &a->lim,
 				      body, len, arena, out, res);
-		if (rc || !worth_rechecking(res))
+		if (rc || !decide_again(res))
 			break;
 	}
 	atomic_fetch_sub(&a->rechecking, 1);
@@ -463,7 +487,7 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		arena_reset(arena);
 		rc = admission_handle(pol, view, wall_ns(), mutate ? &mo : &a->opt_validate,
 				      &a->lim, body, len, arena, out, &res);
-		if (rc == 0 && view && a->recheck_ms && worth_rechecking(&res))
+		if (rc == 0 && view && a->recheck_ms && decide_again(&res))
 			rc = recheck(a, pol, mutate, body, len, arena, out, &res, &vsnap, &view);
 	}
 	if (rc == 0)
@@ -493,8 +517,9 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		gate_withheld(a, &res);
 	log_admission(mutate, &res, result, status, pol, dur);
 	/* The validating endpoint decides; the mutating one only repeats the
-	 * decision, so only one of the two emits. */
-	if (a->events && !mutate && rc == 0 && status == 200 && res.decoded && !res.verdict.allowed)
+	 * decision, so only one of the two emits. An allowed review emits only
+	 * by a warning that tells the Pod (ledger.pod.omitted). */
+	if (a->events && !mutate && rc == 0 && status == 200 && res.decoded)
 		event_sink_offer(a->events, &res.req, &res.verdict, wall_ns());
 	if (rc != 0) {
 		log_msg_str(LOG_ERROR, "admission answer could not be built", "error", strerror(-rc));

@@ -108,7 +108,9 @@ void event_sink_offer(struct event_sink *es, const struct admission_request *rq,
 	size_t n = 0, i;
 	uint32_t dropped = 0;
 
-	if (!es || v->allowed || rq->dry_run)
+	/* An allowed review asks for an Event only by a warning that tells
+	 * the Pod (events_rule_warns()): events_from_review() decides. */
+	if (!es || rq->dry_run)
 		return;
 	events_from_review(rq, v, now_ns, r, EVENTS_PER_REVIEW, &n);
 	if (!n)

@@ -36,6 +36,8 @@ struct ledger_watch {
 	atomic_uint_fast64_t duplicates;
 	atomic_uint_fast64_t numa_split;
 	atomic_uint_fast64_t pod_amounts;
+	atomic_uint_fast64_t pod_omitted;
+	atomic_uint_fast64_t pod_ambiguous;
 	atomic_uint_fast64_t undecided[NUNDECIDED_RULES][LEDGER_REASON_COUNT];
 	atomic_uint_fast64_t rechecks[2];
 };
@@ -207,7 +209,11 @@ void ledger_watch_count(struct ledger_watch *lw, const struct verdict *v)
 			atomic_fetch_add_explicit(&lw->numa_split, 1, memory_order_relaxed);
 			break;
 		case RULE_LEDGER_POD_AMOUNTS:
-			atomic_fetch_add_explicit(&lw->pod_amounts, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(vi->cause == LEDGER_AMOUNTS_AMBIGUOUS ? &lw->pod_ambiguous : &lw->pod_amounts,
+						  1, memory_order_relaxed);
+			break;
+		case RULE_LEDGER_POD_OMITTED:
+			atomic_fetch_add_explicit(&lw->pod_omitted, 1, memory_order_relaxed);
 			break;
 		default:
 			break;
@@ -247,7 +253,29 @@ static int cmp_top(const void *x, const void *y)
 	return a->value > b->value ? -1 : a->value < b->value;
 }
 
-static int node_series(struct buf *out, const char *family, const struct ledger *l, bool over)
+enum series { SERIES_OVERCOMMIT, SERIES_DIVERGENCE, SERIES_OMITTED };
+
+/* A node's figure for a series: how far over; the statuses' difference
+ * from the charged claims they should name; what no status names. */
+static int64_t series_value(enum series k, const struct ledger_amount *a)
+{
+	switch (k) {
+	case SERIES_OVERCOMMIT:
+		return a->has_allocatable && a->total > a->allocatable ? a->total - a->allocatable : 0;
+	case SERIES_DIVERGENCE:
+		return a->dra - a->omitted - a->unbound - a->status;
+	case SERIES_OMITTED:
+		return a->omitted;
+	}
+	return 0;
+}
+
+static bool series_node(enum series k, const struct ledger_node *nd)
+{
+	return k == SERIES_OVERCOMMIT ? nd->overcommitted : k == SERIES_DIVERGENCE ? nd->diverging : nd->undercounted;
+}
+
+static int node_series(struct buf *out, const char *family, const struct ledger *l, enum series kind)
 {
 	struct top *top = NULL;
 	uint32_t n = 0, cap = 0, i, j;
@@ -256,13 +284,13 @@ static int node_series(struct buf *out, const char *family, const struct ledger 
 	for (i = 0; i < l->nnodes && rc == 0; i++) {
 		const struct ledger_node *nd = &l->nodes[i];
 
-		if (over ? !nd->overcommitted : !nd->diverging)
+		if (!series_node(kind, nd))
 			continue;
 		for (j = 0; j < nd->nresources; j++) {
 			const struct ledger_amount *a = &nd->resources[j];
-			int64_t v = over ? (a->has_allocatable ? a->total - a->allocatable : 0) : a->dra - a->status;
+			int64_t v = series_value(kind, a);
 
-			if (v == 0 || (over && v < 0))
+			if (v == 0)
 				continue;
 			if (n == cap) {
 				struct top *g = realloc(top, (cap ? cap * 2 : 64) * sizeof(*g));
@@ -281,7 +309,7 @@ static int node_series(struct buf *out, const char *family, const struct ledger 
 		qsort(top, n, sizeof(*top), cmp_top);
 	for (i = 0; rc == 0 && i < n && i < LEDGER_WATCH_NODE_SERIES; i++) {
 		const struct ledger_amount *a = top[i].a;
-		int64_t v = over ? a->total - a->allocatable : a->dra - a->status;
+		int64_t v = series_value(kind, a);
 
 		rc = buf_printf(out, "%s{node=\"", family);
 		if (rc == 0)
@@ -291,7 +319,8 @@ static int node_series(struct buf *out, const char *family, const struct ledger 
 		if (rc == 0)
 			rc = metrics_escape_label(out, a->resource.ptr, a->resource.len);
 		if (rc == 0)
-			rc = buf_printf(out, "\"} %.17g\n", base(a->resource, v));
+			rc = buf_printf(out, "\"%s} %.17g\n", kind == SERIES_OMITTED ? ",cause=\"omitted\"" : "",
+					base(a->resource, v));
 	}
 	free(top);
 	return rc;
@@ -329,13 +358,25 @@ static int render_ledger(struct ledger_watch *lw, struct buf *out)
 				"(the %d largest).\n# TYPE dra_guard_ledger_node_overcommit gauge\n",
 				l->overcommitted, l->diverging, LEDGER_WATCH_NODE_SERIES);
 	if (rc == 0)
-		rc = node_series(out, "dra_guard_ledger_node_overcommit", l, true);
+		rc = node_series(out, "dra_guard_ledger_node_overcommit", l, SERIES_OVERCOMMIT);
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_ledger_node_divergence The ledger's DRA amount minus what the "
-				"node's Pod statuses say, by resource (the %d largest).\n"
+		rc = buf_printf(out, "# HELP dra_guard_ledger_node_divergence The ledger's DRA amount for the claims the "
+				"node's Pod statuses name, minus what those statuses say, by resource (the %d largest).\n"
 				"# TYPE dra_guard_ledger_node_divergence gauge\n", LEDGER_WATCH_NODE_SERIES);
 	if (rc == 0)
-		rc = node_series(out, "dra_guard_ledger_node_divergence", l, false);
+		rc = node_series(out, "dra_guard_ledger_node_divergence", l, SERIES_DIVERGENCE);
+	if (rc == 0)
+		rc = buf_printf(out, "# HELP dra_guard_ledger_undercounted_nodes Nodes where a claim a Pod on the node "
+				"reserves, and whose devices carry mappings, is in none of the node's Pod statuses: the "
+				"scheduler counts the node that much less than it is committed (kube-scheduler 1.36 counts "
+				"only claims allocated in the cycle that binds the Pod).\n"
+				"# TYPE dra_guard_ledger_undercounted_nodes gauge\ndra_guard_ledger_undercounted_nodes %u\n"
+				"# HELP dra_guard_ledger_node_uncounted What the mappings commit on a node that the scheduler "
+				"does not count, by resource and cause (omitted: a claim reserved by a Pod on the node that "
+				"no Pod status names; the %d largest).\n"
+				"# TYPE dra_guard_ledger_node_uncounted gauge\n", l->undercounted, LEDGER_WATCH_NODE_SERIES);
+	if (rc == 0)
+		rc = node_series(out, "dra_guard_ledger_node_uncounted", l, SERIES_OMITTED);
 	if (rc == 0)
 		rc = buf_printf(out, "# HELP dra_guard_ledger_claims Allocated claims, by state (charged: on a node; "
 				"pending: a device not in the view yet; unreserved: a multi-node claim no Pod on a node "
@@ -393,11 +434,21 @@ int ledger_watch_render_metrics(void *ctx, struct buf *out)
 				"# HELP dra_guard_ledger_pod_amounts_total Pod status writes whose amounts differ from the "
 				"ledger's (ledger.pod.amounts).\n# TYPE dra_guard_ledger_pod_amounts_total counter\n"
 				"dra_guard_ledger_pod_amounts_total %" PRIu64 "\n"
+				"# HELP dra_guard_ledger_pod_omitted_total Pod status writes that leave out a claim reserved "
+				"for the Pod whose devices carry mappings (ledger.pod.omitted): the scheduler does not "
+				"count it on the node.\n# TYPE dra_guard_ledger_pod_omitted_total counter\n"
+				"dra_guard_ledger_pod_omitted_total %" PRIu64 "\n"
+				"# HELP dra_guard_ledger_pod_amounts_ambiguous_total Pod status writes whose amounts differ "
+				"from the ledger's but are what kube-scheduler 1.36 computes from another device of the "
+				"same pool and device name (another driver's, an older generation's): allowed with a "
+				"warning (ledger.pod.amounts).\n# TYPE dra_guard_ledger_pod_amounts_ambiguous_total counter\n"
+				"dra_guard_ledger_pod_amounts_ambiguous_total %" PRIu64 "\n"
 				"# HELP dra_guard_ledger_undecided_total Requests a rule that reads the view let through "
 				"because the view could not decide, by rule and reason.\n"
 				"# TYPE dra_guard_ledger_undecided_total counter\n",
 				(uint64_t)atomic_load(&lw->duplicates), (uint64_t)atomic_load(&lw->numa_split),
-				(uint64_t)atomic_load(&lw->pod_amounts));
+				(uint64_t)atomic_load(&lw->pod_amounts), (uint64_t)atomic_load(&lw->pod_omitted),
+				(uint64_t)atomic_load(&lw->pod_ambiguous));
 	for (k = 0; rc == 0 && k < NUNDECIDED_RULES; k++)
 		for (i = 1; rc == 0 && i < LEDGER_REASON_COUNT; i++)
 			rc = buf_printf(out, "dra_guard_ledger_undecided_total{rule=\"%s\",reason=\"%s\"} %" PRIu64 "\n",

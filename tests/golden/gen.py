@@ -728,6 +728,11 @@ case("gate-claim-without-gate-pods", "without gatePods a gated Pod's claim is re
 case("gate-claim-no-view", "without a cluster view the guard cannot tell: refused as before",
      review("gate-claim-no-view", "CREATE", tmpl_claim, who=CLAIM_CONTROLLER), False,
      ["claim.freeze.create"], policy=FROZEN_GATE)
+case("freeze-create-names-held-pods",
+     "frozen: a claim made by hand is refused; the Pending Pod that names it (resourceClaimName) is named, and "
+     "its Event goes to that Pod",
+     review("freeze-create-names-held-pods", "CREATE", new_claim, who=APP), False, ["claim.freeze.create"],
+     policy=FROZEN, view=gate_view(new_pod()))
 gated_alloc = claim(devices=None)
 case("gate-allocate", "frozen with gatePods: new allocations are still refused",
      review("gate-allocate", "UPDATE", gated_alloc, unallocated, who=user(SCHEDULER), sub="status"),

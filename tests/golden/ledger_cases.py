@@ -142,6 +142,37 @@ def define(g):
          review("ledger-slice-pool-collision", "CREATE", sl(), who=driver), False, ["slice.pool.collision"],
          policy=LEDGER, view=view([ev(-3600, nic_same)]))
 
+    # kube-scheduler 1.36 looks the device up among every slice it lists, not
+    # the node's: the same names on another node, or in a nodeSelector or
+    # allNodes pool, shadow each other too.
+    nic_elsewhere = sl("worker-2-nic", 1, node="worker-2", pool="worker-1", driver=NIC,
+                       devices=[accel("accel-0", 0, driver=NIC)])
+    case("ledger-slice-pool-collision-other-node",
+         "another driver's pool named worker-1, on worker-2, has a device accel-0 too",
+         review("ledger-slice-pool-collision-other-node", "CREATE", sl(), who=driver), False,
+         ["slice.pool.collision"], policy=LEDGER, view=view([ev(-3600, nic_elsewhere)]))
+
+    def fabric(name, driver, devices):
+        f = sl(name, 1, pool="fabric", driver=driver, devices=devices)
+        del f["spec"]["nodeName"]
+        f["spec"]["allNodes"] = True
+        return f
+
+    nic_fabric = fabric("nic-fabric", NIC, [accel("link-0", 0, driver=NIC)])
+    case("ledger-slice-pool-collision-all-nodes",
+         "a node-local pool named fabric with a device link-0 that carries mappings; another driver's allNodes "
+         "pool fabric has a link-0 too",
+         review("ledger-slice-pool-collision-all-nodes", "CREATE",
+                sl("worker-1-fabric", 1, pool="fabric", devices=[accel("link-0", 0)]), who=driver), False,
+         ["slice.pool.collision"], policy=LEDGER, view=view([ev(-3600, nic_fabric)]))
+
+    plain_fabric = fabric("nic-fabric", NIC, [{"name": "link-0"}])
+    case("ledger-slice-pool-same-names-no-mappings",
+         "the same pool and device names without a mapping on either side: nothing to charge wrongly",
+         review("ledger-slice-pool-same-names-no-mappings", "CREATE",
+                sl("worker-1-fabric", 1, pool="fabric", devices=[{"name": "link-0"}]), who=driver), True,
+         absent=["slice.pool.collision"], policy=LEDGER, view=view([ev(-3600, plain_fabric)]))
+
     nic_other = sl("worker-1-nic", 1, driver=NIC, devices=[accel("nic-0", 0, driver=NIC)])
     case("ledger-slice-pool-same-name-other-devices",
          "two node-local drivers name their pools after the node (the kubelet plugin helper's way): no shared device",
@@ -297,6 +328,106 @@ def define(g):
              "the same change and allocation 40s ago; a status written now is not the PreBind write: decided",
              {"cpu": "2", "memory": "8Gi"}, later, False, ["ledger.pod.amounts"])
 
+    # kube-scheduler 1.36 finds a device by pool and device name alone (the
+    # first listed slice of any driver, node or generation): where another
+    # device answers to the same names, the status it writes may carry that
+    # device's mapping. Such a status is allowed with a warning.
+    nic_twin = sl("worker-1-nic", 1, driver=NIC, devices=[accel("accel-0", 0, mem="4Gi", cpu="1", driver=NIC)])
+    pod_case("ledger-pod-amounts-other-driver-same-names",
+             "driver nic.example.com also has pool worker-1 with a device accel-0 (cpu 1, memory 4Gi); the "
+             "status carries its mapping: what the scheduler can compute, allowed with a warning",
+             {"cpu": "1", "memory": "4Gi"}, [ev(-7200, node()), ev(-3600, sl()), ev(-3500, nic_twin),
+                                             ev(-1800, accel_claim), ev(-1790, pod())], True,
+             ["ledger.pod.amounts"], warnings=True)
+
+    pod_case("ledger-pod-amounts-other-driver-other-amounts",
+             "the same two devices; a status neither mapping gives is refused",
+             {"cpu": "3", "memory": "4Gi"}, [ev(-7200, node()), ev(-3600, sl()), ev(-3500, nic_twin),
+                                             ev(-1800, accel_claim), ev(-1790, pod())], False,
+             ["ledger.pod.amounts"])
+
+    old_gen = sl("worker-1-dra-old", 2, count=2)
+    old_gen["spec"]["devices"][0]["nodeAllocatableResourceMappings"]["memory"]["allocationMultiplier"] = "16Gi"
+    new_gen = sl(gen=3, count=1)
+    pod_case("ledger-pod-amounts-older-generation-listed",
+             "a slice of the pool's previous generation (accel-0 at 16Gi) is still listed; the status at its "
+             "mapping is what the scheduler can compute: allowed with a warning",
+             {"cpu": "2", "memory": "16Gi"}, [ev(-7200, node()), ev(-3600, old_gen), ev(-3000, new_gen),
+                                              ev(-1800, accel_claim), ev(-1790, pod())], True,
+             ["ledger.pod.amounts"], warnings=True)
+
+    # --- ledger.pod.omitted ---------------------------------------------------------------------------
+    # kube-scheduler 1.36 puts in the status only the claims it allocated in
+    # the cycle that binds the Pod: gpu-claim, allocated in an earlier cycle
+    # (the guard refused the second claim then; Unreserve kept the
+    # allocation), is left out. Warned, never denied: a denial would not
+    # change what the next cycle computes.
+
+    gpu_ref = {"name": "gpus", "resourceClaimName": "gpu-claim"}
+
+    def two_claims(status, claim_name="cpu-claim"):
+        p = pod(status=status, claim_name=claim_name)
+        p["spec"]["resourceClaims"].append(copy.deepcopy(gpu_ref))
+        return p
+
+    earlier = claim("gpu-claim", [result("accel-0", "accels")])
+    case("ledger-pod-omitted-earlier-claim",
+         "gpu-claim (accel-0: cpu 2, memory 8Gi) is reserved for the Pod but not in its status: allowed, warned",
+         review("ledger-pod-omitted-earlier-claim", "UPDATE", two_claims({"cpu": "4"}), two_claims(None),
+                who=sched, sub="status"), True, ["ledger.pod.omitted"], policy=LEDGER, warnings=True,
+         absent=["ledger.pod.amounts"],
+         view=view(world + [ev(-1800, earlier), ev(-1790, two_claims(None))]))
+
+    both_listed = two_claims({"cpu": "4"})
+    both_listed["status"]["nodeAllocatableResourceClaimStatuses"].append(
+        {"resourceClaimName": "gpu-claim", "containers": ["app"], "resources": {"cpu": "2", "memory": "8Gi"}})
+    case("ledger-pod-omitted-none",
+         "both claims in the status (allocated in the same cycle): nothing left out",
+         review("ledger-pod-omitted-none", "UPDATE", both_listed, two_claims(None), who=sched, sub="status"),
+         True, absent=["ledger.pod.omitted", "ledger.pod.amounts"], policy=LEDGER,
+         view=view(world + [ev(-1800, earlier), ev(-1790, two_claims(None))]))
+
+    no_mapping = sl(devices=[{"name": "plain-0"}])
+    no_mapping["metadata"]["name"] = "worker-1-plain"
+    no_mapping["spec"]["pool"]["name"] = "worker-1-plain"
+    plain = claim("gpu-claim", [result("plain-0", "accels", pool="worker-1-plain")])
+    case("ledger-pod-omitted-no-mapping",
+         "the left-out claim's device maps nothing: the scheduler rightly leaves it out",
+         review("ledger-pod-omitted-no-mapping", "UPDATE", two_claims({"cpu": "4"}), two_claims(None),
+                who=sched, sub="status"), True, absent=["ledger.pod.omitted"], policy=LEDGER,
+         view=view(world + [ev(-3600, no_mapping), ev(-1800, plain), ev(-1790, two_claims(None))]))
+
+    # The ledger after that write: gpu-claim is committed on worker-1 and no
+    # Pod status names it. Not "unbalanced" (every status agrees with its
+    # claim): "undercounted", with the claim's entry marked omitted.
+    written = two_claims({"cpu": "4"})
+    case("ledger-node-undercounted-omitted-claim",
+         "the node after the status that leaves gpu-claim out: undercounted (omitted), not unbalanced",
+         review("ledger-node-undercounted-omitted-claim", "UPDATE", written, written, who=sched, sub="status"),
+         True, absent=["ledger.pod.omitted", "ledger.pod.amounts"], policy=LEDGER,
+         ledger={"undercountedNodes": 1, "unbalancedNodes": 0},
+         view=view(world + [ev(-1800, earlier), ev(-1790, written)]))
+
+    # A claim on network-attached devices (its nodeSelector names two
+    # nodes), reserved by pod-a on worker-1 (whose status names it) and by
+    # pod-b on worker-2: 1.36 computes pod-b's status without it (it was
+    # allocated before pod-b's cycle), so worker-2 is committed the claim
+    # and counts nothing. Undercounted there, not unbalanced.
+    shared = claim("cpu-claim", [result("socket-0", consumed={DRA + "/cpu": "4"}, share=uid("share-3"))],
+                   cls="cpu.example.com")
+    shared["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = [
+        "worker-1", "worker-2"]
+    shared["status"]["reservedFor"].append({"resource": "pods", "name": "pod-b",
+                                            "uid": uid("pod/team-a/pod-b")})
+    pod_b = pod(name="pod-b", node="worker-2")
+    case("ledger-node-undercounted-second-pod",
+         "a multi-node claim reserved by a second Pod on worker-2, in no status there: undercounted, not unbalanced",
+         review("ledger-node-undercounted-second-pod", "UPDATE", pod(status={"cpu": "4"}), pod(status={"cpu": "4"}),
+                who=sched, sub="status"), True, absent=["ledger.pod.amounts"], policy=LEDGER,
+         ledger={"undercountedNodes": 1, "unbalancedNodes": 0},
+         view=view([ev(-7200, node()), ev(-7200, node("worker-2")), ev(-3600, sl()), ev(-1800, shared),
+                    ev(-1790, pod(status={"cpu": "4"})), ev(-1700, pod_b)]))
+
     # --- ledger.node.overcommit (the ledger's, not an admission rule) -----------------------------------
 
     small = node(cpu="4", memory="16Gi")
@@ -313,6 +444,19 @@ def define(g):
              ledger={"overcommittedNodes": 0, "unbalancedNodes": 0})
 
     # --- every offence is reported, not only the first -----------------------------------------------
+
+    three = sl(devices=[accel("accel-0", 0), accel("accel-1", 0), accel("accel-2", 0)])
+    three_pod = pod(status={"cpu": "2", "memory": "8Gi"}, claim_name="a-claim")
+    three_pod["spec"]["resourceClaims"] += [{"name": "b", "resourceClaimName": "b-claim"},
+                                            {"name": "c", "resourceClaimName": "c-claim"}]
+    three_old = copy.deepcopy(three_pod)
+    three_old["status"].pop("nodeAllocatableResourceClaimStatuses")
+    case("ledger-every-pod-omitted", "two claims reserved for the Pod, both left out of its status: both reported",
+         review("ledger-every-pod-omitted", "UPDATE", three_pod, three_old, who=sched, sub="status"), True,
+         ["ledger.pod.omitted"], policy=LEDGER, warnings=True,
+         view=view([ev(-7200, node()), ev(-3600, three), ev(-1800, claim("a-claim", [result("accel-0", "accels")])),
+                    ev(-1800, claim("b-claim", [result("accel-1", "accels")])),
+                    ev(-1800, claim("c-claim", [result("accel-2", "accels")])), ev(-1790, three_old)]))
 
     nic_two = sl("worker-1-nic", 1, driver=NIC, devices=[accel("accel-0", 0, driver=NIC),
                                                          accel("socket-0", 0, driver=NIC)])
