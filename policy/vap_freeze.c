@@ -5,9 +5,11 @@
  * ConfigMap's freeze key with kubectl patch. These policies take that
  * ConfigMap as their parameter (paramKind v1 ConfigMap, paramRef by name
  * and namespace), so the API server reads the key at admission time and a
- * patch flips them as it flips the webhook. A missing ConfigMap means no
- * freeze (parameterNotFoundAction: Allow): deleting it must not stop every
- * claim in the cluster. What the document says about the freeze (scope,
+ * patch flips them as it flips the webhook. A missing ConfigMap refuses
+ * (parameterNotFoundAction: Deny with failurePolicy Fail): one kubectl
+ * delete must not end an emergency freeze, as the webhook keeps its last
+ * good policy; removing the guard on purpose deletes the bindings first
+ * (the uninstall runbook). What the document says about the freeze (scope,
  * break-glass) is written into the expressions (freeze_rules.c is the
  * reference). */
 #include "vap_impl.h"

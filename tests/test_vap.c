@@ -291,7 +291,7 @@ static void test_freeze_reads_the_named_configmap(void **state)
 	assert_int_equal(vap_render(p, &opt, &out), 0);
 	for (at = buf_cstr(&out); (at = strstr(at, "  paramRef:\n")) != NULL; at++) {
 		static const char want[] = "  paramRef:\n    name: \"guard-policy\"\n    namespace: \"ops\"\n"
-					   "    parameterNotFoundAction: Allow\n";
+					   "    parameterNotFoundAction: Deny\n";
 
 		assert_int_equal(strncmp(at, want, sizeof(want) - 1), 0);
 		n++;
