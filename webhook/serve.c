@@ -337,6 +337,8 @@ static int setup_view(struct server *s)
 	snprintf(vc.cm_name, sizeof(vc.cm_name), "%s", s->cfg.configmap_name);
 	if (s->cfg.watch_page_size)
 		vc.page_size = s->cfg.watch_page_size;
+	if (s->cfg.view_max_objects)
+		vc.limits.max_objects = s->cfg.view_max_objects;
 	if (s->cfg.watch_timeout_s)
 		vc.watch_timeout_s = s->cfg.watch_timeout_s;
 	if (log_begin(&l, LOG_INFO, "cluster view: connecting")) {

@@ -497,6 +497,16 @@ static int set_watch_page_size(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+static int set_view_max_objects(struct serve_config *c, const char *v, char *err)
+{
+	unsigned long long n;
+
+	if (parse_uint("view-max-objects", v, 10, 1000000, &n, err) != 0)
+		return -EINVAL;
+	c->view_max_objects = (unsigned)n;
+	return 0;
+}
+
 static int set_watch_timeout(struct serve_config *c, const char *v, char *err)
 {
 	if (parse_timeout("watch-timeout", v, 3600, &c->watch_timeout_s, err) != 0)
@@ -662,6 +672,9 @@ static const struct flag flags[] = {
 	  "the kubeconfig context to use", set_kube_context },
 	{ "watch-page-size", "DRA_GUARD_WATCH_PAGE_SIZE", "500", NULL, "N",
 	  "objects per LIST page (limit; 10 to 100000)", set_watch_page_size },
+	{ "view-max-objects", "DRA_GUARD_VIEW_MAX_OBJECTS", "1000000", NULL, "N",
+	  "most objects of one resource the cluster view holds (10 to 1000000); more are left out,"
+	  " counted and logged", set_view_max_objects },
 	{ "watch-timeout", "DRA_GUARD_WATCH_TIMEOUT", "5m", NULL, "DURATION",
 	  "server-side timeout of each WATCH (resumed at once from the last event)", set_watch_timeout },
 	{ "view-recheck", "DRA_GUARD_VIEW_RECHECK", "500ms", NULL, "DURATION",

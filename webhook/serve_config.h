@@ -63,6 +63,7 @@ struct serve_config {
 	char kubeconfig[PATH_MAX];
 	char kube_context[254];
 	unsigned watch_page_size;
+	unsigned view_max_objects;    /* per resource */
 	unsigned watch_timeout_s;
 	unsigned view_recheck_ms;
 	bool gate_release;            /* release the freeze's gated Pods (needs the
