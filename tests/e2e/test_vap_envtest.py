@@ -363,15 +363,25 @@ def made_for_pod(obj):
         and r.get("uid") for r in md.get("ownerReferences") or [])
 
 
+# writers.allocators by default: the resource-claim controller, with and
+# without --use-service-account-credentials.
+CLAIM_CONTROLLER_USERS = ("system:serviceaccount:kube-system:resource-claim-controller",
+                          "system:kube-controller-manager")
+
+
 def left_to_webhook(case):
     """Rules the recorded verdict holds that the policies leave to the
     webhook in this case, as vap --explain says: under freeze.gatePods a
-    claim made for a Pod passes claim.freeze.create (whether the Pod is held
-    at the gate is in the cluster view)."""
+    claim the resource-claim controller makes for a Pod passes
+    claim.freeze.create (whether the Pod is held at the gate is in the
+    cluster view); an UPDATE of a claim's metadata is the webhook's alone."""
     pf = policy_file(case)
     r = case["review"]["request"]
+    if r["kind"]["kind"] == "ResourceClaim" and r["operation"] == "UPDATE" and not r.get("subResource"):
+        return {"claim.freeze.create"}
     if pf and "gatePods: true" in open(pf).read() and r["kind"]["kind"] == "ResourceClaim" and \
-            r["operation"] == "CREATE" and made_for_pod(r.get("object")):
+            r["operation"] == "CREATE" and made_for_pod(r.get("object")) and \
+            r["userInfo"]["username"] in CLAIM_CONTROLLER_USERS:
         return {"claim.freeze.create"}
     return set()
 
