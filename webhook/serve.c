@@ -277,6 +277,7 @@ static int setup_gate(struct server *s)
 	snprintf(gc.lease_namespace, sizeof(gc.lease_namespace), "%s", s->cfg.gate_lease_namespace);
 	snprintf(gc.lease_name, sizeof(gc.lease_name), "%s", s->cfg.gate_lease_name);
 	gc.lease_s = s->cfg.gate_lease_s;
+	snprintf(gc.peers, sizeof(gc.peers), "%s", s->cfg.gate_peers);
 	if (s->cfg.gate_identity[0]) {
 		snprintf(gc.identity, sizeof(gc.identity), "%s", s->cfg.gate_identity);
 	} else {

@@ -580,6 +580,16 @@ static int set_gate_identity(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+static int set_gate_peers(struct serve_config *c, const char *v, char *err)
+{
+	if (strlen(v) >= sizeof(c->gate_peers)) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--gate-peers: longer than %zu bytes", sizeof(c->gate_peers) - 1);
+		return -EINVAL;
+	}
+	snprintf(c->gate_peers, sizeof(c->gate_peers), "%s", v);
+	return 0;
+}
+
 static int set_self_user(struct serve_config *c, const char *v, char *err)
 {
 	if (strlen(v) >= sizeof(c->self_user)) {
@@ -691,6 +701,11 @@ static const struct flag flags[] = {
 	  set_gate_lease_duration },
 	{ "gate-identity", "DRA_GUARD_GATE_IDENTITY", "", "HOSTNAME_PID", "NAME",
 	  "this replica's holderIdentity in the Lease", set_gate_identity },
+	{ "gate-peers", "DRA_GUARD_GATE_PEERS", "", NULL, "NAME,...",
+	  "other replicas' holderIdentities, for identities set with --gate-identity; a default one"
+	  " (POD_PID) is a replica when POD is a Pod of the guard in the Lease's namespace. A holder"
+	  " that is neither is foreign: no Pod is gated for it, and the Lease is taken from it",
+	  set_gate_peers },
 	{ "self-user", "DRA_GUARD_SELF_USER", "system:serviceaccount:dra-guard:dra-guard", NULL, "USER",
 	  "the guard's own user name: claim.freeze.gate lets it remove the freeze's gate", set_self_user },
 	{ "events", "DRA_GUARD_EVENTS", "true", NULL, NULL,

@@ -72,6 +72,7 @@ struct serve_config {
 	char gate_lease_name[254];
 	unsigned gate_lease_s;
 	char gate_identity[254];      /* "": hostname_pid */
+	char gate_peers[1024];        /* comma-separated holderIdentities of other replicas */
 	char self_user[254];          /* the guard's own user name in the API server */
 	bool events;                  /* emit Events on refusals that hold a Pod back */
 	char replica_name[129];       /* the Events' reportingInstance */
