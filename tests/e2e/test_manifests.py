@@ -735,10 +735,12 @@ def test_gate_pods_addon_fits_the_guard():
     """manifests/gate-pods (freeze.gatePods): the Pod webhook entries call the
     overlay's Service, fail open and send only what the server judges; the
     RBAC adds patch on Pods and the guard's own Lease, to the guard's
-    ServiceAccount, nothing else."""
+    ServiceAccount, nothing else; a ValidatingAdmissionPolicy narrows that
+    patch to the release (tests/e2e/test_gate_pods_policy.py)."""
     gate = ml.render(os.path.join(workspace(), "manifests", "gate-pods"))
     kinds = sorted(o["kind"] for o in gate)
     check(kinds == ["ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "Role", "RoleBinding",
+                    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
                     "ValidatingWebhookConfiguration"], "gate-pods renders %s" % kinds)
     for overlay in ("overlays/self-signed", "overlays/cert-manager"):
         objs = renders()[overlay]
