@@ -352,7 +352,8 @@ run: dra-guard
 		--policy examples/policy-configmap.yaml --metrics-listen 127.0.0.1:9090
 
 # Knobs (DURATION, CONNS, SIZES, SCALE_THREADS, BENCH_COMPARE, ...): tools/bench.sh.
-bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine $(BUILD)/release/bench/bench_replay | deps-bench
+bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine $(BUILD)/release/bench/bench_replay \
+		$(BUILD)/release/bench/bench_view | deps-bench
 	@BUILD=$(BUILD) tools/bench.sh
 
 # BENCH_BASE=REV also runs the release of REV side by side (the base step).

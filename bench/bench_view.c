@@ -6,9 +6,12 @@
  * previous one back, as a reader would) the way the watcher does.
  *
  *   bench_view [CLAIMS [EVENTS [PUBLISH]]]      defaults 100000 200000 500
+ *   bench_view --one-device CLAIMS              default 100000
  *
  * Prints one line per phase: bytes, seconds, objects or events per second,
- * and the view's memory per claim. */
+ * and the view's memory per claim. --one-device lists CLAIMS claims that
+ * all share one device (consumable capacity, a shareID each): the relist
+ * that rebuilds that device's holders, once quadratic in them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +52,20 @@ static void claim(struct buf *b, unsigned i, unsigned rv, bool kind)
 		   "\"uid\":\"0b5e7c1e-8d7f-4f8e-9a57-%012u\"}]}}",
 		   kind ? "\"kind\":\"ResourceClaim\",\"apiVersion\":\"resource.k8s.io/v1\"," : "",
 		   i, i / 1000, i, rv, node, dev, node, i, i);
+}
+
+/* A claim on the one shared device of --one-device. */
+static void shared_claim(struct buf *b, unsigned i)
+{
+	buf_printf(b, "{\"metadata\":{\"name\":\"claim-%06u\",\"namespace\":\"ns-%03u\",\"uid\":"
+		   "\"6f1c1a55-0d2b-4c3e-9a7e-%012u\",\"resourceVersion\":\"100\"},\"spec\":{\"devices\":"
+		   "{\"requests\":[{\"name\":\"nic\",\"exactly\":{\"deviceClassName\":\"nic.example.com\"}}]}},"
+		   "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"nic\",\"driver\":"
+		   "\"nic.example.com\",\"pool\":\"worker-00000\",\"device\":\"nic-0\",\"shareID\":"
+		   "\"a1b2c3d4-0000-4000-8000-%012u\",\"consumedCapacity\":{\"nic.example.com/bandwidth\":\"1Mi\"}}]},"
+		   "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+		   "\"operator\":\"In\",\"values\":[\"worker-00000\"]}]}]}}}}",
+		   i, i / 1000, i, i);
 }
 
 struct sink_ctx {
@@ -92,6 +109,58 @@ static int feed(struct view_stream *s, const struct buf *text, struct sink_ctx *
 	return view_stream_end(s, &sink);
 }
 
+/* --one-device: one LIST of n claims on one device, relist to commit. */
+static int one_device(unsigned n)
+{
+	struct view_builder *b = NULL;
+	struct view_stream *s = NULL;
+	struct sink_ctx c = { 0 };
+	const struct view *v = NULL;
+	const struct view_hold *h;
+	struct buf text;
+	double t0, dt;
+	unsigned i;
+	int rc = 1;
+
+	buf_init(&text, (size_t)4 << 30);
+	buf_add_cstr(&text, "{\"kind\":\"ResourceClaimList\",\"apiVersion\":\"resource.k8s.io/v1\","
+		     "\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[");
+	for (i = 0; i < n; i++) {
+		if (i)
+			buf_add_char(&text, ',');
+		shared_claim(&text, i);
+	}
+	buf_add_cstr(&text, "]}");
+	if (view_builder_new(NULL, &b) != 0 || view_builder_relist_begin(b, VIEW_CLAIMS) != 0 ||
+	    view_stream_new(VIEW_STREAM_LIST, OBJECT_RESOURCE_CLAIM, API_V1, 3u << 20, &s) != 0)
+		goto out;
+	c.b = b;
+	c.list = true;
+	c.publish_every = 1;
+	t0 = now_s();
+	if (feed(s, &text, &c) != 0 || view_builder_relist_commit(b, VIEW_CLAIMS, 1) != 0 ||
+	    view_builder_publish(b, &v) != 0) {
+		fprintf(stderr, "list failed: %s\n", view_stream_error(s));
+		goto out;
+	}
+	dt = now_s() - t0;
+	h = view_hold_get(v, (struct str){ "nic.example.com", 15 }, (struct str){ "worker-00000", 12 },
+			  (struct str){ "nic-0", 5 });
+	if (!h || h->nholders != n) {
+		fprintf(stderr, "the device's hold has %u holders, not %u\n", h ? h->nholders : 0, n);
+		goto out;
+	}
+	printf("one-device claims=%u seconds=%.3f claims_per_s=%.0f\n", n, dt, n / dt);
+	rc = 0;
+out:
+	if (v)
+		view_builder_release(b, v);
+	view_stream_free(s);
+	view_builder_free(b);
+	buf_free(&text);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned nclaims = argc > 1 ? (unsigned)atoi(argv[1]) : 100000;
@@ -105,6 +174,8 @@ int main(int argc, char **argv)
 	double t0, dt;
 	unsigned i;
 
+	if (argc > 1 && strcmp(argv[1], "--one-device") == 0)
+		return one_device(argc > 2 ? (unsigned)atoi(argv[2]) : 100000);
 	if (nclaims == 0 || every == 0)
 		return 2;
 	buf_init(&text, (size_t)4 << 30);

@@ -64,6 +64,8 @@ static void decide_claim(struct check *c, const struct engine_options *opt)
 
 	if (req->operation == ADMISSION_OP_CREATE && req->sub_resource.len == 0)
 		freeze_rules_create(c);
+	if (req->operation == ADMISSION_OP_UPDATE && req->sub_resource.len == 0)
+		freeze_rules_claim_update(c);
 	if (req->operation == ADMISSION_OP_UPDATE && is_status(req)) {
 		freeze_rules_allocate(c);
 		if (!opt->skip_identity_rules)
@@ -205,8 +207,10 @@ int engine_decide(const struct policy *pol, const struct view *view,
 	/* Labels, annotations, ownerReferences, finalizers and managedFields
 	 * are written by many controllers (the garbage collector strips
 	 * ownerReferences when it orphans); no rule reads them, so such an
-	 * UPDATE passes for whoever RBAC let through. */
-	if (req->operation == ADMISSION_OP_UPDATE && model_only_metadata_changed(&req->object, &req->old_object))
+	 * UPDATE passes for whoever RBAC let through - but for what makes a
+	 * claim a Pod's, which the freeze reads (claim.freeze.create). */
+	if (req->operation == ADMISSION_OP_UPDATE && model_only_metadata_changed(&req->object, &req->old_object) &&
+	    !(kind == OBJECT_RESOURCE_CLAIM && model_pod_owner_changed(&req->object.meta, &req->old_object.meta)))
 		return opt->mutate ? decide_mutation(pol, opt, req, kind, a, out) : 0;
 	switch (kind) {
 	case OBJECT_RESOURCE_SLICE:

@@ -69,17 +69,30 @@ static bool made_for_pod(const struct object_meta *m)
 	       str_eq_cstr(m->controller_kind, "Pod") && m->controller_name.len && m->controller_uid.len;
 }
 
+/* Is the sender the resource-claim controller? kube-controller-manager
+ * makes its client with NewClient("resource-claim-controller"): with
+ * --use-service-account-credentials that is the ServiceAccount
+ * kube-system/resource-claim-controller, without it the manager's own
+ * user (system:kube-controller-manager). writers.allocators names both by
+ * default: the same controller deallocates. Anyone else who can create
+ * claims can write the annotation and the ownerReference too. */
+static bool sent_by_claim_controller(const struct check *c)
+{
+	return check_user_is(c, &c->policy->allocators);
+}
+
 enum gated_owner { OWNER_NOT_GATED = 0, OWNER_GATED, OWNER_UNSEEN };
 
 /* Is the Pod this template claim is made for held at the guard's gate, by
  * the cluster view? A Pod the view does not hold (unbound Pods are kept
- * only while gated) may be one the view has not seen yet. */
+ * only while gated) may be one the view has not seen yet. Without a view
+ * nothing is known to be gated: the exception does not hold. */
 static enum gated_owner owner_gated(const struct check *c, struct str ns)
 {
 	const struct object_meta *m = &c->req->object.meta;
 	const struct view_pod *p;
 
-	if (!c->policy->freeze_gate_pods || !c->view || !made_for_pod(m))
+	if (!c->policy->freeze_gate_pods || !c->view || !made_for_pod(m) || !sent_by_claim_controller(c))
 		return OWNER_NOT_GATED;
 	p = view_pod_get(c->view, ns, m->controller_name);
 	if (!p)
@@ -164,6 +177,26 @@ void freeze_rules_create(struct check *c)
 			      "stay Pending until then%s%.*s", reason_text(c),
 			      c->verdict->nheld_pods ? " (Pods that name it: " : "",
 			      STR_FMT(held_names(c)));
+}
+
+void freeze_rules_claim_update(struct check *c)
+{
+	const struct object_meta *old = &c->req->old_object.meta, *cur = &c->req->object.meta;
+
+	if (!c->frozen || !model_pod_owner_changed(old, cur) || !in_scope(c, &c->req->object))
+		return;
+	/* The resource-claim controller, and the garbage collector, which
+	 * takes the ownerReference off when its Pod is deleted orphaning. */
+	if (sent_by_claim_controller(c) || check_user_is(c, &c->policy->collectors))
+		return;
+	if (bypassed(c, "a ResourceClaim made a Pod's claim or no longer one"))
+		return;
+	check_violation(c, RULE_CLAIM_FREEZE_CREATE, "metadata.ownerReferences",
+			"%.*s may not add, change or remove a ResourceClaim's controller ownerReference to a Pod or "
+			"its resource.kubernetes.io/pod-claim-name annotation while the cluster is in a rollback "
+			"freeze (reason: %s): that makes a claim the freeze let through for a Pod at the gate into "
+			"another claim, or another claim into such a one. Retry after the freeze ends",
+			STR_FMT(check_who(c)), reason_text(c));
 }
 
 void freeze_rules_allocate(struct check *c)

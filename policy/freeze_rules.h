@@ -15,8 +15,17 @@
 
 #include "check.h"
 
-/* claim.freeze.create on a ResourceClaim CREATE. */
+/* claim.freeze.create on a ResourceClaim CREATE: the exception for a
+ * gated Pod's claim holds only when the resource-claim controller
+ * (writers.allocators) sends it and the cluster view shows its Pod gated. */
 void freeze_rules_create(struct check *c);
+
+/* claim.freeze.create on a ResourceClaim UPDATE (not its status): the
+ * pod-claim-name annotation or the controller ownerReference to a Pod may
+ * not change during a freeze but by the resource-claim controller or the
+ * garbage collector (writers.collectors): a forged claim would otherwise
+ * become a real one, or a gated Pod's claim a standalone one. */
+void freeze_rules_claim_update(struct check *c);
 
 /* claim.freeze.allocate on a resourceclaims/status UPDATE. */
 void freeze_rules_allocate(struct check *c);

@@ -52,6 +52,44 @@ int gate_pod_patch(const struct policy *p, const struct k8s_object *pod, struct 
 	return rc;
 }
 
+void gate_lease_judge(const struct gate_lease_state *s, struct gate_lease_verdict *out)
+{
+	uint32_t lasts = s->duration_s && s->duration_s < s->configured_s ? s->duration_s : s->configured_s;
+	bool too_long = s->duration_s > s->configured_s;
+	bool lasted = s->since_renewal_ms >= (int64_t)lasts * 1000;
+
+	out->foreign = s->holder == GATE_HOLDER_FOREIGN || (s->holder != GATE_HOLDER_NONE && too_long);
+	out->live = (s->holder == GATE_HOLDER_SELF || s->holder == GATE_HOLDER_PEER) && !too_long && !lasted;
+	out->take_over = s->holder == GATE_HOLDER_NONE || s->holder == GATE_HOLDER_FOREIGN || lasted;
+}
+
+int gate_holder_pod(struct str holder, struct str *pod)
+{
+	size_t i, us = holder.len;
+
+	for (i = holder.len; i > 0; i--) {
+		if (holder.ptr[i - 1] == '_') {
+			us = i - 1;
+			break;
+		}
+	}
+	if (us == holder.len || us == 0 || us > 253 || us + 1 == holder.len)
+		return -EINVAL;
+	for (i = us + 1; i < holder.len; i++)
+		if (holder.ptr[i] < '0' || holder.ptr[i] > '9')
+			return -EINVAL;
+	for (i = 0; i < us; i++) {
+		char ch = holder.ptr[i];
+		bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+
+		if (!alnum && !((ch == '-' || ch == '.') && i > 0 && i + 1 < us))
+			return -EINVAL;
+	}
+	pod->ptr = holder.ptr;
+	pod->len = us;
+	return 0;
+}
+
 bool gate_removed(const struct k8s_object *old_pod, const struct k8s_object *new_pod)
 {
 	return old_pod->kind == OBJECT_POD && new_pod->kind == OBJECT_POD && old_pod->u.pod.has_freeze_gate &&

@@ -50,4 +50,47 @@ int gate_pod_patch(const struct policy *p, const struct k8s_object *pod, struct 
  * the only change to the gate an UPDATE can make. */
 bool gate_removed(const struct k8s_object *old_pod, const struct k8s_object *new_pod);
 
+/* --- the gate's Lease ---------------------------------------------------------
+ *
+ * Whoever can write the Lease could name a holder that never releases
+ * anything, with a long leaseDurationSeconds, and keep Pods gated after the
+ * freeze. So a replica gates Pods (and leaves the Lease alone) only for a
+ * holder it recognises as a replica, within the duration it is configured
+ * with; anything else is foreign: not live, taken over at once, exported
+ * and alerted on (dra_guard_gate_lease_foreign). */
+
+/* What a replica knows of the Lease's holderIdentity. */
+enum gate_holder {
+	GATE_HOLDER_NONE = 0,       /* empty: given up, or never held */
+	GATE_HOLDER_SELF,           /* this replica */
+	GATE_HOLDER_PEER,           /* names a running Pod of the guard */
+	GATE_HOLDER_UNCHECKED,      /* not yet known (the check failed or is pending) */
+	GATE_HOLDER_FOREIGN,        /* names no Pod of the guard */
+};
+
+struct gate_lease_state {
+	enum gate_holder holder;
+	uint32_t duration_s;        /* leaseDurationSeconds as written; 0 when absent */
+	uint32_t configured_s;      /* --gate-lease-duration */
+	int64_t since_renewal_ms;   /* since the record last changed, on this replica's clock */
+};
+
+struct gate_lease_verdict {
+	bool live;                  /* a replica holds it and renews: gating may go on */
+	bool take_over;             /* this replica may write itself as the holder */
+	bool foreign;               /* a holder no replica would write */
+};
+
+/* Judge a Lease record. The record lasts the shorter of its own duration
+ * and the configured one; a duration beyond the configured one is foreign
+ * (no replica writes it). A holder not yet checked is neither live nor
+ * taken over before the record lasts out (a transient API error must not
+ * start two replicas fighting over it). */
+void gate_lease_judge(const struct gate_lease_state *s, struct gate_lease_verdict *out);
+
+/* The Pod a replica's default holderIdentity names: "<pod>_<pid>", the pod
+ * a DNS subdomain name. 0 with *pod pointing into holder, or -EINVAL for
+ * any other shape (then no replica wrote it). */
+int gate_holder_pod(struct str holder, struct str *pod);
+
 #endif

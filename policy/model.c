@@ -30,6 +30,18 @@ bool model_only_metadata_changed(const struct k8s_object *a, const struct k8s_ob
 	return true;
 }
 
+bool model_pod_owner_changed(const struct object_meta *a, const struct object_meta *b)
+{
+	if (a->has_pod_claim_name != b->has_pod_claim_name || a->has_controller != b->has_controller)
+		return true;
+	if (a->has_pod_claim_name && !str_eq(a->pod_claim_name, b->pod_claim_name))
+		return true;
+	return a->has_controller && (!str_eq(a->controller_api_version, b->controller_api_version) ||
+				     !str_eq(a->controller_kind, b->controller_kind) ||
+				     !str_eq(a->controller_name, b->controller_name) ||
+				     !str_eq(a->controller_uid, b->controller_uid));
+}
+
 bool model_slice_has_mappings(const struct resource_slice *s)
 {
 	uint32_t i;

@@ -384,6 +384,10 @@ enum admission_op model_op_parse(struct str s);
  * rules run). */
 bool model_only_metadata_changed(const struct k8s_object *a, const struct k8s_object *b);
 
+/* True when a and b differ in what makes a claim a Pod's (the resource-claim
+ * controller's pod-claim-name annotation, the controller ownerReference). */
+bool model_pod_owner_changed(const struct object_meta *a, const struct object_meta *b);
+
 /* Order d's mappings by shape, then resource (the decoder does it). */
 void model_sort_mappings(struct device *d);
 

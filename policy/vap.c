@@ -60,8 +60,10 @@ static const struct expressed expressed[RULE_COUNT] = {
 		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
 		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "
 		"frozen or not, and this policy unfrozen; with freeze.gatePods, a claim the resource-claim "
-		"controller makes for a Pod (its pod-claim-name annotation and controller reference) passes, "
-		"where the webhook asks the cluster view whether that Pod is held at the gate" },
+		"controller (writers.allocators) makes for a Pod (its pod-claim-name annotation and controller "
+		"reference) passes, where the webhook also asks the cluster view whether that Pod is held at the "
+		"gate; UPDATEs that add or take away that annotation or reference during a freeze are the "
+		"webhook's alone" },
 	[RULE_CLAIM_FREEZE_ALLOCATE] = { true,
 		"the policy is frozen while the ConfigMap's freeze key says true; a value the loader refuses (the "
 		"policy webhook keeps one out while the guard is up) leaves the webhook on its last good policy, "

@@ -496,7 +496,9 @@ void vap_policy_end(struct vap_out *o, enum rule_id id, const struct vap_match *
 		yaml_quoted_str(o, o->opt->param_name);
 		yaml_add(o, "\n    namespace: ");
 		yaml_quoted_str(o, o->opt->param_namespace);
-		yaml_add(o, "\n    parameterNotFoundAction: Allow\n");
+		/* Deny: the policies' failurePolicy (Fail) then refuses, so a
+		 * deleted ConfigMap does not lift a freeze. */
+		yaml_add(o, "\n    parameterNotFoundAction: Deny\n");
 	}
 	o->section = SEC_NONE;
 }

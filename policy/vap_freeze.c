@@ -5,9 +5,11 @@
  * ConfigMap's freeze key with kubectl patch. These policies take that
  * ConfigMap as their parameter (paramKind v1 ConfigMap, paramRef by name
  * and namespace), so the API server reads the key at admission time and a
- * patch flips them as it flips the webhook. A missing ConfigMap means no
- * freeze (parameterNotFoundAction: Allow): deleting it must not stop every
- * claim in the cluster. What the document says about the freeze (scope,
+ * patch flips them as it flips the webhook. A missing ConfigMap refuses
+ * (parameterNotFoundAction: Deny with failurePolicy Fail): one kubectl
+ * delete must not end an emergency freeze, as the webhook keeps its last
+ * good policy; removing the guard on purpose deletes the bindings first
+ * (the uninstall runbook). What the document says about the freeze (scope,
  * break-glass) is written into the expressions (freeze_rules.c is the
  * reference). */
 #include "vap_impl.h"
@@ -118,10 +120,13 @@ static void rule_freeze(struct vap_out *o, enum rule_id id)
 	cel_add(&bypass, " || ");
 	cel_group_in(&bypass, &p->break_glass_groups);
 	/* With freeze.gatePods the engine lets the resource-claim controller
-	 * make the claims of a Pod the cluster view holds at the gate: what it
-	 * writes (the pod-claim-name annotation, a controller reference to the
-	 * Pod) is all a policy can see, so such a claim passes here. */
-	cel_add(&for_pod, "has(object.metadata.annotations) && "
+	 * make the claims of a Pod the cluster view holds at the gate. A policy
+	 * cannot see the Pod: what it can hold is who sends the claim (the
+	 * controller, writers.allocators: anyone else could forge the rest)
+	 * and what the controller writes (the pod-claim-name annotation, a
+	 * controller reference to the Pod). */
+	cel_user_in(&for_pod, &p->allocators);
+	cel_add(&for_pod, " &&\nhas(object.metadata.annotations) && "
 		"'resource.kubernetes.io/pod-claim-name' in object.metadata.annotations &&\n"
 		"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
 		"has(r.controller) && r.controller && r.apiVersion == 'v1' && r.kind == 'Pod' && r.name != '' && "

@@ -323,6 +323,111 @@ static void test_file_source_loads_the_example_configmap(void **state)
 	free(take_log());
 }
 
+static bool serving_frozen(struct policy_source *ps)
+{
+	struct snapshot *s;
+	bool frozen = serving(ps, &s)->frozen;
+
+	snapshot_release(s);
+	return frozen;
+}
+
+/* A deleted policy ConfigMap keeps the last good policy, frozen: the
+ * configured source (here the built-in policy, never frozen) is not read
+ * again, the log and dra_guard_policy_input_missing say so, and the
+ * ConfigMap's return ends it. */
+static void test_deleted_configmap_keeps_the_freeze(void **state)
+{
+	struct metrics *m;
+	struct policy_source *ps;
+	char why[256], *log;
+
+	(void)state;
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_BUILTIN, NULL, m, &ps), 0);
+	assert_int_equal(policy_source_reload(ps, "start"), 1);
+	assert_int_equal(policy_source_offer_api(ps, true, GOOD_POLICY, strlen(GOOD_POLICY), true, "true", 4,
+						 true, "INC-1", 5, "watch"), 1);
+	assert_true(serving_frozen(ps));
+	assert_true(testmetrics_sample(m, "dra_guard_policy_input_missing") == 0);
+	free(take_log());
+
+	assert_int_equal(policy_source_offer_api(ps, false, NULL, 0, false, NULL, 0, false, NULL, 0, "watch"), 0);
+	assert_true(serving_frozen(ps));
+	assert_true(policy_source_ready(ps, why, sizeof(why)));
+	assert_true(testmetrics_sample(m, "dra_guard_freeze_active") == 1);
+	assert_true(testmetrics_sample(m, "dra_guard_policy_input_missing") == 1);
+	log = take_log();
+	assert_non_null(strstr(log, "the policy ConfigMap is gone from the API server"));
+	assert_non_null(strstr(log, "\"level\":\"error\""));
+	free(log);
+	/* A relist that still finds none, and a reload signal, change nothing
+	 * and say nothing more. */
+	assert_int_equal(policy_source_offer_api(ps, false, NULL, 0, false, NULL, 0, false, NULL, 0, "list"), 0);
+	assert_int_equal(policy_source_reload(ps, "SIGHUP"), 0);
+	assert_true(serving_frozen(ps));
+	log = take_log();
+	assert_null(strstr(log, "gone"));
+	free(log);
+
+	/* Re-created, lifted: it serves again. */
+	assert_int_equal(policy_source_offer_api(ps, true, GOOD_POLICY, strlen(GOOD_POLICY), true, "false", 5,
+						 false, NULL, 0, "watch"), 1);
+	assert_false(serving_frozen(ps));
+	assert_true(testmetrics_sample(m, "dra_guard_policy_input_missing") == 0);
+	log = take_log();
+	assert_non_null(strstr(log, "the policy ConfigMap is back"));
+	free(log);
+	policy_source_free(ps);
+	metrics_free(m);
+}
+
+/* The mounted ConfigMap emptied (an optional volume whose ConfigMap was
+ * deleted) and a deleted policy file: the last good policy stays, counted
+ * as missing, until the input is back. */
+static void test_missing_mounted_policy_keeps_the_freeze(void **state)
+{
+	struct metrics *m;
+	struct policy_source *ps;
+	char dir[512], file[512], *log;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/gone", root);
+	publish("gone", GOOD_POLICY, "true", "INC-2");
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_DIR, dir, m, &ps), 0);
+	assert_int_equal(policy_source_reload(ps, "start"), 1);
+	free(take_log());
+	publish("gone", NULL, NULL, NULL);
+	assert_true(policy_source_reload(ps, "change") == -ENOENT);
+	assert_true(serving_frozen(ps));
+	assert_true(testmetrics_sample(m, "dra_guard_policy_input_missing") == 1);
+	log = take_log();
+	assert_non_null(strstr(log, "policy source missing; the last good policy stays"));
+	free(log);
+	publish("gone", GOOD_POLICY, "false", NULL);
+	assert_int_equal(policy_source_reload(ps, "change"), 1);
+	assert_false(serving_frozen(ps));
+	assert_true(testmetrics_sample(m, "dra_guard_policy_input_missing") == 0);
+	policy_source_free(ps);
+	metrics_free(m);
+
+	snprintf(file, sizeof(file), "%s/gone-policy.yaml", root);
+	testutil_run("cp %s %s && sed -i 's/freeze: \"false\"/freeze: \"true\"/' %s",
+		     testutil_repo_path("examples/policy-configmap.yaml"), file, file);
+	assert_int_equal(metrics_new("dev", &m), 0);
+	assert_int_equal(policy_source_new(POLICY_SOURCE_FILE, file, m, &ps), 0);
+	assert_int_equal(policy_source_reload(ps, "start"), 1);
+	assert_true(serving_frozen(ps));
+	testutil_run("rm %s", file);
+	assert_true(policy_source_reload(ps, "change") == -ENOENT);
+	assert_true(serving_frozen(ps));
+	assert_true(testmetrics_sample(m, "dra_guard_policy_input_missing") == 1);
+	policy_source_free(ps);
+	metrics_free(m);
+	free(take_log());
+}
+
 #define RACE_ROUNDS 3000
 
 struct race {
@@ -420,6 +525,8 @@ int main(void)
 		cmocka_unit_test(test_broken_at_start_is_not_ready_and_says_why),
 		cmocka_unit_test(test_missing_document_key_is_not_ready),
 		cmocka_unit_test(test_file_source_loads_the_example_configmap),
+		cmocka_unit_test(test_deleted_configmap_keeps_the_freeze),
+		cmocka_unit_test(test_missing_mounted_policy_keeps_the_freeze),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -291,7 +291,7 @@ static void test_freeze_reads_the_named_configmap(void **state)
 	assert_int_equal(vap_render(p, &opt, &out), 0);
 	for (at = buf_cstr(&out); (at = strstr(at, "  paramRef:\n")) != NULL; at++) {
 		static const char want[] = "  paramRef:\n    name: \"guard-policy\"\n    namespace: \"ops\"\n"
-					   "    parameterNotFoundAction: Allow\n";
+					   "    parameterNotFoundAction: Deny\n";
 
 		assert_int_equal(strncmp(at, want, sizeof(want) - 1), 0);
 		n++;
@@ -307,6 +307,32 @@ static void test_freeze_reads_the_named_configmap(void **state)
 	assert_int_equal(vap_render(p, &opt, &out), -EINVAL);
 	buf_free(&out);
 	policy_free(p);
+}
+
+/* Under freeze.gatePods a claim made for a Pod passes only when the
+ * resource-claim controller sends it: the annotation and the
+ * ownerReference alone are what any tenant can write. */
+static void test_gated_pod_claims_pass_only_from_the_claim_controller(void **state)
+{
+	struct policy *gate = load_file("tests/golden/policies/frozen-gate.yaml");
+	struct policy *none = load_text(HEAD "freeze:\n  gatePods: true\nwriters:\n  allocators: []\n");
+	char *text = render(gate), *at;
+
+	(void)state;
+	at = strstr(text, "  - name: forPod\n    expression: |-\n      ");
+	assert_non_null(at);
+	at += strlen("  - name: forPod\n    expression: |-\n      ");
+	assert_int_equal(strncmp(at, "request.userInfo.username in ['system:kube-controller-manager', "
+				 "'system:serviceaccount:kube-system:resource-claim-controller'] &&\n", 130), 0);
+	free(text);
+	/* No allocation controllers: no claim passes for its Pod. */
+	text = render(none);
+	at = strstr(text, "  - name: forPod\n    expression: |-\n      ");
+	assert_non_null(at);
+	assert_int_equal(strncmp(at + strlen("  - name: forPod\n    expression: |-\n      "), "false &&", 8), 0);
+	free(text);
+	policy_free(gate);
+	policy_free(none);
 }
 
 static void test_output_cap_is_an_error(void **state)
@@ -584,6 +610,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_actions_map_to_validation_actions),
 		cmocka_unit_test(test_freeze_reads_the_named_configmap),
 		cmocka_unit_test(test_output_cap_is_an_error),
+		cmocka_unit_test(test_gated_pod_claims_pass_only_from_the_claim_controller),
 		cmocka_unit_test(test_policy_text_becomes_ascii_cel_literals),
 		cmocka_unit_test(test_odd_names_stay_inside_their_literals),
 		cmocka_unit_test(test_globs_match_what_fnmatch_matches),

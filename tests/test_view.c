@@ -275,6 +275,117 @@ static void test_watch_events_add_update_delete(void **state)
 	buf_free(&text);
 }
 
+#define HOLD_CLAIMS 3000
+#define HOLD_DEVICES 3
+
+/* Claim i's device: most share pool w-0's gpu-0, the rest are spread. */
+static void hold_device(unsigned i, char *pool, char *dev)
+{
+	unsigned d = i % 5 == 0 ? 1 + (i / 5) % (HOLD_DEVICES - 1) : 0;
+
+	sprintf(pool, "w-%u", d == 2 ? 1 : 0);
+	sprintf(dev, "gpu-%u", d == 1 ? 1 : 0);
+}
+
+/* Every device's hold, built at once by a relist and claim by claim by
+ * watch events, names exactly the claims allocated on it, each once; and
+ * it follows deletions. */
+static void test_device_holds_name_each_claim_on_the_device_once(void **state)
+{
+	static const char *const pools[HOLD_DEVICES] = { "w-0", "w-0", "w-1" };
+	static const char *const devs[HOLD_DEVICES] = { "gpu-0", "gpu-1", "gpu-0" };
+	static unsigned char seen[HOLD_CLAIMS];
+	struct view_builder *b[2] = { NULL, NULL };
+	struct buf text;
+	const struct view *v;
+	char name[32], pool[16], dev[16];
+	unsigned i, d, k, want[HOLD_DEVICES];
+
+	(void)state;
+	buf_init(&text, 64u << 20);
+	memset(want, 0, sizeof(want));
+	for (k = 0; k < 2; k++) {
+		struct feed f = { NULL, VIEW_CLAIMS, k == 0, 10, 0, "" };
+
+		assert_int_equal(view_builder_new(NULL, &b[k]), 0);
+		f.b = b[k];
+		buf_reset(&text);
+		buf_add_cstr(&text, k == 0 ? "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[" : "");
+		for (i = 0; i < HOLD_CLAIMS; i++) {
+			snprintf(name, sizeof(name), "c-%u", i);
+			hold_device(i, pool, dev);
+			if (k == 0) {
+				buf_add_cstr(&text, i ? "," : "");
+			} else {
+				buf_add_cstr(&text, "{\"type\":\"ADDED\",\"object\":");
+			}
+			claim_json(&text, i % 2 ? "ns-a" : "ns-b", name, pool, dev, k == 1);
+			buf_add_cstr(&text, k == 1 ? "}\n" : "");
+		}
+		if (k == 0) {
+			buf_add_cstr(&text, "],\"kind\":\"ResourceClaimList\"}");
+			assert_int_equal(view_builder_relist_begin(b[k], VIEW_CLAIMS), 0);
+			assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&text), buf_len(&text), 4096,
+						     NULL), 0);
+			assert_int_equal(view_builder_relist_commit(b[k], VIEW_CLAIMS, 10), 0);
+		} else {
+			assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, buf_cstr(&text), buf_len(&text), 4096,
+						     NULL), 0);
+		}
+		v = publish(b[k]);
+		for (d = 0; d < HOLD_DEVICES; d++) {
+			const struct view_hold *h = view_hold_get(v, STR_LIT("gpu.example.com"), str_from_cstr(pools[d]),
+								  str_from_cstr(devs[d]));
+			unsigned n = 0;
+
+			assert_non_null(h);
+			memset(seen, 0, sizeof(seen));
+			for (i = 0; i < h->nholders; i++) {
+				unsigned c = (unsigned)atoi(h->holders[i].name + 2);
+
+				assert_true(c < HOLD_CLAIMS);
+				hold_device(c, pool, dev);
+				assert_string_equal(pool, pools[d]);
+				assert_string_equal(dev, devs[d]);
+				assert_true(str_eq(view_atom_str(h->holders[i].namespace),
+						   str_from_cstr(c % 2 ? "ns-a" : "ns-b")));
+				assert_int_equal(h->holders[i].result, 0);
+				assert_int_equal(seen[c]++, 0);
+				n++;
+			}
+			if (k == 0)
+				want[d] = n;
+			assert_int_equal(n, want[d]);
+		}
+		assert_int_equal(want[0] + want[1] + want[2], HOLD_CLAIMS);
+		assert_int_equal(want[0], HOLD_CLAIMS * 4 / 5);
+		view_builder_release(b[k], v);
+	}
+
+	/* Deleting the shared device's claims one by one empties its hold. */
+	for (i = 0; i < HOLD_CLAIMS; i++) {
+		struct feed f = { b[0], VIEW_CLAIMS, false, 11, 0, "" };
+
+		hold_device(i, pool, dev);
+		if (strcmp(pool, "w-0") != 0 || strcmp(dev, "gpu-0") != 0)
+			continue;
+		snprintf(name, sizeof(name), "c-%u", i);
+		buf_reset(&text);
+		buf_add_cstr(&text, "{\"type\":\"DELETED\",\"object\":");
+		claim_json(&text, i % 2 ? "ns-a" : "ns-b", name, pool, dev, true);
+		buf_add_cstr(&text, "}\n");
+		assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, buf_cstr(&text), buf_len(&text), 4096, NULL), 0);
+	}
+	v = publish(b[0]);
+	assert_null(view_hold_get(v, STR_LIT("gpu.example.com"), STR_LIT("w-0"), STR_LIT("gpu-0")));
+	assert_int_equal(view_hold_get(v, STR_LIT("gpu.example.com"), STR_LIT("w-1"), STR_LIT("gpu-0"))->nholders,
+			 want[2]);
+	view_builder_release(b[0], v);
+	view_builder_free(b[0]);
+	view_builder_free(b[1]);
+	buf_free(&text);
+}
+
 static void test_claims_are_compact_and_keyed_by_namespace(void **state)
 {
 	struct view_builder *b = NULL;
@@ -786,6 +897,7 @@ int main(void)
 		cmocka_unit_test(test_pool_names_index_the_drivers_that_use_them),
 		cmocka_unit_test(test_pods_and_nodes_keep_what_the_ledger_reads),
 		cmocka_unit_test(test_real_fixture_slice_decodes),
+		cmocka_unit_test(test_device_holds_name_each_claim_on_the_device_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,6 +132,15 @@ struct reflector {
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t skipped;
 	atomic_int_fast64_t last_event_ns;   /* wall clock */
+
+	/* Objects left out (not held, or not decoded): the first is logged
+	 * with its name, the next ones are counted into one line at most every
+	 * SKIP_LOG_INTERVAL_MS and at the end of a LIST. Past the object cap a
+	 * relist leaves out every further object: one line each was 126k
+	 * lines in 30 s. The thread's own. */
+	int64_t skip_logged_ms;          /* monotonic; 0: none logged yet */
+	uint64_t skip_unlogged;
+	char skip_error[200];            /* the last unlogged one's */
 	atomic_uint_fast64_t list_hist[LIST_BUCKETS + 1];
 	atomic_uint_fast64_t list_sum_ms;
 	atomic_uint_fast64_t list_count;
@@ -377,6 +386,50 @@ static void cm_offer(struct cluster_view *cv, const struct config_map_copy *c, c
 
 /* --- the sink: objects into the builder ------------------------------------------ */
 
+#define SKIP_LOG_INTERVAL_MS 10000
+
+/* One line for the objects left out and not yet logged. */
+static void skip_flush(struct reflector *r)
+{
+	struct log_line l;
+
+	if (r->skip_unlogged && log_begin(&l, LOG_WARN, "cluster view: objects left out")) {
+		log_str(&l, "resource", res_names[r->res]);
+		log_uint(&l, "count", r->skip_unlogged);
+		log_str(&l, "last_error", r->skip_error);
+		log_uint(&l, "total", (uint64_t)atomic_load(&r->skipped));
+		log_end(&l);
+	}
+	r->skip_unlogged = 0;
+	r->skip_logged_ms = mono_ms();
+}
+
+/* Count an object left out; log it alone when no line was written for
+ * SKIP_LOG_INTERVAL_MS, else count it into the next line. obj may be
+ * NULL (it did not decode). */
+static void skip_note(struct reflector *r, const char *what, const struct k8s_object *obj, const char *err)
+{
+	int64_t now = mono_ms();
+	struct log_line l;
+
+	atomic_fetch_add(&r->skipped, 1);
+	if (r->skip_logged_ms && now - r->skip_logged_ms < SKIP_LOG_INTERVAL_MS) {
+		r->skip_unlogged++;
+		snprintf(r->skip_error, sizeof(r->skip_error), "%s", err);
+		return;
+	}
+	skip_flush(r);
+	if (log_begin(&l, LOG_WARN, what)) {
+		log_str(&l, "resource", res_names[r->res]);
+		if (obj) {
+			log_strn(&l, "namespace", obj->meta.namespace.ptr, obj->meta.namespace.len);
+			log_strn(&l, "name", obj->meta.name.ptr, obj->meta.name.len);
+		}
+		log_str(&l, "error", err);
+		log_end(&l);
+	}
+}
+
 static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *obj)
 {
 	struct reflector *r = ctx;
@@ -406,32 +459,14 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 		rc = view_builder_apply(cv->b, (enum view_resource)r->res, ev, obj, wall_ns(), err, sizeof(err));
 	if (rc == -ENOMEM)
 		return rc;
-	if (rc) {
-		struct log_line l;
-
-		atomic_fetch_add(&r->skipped, 1);
-		if (log_begin(&l, LOG_WARN, "cluster view: object not held")) {
-			log_str(&l, "resource", res_names[r->res]);
-			log_strn(&l, "namespace", obj->meta.namespace.ptr, obj->meta.namespace.len);
-			log_strn(&l, "name", obj->meta.name.ptr, obj->meta.name.len);
-			log_str(&l, "error", err);
-			log_end(&l);
-		}
-	}
+	if (rc)
+		skip_note(r, "cluster view: object not held", obj, err);
 	return 0;
 }
 
 static void sink_skipped(void *ctx, const char *msg)
 {
-	struct reflector *r = ctx;
-	struct log_line l;
-
-	atomic_fetch_add(&r->skipped, 1);
-	if (log_begin(&l, LOG_WARN, "cluster view: an object did not decode; skipped")) {
-		log_str(&l, "resource", res_names[r->res]);
-		log_str(&l, "error", msg);
-		log_end(&l);
-	}
+	skip_note(ctx, "cluster view: an object did not decode; skipped", NULL, msg);
 }
 
 /* --- requests ------------------------------------------------------------------ */
@@ -858,6 +893,8 @@ static int list_commit(struct cluster_view *cv, struct reflector *r, const char 
 	atomic_fetch_add(&r->list_hist[i], 1);
 	atomic_fetch_add(&r->list_sum_ms, (uint64_t)took);
 	atomic_fetch_add(&r->list_count, 1);
+	if (r->skip_unlogged)
+		skip_flush(r);
 	if (log_begin(&l, LOG_INFO, "cluster view: listed")) {
 		log_str(&l, "resource", res_names[r->res]);
 		log_str(&l, "reason", reason_names[r->reason]);

@@ -28,6 +28,11 @@
 #define FREEZE_POLL_MS 20
 /* Failed patches (409, 429, 5xx) are tried again after this long. */
 #define RETRY_MS 1000
+/* A holder found to be (or not to be) a replica's Pod is looked up again
+ * after this long: the Pod may have gone. */
+#define HOLDER_RECHECK_MS 60000
+/* The label every replica's Pod carries (manifests/base/deployment.yaml). */
+#define PEER_SELECTOR "app.kubernetes.io%2Fname%3Ddra-guard"
 
 struct recent {
 	uint8_t uid[16];
@@ -58,7 +63,11 @@ struct gate_release {
 	char rec_renew[64];
 	char rec_rv[64];
 	long rec_transitions;
-	long rec_duration;
+	long rec_duration;            /* what the record lasts: its own, at most ours */
+	long rec_duration_written;    /* leaseDurationSeconds as written; 0 absent */
+	char checked_holder[254];     /* the holder last looked up, and what it is */
+	enum gate_holder checked;
+	int64_t checked_ms;
 	int64_t observed_ms;          /* when the record last changed, our clock */
 	atomic_int_fast64_t live_until_ms;      /* a holder's record is live until then; 0: none */
 	atomic_int_fast64_t leading_until_ms;   /* holder: last renewal + 2/3 of the lease */
@@ -80,6 +89,7 @@ struct gate_release {
 	atomic_uint_fast64_t patch_errors;
 	atomic_uint_fast64_t lease_errors;
 	atomic_uint_fast64_t takeovers;
+	atomic_bool foreign;          /* the holder is no replica, or its duration is none of ours */
 	atomic_int_fast64_t freeze_end_ns;      /* wall clock; 0 before a freeze ended */
 	atomic_int_fast64_t last_release_ns;    /* wall clock of the last release after it */
 };
@@ -201,15 +211,129 @@ static int parse_lease(struct gate_release *g, const struct buf *b)
 	snprintf(g->rec_holder, sizeof(g->rec_holder), "%s", holder);
 	snprintf(g->rec_renew, sizeof(g->rec_renew), "%s", renew);
 	snprintf(g->rec_rv, sizeof(g->rec_rv), "%s", rv);
-	g->rec_duration = dur > 0 && dur < 3600 ? dur : (long)g->cfg.lease_s;
+	g->rec_duration_written = dur > 0 ? (dur < 1000000 ? dur : 1000000) : 0;
+	g->rec_duration = dur > 0 && dur < (long)g->cfg.lease_s ? dur : (long)g->cfg.lease_s;
 	g->rec_transitions = trans;
 	g->have_record = true;
 	if (changed)
 		g->observed_ms = mono_ms();
-	atomic_store(&g->live_until_ms, g->rec_holder[0] ? g->observed_ms + g->rec_duration * 1000 : 0);
 	json_decref(root);   /* holder pointed into it: copy from the record */
 	set_holder(g, g->rec_holder);
 	return 0;
+}
+
+static void lease_warn(struct gate_release *g, const char *what, long code, const struct buf *resp)
+{
+	struct log_line l;
+
+	atomic_fetch_add(&g->lease_errors, 1);
+	if (log_begin(&l, LOG_WARN, "gate: lease request failed")) {
+		log_str(&l, "request", what);
+		log_int(&l, "http", code);
+		log_strn(&l, "body", buf_cstr(resp), buf_len(resp) > 300 ? 300 : buf_len(resp));
+		log_end(&l);
+	}
+}
+
+/* Is the Pod named pod, in the Lease's namespace, a running replica of the
+ * guard? Listed by name and label with the view's list permission.
+ * GATE_HOLDER_UNCHECKED when the API server did not say. */
+static enum gate_holder lookup_peer(struct gate_release *g, struct str pod, struct buf *resp)
+{
+	char path[640];
+	long code = 0;
+	json_t *root, *items, *it, *v;
+	enum gate_holder h = GATE_HOLDER_FOREIGN;
+	const char *phase = "";
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods?fieldSelector=metadata.name%%3D%.*s"
+		 "&labelSelector=%s&limit=1", g->cfg.lease_namespace, (int)pod.len, pod.ptr, PEER_SELECTOR);
+	request(g, "GET", path, NULL, NULL, &code, resp);
+	if (code != 200) {
+		lease_warn(g, "holder pod", code, resp);
+		return GATE_HOLDER_UNCHECKED;
+	}
+	root = json_loadb(buf_cstr(resp), buf_len(resp), JSON_REJECT_DUPLICATES, NULL);
+	items = json_object_get(root, "items");
+	if (!json_is_array(items)) {
+		json_decref(root);
+		lease_warn(g, "holder pod", code, resp);
+		return GATE_HOLDER_UNCHECKED;
+	}
+	it = json_array_get(items, 0);
+	if ((v = json_object_get(json_object_get(it, "status"), "phase")) && json_is_string(v))
+		phase = json_string_value(v);
+	v = json_object_get(json_object_get(it, "metadata"), "name");
+	if (json_is_string(v) && strlen(json_string_value(v)) == pod.len &&
+	    memcmp(json_string_value(v), pod.ptr, pod.len) == 0 &&
+	    !json_object_get(json_object_get(it, "metadata"), "deletionTimestamp") &&
+	    strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0)
+		h = GATE_HOLDER_PEER;
+	json_decref(root);
+	return h;
+}
+
+static bool named_peer(const struct gate_release *g, const char *holder)
+{
+	size_t n = strlen(holder);
+	const char *p = g->cfg.peers;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		if (len == n && memcmp(p, holder, n) == 0)
+			return true;
+		p += len + (p[len] == ',');
+	}
+	return false;
+}
+
+/* Who the record's holder is: us, a replica, or no replica at all. */
+static enum gate_holder holder_kind(struct gate_release *g, struct buf *resp)
+{
+	struct str pod;
+	enum gate_holder h;
+
+	if (!g->rec_holder[0])
+		return GATE_HOLDER_NONE;
+	if (strcmp(g->rec_holder, g->cfg.identity) == 0)
+		return GATE_HOLDER_SELF;
+	if (named_peer(g, g->rec_holder))
+		return GATE_HOLDER_PEER;
+	if (strcmp(g->rec_holder, g->checked_holder) == 0 && g->checked != GATE_HOLDER_UNCHECKED &&
+	    mono_ms() - g->checked_ms < HOLDER_RECHECK_MS)
+		return g->checked;
+	if (gate_holder_pod((struct str){ g->rec_holder, strlen(g->rec_holder) }, &pod) != 0)
+		h = GATE_HOLDER_FOREIGN;    /* no replica writes that shape */
+	else
+		h = lookup_peer(g, pod, resp);
+	snprintf(g->checked_holder, sizeof(g->checked_holder), "%s", g->rec_holder);
+	g->checked = h;
+	g->checked_ms = mono_ms();
+	return h;
+}
+
+/* Judge the record as of now_ms: set what the mutating endpoint reads
+ * (live), export and log a foreign holder; true when we may take it. */
+static bool lease_judge(struct gate_release *g, enum gate_holder h, int64_t now_ms)
+{
+	struct gate_lease_state st = { h, (uint32_t)g->rec_duration_written, g->cfg.lease_s, now_ms - g->observed_ms };
+	struct gate_lease_verdict v;
+	struct log_line l;
+
+	gate_lease_judge(&st, &v);
+	atomic_store(&g->live_until_ms, v.live ? g->observed_ms + g->rec_duration * 1000 : 0);
+	if (v.foreign != atomic_load(&g->foreign) &&
+	    log_begin(&l, v.foreign ? LOG_WARN : LOG_INFO, v.foreign ? "gate: the lease holder is foreign (no replica, or "
+		      "a duration no replica writes); no Pod is gated for it" : "gate: the lease holder is a replica again")) {
+		log_str(&l, "holder", g->rec_holder);
+		log_int(&l, "lease_duration_seconds", g->rec_duration_written);
+		log_int(&l, "configured_seconds", (long)g->cfg.lease_s);
+		log_bool(&l, "replica", h == GATE_HOLDER_PEER || h == GATE_HOLDER_SELF);
+		log_end(&l);
+	}
+	atomic_store(&g->foreign, v.foreign);
+	return v.take_over;
 }
 
 /* The Lease body naming holder (our identity, or "" to give it up). */
@@ -231,19 +355,6 @@ static char *lease_body(const struct gate_release *g, const char *holder, bool w
 	s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
-}
-
-static void lease_warn(struct gate_release *g, const char *what, long code, const struct buf *resp)
-{
-	struct log_line l;
-
-	atomic_fetch_add(&g->lease_errors, 1);
-	if (log_begin(&l, LOG_WARN, "gate: lease request failed")) {
-		log_str(&l, "request", what);
-		log_int(&l, "http", code);
-		log_strn(&l, "body", buf_cstr(resp), buf_len(resp) > 300 ? 300 : buf_len(resp));
-		log_end(&l);
-	}
 }
 
 /* Write the Lease with us as holder: create, renew or take over. */
@@ -268,7 +379,8 @@ static void lease_write(struct gate_release *g, bool create, long transitions, s
 				log_end(&l);
 			}
 		}
-		parse_lease(g, resp);
+		if (parse_lease(g, resp) == 0)
+			lease_judge(g, GATE_HOLDER_SELF, mono_ms());
 		atomic_store(&g->leading_until_ms, start_ms + (int64_t)g->cfg.lease_s * 2000 / 3);
 		return;
 	}
@@ -288,12 +400,12 @@ static void lease_tick(struct gate_release *g, struct buf *resp)
 		g->have_record = false;
 		lease_write(g, true, 0, resp, start);
 	} else if (code == 200 && parse_lease(g, resp) == 0) {
-		bool ours = strcmp(g->rec_holder, g->cfg.identity) == 0;
-		bool expired = !g->rec_holder[0] || start - g->observed_ms > (int64_t)g->rec_duration * 1000;
+		enum gate_holder h = holder_kind(g, resp);
+		bool take = lease_judge(g, h, start);
 
-		if (ours)
+		if (h == GATE_HOLDER_SELF)
 			lease_write(g, false, g->rec_transitions, resp, start);
-		else if (expired)
+		else if (take)
 			lease_write(g, false, g->rec_transitions + 1, resp, start);
 	} else {
 		lease_warn(g, "get", code, resp);
@@ -789,10 +901,15 @@ int gate_release_render_metrics(void *ctx, struct buf *out)
 			"dra_guard_gate_lease_errors_total %" PRIu64 "\n"
 			"# HELP dra_guard_gate_lease_acquired_total Times this replica took the Lease.\n"
 			"# TYPE dra_guard_gate_lease_acquired_total counter\n"
-			"dra_guard_gate_lease_acquired_total %" PRIu64 "\n",
+			"dra_guard_gate_lease_acquired_total %" PRIu64 "\n"
+			"# HELP dra_guard_gate_lease_foreign 1 while the Lease names a holder that is no replica of the "
+			"guard, or a leaseDurationSeconds beyond --gate-lease-duration: no Pod is gated for it.\n"
+			"# TYPE dra_guard_gate_lease_foreign gauge\n"
+			"dra_guard_gate_lease_foreign %d\n",
 			(uint64_t)atomic_load(&g->gated_now), (uint64_t)atomic_load(&g->released),
 			(uint64_t)atomic_load(&g->patch_errors),
 			end && last > end ? (double)(last - end) / 1e9 : 0.0, atomic_load(&g->leading) ? 1 : 0,
-			(uint64_t)atomic_load(&g->lease_errors), (uint64_t)atomic_load(&g->takeovers));
+			(uint64_t)atomic_load(&g->lease_errors), (uint64_t)atomic_load(&g->takeovers),
+			atomic_load(&g->foreign) ? 1 : 0);
 	return rc;
 }

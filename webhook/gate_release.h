@@ -37,6 +37,7 @@ struct gate_release_config {
 	char lease_namespace[64];
 	char lease_name[254];
 	char identity[254];           /* holderIdentity: unique per replica */
+	char peers[1024];             /* other replicas' identities, comma-separated */
 	unsigned lease_s;             /* leaseDurationSeconds */
 };
 

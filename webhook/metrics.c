@@ -74,6 +74,7 @@ struct metrics {
 	atomic_int_fast64_t in_flight;
 	atomic_uint_fast64_t policy_reload[METRICS_RELOAD_COUNT];
 	atomic_int policy_last_ok;    /* the last load attempt loaded */
+	atomic_int policy_input_missing;
 	atomic_uint_fast32_t freeze_alert_after_s;
 	atomic_uint_fast64_t tls_reload[METRICS_RELOAD_COUNT];
 	atomic_int_fast64_t tls_not_after_s;
@@ -264,6 +265,11 @@ void metrics_policy_reload(struct metrics *m, enum metrics_reload result)
 void metrics_policy_unchanged(struct metrics *m)
 {
 	atomic_store(&m->policy_last_ok, 1);
+}
+
+void metrics_policy_input_missing(struct metrics *m, bool missing)
+{
+	atomic_store(&m->policy_input_missing, missing);
 }
 
 void metrics_freeze_alert_after(struct metrics *m, uint32_t seconds)
@@ -498,6 +504,13 @@ static int render_counters(struct metrics *m, struct buf *out)
 	if (rc == 0)
 		rc = buf_printf(out, "dra_guard_policy_last_reload_successful %d\n",
 				atomic_load(&m->policy_last_ok));
+	if (rc == 0)
+		rc = family(out, "dra_guard_policy_input_missing", "gauge",
+			    "1 while the policy's source (the ConfigMap in the API, the file, the directory's "
+			    "policy.yaml) is gone and the last good policy keeps serving.");
+	if (rc == 0)
+		rc = buf_printf(out, "dra_guard_policy_input_missing %d\n",
+				atomic_load(&m->policy_input_missing));
 	if (rc == 0)
 		rc = family(out, "dra_guard_freeze_alert_after_seconds", "gauge",
 			    "The serving policy's freeze.alertAfter: how long a freeze may last before it is alerted on.");

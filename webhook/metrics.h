@@ -130,6 +130,10 @@ void metrics_policy_unchanged(struct metrics *m);
 void metrics_policy_loaded(struct metrics *m, const char *hash, int64_t when_ns);
 /* Where the serving policy came from ("api", "directory", "file", "built-in"). */
 void metrics_policy_source(struct metrics *m, const char *source);
+/* Sets dra_guard_policy_input_missing: the policy's source (the ConfigMap
+ * in the API, the file or the directory's document) is gone while the last
+ * good policy keeps serving. */
+void metrics_policy_input_missing(struct metrics *m, bool missing);
 /* Freeze state of the serving policy. since_ns is when it became active
  * (ignored when inactive). reason may be NULL. */
 void metrics_freeze(struct metrics *m, bool active, const char *reason, int64_t since_ns);

@@ -35,6 +35,8 @@ struct policy_source {
 
 	pthread_mutex_t reload_mu;    /* one reload or offer at a time */
 	bool api_active;              /* the API's ConfigMap is the source */
+	bool api_gone;                /* ... and it was deleted: the last good policy stays */
+	bool input_missing;           /* the file or directory's document is gone */
 
 	void (*on_freeze)(void *ctx, int64_t since_ns);   /* a freeze began */
 	void *on_freeze_ctx;
@@ -233,13 +235,20 @@ static int load(struct policy_source *ps, struct policy **out, struct policy_err
 	return rc;
 }
 
-static void log_failure(const struct policy_source *ps, const char *why, bool serving,
+/* dra_guard_policy_input_missing follows both ways a source can vanish. */
+static void export_missing(struct policy_source *ps)
+{
+	metrics_policy_input_missing(ps->m, ps->api_gone || ps->input_missing);
+}
+
+static void log_failure(const struct policy_source *ps, const char *why, bool serving, bool missing,
 			const struct policy_error *perr, const char *file, const char *msg)
 {
 	struct log_line l;
 
-	if (log_begin(&l, LOG_ERROR, serving ? "policy not loaded; the last good policy stays"
-					     : "no valid policy: not ready")) {
+	if (log_begin(&l, LOG_ERROR, !serving ? "no valid policy: not ready"
+				     : missing ? "policy source missing; the last good policy stays"
+				     : "policy not loaded; the last good policy stays")) {
 		log_str(&l, "trigger", why);
 		log_str(&l, "file", file);
 		if (perr->line) {
@@ -374,9 +383,14 @@ static int reload_locked(struct policy_source *ps, const char *why)
 		return 0;
 	}
 	rc = load(ps, &p, &perr, file, sizeof(file), msg, sizeof(msg));
+	/* A deleted file, or a ConfigMap volume the kubelet emptied (an
+	 * optional volume whose ConfigMap was deleted), is held back like a
+	 * broken one: deleting the policy must not lift a freeze. */
+	ps->input_missing = rc == -ENOENT && !first;
+	export_missing(ps);
 	if (rc) {
 		metrics_policy_reload(ps->m, METRICS_RELOAD_ERROR);
-		log_failure(ps, why, !first, &perr, file, msg);
+		log_failure(ps, why, !first, ps->input_missing, &perr, file, msg);
 		if (first) {
 			snprintf(line, sizeof(line), "no valid policy loaded: %.950s", msg);
 			set_why_not(ps, line);
@@ -410,17 +424,29 @@ int policy_source_offer_api(struct policy_source *ps, bool exists, const char *d
 	pthread_mutex_lock(&ps->reload_mu);
 	snprintf(trigger, sizeof(trigger), "api %s", why);
 	if (!exists) {
-		bool was = ps->api_active;
-
-		ps->api_active = false;
-		if (was)
-			log_msg_str(LOG_WARN, "the policy ConfigMap is gone from the API server; "
-				    "reading the configured source again", "source", kind_name(ps->kind));
-		rc = was || ps->hash[0] == '\0' ? reload_locked(ps, trigger) : 0;
+		/* Deleted after it served: the last good policy stays, frozen or
+		 * not, and the mounted copy (which the kubelet keeps or empties)
+		 * is not read either. Only a restart reads the configured source
+		 * again: removing the guard on purpose is the uninstall runbook. */
+		if (ps->api_active) {
+			if (!ps->api_gone)
+				log_msg_str(LOG_ERROR, "the policy ConfigMap is gone from the API server; "
+					    "the last good policy stays until it is re-created", "serving_hash",
+					    ps->hash);
+			ps->api_gone = true;
+			export_missing(ps);
+			pthread_mutex_unlock(&ps->reload_mu);
+			return 0;
+		}
+		rc = ps->hash[0] == '\0' ? reload_locked(ps, trigger) : 0;
 		pthread_mutex_unlock(&ps->reload_mu);
 		return rc;
 	}
+	if (ps->api_gone)
+		log_msg_str(LOG_WARN, "the policy ConfigMap is back in the API server", "trigger", trigger);
 	ps->api_active = true;
+	ps->api_gone = false;
+	export_missing(ps);
 	first = ps->hash[0] == '\0';
 	memset(&perr, 0, sizeof(perr));
 	if (!doc) {
@@ -438,7 +464,7 @@ int policy_source_offer_api(struct policy_source *ps, bool exists, const char *d
 		snprintf(where, sizeof(where), "ConfigMap (API)");
 		snprintf(msg, sizeof(msg), "%.900s", rc == -EINVAL ? line : strerror(-rc));
 		metrics_policy_reload(ps->m, METRICS_RELOAD_ERROR);
-		log_failure(ps, trigger, !first, &perr, where, msg);
+		log_failure(ps, trigger, !first, false, &perr, where, msg);
 		if (first) {
 			snprintf(line, sizeof(line), "no valid policy loaded: %.950s", msg);
 			set_why_not(ps, line);

@@ -61,8 +61,11 @@ int policy_source_reload(struct policy_source *ps, const char *why);
  * exists it is the source: it goes through the same loader, validation
  * and last-known-good as a reload, and reloads of the file or directory
  * are skipped (the mounted copy lags the API by the kubelet's sync, up to
- * a minute, and must not undo a newer freeze). When it goes away, the
- * file or directory is read again. Returns as policy_source_reload().
+ * a minute, and must not undo a newer freeze). When it goes away after it
+ * served, the last good policy stays (a deleted ConfigMap must not lift a
+ * freeze), logged and exported as dra_guard_policy_input_missing, until
+ * it is back; only when it never served is the file or directory read.
+ * Returns as policy_source_reload() (0 when the last good policy stays).
  * Any thread (reloads are serialised). */
 int policy_source_offer_api(struct policy_source *ps, bool exists, const char *doc, size_t doc_len,
 			    bool has_freeze, const char *freeze, size_t freeze_len,

@@ -277,6 +277,7 @@ static int setup_gate(struct server *s)
 	snprintf(gc.lease_namespace, sizeof(gc.lease_namespace), "%s", s->cfg.gate_lease_namespace);
 	snprintf(gc.lease_name, sizeof(gc.lease_name), "%s", s->cfg.gate_lease_name);
 	gc.lease_s = s->cfg.gate_lease_s;
+	snprintf(gc.peers, sizeof(gc.peers), "%s", s->cfg.gate_peers);
 	if (s->cfg.gate_identity[0]) {
 		snprintf(gc.identity, sizeof(gc.identity), "%s", s->cfg.gate_identity);
 	} else {
@@ -337,6 +338,8 @@ static int setup_view(struct server *s)
 	snprintf(vc.cm_name, sizeof(vc.cm_name), "%s", s->cfg.configmap_name);
 	if (s->cfg.watch_page_size)
 		vc.page_size = s->cfg.watch_page_size;
+	if (s->cfg.view_max_objects)
+		vc.limits.max_objects = s->cfg.view_max_objects;
 	if (s->cfg.watch_timeout_s)
 		vc.watch_timeout_s = s->cfg.watch_timeout_s;
 	vc.watch_silence_s = s->cfg.watch_silence_s;

@@ -497,6 +497,16 @@ static int set_watch_page_size(struct serve_config *c, const char *v, char *err)
 	return 0;
 }
 
+static int set_view_max_objects(struct serve_config *c, const char *v, char *err)
+{
+	unsigned long long n;
+
+	if (parse_uint("view-max-objects", v, 10, 1000000, &n, err) != 0)
+		return -EINVAL;
+	c->view_max_objects = (unsigned)n;
+	return 0;
+}
+
 static int set_watch_timeout(struct serve_config *c, const char *v, char *err)
 {
 	if (parse_timeout("watch-timeout", v, 3600, &c->watch_timeout_s, err) != 0)
@@ -585,6 +595,16 @@ static int set_gate_identity(struct serve_config *c, const char *v, char *err)
 		return -EINVAL;
 	}
 	snprintf(c->gate_identity, sizeof(c->gate_identity), "%s", v);
+	return 0;
+}
+
+static int set_gate_peers(struct serve_config *c, const char *v, char *err)
+{
+	if (strlen(v) >= sizeof(c->gate_peers)) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--gate-peers: longer than %zu bytes", sizeof(c->gate_peers) - 1);
+		return -EINVAL;
+	}
+	snprintf(c->gate_peers, sizeof(c->gate_peers), "%s", v);
 	return 0;
 }
 
@@ -682,6 +702,9 @@ static const struct flag flags[] = {
 	  "the kubeconfig context to use", set_kube_context },
 	{ "watch-page-size", "DRA_GUARD_WATCH_PAGE_SIZE", "500", NULL, "N",
 	  "objects per LIST page (limit; 10 to 100000)", set_watch_page_size },
+	{ "view-max-objects", "DRA_GUARD_VIEW_MAX_OBJECTS", "1000000", NULL, "N",
+	  "most objects of one resource the cluster view holds (10 to 1000000); more are left out,"
+	  " counted and logged", set_view_max_objects },
 	{ "watch-timeout", "DRA_GUARD_WATCH_TIMEOUT", "5m", NULL, "DURATION",
 	  "server-side timeout of each WATCH (resumed at once from the last event)", set_watch_timeout },
 	{ "list-mode", "DRA_GUARD_LIST_MODE", "auto", NULL, "MODE",
@@ -704,6 +727,11 @@ static const struct flag flags[] = {
 	  set_gate_lease_duration },
 	{ "gate-identity", "DRA_GUARD_GATE_IDENTITY", "", "HOSTNAME_PID", "NAME",
 	  "this replica's holderIdentity in the Lease", set_gate_identity },
+	{ "gate-peers", "DRA_GUARD_GATE_PEERS", "", NULL, "NAME,...",
+	  "other replicas' holderIdentities, for identities set with --gate-identity; a default one"
+	  " (POD_PID) is a replica when POD is a Pod of the guard in the Lease's namespace. A holder"
+	  " that is neither is foreign: no Pod is gated for it, and the Lease is taken from it",
+	  set_gate_peers },
 	{ "self-user", "DRA_GUARD_SELF_USER", "system:serviceaccount:dra-guard:dra-guard", NULL, "USER",
 	  "the guard's own user name: claim.freeze.gate lets it remove the freeze's gate", set_self_user },
 	{ "events", "DRA_GUARD_EVENTS", "true", NULL, NULL,

@@ -63,6 +63,7 @@ struct serve_config {
 	char kubeconfig[PATH_MAX];
 	char kube_context[254];
 	unsigned watch_page_size;
+	unsigned view_max_objects;    /* per resource */
 	unsigned watch_timeout_s;
 	unsigned watch_silence_s;     /* 0: off */
 	bool list_pages_only;         /* --list-mode pages */
@@ -73,6 +74,7 @@ struct serve_config {
 	char gate_lease_name[254];
 	unsigned gate_lease_s;
 	char gate_identity[254];      /* "": hostname_pid */
+	char gate_peers[1024];        /* comma-separated holderIdentities of other replicas */
 	char self_user[254];          /* the guard's own user name in the API server */
 	bool events;                  /* emit Events on refusals that hold a Pod back */
 	char replica_name[129];       /* the Events' reportingInstance */

@@ -111,6 +111,7 @@ def released(s):
 
 def start_guard(certs, identity, register=False):
     s = guard.Server(certs, args=["--kubeconfig", ENV.kubeconfig(), "--gate-release", "--gate-identity", identity,
+                                  "--gate-peers", "a,b",
                                   "--gate-lease-duration", "%ds" % LEASE_S, "--self-user", ADMIN],
                      wait_ready=False)
     s.wait(lambda: s.ready()[0], "the guard to sync and be ready", timeout=60)

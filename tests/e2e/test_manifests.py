@@ -48,7 +48,7 @@ def _tuples(group, versions, resource, operations):
 
 VALIDATE_CONCERNS = {
     "resourceslices": _tuples(DRA, DRA_VERSIONS, "resourceslices", ("CREATE", "UPDATE", "DELETE")),
-    "resourceclaims": _tuples(DRA, DRA_VERSIONS, "resourceclaims", ("CREATE",)),
+    "resourceclaims": _tuples(DRA, DRA_VERSIONS, "resourceclaims", ("CREATE", "UPDATE")),
     "resourceclaim-status": _tuples(DRA, DRA_VERSIONS, "resourceclaims/status", ("UPDATE",)),
     "pod-status": _tuples("", ("v1",), "pods/status", ("UPDATE",)),
     "policy-configmap": _tuples("", ("v1",), "configmaps", ("CREATE", "UPDATE")),
@@ -747,6 +747,12 @@ def test_match_conditions_keep_routine_traffic_away():
         check("'%s'" % cm_name in cm and "'%s'" % cm_ns in cm and "request.name" in cm and "request.namespace" in cm,
               "%s: the ConfigMap condition %r does not pin %s/%s" % (name, cm, cm_ns, cm_name))
         # Claim status: only requests that change the status.
+        # Claims: every CREATE, and the UPDATEs that change what makes a
+        # claim a Pod's (claim.freeze.create).
+        cl = " ".join(exprs("validate", "resourceclaims"))
+        for needle in ("request.operation == 'CREATE'", "object.metadata.ownerReferences",
+                       "oldObject.metadata.ownerReferences", "'resource.kubernetes.io/pod-claim-name'"):
+            check(needle in cl, "%s: the claims condition does not hold %s: %r" % (name, needle, cl))
         st = " ".join(exprs("validate", "resourceclaim-status"))
         check("object.status != oldObject.status" in st, "%s: claim status condition %r" % (name, st))
 
@@ -755,10 +761,12 @@ def test_gate_pods_addon_fits_the_guard():
     """manifests/gate-pods (freeze.gatePods): the Pod webhook entries call the
     overlay's Service, fail open and send only what the server judges; the
     RBAC adds patch on Pods and the guard's own Lease, to the guard's
-    ServiceAccount, nothing else."""
+    ServiceAccount, nothing else; a ValidatingAdmissionPolicy narrows that
+    patch to the release (tests/e2e/test_gate_pods_policy.py)."""
     gate = ml.render(os.path.join(workspace(), "manifests", "gate-pods"))
     kinds = sorted(o["kind"] for o in gate)
     check(kinds == ["ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "Role", "RoleBinding",
+                    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
                     "ValidatingWebhookConfiguration"], "gate-pods renders %s" % kinds)
     for overlay in ("overlays/self-signed", "overlays/cert-manager"):
         objs = renders()[overlay]

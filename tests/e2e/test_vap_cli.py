@@ -75,7 +75,7 @@ def test_policy_from_stdin_and_configmap_name():
     check(code == 0 and a == b, "--policy - does not give what the file gives")
     code, out, _ = run("vap", "--policy", EXAMPLE, "--policy-configmap", "ops/guard-policy")
     refs = [o["spec"]["paramRef"] for o in objects(out) if "paramRef" in o.get("spec", {})]
-    check(refs and all(r == {"name": "guard-policy", "namespace": "ops", "parameterNotFoundAction": "Allow"}
+    check(refs and all(r == {"name": "guard-policy", "namespace": "ops", "parameterNotFoundAction": "Deny"}
                        for r in refs), "paramRef: %s" % refs)
 
 

@@ -18,8 +18,8 @@
    capacities and attributes) passes every policy within the API server's
    CEL cost limits, also as an UPDATE that reorders every device.
 4. The freeze flips through the policy ConfigMap (kubectl-style merge
-   patch) both ways, a missing ConfigMap means no freeze, and a value the
-   loader would refuse is no freeze.
+   patch) both ways, a missing ConfigMap refuses (parameterNotFoundAction:
+   Deny), and a value the loader would refuse is no freeze.
 
 What the engine decides but a policy cannot (vap --explain), and cases the
 real API server refuses on its own before admission, are counted and shown,
@@ -363,15 +363,25 @@ def made_for_pod(obj):
         and r.get("uid") for r in md.get("ownerReferences") or [])
 
 
+# writers.allocators by default: the resource-claim controller, with and
+# without --use-service-account-credentials.
+CLAIM_CONTROLLER_USERS = ("system:serviceaccount:kube-system:resource-claim-controller",
+                          "system:kube-controller-manager")
+
+
 def left_to_webhook(case):
     """Rules the recorded verdict holds that the policies leave to the
     webhook in this case, as vap --explain says: under freeze.gatePods a
-    claim made for a Pod passes claim.freeze.create (whether the Pod is held
-    at the gate is in the cluster view)."""
+    claim the resource-claim controller makes for a Pod passes
+    claim.freeze.create (whether the Pod is held at the gate is in the
+    cluster view); an UPDATE of a claim's metadata is the webhook's alone."""
     pf = policy_file(case)
     r = case["review"]["request"]
+    if r["kind"]["kind"] == "ResourceClaim" and r["operation"] == "UPDATE" and not r.get("subResource"):
+        return {"claim.freeze.create"}
     if pf and "gatePods: true" in open(pf).read() and r["kind"]["kind"] == "ResourceClaim" and \
-            r["operation"] == "CREATE" and made_for_pod(r.get("object")):
+            r["operation"] == "CREATE" and made_for_pod(r.get("object")) and \
+            r["userInfo"]["username"] in CLAIM_CONTROLLER_USERS:
         return {"claim.freeze.create"}
     return set()
 
@@ -1001,8 +1011,8 @@ def wait_claim(frozen, what):
 def test_the_freeze_follows_the_configmap():
     """kubectl patch of the policy ConfigMap's freeze key flips the policies,
     both ways, through paramKind; break-glass passes (and is recorded in the
-    audit log); a missing ConfigMap or a value the loader refuses is no
-    freeze here."""
+    audit log); a missing ConfigMap refuses (parameterNotFoundAction:
+    Deny); a value the loader refuses is no freeze here."""
     pf = os.path.join(guard.ROOT, "examples", "policy-configmap.yaml")
     setup_cluster([])
     ENV.ensure_namespace("team-a")
@@ -1029,9 +1039,14 @@ def test_the_freeze_follows_the_configmap():
     ENV.patch(cm, {"data": {"freeze": "true"}})
     wait_claim(True, "freeze on again")
     put_configmap(None)
-    wait_claim(False, "the ConfigMap deleted")
+    # parameterNotFoundAction: Deny: deleting the ConfigMap does not lift
+    # the freeze; the policies' failurePolicy (Fail) refuses instead.
+    _, msg = wait_claim(True, "the ConfigMap deleted")
+    check("claim.freeze.create" in msg, "the refusal without the ConfigMap does not name the policy: %s" % msg)
+    put_configmap(dict(configmap_for(pf), data={"freeze": "false"}))
+    wait_claim(False, "the ConfigMap made again, not frozen")
     put_configmap(dict(configmap_for(pf), data={"freeze": "true"}))
-    wait_claim(True, "the ConfigMap made again")
+    wait_claim(True, "the ConfigMap made frozen")
     put_configmap(configmap_for(pf))
     print("     freeze took effect %.2f s after the patch, lifted %.2f s after" % (on, off))
 

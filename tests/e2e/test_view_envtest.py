@@ -363,9 +363,12 @@ def test_freeze_through_the_configmap_reaches_two_replicas_within_2s():
             ENV.patch("/api/v1/namespaces/%s/configmaps/%s" % (GUARD_NS, CM), {"data": {"freeze": "maybe"}})
             a.wait(lambda: metric(a, "dra_guard_policy_reload_total", result="error") >= 1, "the bad policy refused")
             check(a.ready()[1]["policy"]["freeze"] is True, "the last good policy (frozen) still serves")
+            # Deleted: the last good policy (frozen) stays, and says so.
             ENV.delete("/api/v1/namespaces/%s/configmaps/%s" % (GUARD_NS, CM))
-            a.wait(lambda: a.ready()[1]["policy"]["source"] == "built-in",
-                   "the configured source again after the ConfigMap is deleted")
+            a.wait(lambda: metric(a, "dra_guard_policy_input_missing") == 1, "the deleted ConfigMap noticed")
+            pol = a.ready()[1]["policy"]
+            check(pol["freeze"] is True and pol["source"] == "api",
+                  "the freeze did not survive the ConfigMap's deletion: %s" % pol)
 
 
 def test_guard_service_account_with_only_the_manifest_rbac():

@@ -112,6 +112,73 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass
 
 
+CAP = 100            # --view-max-objects
+CAP_SLICES = 3000    # what the slices LIST holds
+
+
+def cap_slice(i):
+    return {"metadata": {"name": "s-%05d" % i, "resourceVersion": "7"},
+            "spec": {"driver": "d.example.com", "nodeName": "n%d" % i,
+                     "pool": {"name": "n%d" % i, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "dev-0"}]}}
+
+
+class CapHandler(Handler):
+    """A LIST of CAP_SLICES slices, then quiet watches."""
+
+    def do_GET(self):
+        path, _, query = self.path.partition("?")
+        if path.endswith("/resourceslices") and "watch=true" not in query:
+            body = {"kind": "ResourceSliceList", "metadata": {"resourceVersion": "10"},
+                    "items": [cap_slice(i) for i in range(CAP_SLICES)]}
+            return self.send_body(200, json.dumps(body).encode())
+        if path.endswith("/resourceslices"):
+            # the WATCH: no event, stays open
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            while not STATE.stop.wait(0.2):
+                pass
+            try:
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                pass
+            return None
+        return super().do_GET()
+
+
+def test_objects_past_the_cap_are_one_counted_line():
+    """Past --view-max-objects every further object is left out: counted in
+    the metric, logged once by name and then as a count, not a line each."""
+    STATE.stop.clear()
+    with guard.TempDir() as d:
+        guard.make_certs(d)
+        srv, kc = guard.fake_api_server(CapHandler, d)
+        try:
+            with guard.Server(d, args=["--kubeconfig", kc, "--view-max-objects", str(CAP)], asan=True,
+                              wait_ready=False) as s:
+                s.wait(lambda: s.ready()[0], "the guard to sync", timeout=60)
+                left = CAP_SLICES - CAP
+                skipped = guard.metric(s.metrics(), "dra_guard_watch_skipped_objects_total",
+                                       resource="resourceslices")
+                check(skipped == left, "skipped objects: %s, want %d" % (skipped, left))
+                named = [x for x in s.log_lines() if x.get("msg") == "cluster view: object not held"]
+                counted = [x for x in s.log_lines() if x.get("msg") == "cluster view: objects left out"]
+                check(len(named) == 1, "%d lines name a left-out object, want 1" % len(named))
+                check("more than %d objects" % CAP in named[0].get("error", ""), "the line says why: %s" % named[0])
+                check(1 <= len(counted) <= 3, "%d count lines for one LIST" % len(counted))
+                check(sum(x["count"] for x in counted) == left - 1 and counted[-1]["total"] == left,
+                      "the count lines do not add up to %d: %s" % (left - 1, counted))
+                st, body = guard.http_get(s.metrics_port, "/debug/view")
+                check(len(json.loads(body)["resourceslices"]) == CAP, "the view does not hold the first %d" % CAP)
+                STATE.stop.set()
+                check(s.stop() == 0, "the guard did not exit cleanly")
+        finally:
+            STATE.stop.set()
+            srv.shutdown()
+
+
 def test_garbage_bodies_relist_and_never_crash():
     with guard.TempDir() as d:
         guard.make_certs(d)
@@ -144,4 +211,4 @@ def test_garbage_bodies_relist_and_never_crash():
 
 
 if __name__ == "__main__":
-    guard.run_tests([test_garbage_bodies_relist_and_never_crash])
+    guard.run_tests([test_garbage_bodies_relist_and_never_crash, test_objects_past_the_cap_are_one_counted_line])

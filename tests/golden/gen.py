@@ -693,6 +693,7 @@ tmpl_claim["metadata"] = {"generateName": "pod-a-cpus-", "name": "pod-a-cpus-x7k
                                                "controller": True, "blockOwnerDeletion": True}],
                           "finalizers": ["resource.kubernetes.io/delete-protection"]}
 CLAIM_CONTROLLER = user("system:serviceaccount:kube-system:resource-claim-controller")
+GC_SA_NAME = "system:serviceaccount:kube-system:generic-garbage-collector"
 
 
 def gate_view(*pods):
@@ -722,6 +723,14 @@ no_ann = copy.deepcopy(tmpl_claim); no_ann["metadata"].pop("annotations")
 case("gate-claim-not-from-template", "a claim without the pod-claim-name annotation is refused as before",
      review("gate-claim-not-from-template", "CREATE", no_ann, who=APP), False,
      ["claim.freeze.create"], policy=FROZEN_GATE, view=gate_view(new_pod([GATE])))
+case("gate-claim-forged-by-tenant", "the annotation and ownerReference written by a tenant, not the "
+     "resource-claim controller: refused though the view shows the Pod gated",
+     review("gate-claim-forged-by-tenant", "CREATE", tmpl_claim, who=APP), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE, view=gate_view(new_pod([GATE])))
+case("gate-claim-by-controller-manager", "kube-controller-manager without --use-service-account-credentials "
+     "makes the claim as itself: the exception holds",
+     review("gate-claim-by-controller-manager", "CREATE", tmpl_claim, who=user("system:kube-controller-manager")),
+     True, policy=FROZEN_GATE, view=gate_view(new_pod([GATE])))
 case("gate-claim-without-gate-pods", "without gatePods a gated Pod's claim is refused",
      review("gate-claim-without-gate-pods", "CREATE", tmpl_claim, who=CLAIM_CONTROLLER), False,
      ["claim.freeze.create"], policy=FROZEN, view=gate_view(new_pod([GATE])))
@@ -733,6 +742,26 @@ case("freeze-create-names-held-pods",
      "its Event goes to that Pod",
      review("freeze-create-names-held-pods", "CREATE", new_claim, who=APP), False, ["claim.freeze.create"],
      policy=FROZEN, view=gate_view(new_pod()))
+# Metadata updates during a freeze: what makes a claim a Pod's must not
+# change but by the resource-claim controller or the garbage collector.
+labelled = copy.deepcopy(tmpl_claim); labelled["metadata"]["labels"] = {"team": "a"}
+case("claim-adopt-by-tenant-frozen", "a tenant adds a gated Pod's ownerReference to a claim during a freeze",
+     review("claim-adopt-by-tenant-frozen", "UPDATE", tmpl_claim, no_owner, who=APP), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE)
+case("claim-orphan-by-tenant-frozen", "a tenant takes the ownerReference off a gated Pod's claim during a "
+     "freeze: it would become a claim of its own",
+     review("claim-orphan-by-tenant-frozen", "UPDATE", no_owner, tmpl_claim, who=APP), False,
+     ["claim.freeze.create"], policy=FROZEN_GATE)
+case("claim-annotation-removed-frozen", "a tenant removes the pod-claim-name annotation during a freeze",
+     review("claim-annotation-removed-frozen", "UPDATE", no_ann, tmpl_claim, who=APP), False,
+     ["claim.freeze.create"], policy=FROZEN)
+case("claim-orphan-by-gc", "the garbage collector orphans a claim when its Pod is deleted with "
+     "propagationPolicy Orphan: allowed in a freeze",
+     review("claim-orphan-by-gc", "UPDATE", no_owner, tmpl_claim, who=user(GC_SA_NAME)), True, policy=FROZEN_GATE)
+case("claim-label-frozen", "a label on a Pod's claim changes nothing the freeze reads",
+     review("claim-label-frozen", "UPDATE", labelled, tmpl_claim, who=APP), True, policy=FROZEN_GATE)
+case("claim-orphan-thawed", "without a freeze the ownerReference may go",
+     review("claim-orphan-thawed", "UPDATE", no_owner, tmpl_claim, who=APP), True)
 gated_alloc = claim(devices=None)
 case("gate-allocate", "frozen with gatePods: new allocations are still refused",
      review("gate-allocate", "UPDATE", gated_alloc, unallocated, who=user(SCHEDULER), sub="status"),
