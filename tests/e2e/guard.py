@@ -83,6 +83,28 @@ def fake_api_server(handler, certs):
     return srv, kc
 
 
+# What an API server with the WatchList feature off answers a streaming
+# list (a WATCH with sendInitialEvents=true): the guard then lists in pages.
+NO_STREAMING_LIST = json.dumps({
+    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Invalid", "code": 422,
+    "message": 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is '
+               "forbidden for watch unless the WatchList feature gate is enabled"}).encode()
+
+
+def refuse_streaming_list(handler):
+    """In a hand-written fake API server's do_GET: answer a streaming list as
+    a server without the WatchList feature does (422), so the guard lists in
+    pages, which such a server scripts. True when it answered."""
+    if "sendInitialEvents=true" not in handler.path:
+        return False
+    handler.send_response(422)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(NO_STREAMING_LIST)))
+    handler.end_headers()
+    handler.wfile.write(NO_STREAMING_LIST)
+    return True
+
+
 def new_serving_cert(directory):
     """A fresh serving pair from the same CA (the script keeps a valid one)."""
     for name in ("tls.crt", "tls.key"):

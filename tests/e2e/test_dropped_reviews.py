@@ -271,6 +271,8 @@ class FakeAPIServer(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
+        if guard.refuse_streaming_list(self):
+            return
         path, _, query = self.path.partition("?")
         if path == "/apis/resource.k8s.io":
             return self.send_body(json.dumps(DISCOVERY).encode())

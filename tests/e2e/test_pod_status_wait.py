@@ -84,6 +84,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
+        if guard.refuse_streaming_list(self):
+            return
         path, _, query = self.path.partition("?")
         if path == "/apis/resource.k8s.io":
             return self.send_body(200, json.dumps(DISCOVERY).encode())

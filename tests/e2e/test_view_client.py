@@ -87,10 +87,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             # WatchList feature off, and the guard lists in pages.
             with STATE.lock:
                 STATE.requests.append((time.time(), resource, "stream", None))
-            return self.send_body(422, json.dumps({
-                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Invalid",
-                "code": 422, "message": 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
-                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"}).encode())
+            guard.refuse_streaming_list(self)
+            return
         with STATE.lock:
             STATE.requests.append((time.time(), resource, "watch" if watch else "list", q.get("resourceVersion")))
         if not watch:

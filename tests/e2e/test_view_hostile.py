@@ -66,13 +66,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path == "/apis/resource.k8s.io":
             return self.send_body(200, json.dumps(DISCOVERY).encode())
         watch = "watch=true" in query
-        if "sendInitialEvents=true" in query:
-            # No streaming lists: refused as by a server with the WatchList
-            # feature off; the guard lists in pages, where the garbage is.
-            return self.send_body(422, json.dumps({
-                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Invalid",
-                "code": 422, "message": 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
-                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"}).encode())
+        # No streaming lists: the guard lists in pages, where the garbage is.
+        if guard.refuse_streaming_list(self):
+            return
         if not watch:
             if path.endswith("/resourceslices"):
                 with STATE.lock:
@@ -127,6 +123,8 @@ class CapHandler(Handler):
     """A LIST of CAP_SLICES slices, then quiet watches."""
 
     def do_GET(self):
+        if guard.refuse_streaming_list(self):
+            return
         path, _, query = self.path.partition("?")
         if path.endswith("/resourceslices") and "watch=true" not in query:
             body = {"kind": "ResourceSliceList", "metadata": {"resourceVersion": "10"},
