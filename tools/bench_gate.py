@@ -100,7 +100,8 @@ def main():
     import guard
     import test_gate_envtest as tg
 
-    tg.ENV = envtest.EnvTest(identities={"alice": ("alice", ["system:masters"])})
+    tg.ENV = envtest.EnvTest(identities={"alice": ("alice", ["system:masters"]),
+                                         "controller": (tg.CLAIM_CONTROLLER, ["system:serviceaccounts", "system:masters"])})
     tg.ENV.start()
     rounds = []
     try:

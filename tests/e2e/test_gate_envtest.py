@@ -36,6 +36,7 @@ LEASE_S = 3
 SETTLE_BOUND = 30.0
 
 ENV = None
+CLAIM_CONTROLLER = "system:serviceaccount:kube-system:resource-claim-controller"
 CM_PATH = "/api/v1/namespaces/%s/configmaps/%s" % (GUARD_NS, CM)
 PODS = "/api/v1/namespaces/%s/pods" % NS
 
@@ -201,14 +202,14 @@ def test_gated_and_not_gated_pods_and_their_claims():
     check(gates(without) == [], "a Pod without claims is not gated: %s" % gates(without))
     # The controller's claim for the gated Pod passes once the view has the Pod.
     claims = "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % NS
-    ENV.create(claims, template_claim(with_claims))
+    ENV.create(claims, template_claim(with_claims), identity="controller")
     # A Pod the guard did not gate (created bound, as a static Pod's mirror
     # would be) gets no claim during the freeze.
     bound = pod("bound")
     bound["spec"]["nodeName"] = "worker-1"
     bound = ENV.create(PODS, bound)
     check(gates(bound) == [], "a bound Pod is not gated")
-    st, out = ENV.request("POST", claims, template_claim(bound))
+    st, out = ENV.request("POST", claims, template_claim(bound), identity="controller")
     check(st == 403 and "claim.freeze.create" in json.dumps(out), "a claim for an ungated Pod is refused: %d %s"
           % (st, out))
     # A user's removal of the gate is refused during the freeze.
@@ -271,7 +272,7 @@ def test_no_replica_to_release_no_gate():
             check(withheld(s) > n0, "the replica %s counts the withheld gate" % name)
             check(any("not held at the freeze's scheduling gate" in json.dumps(line) for line in s.log_lines()),
                   "the replica %s warns" % name)
-            st, out = ENV.request("POST", claims, template_claim(p))
+            st, out = ENV.request("POST", claims, template_claim(p), identity="controller")
             check(st == 403 and "claim.freeze.create" in json.dumps(out),
                   "the claim of a Pod not gated is refused by the freeze: %d %s" % (st, out))
         gate = no_rbac.ready()[1]["gate"]
@@ -409,7 +410,10 @@ def prepare():
 def main():
     global ENV
     ENV = envtest.EnvTest(identities={"alice": ("alice", ["system:masters"]),
-                                      "reader": ("gate-reader", ["gate-test:readers"])})
+                                      "reader": ("gate-reader", ["gate-test:readers"]),
+                                      # kube-controller-manager's resource-claim controller, with
+                                      # --use-service-account-credentials: the claims of gated Pods
+                                      "controller": (CLAIM_CONTROLLER, ["system:serviceaccounts", "system:masters"])})
     ENV.start()
     try:
         prepare()
