@@ -2,7 +2,12 @@
 """Deterministic AdmissionReview bodies for `make bench`.
 
 slice-{1,8,32,128}[-deny].json come from ../shared/bench/gen.py (ResourceSlice UPDATE
-reviews, the same bodies the side-by-side harness sends to the Go peers); this adds
+reviews, the same bodies the side-by-side harness sends to the Go peers, but for one
+thing: the harness's -deny variant carries its `pods` mapping in the stored object
+too, and dra-guard lets an UPDATE through with a warning when its only fault was
+already stored (the stored-object ratchet, docs/rules.md), so the harness's check that
+a webhook denies it would stop every run; here the mapping is new in the update, and
+every webhook denies it); this adds
 claim-status.json (kube-scheduler allocating a ResourceClaim: resourceclaims/status
 UPDATE) and pod-status.json (kube-scheduler writing a Pod's
 status.nodeAllocatableResourceClaimStatuses in PreBind: pods/status UPDATE).
@@ -264,6 +269,17 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     subprocess.run([sys.executable, os.path.join(SHARED, "bench", "gen.py"), "--seed", str(args.seed),
                     "--out", args.out], check=True, stdout=subprocess.DEVNULL)
+    for n in (1, 8, 32, 128):
+        path = os.path.join(args.out, "slice-%d-deny.json" % n)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            body = json.load(f)
+        old = body["request"].get("oldObject")
+        if old:
+            old["spec"]["devices"][-1].get("nodeAllocatableResourceMappings", {}).pop("pods", None)
+        with open(path, "w") as f:
+            f.write(json.dumps(body, separators=(",", ":")) + "\n")
     rng = random.Random(args.seed)
     for name, body in (("claim-status.json", claim_status(rng)), ("pod-status.json", pod_status(rng))):
         with open(os.path.join(args.out, name), "w") as f:
