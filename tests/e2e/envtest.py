@@ -196,7 +196,145 @@ class Proxy:
         self.sock.close()
 
 
-class EnvTest:
+class Client:
+    """The client side of a test API server, real or fake (EnvTest, and
+    fakeapi.FakeEnv): requests as any identity or token, kubeconfigs,
+    ServiceAccount tokens, webhook registrations, the audit log. Needs
+    self.port, self.url, self.proxies and self.path()."""
+
+
+    def identity(self, name="admin"):
+        """(cert, key) paths of a client-certificate identity."""
+        return self.path(name + ".crt"), self.path(name + ".key")
+
+    def ssl_context(self, identity="admin"):
+        ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
+        if identity:
+            ctx.load_cert_chain(*self.identity(identity))
+        return ctx
+
+    def request(self, method, path, body=None, identity="admin", token=None,
+                ctype="application/json", raw=False, timeout=30):
+        """One request; returns (status, parsed JSON body) or (status, bytes) with raw."""
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
+                                           context=self.ssl_context(None if token else identity))
+        headers = {"Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+            headers["Content-Type"] = ctype
+        if token:
+            headers["Authorization"] = "Bearer " + token
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            r = conn.getresponse()
+            payload = r.read()
+        finally:
+            conn.close()
+        if raw:
+            return r.status, payload
+        try:
+            return r.status, json.loads(payload) if payload else None
+        except ValueError:
+            return r.status, payload
+
+    def must(self, method, path, body=None, ok=(200, 201), **kw):
+        st, out = self.request(method, path, body, **kw)
+        if st not in ok:
+            raise AssertionError("%s %s: HTTP %d: %s" % (method, path, st, out))
+        return out
+
+    def create(self, path, obj, **kw):
+        return self.must("POST", path, obj, **kw)
+
+    def get(self, path, **kw):
+        return self.must("GET", path, **kw)
+
+    def delete(self, path, **kw):
+        return self.must("DELETE", path, ok=(200, 202), **kw)
+
+    def patch(self, path, patch, kind="merge", **kw):
+        ctype = {"merge": "application/merge-patch+json", "json": "application/json-patch+json",
+                 "strategic": "application/strategic-merge-patch+json"}[kind]
+        return self.must("PATCH", path, patch, ctype=ctype, **kw)
+
+    def ensure_namespace(self, name):
+        st, out = self.request("POST", "/api/v1/namespaces",
+                               {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if st not in (201, 409):
+            raise AssertionError("namespace %s: HTTP %d: %s" % (name, st, out))
+
+    def apply_objects(self, objs):
+        """Create each object (409 AlreadyExists counts as done)."""
+        for o in objs:
+            path = object_collection(o)
+            st, out = self.request("POST", path, o)
+            if st not in (200, 201, 409):
+                raise AssertionError("create %s %s: HTTP %d: %s" % (o["kind"], o["metadata"]["name"], st, out))
+
+    def sa_token(self, namespace, name, seconds=3600):
+        """A bound token for the ServiceAccount (made if missing), by TokenRequest."""
+        self.ensure_namespace(namespace)
+        st, out = self.request("POST", "/api/v1/namespaces/%s/serviceaccounts" % namespace,
+                               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
+        if st not in (201, 409):
+            raise AssertionError("serviceaccount: HTTP %d: %s" % (st, out))
+        out = self.create("/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name),
+                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                           "spec": {"expirationSeconds": seconds}})
+        return out["status"]["token"]
+
+    def kubeconfig(self, identity="admin", token=None, server=None, path=None):
+        """A kubeconfig file for a client-certificate identity, or a token."""
+        path = path or self.path("kubeconfig-%s.yaml" % (identity if not token else "token-%d" % len(self.proxies)))
+        if token:
+            user = '    token: "%s"\n' % token
+        else:
+            crt, key = self.identity(identity)
+            user = "    client-certificate: %s\n    client-key: %s\n" % (crt, key)
+        with open(path, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: envtest\n"
+                    "clusters:\n- name: envtest\n  cluster:\n    server: %s\n    certificate-authority: %s\n"
+                    "users:\n- name: u\n  user:\n%s"
+                    "contexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: u\n"
+                    % (server or self.url, self.path("ca.crt"), user))
+        return path
+
+    def proxy(self):
+        """A Proxy to the API server; use its port in a kubeconfig's server."""
+        p = Proxy(self.port)
+        self.proxies.append(p)
+        return p
+
+    def register_webhook(self, name, url, ca_pem, rules, validating=True, failure_policy="Fail",
+                         timeout=10, match_policy="Equivalent", side_effects="None"):
+        """A Validating- or MutatingWebhookConfiguration calling url."""
+        kind = "ValidatingWebhookConfiguration" if validating else "MutatingWebhookConfiguration"
+        plural = kind.lower() + "s"
+        obj = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+               "webhooks": [{"name": name + ".dra-guard.io", "admissionReviewVersions": ["v1"],
+                             "sideEffects": side_effects, "failurePolicy": failure_policy,
+                             "timeoutSeconds": timeout, "matchPolicy": match_policy,
+                             "clientConfig": {"url": url,
+                                              "caBundle": base64.b64encode(ca_pem.encode()).decode()},
+                             "rules": rules}]}
+        return self.create("/apis/admissionregistration.k8s.io/v1/" + plural, obj)
+
+    def audit_log_path(self):
+        return self.path("audit.log")
+
+    def audit_events(self):
+        out = []
+        try:
+            with open(self.path("audit.log")) as f:
+                for line in f:
+                    out.append(json.loads(line))
+        except FileNotFoundError:
+            pass
+        return out
+
+
+class EnvTest(Client):
     """etcd + kube-apiserver on loopback ports, with certificates and identities.
     (After require(fake=True) without a real server, the name is
     fakeapi.FakeEnv, which has the same interface.)
@@ -370,137 +508,8 @@ class EnvTest:
         self.stop()
         return False
 
-    # --- clients -------------------------------------------------------------------------
 
-    def identity(self, name="admin"):
-        """(cert, key) paths of a client-certificate identity."""
-        return self.path(name + ".crt"), self.path(name + ".key")
 
-    def ssl_context(self, identity="admin"):
-        ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
-        if identity:
-            ctx.load_cert_chain(*self.identity(identity))
-        return ctx
-
-    def request(self, method, path, body=None, identity="admin", token=None,
-                ctype="application/json", raw=False, timeout=30):
-        """One request; returns (status, parsed JSON body) or (status, bytes) with raw."""
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
-                                           context=self.ssl_context(None if token else identity))
-        headers = {"Accept": "application/json"}
-        data = None
-        if body is not None:
-            data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-            headers["Content-Type"] = ctype
-        if token:
-            headers["Authorization"] = "Bearer " + token
-        try:
-            conn.request(method, path, body=data, headers=headers)
-            r = conn.getresponse()
-            payload = r.read()
-        finally:
-            conn.close()
-        if raw:
-            return r.status, payload
-        try:
-            return r.status, json.loads(payload) if payload else None
-        except ValueError:
-            return r.status, payload
-
-    def must(self, method, path, body=None, ok=(200, 201), **kw):
-        st, out = self.request(method, path, body, **kw)
-        if st not in ok:
-            raise AssertionError("%s %s: HTTP %d: %s" % (method, path, st, out))
-        return out
-
-    def create(self, path, obj, **kw):
-        return self.must("POST", path, obj, **kw)
-
-    def get(self, path, **kw):
-        return self.must("GET", path, **kw)
-
-    def delete(self, path, **kw):
-        return self.must("DELETE", path, ok=(200, 202), **kw)
-
-    def patch(self, path, patch, kind="merge", **kw):
-        ctype = {"merge": "application/merge-patch+json", "json": "application/json-patch+json",
-                 "strategic": "application/strategic-merge-patch+json"}[kind]
-        return self.must("PATCH", path, patch, ctype=ctype, **kw)
-
-    def ensure_namespace(self, name):
-        st, out = self.request("POST", "/api/v1/namespaces",
-                               {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        if st not in (201, 409):
-            raise AssertionError("namespace %s: HTTP %d: %s" % (name, st, out))
-
-    def apply_objects(self, objs):
-        """Create each object (409 AlreadyExists counts as done)."""
-        for o in objs:
-            path = object_collection(o)
-            st, out = self.request("POST", path, o)
-            if st not in (200, 201, 409):
-                raise AssertionError("create %s %s: HTTP %d: %s" % (o["kind"], o["metadata"]["name"], st, out))
-
-    def sa_token(self, namespace, name, seconds=3600):
-        """A bound token for the ServiceAccount (made if missing), by TokenRequest."""
-        self.ensure_namespace(namespace)
-        st, out = self.request("POST", "/api/v1/namespaces/%s/serviceaccounts" % namespace,
-                               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
-        if st not in (201, 409):
-            raise AssertionError("serviceaccount: HTTP %d: %s" % (st, out))
-        out = self.create("/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name),
-                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                           "spec": {"expirationSeconds": seconds}})
-        return out["status"]["token"]
-
-    def kubeconfig(self, identity="admin", token=None, server=None, path=None):
-        """A kubeconfig file for a client-certificate identity, or a token."""
-        path = path or self.path("kubeconfig-%s.yaml" % (identity if not token else "token-%d" % len(self.proxies)))
-        if token:
-            user = '    token: "%s"\n' % token
-        else:
-            crt, key = self.identity(identity)
-            user = "    client-certificate: %s\n    client-key: %s\n" % (crt, key)
-        with open(path, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: envtest\n"
-                    "clusters:\n- name: envtest\n  cluster:\n    server: %s\n    certificate-authority: %s\n"
-                    "users:\n- name: u\n  user:\n%s"
-                    "contexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: u\n"
-                    % (server or self.url, self.path("ca.crt"), user))
-        return path
-
-    def proxy(self):
-        """A Proxy to the API server; use its port in a kubeconfig's server."""
-        p = Proxy(self.port)
-        self.proxies.append(p)
-        return p
-
-    def register_webhook(self, name, url, ca_pem, rules, validating=True, failure_policy="Fail",
-                         timeout=10, match_policy="Equivalent", side_effects="None"):
-        """A Validating- or MutatingWebhookConfiguration calling url."""
-        kind = "ValidatingWebhookConfiguration" if validating else "MutatingWebhookConfiguration"
-        plural = kind.lower() + "s"
-        obj = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
-               "webhooks": [{"name": name + ".dra-guard.io", "admissionReviewVersions": ["v1"],
-                             "sideEffects": side_effects, "failurePolicy": failure_policy,
-                             "timeoutSeconds": timeout, "matchPolicy": match_policy,
-                             "clientConfig": {"url": url,
-                                              "caBundle": base64.b64encode(ca_pem.encode()).decode()},
-                             "rules": rules}]}
-        return self.create("/apis/admissionregistration.k8s.io/v1/" + plural, obj)
-
-    def audit_log_path(self):
-        return self.path("audit.log")
-
-    def audit_events(self):
-        out = []
-        try:
-            with open(self.path("audit.log")) as f:
-                for line in f:
-                    out.append(json.loads(line))
-        except FileNotFoundError:
-            pass
-        return out
 
 
 def object_collection(o):

@@ -76,6 +76,9 @@ import urllib.parse
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import envtest  # noqa: E402  (the client side, certificates, Proxy)
+
 ROOT = os.environ.get("DRA_GUARD_ROOT") or os.path.dirname(os.path.dirname(HERE))
 ANSWERS = os.path.join(ROOT, "tests", "fixtures", "apiserver")
 
@@ -395,6 +398,17 @@ CEL_TOKEN = re.compile(r"\s*(?:(\d+)|('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")|(&
                        r"([A-Za-z_][A-Za-z0-9_]*))")
 
 
+def _closing(toks, i):
+    """The index of the parenthesis closing the one at toks[i]."""
+    depth = 0
+    for j in range(i, len(toks)):
+        depth += toks[j] == "("
+        depth -= toks[j] == ")"
+        if depth == 0:
+            return j
+    raise ValueError("CEL: an unclosed parenthesis")
+
+
 def cel_to_python(expr):
     """Translate the subset of CEL the project's matchConditions use (field
     access, has(), size(), exists(), all(), in, ==, !=, <, >, &&, ||, !,
@@ -422,24 +436,12 @@ def cel_to_python(expr):
             out.append(" not ")
         elif t == "has":
             # has(a.b.c) -> _has(lambda: a.b.c)
-            depth, j = 0, i + 1
-            while j < len(toks):
-                depth += toks[j] == "("
-                depth -= toks[j] == ")"
-                if depth == 0:
-                    break
-                j += 1
+            j = _closing(toks, i + 1)
             out.append("_has(lambda: %s)" % cel_to_python(" ".join(toks[i + 2:j])))
             i = j
         elif t == "." and i + 2 < len(toks) and toks[i + 1] in ("exists", "all") and toks[i + 2] == "(":
-            # x.exists(v, e) -> _exists(x, lambda v: e)
-            depth, j = 0, i + 2
-            while j < len(toks):
-                depth += toks[j] == "("
-                depth -= toks[j] == ")"
-                if depth == 0:
-                    break
-                j += 1
+            # x.exists(v, e) -> any(e for v in x)
+            j = _closing(toks, i + 2)
             var = toks[i + 3]
             if toks[i + 4] != ",":
                 raise ValueError("CEL: %s without a variable" % toks[i + 1])
@@ -587,15 +589,13 @@ class _Threading(socketserver.ThreadingMixIn, http.server.HTTPServer):
         pass
 
 
-class FakeEnv:
+class FakeEnv(envtest.Client):
     """EnvTest's interface (tests/e2e/envtest.py) on a fake API server."""
 
     real = False
 
     def __init__(self, identities=None, tokens=None, audit=False, extra_args=(), etcd_quota=None,
                  etcd_dir=None):
-        import envtest  # the shared helpers (certificates, Proxy, object paths)
-        self._envtest = envtest
         self.dir = tempfile.mkdtemp(prefix="dra-guard-fakeapi-")
         self.identities = dict(identities or {})
         self.tokens = dict(tokens or {})
@@ -744,131 +744,6 @@ class FakeEnv:
             sys.stderr.write("--- fake API server log (tail) ---\n%s\n" % self.log()[-3000:])
         self.stop()
         return False
-
-    # --- clients, as EnvTest ------------------------------------------------------------------------------
-
-    def identity(self, name="admin"):
-        return self.path(name + ".crt"), self.path(name + ".key")
-
-    def ssl_context(self, identity="admin"):
-        ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
-        if identity:
-            ctx.load_cert_chain(*self.identity(identity))
-        return ctx
-
-    def request(self, method, path, body=None, identity="admin", token=None,
-                ctype="application/json", raw=False, timeout=30):
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
-                                           context=self.ssl_context(None if token else identity))
-        headers = {"Accept": "application/json"}
-        data = None
-        if body is not None:
-            data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-            headers["Content-Type"] = ctype
-        if token:
-            headers["Authorization"] = "Bearer " + token
-        try:
-            conn.request(method, path, body=data, headers=headers)
-            r = conn.getresponse()
-            payload = r.read()
-        finally:
-            conn.close()
-        if raw:
-            return r.status, payload
-        try:
-            return r.status, json.loads(payload) if payload else None
-        except ValueError:
-            return r.status, payload
-
-    def must(self, method, path, body=None, ok=(200, 201), **kw):
-        st, out = self.request(method, path, body, **kw)
-        if st not in ok:
-            raise AssertionError("%s %s: HTTP %d: %s" % (method, path, st, out))
-        return out
-
-    def create(self, path, obj, **kw):
-        return self.must("POST", path, obj, **kw)
-
-    def get(self, path, **kw):
-        return self.must("GET", path, **kw)
-
-    def delete(self, path, **kw):
-        return self.must("DELETE", path, ok=(200, 202), **kw)
-
-    def patch(self, path, patch, kind="merge", **kw):
-        ctype = {"merge": "application/merge-patch+json", "json": "application/json-patch+json",
-                 "strategic": "application/strategic-merge-patch+json"}[kind]
-        return self.must("PATCH", path, patch, ctype=ctype, **kw)
-
-    def ensure_namespace(self, name):
-        st, out = self.request("POST", "/api/v1/namespaces",
-                               {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        if st not in (201, 409):
-            raise AssertionError("namespace %s: HTTP %d: %s" % (name, st, out))
-
-    def apply_objects(self, objs):
-        for o in objs:
-            path = self._envtest.object_collection(o)
-            st, out = self.request("POST", path, o)
-            if st not in (200, 201, 409):
-                raise AssertionError("create %s %s: HTTP %d: %s" % (o["kind"], o["metadata"]["name"], st, out))
-
-    def sa_token(self, namespace, name, seconds=3600):
-        self.ensure_namespace(namespace)
-        st, out = self.request("POST", "/api/v1/namespaces/%s/serviceaccounts" % namespace,
-                               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
-        if st not in (201, 409):
-            raise AssertionError("serviceaccount: HTTP %d: %s" % (st, out))
-        out = self.create("/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name),
-                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                           "spec": {"expirationSeconds": seconds}})
-        return out["status"]["token"]
-
-    def kubeconfig(self, identity="admin", token=None, server=None, path=None):
-        path = path or self.path("kubeconfig-%s.yaml" % (identity if not token else "token-%d" % len(self.proxies)))
-        if token:
-            user = '    token: "%s"\n' % token
-        else:
-            crt, key = self.identity(identity)
-            user = "    client-certificate: %s\n    client-key: %s\n" % (crt, key)
-        with open(path, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: envtest\n"
-                    "clusters:\n- name: envtest\n  cluster:\n    server: %s\n    certificate-authority: %s\n"
-                    "users:\n- name: u\n  user:\n%s"
-                    "contexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: u\n"
-                    % (server or self.url, self.path("ca.crt"), user))
-        return path
-
-    def proxy(self):
-        p = self._envtest.Proxy(self.port)
-        self.proxies.append(p)
-        return p
-
-    def register_webhook(self, name, url, ca_pem, rules, validating=True, failure_policy="Fail",
-                         timeout=10, match_policy="Equivalent", side_effects="None"):
-        kind = "ValidatingWebhookConfiguration" if validating else "MutatingWebhookConfiguration"
-        plural = kind.lower() + "s"
-        obj = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
-               "webhooks": [{"name": name + ".dra-guard.io", "admissionReviewVersions": ["v1"],
-                             "sideEffects": side_effects, "failurePolicy": failure_policy,
-                             "timeoutSeconds": timeout, "matchPolicy": match_policy,
-                             "clientConfig": {"url": url,
-                                              "caBundle": base64.b64encode(ca_pem.encode()).decode()},
-                             "rules": rules}]}
-        return self.create("/apis/admissionregistration.k8s.io/v1/" + plural, obj)
-
-    def audit_log_path(self):
-        return self.path("audit.log")
-
-    def audit_events(self):
-        out = []
-        try:
-            with open(self.path("audit.log")) as f:
-                for line in f:
-                    out.append(json.loads(line))
-        except FileNotFoundError:
-            pass
-        return out
 
     # --- the store ------------------------------------------------------------------------------------------
 
