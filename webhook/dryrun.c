@@ -75,8 +75,9 @@ static void dryrun_usage(FILE *f)
 		"                        YAML and directories too). Overcommitted nodes are reported as warnings\n"
 		"  --now TIME            judge as of TIME (RFC 3339, e.g. 2026-12-01T10:00:00Z, or seconds since\n"
 		"                        the epoch) instead of now\n"
-		"  --field-validation V  what a field the 1.36 API server does not know (spec.devices[0].nodeAllocatable-\n"
-		"                        ResourceMapping) does, as the API server's ?fieldValidation=: Warn (default:\n"
+		"  --field-validation V  what a field the 1.36 API server does not know (a misspelt\n"
+		"                        nodeAllocatableResourceMappings, say) does, as the API server's\n"
+		"                        ?fieldValidation=: Warn (default:\n"
 		"                        a warning with its path), Strict (the object is an error, exit 2: for CI,\n"
 		"                        as kubectl --validate=strict) or Ignore\n"
 		"  --output FORMAT       text (default), json or junit\n"
@@ -266,7 +267,7 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 			else {
 				fprintf(stderr, "dra-guard dry-run: --field-validation %s: expected Strict, Warn or Ignore\n",
 					optarg);
-				return 2;
+				return cli_usage_error("dry-run");
 			}
 			break;
 		case OPT_OUTPUT:
@@ -278,7 +279,7 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 				d->output = OUTPUT_JUNIT;
 			else {
 				fprintf(stderr, "dra-guard dry-run: --output %s: expected text, json or junit\n", optarg);
-				return 2;
+				return cli_usage_error("dry-run");
 			}
 			break;
 		case OPT_WARN_EXIT:
@@ -286,7 +287,7 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 			n = strtol(optarg, &end, 10);
 			if (errno || *end || end == optarg || n < 0 || n > 255) {
 				fprintf(stderr, "dra-guard dry-run: --warn-exit-code %s: expected 0..255\n", optarg);
-				return 2;
+				return cli_usage_error("dry-run");
 			}
 			d->warn_exit_code = (int)n;
 			break;

@@ -430,7 +430,7 @@ int serve_main(int argc, char **argv)
 		return 0;
 	}
 	if (rc) {
-		fprintf(stderr, "dra-guard serve: %s\n", err);
+		fprintf(stderr, "dra-guard serve: %s\nRun 'dra-guard serve --help' for the usage.\n", err);
 		return 2;
 	}
 	log_set_level(s.cfg.log_level);

@@ -812,7 +812,7 @@ int serve_config_parse(int argc, char **argv, serve_config_env_fn *env, struct s
 		nlen = eq ? (size_t)(eq - name) : strlen(name);
 		fl = find_flag(name, nlen);
 		if (!fl) {
-			snprintf(err, SERVE_CONFIG_ERROR_MAX, "unknown flag '--%.*s' (see dra-guard serve --help)",
+			snprintf(err, SERVE_CONFIG_ERROR_MAX, "unknown flag '--%.*s'",
 				 (int)nlen, name);
 			return -EINVAL;
 		}
