@@ -306,14 +306,28 @@ def test_role_reads_only_the_policy_configmap():
 def test_cluster_role_only_reads_slices_claims_pods_and_nodes_and_writes_events():
     for name, objs in renders().items():
         _, pod, _, _ = deployment_parts(objs)
-        role = ml.one(objs, "ClusterRole")
+        role = ml.one(objs, "ClusterRole", "dra-guard")
         rules = [(tuple(r.get("apiGroups", [])), tuple(sorted(r.get("resources", []))),
                   tuple(sorted(r.get("verbs", []))), tuple(r.get("resourceNames", [])))
                  for r in role["rules"]]
+        # The two reviews are the metrics port's checks (--metrics-auth=kubernetes):
+        # create only, what system:auth-delegator grants.
         want = [(("resource.k8s.io",), ("resourceclaims", "resourceslices"), ("list", "watch"), ()),
                 (("",), ("nodes", "pods"), ("list", "watch"), ()),
-                (("events.k8s.io",), ("events",), ("create", "patch"), ())]
+                (("events.k8s.io",), ("events",), ("create", "patch"), ()),
+                (("authentication.k8s.io",), ("tokenreviews",), ("create",), ()),
+                (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",), ())]
         check(rules == want, "%s: ClusterRole rules %s, want only %s" % (name, rules, want))
+        # The readers' roles grant non-resource URLs (the metrics port's
+        # paths) and nothing else, and the base binds them to nobody.
+        readers = {"dra-guard-metrics-reader": ["/metrics"],
+                   "dra-guard-debug-reader": ["/debug/readyz", "/debug/view", "/debug/ledger", "/debug/pending"]}
+        for rname, urls in readers.items():
+            r = ml.one(objs, "ClusterRole", rname)
+            check(r["rules"] == [{"nonResourceURLs": urls, "verbs": ["get"]}], "%s: %s rules %s"
+                  % (name, rname, r["rules"]))
+        check(sorted(o["metadata"]["name"] for o in objs if o["kind"] == "ClusterRole")
+              == sorted(["dra-guard"] + list(readers)), "%s: other ClusterRoles" % name)
         crb = ml.one(objs, "ClusterRoleBinding")
         check(crb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                  "name": role["metadata"]["name"]}, "%s: ClusterRoleBinding roleRef" % name)
@@ -554,7 +568,11 @@ def test_server_starts_with_the_deployment_arguments():
         policy = os.path.join(tmp, "policy")
         os.makedirs(policy)
         _policy_dir(policy, cm["data"])
+        # No API server here to review tokens: the metrics port unchecked on
+        # loopback (tests/e2e/test_metrics_auth.py runs it checked).
+        check(flags.get("metrics-auth") == "kubernetes", "the Deployment's metrics port is not checked")
         moved = {"listen": "127.0.0.1:0", "metrics-listen": "127.0.0.1:0", "probe-listen": "127.0.0.1:0",
+                 "metrics-auth": "none",
                  "tls-cert": os.path.join(tls, "tls.crt"), "tls-key": os.path.join(tls, "tls.key"),
                  "policy-dir": policy}
         argv = [ml.binary(), "serve"]
