@@ -286,6 +286,40 @@ int access_review_sar_answer(const char *text, size_t len, bool *allowed, char r
 	return rc;
 }
 
+/* --- the rate of reviews ----------------------------------------------------------- */
+
+void access_rate_init(struct access_rate *r, uint32_t burst, int64_t interval_ns)
+{
+	memset(r, 0, sizeof(*r));
+	r->burst = burst;
+	r->interval_ns = interval_ns > 0 ? interval_ns : 1;
+	r->tokens = burst;
+}
+
+bool access_rate_take(struct access_rate *r, int64_t now_ns)
+{
+	if (!r->started) {
+		r->started = true;
+		r->last_ns = now_ns;
+	}
+	/* Whole intervals since the last refill; the remainder carries over. */
+	if (now_ns > r->last_ns) {
+		int64_t n = (now_ns - r->last_ns) / r->interval_ns;
+
+		if (n >= (int64_t)(r->burst - r->tokens)) {
+			r->tokens = r->burst;
+			r->last_ns = now_ns;
+		} else if (n > 0) {
+			r->tokens += (uint32_t)n;
+			r->last_ns += n * r->interval_ns;
+		}
+	}
+	if (r->tokens == 0)
+		return false;
+	r->tokens--;
+	return true;
+}
+
 /* --- the cache ------------------------------------------------------------------ */
 
 struct access_entry {

@@ -75,6 +75,24 @@ int access_review_sar_body(const struct buf *user, const char *verb, const char 
  * -ENOMEM. */
 int access_review_sar_answer(const char *text, size_t len, bool *allowed, char reason[ACCESS_REVIEW_REASON_MAX]);
 
+/* A token bucket on the reviews sent to the API server: a client making
+ * up tokens gets a TokenReview each, and those share the guard's own
+ * priority level (API Priority and Fairness) with its watches, Events and
+ * Lease. burst reviews at once, one more every interval_ns. */
+struct access_rate {
+	uint32_t burst;
+	int64_t interval_ns;
+	uint32_t tokens;              /* private */
+	int64_t last_ns;
+	bool started;
+};
+
+/* A full bucket. */
+void access_rate_init(struct access_rate *r, uint32_t burst, int64_t interval_ns);
+
+/* Take one token at now_ns: true, or false when the bucket is empty. */
+bool access_rate_take(struct access_rate *r, int64_t now_ns);
+
 #define ACCESS_CACHE_KEY 32
 
 struct access_cache;

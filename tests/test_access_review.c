@@ -348,6 +348,30 @@ static void test_cache_is_bounded_and_evicts_the_first_to_expire(void **state)
 	access_cache_free(c);
 }
 
+/* 3 at once, one more every second; time going backwards refills nothing. */
+static void test_rate_is_a_token_bucket(void **state)
+{
+	struct access_rate r;
+	int i;
+
+	(void)state;
+	access_rate_init(&r, 3, 1 * S);
+	for (i = 0; i < 3; i++)
+		assert_true(access_rate_take(&r, 100 * S));
+	assert_false(access_rate_take(&r, 100 * S));
+	assert_false(access_rate_take(&r, 100 * S + S / 2));
+	assert_true(access_rate_take(&r, 101 * S));
+	assert_false(access_rate_take(&r, 101 * S));
+	/* Half an interval is no token. */
+	assert_false(access_rate_take(&r, 101 * S + S / 2));
+	assert_true(access_rate_take(&r, 102 * S));
+	assert_false(access_rate_take(&r, 50 * S));
+	/* A long quiet refills to the burst, never past it. */
+	for (i = 0; i < 3; i++)
+		assert_true(access_rate_take(&r, 1000 * S));
+	assert_false(access_rate_take(&r, 1000 * S));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_token_review_hostile_answers_are_refused),
 		cmocka_unit_test(test_sar_body_names_the_user_and_the_path),
 		cmocka_unit_test(test_sar_answers),
+		cmocka_unit_test(test_rate_is_a_token_bucket),
 		cmocka_unit_test(test_cache_expiry_and_outcomes),
 		cmocka_unit_test(test_cache_is_bounded_and_evicts_the_first_to_expire),
 	};

@@ -349,6 +349,10 @@ static bool check_access(struct plain_port *p, struct MHD_Connection *c, const c
 	case METRICS_AUTH_FORBIDDEN:
 		*ret = answer_status(c, MHD_HTTP_FORBIDDEN, "Forbidden", why, NULL, NULL);
 		return false;
+	case METRICS_AUTH_THROTTLED:
+		*ret = answer_status(c, MHD_HTTP_TOO_MANY_REQUESTS, "TooManyRequests", why, MHD_HTTP_HEADER_RETRY_AFTER,
+				     "1");
+		return false;
 	default:
 		*ret = answer_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", why,
 				     MHD_HTTP_HEADER_RETRY_AFTER, "5");

@@ -27,17 +27,21 @@
 #define ALLOWED_TTL_NS (10LL * 1000000000LL)
 #define DENIED_TTL_NS (2LL * 1000000000LL)
 #define CACHE_CAP 1024
+/* Reviews sent at most at this rate (20 a second, 40 at once). */
+#define REVIEW_BURST 40
+#define REVIEW_INTERVAL_NS (50LL * 1000000LL)
 /* At most one warning this often about the API server failing reviews. */
 #define WARN_EVERY_NS (10LL * 1000000000LL)
 
 static const char *const result_names[METRICS_AUTH_RESULT_COUNT] = {
-	"allowed", "unauthenticated", "forbidden", "error",
+	"allowed", "unauthenticated", "forbidden", "error", "throttled",
 };
 
 struct metrics_auth {
 	struct cluster_view *cv;
 	pthread_mutex_t mu;           /* one check at a time; guards the cache */
 	struct access_cache *cache;
+	struct access_rate rate;
 	int64_t last_warn_ns;
 	bool warned;
 	atomic_uint_fast64_t results[METRICS_AUTH_RESULT_COUNT];
@@ -66,6 +70,7 @@ int metrics_auth_new(struct cluster_view *cv, struct metrics_auth **out)
 		return -ENOMEM;
 	}
 	a->cv = cv;
+	access_rate_init(&a->rate, REVIEW_BURST, REVIEW_INTERVAL_NS);
 	for (i = 0; i < METRICS_AUTH_RESULT_COUNT; i++)
 		atomic_init(&a->results[i], 0);
 	atomic_init(&a->cache_hits, 0);
@@ -243,7 +248,7 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 					    char *why, size_t n)
 {
 	static const char *const cached_why[] = {
-		"", "the API server does not know this token", "this user cannot get this path (RBAC)", "",
+		"", "the API server does not know this token", "this user cannot get this path (RBAC)", "", "",
 	};
 	uint8_t key[ACCESS_CACHE_KEY];
 	enum access_outcome o;
@@ -276,6 +281,12 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 		snprintf(why, n, "%s", cached_why[r]);
 		goto count;
 	}
+	if (!access_rate_take(&a->rate, now)) {
+		pthread_mutex_unlock(&a->mu);
+		snprintf(why, n, "too many requests with tokens not seen lately: retry in a second");
+		r = METRICS_AUTH_THROTTLED;
+		goto count;
+	}
 	r = review(a, token, len, path, why, n);
 	now = mono_ns();
 	if (r == METRICS_AUTH_ALLOWED)
@@ -293,7 +304,8 @@ count:
 int metrics_auth_render_metrics(struct metrics_auth *a, struct buf *out)
 {
 	int rc = buf_add_cstr(out, "# HELP dra_guard_metrics_auth_total Requests to the metrics port by the outcome"
-				   " of their token and access check (error: the API server could not review; denied).\n"
+				   " of their token and access check (error: the API server could not review; throttled: past 20 reviews"
+				   " a second; both denied).\n"
 				   "# TYPE dra_guard_metrics_auth_total counter\n");
 	int i;
 
