@@ -146,6 +146,27 @@ def test_metrics_port_checks_tokens_and_rbac():
                 check(metric(body.decode(), "dra_guard_metrics_auth_cache_hits_total") > hits, "no cache hit counted")
                 check(before[0] >= 1 and before[1] >= 1, "no review made: %s" % (before,))
 
+                # dra-guard pending reads a checked replica with a token file,
+                # through an address of its own (a port-forward's).
+                tokfile = os.path.join(d, "token")
+                with open(tokfile, "w") as f:
+                    f.write(operator + "\n")
+                base = ["pending", "--url", "https://dra-guard.dra-guard.svc:%d" % s.metrics_port,
+                        "--connect", "127.0.0.1:%d" % s.metrics_port, "--cacert", s.ca, "--output", "json"]
+                p = subprocess.run([guard.binary()] + base + ["--token-file", tokfile], capture_output=True,
+                                   timeout=30)
+                check(p.returncode == 0 and "claims" in json.loads(p.stdout),
+                      "dra-guard pending with a token: %d %s" % (p.returncode, p.stderr[-300:]))
+                p = subprocess.run([guard.binary()] + base, capture_output=True, timeout=30)
+                check(p.returncode == 2 and b"401" in p.stderr and b"--token-file" in p.stderr,
+                      "dra-guard pending without a token: %d %s" % (p.returncode, p.stderr[-300:]))
+                with open(tokfile, "w") as f:
+                    f.write(prom)
+                p = subprocess.run([guard.binary()] + base + ["--token-file", tokfile], capture_output=True,
+                                   timeout=30)
+                check(p.returncode == 2 and b"403" in p.stderr and b"dra-guard-debug-reader" in p.stderr,
+                      "dra-guard pending as Prometheus: %d %s" % (p.returncode, p.stderr[-300:]))
+
                 # Two Authorization headers: refused.
                 conn = http.client.HTTPSConnection("127.0.0.1", s.metrics_port, timeout=10,
                                                    context=guard.tls_context(s.ca))
