@@ -127,6 +127,9 @@ def test_stalled_debug_readers_leave_reviews_judged():
                 finally:
                     for s in readers:
                         s.close()
+                print("     /debug/view %d bytes, --memory-budget %d: 2 readers stalled, 10 reviews of %d bytes"
+                      " judged, %d bytes held in the debug budget" % (size, budget, len(body),
+                                                                   guard.metric(m, "dra_guard_debug_memory_bytes")))
                 # Given back once the readers are gone.
                 srv.wait(lambda: guard.metric(srv.metrics(), "dra_guard_debug_memory_bytes") == 0,
                          "the debug budget to be given back", timeout=BOUND)
