@@ -7,7 +7,7 @@ that asked for /debug/view and never read held it: every review was then
 denied (503 inside the review; the webhooks fail closed). Now debug answers
 have their own budget (--debug-memory-budget), one answer in flight per
 path (429 for a second), and a reader that has not taken its answer within
---debug-send-timeout is cut off.
+--debug-send-timeout is cut off, even one that reads steadily but slowly.
 
 The replica watches a fake API server holding 20,000 claims with long
 names, so /debug/view is some megabytes: more than the kernel's socket
@@ -23,6 +23,7 @@ import socket
 import struct
 import sys
 import termios
+import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -140,9 +141,13 @@ def test_stalled_debug_readers_leave_reviews_judged():
         env.stop()
 
 
-def test_a_reader_that_never_reads_is_cut_off():
-    """--debug-send-timeout: the answer's bytes come back while the reader
-    still holds its connection open."""
+def test_a_slow_reader_is_cut_off_at_the_send_timeout():
+    """--debug-send-timeout: a reader that takes its answer steadily but
+    slowly (never idle, so the port's 10 s idle timeout never fires) is cut
+    off before it has the whole answer, and the bytes come back. The reader
+    takes at most 64 KiB every 50 ms; in the 1 s the flag gives it, that and
+    the kernel's buffers (4 MiB to send at most, 64 KiB to receive) are far
+    from the whole /debug/view."""
     env = envtest.EnvTest()
     env.start()
     try:
@@ -150,21 +155,40 @@ def test_a_reader_that_never_reads_is_cut_off():
         with guard.TempDir() as d:
             certs = guard.make_certs(d)
             kc = env.kubeconfig(path=os.path.join(d, "kc.yaml"))
-            srv = guard.Server(certs, ["--kubeconfig", kc, "--debug-send-timeout", "2s"], wait_ready=False)
+            srv = guard.Server(certs, ["--kubeconfig", kc, "--debug-send-timeout", "1s"], wait_ready=False)
             try:
                 srv.wait(lambda: srv.ready()[0] and srv.ready()[1]["clusterView"]["resources"]["resourceclaims"]
                          ["objects"] == CLAIMS, "the view to hold every claim", timeout=BOUND)
-                s = stalled(srv.metrics_port, "/debug/view")
+                st, text = guard.http_get(srv.metrics_port, "/debug/view")
+                check(st == 200, "/debug/view: HTTP %d" % st)
+                size = len(text)
+                check(size > 8 * (1 << 20), "/debug/view is only %d bytes" % size)
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+                s.settimeout(BOUND)
+                s.connect(("127.0.0.1", srv.metrics_port))
+                s.sendall(b"GET /debug/view HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                got = 0
                 try:
-                    srv.wait(lambda: guard.metric(srv.metrics(), "dra_guard_debug_memory_bytes") > 0,
-                             "the answer to be held", timeout=BOUND)
-                    srv.wait(lambda: guard.metric(srv.metrics(), "dra_guard_debug_memory_bytes") == 0,
-                             "the stalled answer to be cut off", timeout=BOUND)
-                    # The path is free again.
-                    st, _ = guard.http_get(srv.metrics_port, "/debug/view")
-                    check(st == 200, "/debug/view after the cut: HTTP %d" % st)
+                    while True:
+                        data = s.recv(64 * 1024)
+                        if not data:
+                            break
+                        got += len(data)
+                        time.sleep(0.05)
+                except OSError:
+                    pass
                 finally:
                     s.close()
+                check(got < size, "the slow reader took the whole answer (%d of %d bytes): never cut off"
+                      % (got, size))
+                srv.wait(lambda: guard.metric(srv.metrics(), "dra_guard_debug_memory_bytes") == 0,
+                         "the answer's bytes to be given back", timeout=BOUND)
+                # The path is free again.
+                st, _ = guard.http_get(srv.metrics_port, "/debug/view")
+                check(st == 200, "/debug/view after the cut: HTTP %d" % st)
+                print("     a reader at 64 KiB per 50 ms was cut off after %d of %d bytes" % (got, size))
+                check(srv.stop() == 0, "exit code")
             finally:
                 srv.stop()
                 srv.cleanup()
@@ -174,4 +198,5 @@ def test_a_reader_that_never_reads_is_cut_off():
 
 if __name__ == "__main__":
     envtest.require("test_debug_stall", fake=True)
-    guard.run_tests([test_stalled_debug_readers_leave_reviews_judged, test_a_reader_that_never_reads_is_cut_off])
+    guard.run_tests([test_stalled_debug_readers_leave_reviews_judged,
+                     test_a_slow_reader_is_cut_off_at_the_send_timeout])
