@@ -240,17 +240,21 @@ out:
 	return r;
 }
 
-static void cache_key(const char *token, size_t len, const char *path, uint8_t key[ACCESS_CACHE_KEY])
+/* 0, or -ENOMEM when no digest could be made: then the cache is not
+ * used at all, never a key that other tokens could share. */
+static int cache_key(const char *token, size_t len, const char *path, uint8_t key[ACCESS_CACHE_KEY])
 {
 	gnutls_hash_hd_t hd;
 
-	memset(key, 0, ACCESS_CACHE_KEY);
 	if (gnutls_hash_init(&hd, GNUTLS_DIG_SHA256) != 0)
-		return;
-	gnutls_hash(hd, token, len);
-	gnutls_hash(hd, "", 1);       /* the token has no NUL: an unambiguous join */
-	gnutls_hash(hd, path, strlen(path));
+		return -ENOMEM;
+	if (gnutls_hash(hd, token, len) != 0 || gnutls_hash(hd, "", 1) != 0 ||   /* the token has no NUL */
+	    gnutls_hash(hd, path, strlen(path)) != 0) {
+		gnutls_hash_deinit(hd, NULL);
+		return -ENOMEM;
+	}
 	gnutls_hash_deinit(hd, key);
+	return 0;
 }
 
 enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *authorization, const char *path,
@@ -265,6 +269,7 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 	const char *token;
 	size_t len;
 	int64_t now;
+	bool keyed;
 
 	why[0] = '\0';
 	if (!authorization) {
@@ -279,10 +284,10 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 		r = METRICS_AUTH_UNAUTHENTICATED;
 		goto count;
 	}
-	cache_key(token, len, path, key);
+	keyed = cache_key(token, len, path, key) == 0;
 	pthread_mutex_lock(&a->mu);
 	now = mono_ns();
-	if (access_cache_get(a->cache, key, now, &o)) {
+	if (keyed && access_cache_get(a->cache, key, now, &o)) {
 		pthread_mutex_unlock(&a->mu);
 		atomic_fetch_add(&a->cache_hits, 1);
 		r = o == ACCESS_ALLOWED ? METRICS_AUTH_ALLOWED
@@ -298,12 +303,12 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 	}
 	r = review(a, token, len, path, why, n);
 	now = mono_ns();
-	if (r == METRICS_AUTH_ALLOWED)
-		access_cache_put(a->cache, key, ACCESS_ALLOWED, now + ALLOWED_TTL_NS);
-	else if (r == METRICS_AUTH_UNAUTHENTICATED)
-		access_cache_put(a->cache, key, ACCESS_UNAUTHENTICATED, now + DENIED_TTL_NS);
-	else if (r == METRICS_AUTH_FORBIDDEN)
-		access_cache_put(a->cache, key, ACCESS_FORBIDDEN, now + DENIED_TTL_NS);
+	/* An API error is never kept: the next request asks again. */
+	if (keyed && r != METRICS_AUTH_ERROR)
+		access_cache_put(a->cache, key,
+				 r == METRICS_AUTH_ALLOWED ? ACCESS_ALLOWED
+				 : r == METRICS_AUTH_FORBIDDEN ? ACCESS_FORBIDDEN : ACCESS_UNAUTHENTICATED,
+				 now + (r == METRICS_AUTH_ALLOWED ? ALLOWED_TTL_NS : DENIED_TTL_NS));
 	pthread_mutex_unlock(&a->mu);
 count:
 	atomic_fetch_add(&a->results[r], 1);
