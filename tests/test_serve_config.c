@@ -77,6 +77,50 @@ static void test_defaults(void **state)
 	assert_int_equal(c.shutdown_timeout_s, 25);
 	assert_int_equal(c.log_level, LOG_INFO);
 	assert_string_equal(c.service_name, "");
+	/* Loopback: unchecked, as make run wants it. */
+	assert_int_equal(c.metrics_auth, METRICS_AUTH_NONE);
+	assert_false(c.metrics_auth_insecure);
+	assert_int_equal(c.debug_memory_budget, 64 * 1024 * 1024);
+	assert_int_equal(c.debug_send_timeout_s, 30);
+}
+
+/* --metrics-auth: auto checks every address but loopback; none off
+ * loopback only when asked for by name. */
+static void test_metrics_auth_modes(void **state)
+{
+	static const struct {
+		const char *line;
+		int rc;
+		enum metrics_auth_mode mode;
+	} cases[] = {
+		{ "--metrics-listen 127.0.0.1:9090", 0, METRICS_AUTH_NONE },
+		{ "--metrics-listen 127.1.2.3:9090", 0, METRICS_AUTH_NONE },
+		{ "--metrics-listen [::1]:9090", 0, METRICS_AUTH_NONE },
+		{ "--metrics-listen [::ffff:127.0.0.1]:9090", 0, METRICS_AUTH_NONE },
+		{ "--metrics-listen 0.0.0.0:9090", 0, METRICS_AUTH_KUBERNETES },
+		{ "--metrics-listen :9090", 0, METRICS_AUTH_KUBERNETES },
+		{ "--metrics-listen [::ffff:10.0.0.1]:9090", 0, METRICS_AUTH_KUBERNETES },
+		{ "--metrics-listen 10.1.2.3:9090", 0, METRICS_AUTH_KUBERNETES },
+		{ "--metrics-listen 127.0.0.1:9090 --metrics-auth kubernetes", 0, METRICS_AUTH_KUBERNETES },
+		{ "--metrics-listen 0.0.0.0:9090 --metrics-auth kubernetes", 0, METRICS_AUTH_KUBERNETES },
+		{ "--metrics-listen 0.0.0.0:9090 --metrics-auth none", -EINVAL, METRICS_AUTH_NONE },
+		{ "--metrics-listen :9090 --metrics-auth none", -EINVAL, METRICS_AUTH_NONE },
+		{ "--metrics-listen 0.0.0.0:9090 --metrics-auth none --metrics-auth-insecure", 0, METRICS_AUTH_NONE },
+		{ "--metrics-listen off --metrics-auth none", 0, METRICS_AUTH_NONE },
+	};
+	char err[SERVE_CONFIG_ERROR_MAX];
+	struct serve_config c;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = parse(cases[i].line, NULL, &c, err);
+
+		if (rc != cases[i].rc || (rc == 0 && c.metrics_auth != cases[i].mode))
+			fail_msg("'%s': rc %d mode %d, err '%s'", cases[i].line, rc, (int)c.metrics_auth, err);
+		if (rc)
+			assert_non_null(strstr(err, "--metrics-auth-insecure"));
+	}
 }
 
 static void test_flags_parse_values(void **state)
@@ -174,6 +218,12 @@ static void test_bad_values_name_the_flag(void **state)
 		{ "--memory-budget lots", { NULL }, "--memory-budget" },
 		{ "--memory-budget 10Mi", { NULL }, "--memory-budget" },
 		{ "--max-body 64Mi --memory-budget 64Mi", { NULL }, "--max-body + 4Mi" },
+		{ "--metrics-auth basic", { NULL }, "--metrics-auth" },
+		{ "--metrics-auth-insecure=perhaps", { NULL }, "--metrics-auth-insecure" },
+		{ "--debug-memory-budget 1Ki", { NULL }, "--debug-memory-budget" },
+		{ "--debug-memory-budget much", { NULL }, "--debug-memory-budget" },
+		{ "--debug-send-timeout 0", { NULL }, "--debug-send-timeout" },
+		{ "--debug-send-timeout 2h", { NULL }, "--debug-send-timeout" },
 		{ "--policy-configmap just-a-name", { NULL }, "--policy-configmap" },
 		{ "--policy-configmap NS/Name", { NULL }, "--policy-configmap" },
 		{ "--policy-file-watch=maybe", { NULL }, "--policy-file-watch" },
@@ -268,6 +318,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_flags_parse_values),
+		cmocka_unit_test(test_metrics_auth_modes),
 		cmocka_unit_test(test_environment_applies_and_flags_win),
 		cmocka_unit_test(test_bad_values_name_the_flag),
 		cmocka_unit_test(test_help_short_circuits),

@@ -73,6 +73,13 @@ void deadline_remove(struct deadline_list *l, struct deadline_entry *e)
 	pthread_mutex_unlock(&l->mu);
 }
 
+void deadline_set_limit(struct deadline_list *l, struct deadline_entry *e, uint64_t limit_ns)
+{
+	pthread_mutex_lock(&l->mu);
+	e->limit_ns = limit_ns;
+	pthread_mutex_unlock(&l->mu);
+}
+
 void deadline_start(struct deadline_entry *e, uint64_t now_ns)
 {
 	uint_fast64_t zero = 0;

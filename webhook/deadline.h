@@ -56,6 +56,11 @@ void deadline_add(struct deadline_list *l, struct deadline_entry *e, int fd, uin
  * (or already removed) is ignored. */
 void deadline_remove(struct deadline_list *l, struct deadline_entry *e);
 
+/* Give e another limit (a debug answer's send timeout, then the request
+ * deadline again); takes the list's mutex, which the sweep reads it
+ * under. */
+void deadline_set_limit(struct deadline_list *l, struct deadline_entry *e, uint64_t limit_ns);
+
 /* Start the clock at now_ns unless it runs already. */
 void deadline_start(struct deadline_entry *e, uint64_t now_ns);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics_auth.h"
 #include "serve_config.h"
 #include "snapshot.h"
 
@@ -37,7 +38,7 @@ static const char body_404[] =
 static const char body_404_plain[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 	"\"code\":404,\"message\":\"no such path: this port serves GET /metrics, /healthz, /readyz, "
-	"/debug/view, /debug/ledger and /debug/pending\"}";
+	"/debug/readyz, /debug/view, /debug/ledger and /debug/pending (the probe port: /healthz and /readyz)\"}";
 static const char body_404_noview[] =
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 	"\"code\":404,\"message\":\"this replica runs without a cluster view (--cluster-view off, or no "
@@ -243,6 +244,27 @@ enum MHD_Result httpd_answer_readyz(struct httpd *h, struct MHD_Connection *c)
 	}
 	r = MHD_create_response_from_buffer(buf_len(&b), (void *)buf_cstr(&b), MHD_RESPMEM_MUST_COPY);
 	buf_free(&b);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* The status code is all a kubelet or a load balancer reads, and all
+ * this says: no reason, policy, freeze or view (the reason is logged and
+ * on the metrics port's /debug/readyz). */
+enum MHD_Result httpd_answer_readyz_bare(struct httpd *h, struct MHD_Connection *c)
+{
+	static const char yes[] = "{\"ready\":true}", no[] = "{\"ready\":false}";
+	char why[512];
+	bool ready = httpd_ready(h, why, sizeof(why));
+	struct MHD_Response *r = MHD_create_response_from_buffer(ready ? sizeof(yes) - 1 : sizeof(no) - 1,
+								 (void *)(ready ? yes : no), MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
@@ -637,6 +659,11 @@ int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size
 	h->quiesced_fd = -1;
 	atomic_init(&h->draining, false);
 	atomic_init(&h->in_flight, 0);
+	atomic_init(&h->debug_in_use, 0);
+	for (int i = 0; i < HTTPD_DEBUG_PATHS; i++)
+		atomic_init(&h->debug_busy[i], false);
+	for (int i = 0; i < HTTPD_DEBUG_REFUSALS; i++)
+		atomic_init(&h->debug_refused[i], 0);
 	h->metrics = (struct plain_port){ .h = h, .name = "metrics", .metrics = true };
 	h->probe = (struct plain_port){ .h = h, .name = "probe", .metrics = false };
 	/* The answer carries messages and, on /mutate, a patch. */
@@ -672,6 +699,23 @@ int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size
 	rc = start_tls(h, err, errn);
 	if (rc)
 		goto fail;
+	if (cfg->metrics_enabled && cfg->metrics_auth == METRICS_AUTH_KUBERNETES) {
+		/* Reviews go through the cluster view's API client. */
+		if (!env->view) {
+			snprintf(err, errn, "--metrics-auth=kubernetes needs the API server (a kubeconfig, or running in"
+				 " a cluster, and --cluster-view not off) to review tokens: use --metrics-auth=none on a"
+				 " loopback --metrics-listen to run without one");
+			rc = -EINVAL;
+			goto fail;
+		}
+		rc = metrics_auth_new(env->view, &h->auth);
+		if (rc) {
+			snprintf(err, errn, "out of memory");
+			goto fail;
+		}
+		h->metrics.tls = true;
+		h->metrics.auth = h->auth;
+	}
 	if (cfg->metrics_enabled) {
 		rc = httpd_plain_start(&h->metrics, &cfg->metrics_listen, err, errn);
 		if (rc)
@@ -744,5 +788,7 @@ void httpd_stop(struct httpd *h)
 	metrics_memory_watch(h->env.m, NULL);
 	deadline_list_free(h->dl);
 	reqmem_free(h->mem);
+	/* After the metrics daemon: no check runs any more. */
+	metrics_auth_free(h->auth);
 	free(h);
 }

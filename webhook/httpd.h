@@ -22,11 +22,15 @@
  * closes, so a rotation never frees what a handshake still reads and never
  * refuses a connection.
  *
- * The metrics port and the optional probe port are plain HTTP, one thread
- * each, with their own connection slots, a per-address connection limit and
- * a whole-request deadline: GET /healthz, /readyz, and on the metrics port
- * only /metrics, /debug/view, /debug/ledger (?node=NAME, ?at=freeze) and
- * /debug/pending. */
+ * The metrics port and the optional probe port run one thread each, with
+ * their own connection slots, a per-address connection limit and a
+ * whole-request deadline: GET /healthz, /readyz, and on the metrics port
+ * only /metrics, /debug/readyz, /debug/view, /debug/ledger (?node=NAME,
+ * ?at=freeze) and /debug/pending. The probe port is plain HTTP; the
+ * metrics port too with --metrics-auth=none, and with kubernetes HTTPS
+ * with every request's bearer token reviewed (metrics_auth.h). /readyz
+ * says what serves only on an unchecked metrics port (and /debug/readyz);
+ * elsewhere ready or not, nothing more. */
 #ifndef DRA_GUARD_HTTPD_H
 #define DRA_GUARD_HTTPD_H
 

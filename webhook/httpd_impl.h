@@ -49,6 +49,22 @@ enum route {
 };
 
 struct pending_list;
+struct metrics_auth;
+
+/* The debug paths, each with one answer in flight at most. */
+enum httpd_debug_path {
+	HTTPD_DEBUG_VIEW = 0,
+	HTTPD_DEBUG_LEDGER,
+	HTTPD_DEBUG_PENDING,
+	HTTPD_DEBUG_PATHS
+};
+
+/* Why a debug answer was refused. */
+enum httpd_debug_refusal {
+	HTTPD_DEBUG_BUSY = 0,         /* another answer of that path is being sent */
+	HTTPD_DEBUG_BUDGET,           /* larger than what --debug-memory-budget has left */
+	HTTPD_DEBUG_REFUSALS
+};
 
 /* One TCP connection on the webhook port. */
 struct conn {
@@ -86,11 +102,14 @@ struct conn {
 	char prefix[CONN_PREFIX];     /* a dropped body's first bytes, then its answer */
 };
 
-/* A plain-HTTP listener (metrics, probes). */
+/* A plain-HTTP listener (metrics, probes); the metrics port speaks HTTPS
+ * with the serving certificate when its requests are checked. */
 struct plain_port {
 	struct httpd *h;
 	const char *name;             /* "metrics", "probe" */
 	bool metrics;                 /* serves GET /metrics too */
+	bool tls;                     /* HTTPS with the cert source's credential */
+	struct metrics_auth *auth;    /* NULL: no check (--metrics-auth=none) */
 	struct MHD_Daemon *d;
 	struct deadline_list *dl;
 	char addr[96];
@@ -110,6 +129,13 @@ struct httpd {
 	size_t out_cap;
 	struct reqmem *mem;
 	struct deadline_list *dl;     /* the webhook port's connections */
+	struct metrics_auth *auth;    /* the metrics port's checks, or NULL */
+
+	/* Debug answers: their own budget (--debug-memory-budget), one in
+	 * flight per path, refusals counted by reason. */
+	atomic_size_t debug_in_use;
+	atomic_bool debug_busy[HTTPD_DEBUG_PATHS];
+	atomic_uint_fast64_t debug_refused[HTTPD_DEBUG_REFUSALS];
 
 	/* The housekeeping thread: sweeps the deadlines, trims after bursts. */
 	pthread_t keeper;
@@ -127,6 +153,11 @@ struct httpd {
 
 /* GET /readyz: 200 or 503 with what serves. */
 enum MHD_Result httpd_answer_readyz(struct httpd *h, struct MHD_Connection *c);
+
+/* GET /readyz for whoever reaches a port unchecked (webhook, probe, a
+ * checked metrics port's, which every authenticated user may get): 200
+ * {"ready":true} or 503 {"ready":false}, nothing more. */
+enum MHD_Result httpd_answer_readyz_bare(struct httpd *h, struct MHD_Connection *c);
 
 /* A JSON Status answer (Content-Type application/json) for code, built on
  * the spot; NULL when out of memory. Destroy after queueing. */

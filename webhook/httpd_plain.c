@@ -1,6 +1,19 @@
-/* httpd_plain.c - the plain-HTTP ports: metrics (GET /metrics, /healthz,
- * /readyz, /debug/view, /debug/ledger, /debug/pending) and probes (GET /healthz, /readyz
- * only).
+/* httpd_plain.c - the ports beside the webhook's: metrics (GET /metrics,
+ * /healthz, /readyz, /debug/view, /debug/ledger, /debug/pending) and probes
+ * (GET /healthz, /readyz only, answering ready or not and nothing more).
+ * The metrics port's /debug/readyz (and its /readyz when unchecked) says
+ * what serves: policy, freeze, the cluster view, the gate.
+ *
+ * With --metrics-auth=kubernetes the metrics port speaks HTTPS with the
+ * serving certificate and every request needs a bearer token the API
+ * server knows, whose user RBAC allows get on the path (metrics_auth.h):
+ * 401 without one, 403 when not allowed, 503 when the API server cannot
+ * say (denied all the same).
+ *
+ * Debug answers never touch the admission memory budget: they have their
+ * own (--debug-memory-budget), one answer in flight per path (429 for a
+ * second), and a reader that has not taken the whole answer within
+ * --debug-send-timeout is cut off, giving the bytes back.
  *
  * Each port has its own connection slots, so filling one never starves the
  * other, and three fences against a client that holds slots without asking
@@ -18,7 +31,9 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics_auth.h"
 #include "serve_config.h"
+#include "snapshot.h"
 
 #define METRICS_TEXT_MAX ((size_t)8 * 1024 * 1024)
 
@@ -49,73 +64,134 @@ static enum MHD_Result answer_text(struct httpd *h, struct MHD_Connection *c, in
 	return ret;
 }
 
-/* A text charged to the memory budget while libmicrohttpd sends it. */
-struct charged_text {
-	struct reqmem *mem;
+/* One connection on a plain port. */
+struct plain_conn {
+	struct deadline_entry dl;
+	struct plain_port *p;
+	struct snapshot *cred;        /* HTTPS: the credential its handshake was given */
+};
+
+/* A debug answer held under the debug budget while libmicrohttpd sends it. */
+struct debug_text {
+	struct httpd *h;
+	enum httpd_debug_path path;
 	size_t n;
 	char *text;
 };
 
-/* The answer has been sent or dropped: give its bytes back. */
-static void charged_text_free(void *cls)
-{
-	struct charged_text *t = cls;
+static const char *const debug_refusal_names[HTTPD_DEBUG_REFUSALS] = { "busy", "budget" };
 
-	reqmem_uncharge(t->mem, t->n);
+/* The answer has been sent or dropped: its bytes and its path's slot
+ * are free again. */
+static void debug_text_free(void *cls)
+{
+	struct debug_text *t = cls;
+
+	atomic_fetch_sub(&t->h->debug_in_use, t->n);
+	atomic_store(&t->h->debug_busy[t->path], false);
 	free(t->text);
 	free(t);
 }
 
-/* answer_text() for a text held under the memory budget, as admission
- * answers are: built in full (one at a time: the metrics port has one
- * thread; capped at the budget by the caller's buffer), then sent only if
- * it fits in what the budget has left, else 503 with Retry-After. -E2BIG
- * from the producer (the text would pass the whole budget) is a 503 that
- * says so. */
-static enum MHD_Result answer_text_charged(struct httpd *h, struct MHD_Connection *c, int rc, struct buf *b,
-					   const char *ctype, const char *too_big)
+static enum MHD_Result answer_status(struct MHD_Connection *c, unsigned code, const char *reason, const char *msg,
+				     const char *header, const char *value)
 {
-	struct charged_text *t = NULL;
+	struct MHD_Response *r = httpd_status_response(code, reason, msg);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	if (header)
+		MHD_add_response_header(r, header, value);
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void debug_refused(struct httpd *h, enum httpd_debug_refusal why)
+{
+	atomic_fetch_add(&h->debug_refused[why], 1);
+}
+
+/* Take path's slot: false when another answer of it is in flight. */
+static bool debug_begin(struct httpd *h, enum httpd_debug_path path)
+{
+	return !atomic_exchange(&h->debug_busy[path], true);
+}
+
+/* What the debug budget has left: the cap of the buffer an answer is
+ * built in, so it is never built past the budget. */
+static size_t debug_room(struct httpd *h)
+{
+	size_t used = atomic_load(&h->debug_in_use), budget = h->env.cfg->debug_memory_budget;
+
+	return used < budget ? budget - used : 0;
+}
+
+/* Send b's text (rc the producer's result; -E2BIG: past what the budget
+ * has left) as the answer of path, holding its bytes in the debug budget
+ * until it is sent, on a clock of --debug-send-timeout; the path's slot
+ * (taken by debug_begin()) is released with it, or now on any failure. */
+static enum MHD_Result answer_debug(struct httpd *h, struct MHD_Connection *c, enum httpd_debug_path path, int rc,
+				    struct buf *b, const char *too_big)
+{
+	struct debug_text *t = NULL;
 	struct MHD_Response *r;
 	char *text = NULL;
 	size_t len = 0;
 	enum MHD_Result ret;
+	const union MHD_ConnectionInfo *ci;
 
 	if (rc == -E2BIG) {
 		buf_free(b);
-		log_msg(LOG_WARN, "debug answer refused: larger than the whole --memory-budget");
-		r = httpd_status_response(MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", too_big);
-		if (!r)
-			return MHD_NO;
-		ret = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
-		MHD_destroy_response(r);
-		return ret;
+		atomic_store(&h->debug_busy[path], false);
+		debug_refused(h, HTTPD_DEBUG_BUDGET);
+		log_msg(LOG_WARN, "debug answer refused: larger than what --debug-memory-budget has left");
+		return answer_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", too_big,
+				     MHD_HTTP_HEADER_RETRY_AFTER, "5");
 	}
 	if (rc != 0 || buf_take(b, &text, &len) != 0) {
 		buf_free(b);
+		atomic_store(&h->debug_busy[path], false);
 		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
 	}
-	if (!reqmem_charge(h->mem, len)) {
-		free(text);
-		log_msg(LOG_WARN, "debug answer refused: it does not fit in what --memory-budget has left");
-		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, h->r_503_memory);
-	}
+	atomic_fetch_add(&h->debug_in_use, len);
 	t = malloc(sizeof(*t));
-	r = t ? MHD_create_response_from_buffer_with_free_callback_cls(len, text, charged_text_free, t) : NULL;
+	r = t ? MHD_create_response_from_buffer_with_free_callback_cls(len, text, debug_text_free, t) : NULL;
 	if (!r) {
-		reqmem_uncharge(h->mem, len);
+		atomic_fetch_sub(&h->debug_in_use, len);
+		atomic_store(&h->debug_busy[path], false);
 		free(text);
 		free(t);
 		return MHD_NO;
 	}
-	t->mem = h->mem;
+	t->h = h;
+	t->path = path;
 	t->n = len;
 	t->text = text;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
+	/* A reader that stalls is cut off when the send timeout passes, and
+	 * the answer's bytes come back (debug_text_free()). */
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci && ci->socket_context) {
+		struct plain_conn *pc = ci->socket_context;
+
+		deadline_set_limit(h->metrics.dl, &pc->dl, (uint64_t)h->env.cfg->debug_send_timeout_s * 1000000000u);
+		deadline_restart(&pc->dl, admit_now_ns());
+	}
 	return ret;
+}
+
+static enum MHD_Result answer_busy(struct httpd *h, struct MHD_Connection *c, const char *path)
+{
+	char msg[160];
+
+	debug_refused(h, HTTPD_DEBUG_BUSY);
+	snprintf(msg, sizeof(msg), "another %s answer is being sent (one at a time); retry when it is done", path);
+	return answer_status(c, MHD_HTTP_TOO_MANY_REQUESTS, "TooManyRequests", msg, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 }
 
 /* Slots, per-address limit, idle timeout and request deadline (seconds). */
@@ -128,9 +204,27 @@ static enum MHD_Result answer_text_charged(struct httpd *h, struct MHD_Connectio
 #define PROBE_IDLE_S 2
 #define PROBE_DEADLINE_S 2
 
-struct plain_conn {
-	struct deadline_entry dl;
-};
+/* The registry's families, then this file's: the debug budget and its
+ * refusals, and the metrics port's checks. */
+static int render_metrics(struct httpd *h, struct buf *b)
+{
+	int rc = metrics_render(h->env.m, b);
+	int i;
+
+	if (rc == 0)
+		rc = buf_printf(b, "# HELP dra_guard_debug_memory_bytes Bytes of /debug/* answers held now"
+				" (--debug-memory-budget).\n# TYPE dra_guard_debug_memory_bytes gauge\n"
+				"dra_guard_debug_memory_bytes %zu\n"
+				"# HELP dra_guard_debug_refused_total /debug/* requests refused: busy (another answer of"
+				" the path in flight), budget (past --debug-memory-budget).\n"
+				"# TYPE dra_guard_debug_refused_total counter\n", atomic_load(&h->debug_in_use));
+	for (i = 0; rc == 0 && i < HTTPD_DEBUG_REFUSALS; i++)
+		rc = buf_printf(b, "dra_guard_debug_refused_total{reason=\"%s\"} %llu\n", debug_refusal_names[i],
+				(unsigned long long)atomic_load(&h->debug_refused[i]));
+	if (rc == 0 && h->auth)
+		rc = metrics_auth_render_metrics(h->auth, b);
+	return rc;
+}
 
 static enum MHD_Result answer_metrics(struct httpd *h, struct MHD_Connection *c)
 {
@@ -142,13 +236,12 @@ static enum MHD_Result answer_metrics(struct httpd *h, struct MHD_Connection *c)
 	 * it now, as /readyz does. */
 	metrics_ready(h->env.m, httpd_ready(h, why, sizeof(why)));
 	buf_init(&b, METRICS_TEXT_MAX);
-	return answer_text(h, c, metrics_render(h->env.m, &b), &b, "text/plain; version=0.0.4; charset=utf-8");
+	return answer_text(h, c, render_metrics(h, &b), &b, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 /* GET /debug/view: the published view's objects (names, resourceVersions,
- * pools with their generations) as JSON, held under the memory budget as
- * /debug/ledger is; 404 without a cluster view, 503 before its first
- * sync. */
+ * pools with their generations) as JSON, held under the debug budget;
+ * 404 without a cluster view, 503 before its first sync. */
 static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection *c)
 {
 	struct buf b;
@@ -156,15 +249,18 @@ static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection 
 
 	if (!h->env.view)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noview);
-	buf_init(&b, reqmem_budget(h->mem));
+	if (!debug_begin(h, HTTPD_DEBUG_VIEW))
+		return answer_busy(h, c, "/debug/view");
+	buf_init(&b, debug_room(h));
 	rc = cluster_view_dump_json(h->env.view, &b);
 	if (rc == -EAGAIN) {
 		buf_free(&b);
+		atomic_store(&h->debug_busy[HTTPD_DEBUG_VIEW], false);
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, h->r_503);
 	}
-	return answer_text_charged(h, c, rc, &b, "application/json",
-				   "the view's listing is larger than the whole --memory-budget: raise --memory-budget "
-				   "or use /debug/ledger?node=NAME");
+	return answer_debug(h, c, HTTPD_DEBUG_VIEW, rc, &b,
+			    "the view's listing is larger than what --debug-memory-budget has left: retry, raise"
+			    " --debug-memory-budget or use /debug/ledger?node=NAME");
 }
 
 /* GET /debug/ledger[?node=NAME][&at=freeze]: the ledger as JSON; 404
@@ -181,31 +277,87 @@ static enum MHD_Result answer_debug_ledger(struct httpd *h, struct MHD_Connectio
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noview);
 	if (at && strcmp(at, "freeze") != 0)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_nofreeze);
-	/* Held under the memory budget like admission answers (41.8 MB at
-	 * 5,000 nodes), so it can never be built past it. */
-	buf_init(&b, reqmem_budget(h->mem));
+	/* Held under the debug budget (41.8 MB at 5,000 nodes), so it can
+	 * never be built past it, and never in admission's. */
+	if (!debug_begin(h, HTTPD_DEBUG_LEDGER))
+		return answer_busy(h, c, "/debug/ledger");
+	buf_init(&b, debug_room(h));
 	rc = ledger_watch_json(h->env.ledger, node, at != NULL, &b);
 	if (rc == -EAGAIN || rc == -ENOENT) {
 		buf_free(&b);
+		atomic_store(&h->debug_busy[HTTPD_DEBUG_LEDGER], false);
 		return MHD_queue_response(c, rc == -EAGAIN ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_NOT_FOUND,
 					  rc == -EAGAIN ? h->r_503 : h->r_404_nofreeze);
 	}
-	return answer_text_charged(h, c, rc, &b, "application/json",
-				   "the ledger's text is larger than the whole --memory-budget: ask for one node "
-				   "(/debug/ledger?node=NAME) or raise --memory-budget");
+	return answer_debug(h, c, HTTPD_DEBUG_LEDGER, rc, &b,
+			    "the ledger's text is larger than what --debug-memory-budget has left: retry, ask for"
+			    " one node (/debug/ledger?node=NAME) or raise --debug-memory-budget");
 }
 
 /* GET /debug/pending: the claims this replica refuses now, held under the
- * memory budget; 404 without Events. */
+ * debug budget; 404 without Events. */
 static enum MHD_Result answer_debug_pending(struct httpd *h, struct MHD_Connection *c)
 {
 	struct buf b;
 
 	if (!h->env.events)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_noevents);
-	buf_init(&b, reqmem_budget(h->mem));
-	return answer_text_charged(h, c, event_sink_pending_json(h->env.events, &b), &b, "application/json",
-				   "the pending list is larger than the whole --memory-budget: raise --memory-budget");
+	if (!debug_begin(h, HTTPD_DEBUG_PENDING))
+		return answer_busy(h, c, "/debug/pending");
+	buf_init(&b, debug_room(h));
+	return answer_debug(h, c, HTTPD_DEBUG_PENDING, event_sink_pending_json(h->env.events, &b), &b,
+			    "the pending list is larger than what --debug-memory-budget has left: retry or raise"
+			    " --debug-memory-budget");
+}
+
+static enum MHD_Result count_authorization(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	unsigned *n = cls;
+
+	(void)kind;
+	(void)value;
+	if (key && strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
+		(*n)++;
+	return MHD_YES;
+}
+
+/* The metrics port's check: true to go on, else false with the answer
+ * queued (*ret). */
+static bool check_access(struct plain_port *p, struct MHD_Connection *c, const char *url, enum MHD_Result *ret)
+{
+	const char *authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	char why[768];
+	unsigned n = 0;
+	enum metrics_auth_result r;
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_authorization, &n);
+	/* Two Authorization headers: which one a proxy in front checked is
+	 * anyone's guess. */
+	if (n > 1) {
+		*ret = answer_status(c, MHD_HTTP_BAD_REQUEST, "BadRequest", "more than one Authorization header", NULL,
+				     NULL);
+		return false;
+	}
+	r = metrics_auth_check(p->auth, authz, url, why, sizeof(why));
+	switch (r) {
+	case METRICS_AUTH_ALLOWED:
+		return true;
+	case METRICS_AUTH_UNAUTHENTICATED:
+		*ret = answer_status(c, MHD_HTTP_UNAUTHORIZED, "Unauthorized", why, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+				     "Bearer realm=\"dra-guard\"");
+		return false;
+	case METRICS_AUTH_FORBIDDEN:
+		*ret = answer_status(c, MHD_HTTP_FORBIDDEN, "Forbidden", why, NULL, NULL);
+		return false;
+	case METRICS_AUTH_THROTTLED:
+		*ret = answer_status(c, MHD_HTTP_TOO_MANY_REQUESTS, "TooManyRequests", why, MHD_HTTP_HEADER_RETRY_AFTER,
+				     "1");
+		return false;
+	default:
+		*ret = answer_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", why,
+				     MHD_HTTP_HEADER_RETRY_AFTER, "5");
+		return false;
+	}
 }
 
 static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const char *url,
@@ -219,6 +371,8 @@ static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const c
 	bool debug_view = p->metrics && strcmp(url, "/debug/view") == 0;
 	bool debug_ledger = p->metrics && strcmp(url, "/debug/ledger") == 0;
 	bool debug_pending = p->metrics && strcmp(url, "/debug/pending") == 0;
+	bool debug_readyz = p->metrics && strcmp(url, "/debug/readyz") == 0;
+	enum MHD_Result ret;
 
 	(void)version;
 	(void)upload_data;
@@ -237,8 +391,12 @@ static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const c
 		if (pc)
 			deadline_stop(&pc->dl);
 	}
-	if (!metrics && !debug_view && !debug_ledger && !debug_pending && strcmp(url, "/healthz") != 0 &&
-	    strcmp(url, "/readyz") != 0)
+	/* Every request on a checked port, whatever its path or method: an
+	 * unchecked one learns nothing, not even which paths exist. */
+	if (p->auth && !check_access(p, c, url, &ret))
+		return ret;
+	if (!metrics && !debug_view && !debug_ledger && !debug_pending && !debug_readyz &&
+	    strcmp(url, "/healthz") != 0 && strcmp(url, "/readyz") != 0)
 		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, h->r_404_plain);
 	if (!get)
 		return MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, h->r_405_get);
@@ -252,11 +410,44 @@ static enum MHD_Result handle_plain(void *cls, struct MHD_Connection *c, const c
 		return answer_debug_ledger(h, c);
 	if (debug_pending)
 		return answer_debug_pending(h, c);
-	return httpd_answer_readyz(h, c);
+	/* Kubernetes' default RBAC lets every authenticated user get /readyz
+	 * and /healthz (system:public-info-viewer): on a checked port /readyz
+	 * says ready or not, and what serves (policy, freeze and its reason,
+	 * the view's state) is /debug/readyz, granted as the debug paths are. */
+	if (debug_readyz || (p->metrics && !p->auth))
+		return httpd_answer_readyz(h, c);
+	return httpd_answer_readyz_bare(h, c);
 }
 
-static uint64_t deadline_ns(const struct plain_port *p)
+/* HTTPS: GnuTLS asks for the certificate once per handshake; the
+ * connection keeps a reference to the newest credential until it closes,
+ * as the webhook port's do. */
+static int plain_retrieve_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
+			       const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+			       gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *key)
 {
+	struct plain_conn *pc = gnutls_session_get_ptr(session);
+	unsigned n;
+
+	(void)req_ca_rdn;
+	(void)nreqs;
+	(void)pk_algos;
+	(void)pk_algos_length;
+	if (!pc)
+		return -1;
+	if (!pc->cred)
+		pc->cred = cert_source_acquire(pc->p->h->env.certs);
+	if (!pc->cred)
+		return -1;
+	tls_cred_retrieve(snapshot_get(pc->cred), pcert, &n, key);
+	*pcert_length = n;
+	return 0;
+}
+
+static uint64_t deadline_ns(const void *port)
+{
+	const struct plain_port *p = port;
+
 	return (uint64_t)(p->metrics ? METRICS_DEADLINE_S : PROBE_DEADLINE_S) * 1000000000u;
 }
 
@@ -274,7 +465,14 @@ static void notify_plain(void *cls, struct MHD_Connection *c, void **socket_cont
 		pc = calloc(1, sizeof(*pc));
 		if (!pc || !fdi) {
 			free(pc);
-			return;       /* served without a deadline; the idle timeout stays */
+			return;       /* served without a deadline (HTTPS: no handshake) */
+		}
+		pc->p = p;
+		if (p->tls) {
+			const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+			if (ci && ci->tls_session)
+				gnutls_session_set_ptr((gnutls_session_t)ci->tls_session, pc);
 		}
 		deadline_add(p->dl, &pc->dl, fdi->connect_fd, deadline_ns(p));
 		deadline_start(&pc->dl, admit_now_ns());
@@ -286,6 +484,7 @@ static void notify_plain(void *cls, struct MHD_Connection *c, void **socket_cont
 		return;
 	/* Before the library closes the descriptor. */
 	deadline_remove(p->dl, &pc->dl);
+	snapshot_release(pc->cred);
 	free(pc);
 	*socket_context = NULL;
 }
@@ -298,16 +497,23 @@ static void completed_plain(void *cls, struct MHD_Connection *c, void **req_cls,
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct plain_conn *pc = ci ? ci->socket_context : NULL;
 
-	(void)cls;
 	(void)req_cls;
 	(void)toe;
-	if (pc)
-		deadline_restart(&pc->dl, admit_now_ns());
+	if (!pc)
+		return;
+	/* After a debug answer's send timeout: the request deadline again. */
+	deadline_set_limit(((struct plain_port *)cls)->dl, &pc->dl, deadline_ns(cls));
+	deadline_restart(&pc->dl, admit_now_ns());
 }
 
 int httpd_plain_start(struct plain_port *p, const struct serve_addr *addr, char *err, size_t errn)
 {
-	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | (p->tls ? MHD_USE_TLS : 0);
+	struct MHD_OptionItem tls[3] = {
+		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTPD_TLS_PRIORITIES },
+		{ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)plain_retrieve_cert },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	int fd, rc;
 
 	if (deadline_list_new(&p->dl) != 0) {
@@ -329,6 +535,7 @@ int httpd_plain_start(struct plain_port *p, const struct serve_addr *addr, char 
 				MHD_OPTION_NOTIFY_CONNECTION, notify_plain, p,
 				MHD_OPTION_NOTIFY_COMPLETED, completed_plain, p,
 				MHD_OPTION_UNESCAPE_CALLBACK, httpd_keep_escaped, NULL,
+				MHD_OPTION_ARRAY, p->tls ? tls : tls + 2,
 				MHD_OPTION_END);
 	if (!p->d) {
 		close(fd);

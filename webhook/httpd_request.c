@@ -559,9 +559,11 @@ enum MHD_Result httpd_handle(void *cls, struct MHD_Connection *c, const char *ur
 		return MHD_YES;
 	if (conn->route == ROUTE_HEALTHZ)
 		return answer_fixed(conn, c, MHD_HTTP_OK, conn->h->r_healthz);
+	/* Any Pod reaches this port through the Service: ready or not, and
+	 * nothing of the policy, the freeze or the view. */
 	if (conn->route == ROUTE_READYZ) {
 		conn->answered = true;
-		return httpd_answer_readyz(conn->h, c);
+		return httpd_answer_readyz_bare(conn->h, c);
 	}
 	if (conn->too_big || conn->over_budget)
 		return answer_dropped(conn, c, method, url);

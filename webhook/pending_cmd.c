@@ -12,16 +12,19 @@
 
 #include <curl/curl.h>
 
+#include "access_review.h"
 #include "buf.h"
 #include "cli.h"
 #include "doc.h"
+#include "fileio.h"
 
 #define PENDING_BODY_MAX ((size_t)64 << 20)
 
 static void pending_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dra-guard pending [--url URL] [--output table|json]\n"
+		"usage: dra-guard pending [--url URL] [--token-file FILE] [--cacert FILE] [--connect ADDR:PORT]\n"
+		"                         [--output table|json]\n"
 		"\n"
 		"Lists the claims a running replica refuses now (its GET /debug/pending on the metrics\n"
 		"port): namespace/claim, Pod, the reason (the refusing rule in CamelCase), since when,\n"
@@ -30,6 +33,12 @@ static void pending_usage(FILE *f)
 		"\n"
 		"  --url URL             the replica's metrics address (default http://127.0.0.1:9090;\n"
 		"                        kubectl port-forward to a replica's port 9090 in a cluster)\n"
+		"  --token-file FILE     send the bearer token in FILE: a metrics port that checks its\n"
+		"                        readers (--metrics-auth=kubernetes) wants one whose user may get\n"
+		"                        /debug/pending (ClusterRole dra-guard-debug-reader)\n"
+		"  --cacert FILE         the CA that signed the replica's serving certificate (https)\n"
+		"  --connect ADDR:PORT   connect there, checking the certificate for the URL's host\n"
+		"                        (https://dra-guard.dra-guard.svc:9090 through a port-forward)\n"
 		"  --output FORMAT       table (default) or json (the answer as served)\n"
 		"\n"
 		"Exit status: 0 (also when nothing is pending), 2 when the replica cannot be asked or\n"
@@ -41,13 +50,55 @@ static size_t collect(char *p, size_t size, size_t n, void *ctx)
 	return buf_add(ctx, p, size * n) == 0 ? size * n : 0;
 }
 
-static int fetch(const char *base, struct buf *out, char *err, size_t errn)
+struct fetch_opts {
+	const char *url;
+	const char *token_file;
+	const char *cacert;
+	const char *connect;
+};
+
+/* "Authorization: Bearer TOKEN" from a token file (one token, a trailing
+ * newline allowed) into hdr. */
+static int token_header(const char *path, char *hdr, size_t n, char *err, size_t errn)
 {
-	char url[2048];
+	char *text = NULL, *line = NULL;
+	const char *tok;
+	size_t len = 0, tlen;
+	int rc = fileio_read(path, ACCESS_REVIEW_TOKEN_MAX + 2, &text, &len);
+
+	if (rc) {
+		snprintf(err, errn, "--token-file %.400s: %s", path, strerror(-rc));
+		return rc;
+	}
+	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		len--;
+	rc = -ENOMEM;
+	if ((line = malloc(len + 8)) != NULL) {
+		memcpy(line, "Bearer ", 7);
+		memcpy(line + 7, text, len);
+		line[len + 7] = '\0';
+		rc = access_review_bearer(line, &tok, &tlen);
+		if (rc == 0 && snprintf(hdr, n, "Authorization: Bearer %.*s", (int)tlen, tok) >= (int)n)
+			rc = -E2BIG;
+	}
+	if (rc)
+		snprintf(err, errn, "--token-file %.400s: not one bearer token of at most %zu bytes", path,
+			 ACCESS_REVIEW_TOKEN_MAX);
+	free(line);
+	free(text);
+	return rc;
+}
+
+static int fetch(const struct fetch_opts *o, struct buf *out, char *err, size_t errn)
+{
+	char url[2048], hdr[ACCESS_REVIEW_TOKEN_MAX + 64], connect_to[320];
+	struct curl_slist *headers = NULL, *connects = NULL;
+	const char *base = o->url;
 	CURL *e;
 	CURLcode res;
 	long code = 0;
 	size_t len = strlen(base);
+	int rc;
 
 	while (len && base[len - 1] == '/')
 		len--;
@@ -56,10 +107,30 @@ static int fetch(const char *base, struct buf *out, char *err, size_t errn)
 		return -EINVAL;
 	}
 	snprintf(url, sizeof(url), "%.*s/debug/pending", (int)len, base);
+	if (o->token_file && (rc = token_header(o->token_file, hdr, sizeof(hdr), err, errn)) != 0)
+		return rc;
+	if (o->connect && snprintf(connect_to, sizeof(connect_to), "::%s", o->connect) >= (int)sizeof(connect_to)) {
+		snprintf(err, errn, "--connect: longer than %zu bytes", sizeof(connect_to) - 3);
+		return -EINVAL;
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(e = curl_easy_init())) {
 		snprintf(err, errn, "cannot initialise libcurl");
 		return -ENOMEM;
 	}
+	if ((o->token_file && !(headers = curl_slist_append(NULL, hdr))) ||
+	    (o->connect && !(connects = curl_slist_append(NULL, connect_to)))) {
+		curl_slist_free_all(headers);
+		curl_easy_cleanup(e);
+		curl_global_cleanup();
+		snprintf(err, errn, "out of memory");
+		return -ENOMEM;
+	}
+	if (headers)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+	if (connects)
+		curl_easy_setopt(e, CURLOPT_CONNECT_TO, connects);
+	if (o->cacert)
+		curl_easy_setopt(e, CURLOPT_CAINFO, o->cacert);
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -69,6 +140,10 @@ static int fetch(const char *base, struct buf *out, char *err, size_t errn)
 	res = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(e);
+	curl_slist_free_all(headers);
+	curl_slist_free_all(connects);
+	/* The token is no longer needed in memory. */
+	memset(hdr, 0, sizeof(hdr));
 	curl_global_cleanup();
 	if (res != CURLE_OK) {
 		snprintf(err, errn, "GET %.400s: %s", url, res == CURLE_WRITE_ERROR ? "answer larger than 64 MiB"
@@ -79,6 +154,12 @@ static int fetch(const char *base, struct buf *out, char *err, size_t errn)
 		snprintf(err, errn, "GET %.400s: 404: this replica emits no Events (no cluster view, or --events=false)",
 			 url);
 		return -ENOENT;
+	}
+	if (code == 401 || code == 403) {
+		snprintf(err, errn, "GET %.400s: HTTP %ld: the replica checks its readers: %s", url, code,
+			 code == 401 ? "--token-file with a token the API server knows"
+				     : "a token whose user is bound to ClusterRole dra-guard-debug-reader");
+		return -EACCES;
 	}
 	if (code != 200) {
 		snprintf(err, errn, "GET %.400s: HTTP %ld", url, code);
@@ -189,11 +270,15 @@ int pending_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "url", required_argument, NULL, 'u' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "cacert", required_argument, NULL, 'c' },
+		{ "connect", required_argument, NULL, 'C' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *url = "http://127.0.0.1:9090", *output = "table";
+	struct fetch_opts fo = { .url = "http://127.0.0.1:9090" };
+	const char *output = "table";
 	char err[600];
 	struct buf body;
 	int c, rc, code = 2;
@@ -202,7 +287,16 @@ int pending_main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'u':
-			url = optarg;
+			fo.url = optarg;
+			break;
+		case 't':
+			fo.token_file = optarg;
+			break;
+		case 'c':
+			fo.cacert = optarg;
+			break;
+		case 'C':
+			fo.connect = optarg;
 			break;
 		case 'o':
 			output = optarg;
@@ -222,7 +316,7 @@ int pending_main(int argc, char **argv)
 		return cli_usage_error("pending");
 	}
 	buf_init(&body, PENDING_BODY_MAX);
-	rc = fetch(url, &body, err, sizeof(err));
+	rc = fetch(&fo, &body, err, sizeof(err));
 	if (rc == 0 && strcmp(output, "json") == 0) {
 		struct doc_set *set = NULL;
 

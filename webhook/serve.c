@@ -399,6 +399,7 @@ static void log_start(const struct server *s)
 	log_str(&l, "metrics_listen",
 		s->cfg.metrics_enabled ? httpd_address(s->httpd, HTTPD_PORT_METRICS) : "off");
 	log_str(&l, "probe_listen", s->cfg.probe_enabled ? httpd_address(s->httpd, HTTPD_PORT_PROBE) : "off");
+	log_str(&l, "metrics_auth", s->cfg.metrics_auth == METRICS_AUTH_KUBERNETES ? "kubernetes" : "none");
 	log_uint(&l, "threads", s->cfg.threads);
 	log_uint(&l, "max_body", s->cfg.max_body);
 	log_uint(&l, "memory_budget", s->cfg.memory_budget);
@@ -411,6 +412,15 @@ static void log_start(const struct server *s)
 	if (s->events)
 		log_str(&l, "replica_name", s->cfg.replica_name);
 	log_end(&l);
+	/* Asked for by name (--metrics-auth-insecure), and said at every start. */
+	if (s->cfg.metrics_enabled && s->cfg.metrics_auth == METRICS_AUTH_NONE &&
+	    !serve_config_addr_loopback(&s->cfg.metrics_listen) &&
+	    log_begin(&l, LOG_WARN, "metrics port without authentication on a non-loopback address: anyone who"
+		      " reaches it reads /metrics and the cluster view, the ledger and the pending claims on /debug/*")) {
+		log_str(&l, "metrics_listen", httpd_address(s->httpd, HTTPD_PORT_METRICS));
+		log_str(&l, "fix", "--metrics-auth=kubernetes, or a loopback --metrics-listen");
+		log_end(&l);
+	}
 }
 
 int serve_main(int argc, char **argv)

@@ -164,6 +164,24 @@ static int parse_bool(const char *flag, const char *v, bool *out, char *err)
 	return -EINVAL;
 }
 
+bool serve_config_addr_loopback(const struct serve_addr *a)
+{
+	if (a->sa.ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)&a->sa;
+
+		return (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (a->sa.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&a->sa;
+		const uint8_t *b = s6->sin6_addr.s6_addr;
+
+		if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			return true;
+		return IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && b[12] == 127;
+	}
+	return false;
+}
+
 void serve_config_addr_format(const struct sockaddr *sa, char *buf, size_t n)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
@@ -269,6 +287,26 @@ static int set_metrics_listen(struct serve_config *c, const char *v, char *err)
 		return 0;
 	snprintf(err, SERVE_CONFIG_ERROR_MAX, "--metrics-listen: %.480s", why);
 	return -EINVAL;
+}
+
+static int set_metrics_auth(struct serve_config *c, const char *v, char *err)
+{
+	if (strcmp(v, "auto") == 0)
+		c->metrics_auth = METRICS_AUTH_AUTO;
+	else if (strcmp(v, "kubernetes") == 0)
+		c->metrics_auth = METRICS_AUTH_KUBERNETES;
+	else if (strcmp(v, "none") == 0)
+		c->metrics_auth = METRICS_AUTH_NONE;
+	else {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX, "--metrics-auth: '%s' is not auto, kubernetes or none", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_metrics_auth_insecure(struct serve_config *c, const char *v, char *err)
+{
+	return parse_bool("metrics-auth-insecure", v, &c->metrics_auth_insecure, err);
 }
 
 static int set_probe_listen(struct serve_config *c, const char *v, char *err)
@@ -431,6 +469,20 @@ static int set_idle_timeout(struct serve_config *c, const char *v, char *err)
 static int set_body_timeout(struct serve_config *c, const char *v, char *err)
 {
 	return parse_timeout("body-timeout", v, BODY_TIMEOUT_MAX, &c->body_timeout_s, err);
+}
+
+#define DEBUG_BUDGET_MIN ((size_t)64 << 10)
+#define DEBUG_SEND_TIMEOUT_MAX 3600
+
+static int set_debug_memory_budget(struct serve_config *c, const char *v, char *err)
+{
+	return parse_size("debug-memory-budget", v, DEBUG_BUDGET_MIN, MEMORY_BUDGET_MAX, &c->debug_memory_budget,
+			  err);
+}
+
+static int set_debug_send_timeout(struct serve_config *c, const char *v, char *err)
+{
+	return parse_timeout("debug-send-timeout", v, DEBUG_SEND_TIMEOUT_MAX, &c->debug_send_timeout_s, err);
 }
 
 static int set_max_json_depth(struct serve_config *c, const char *v, char *err)
@@ -648,10 +700,23 @@ static const struct flag flags[] = {
 	{ "listen", "DRA_GUARD_LISTEN", ":8443", NULL, "ADDR:PORT",
 	  "the HTTPS webhook port (POST /validate, /mutate; GET /healthz, /readyz)", set_listen },
 	{ "metrics-listen", "DRA_GUARD_METRICS_LISTEN", "127.0.0.1:9090", NULL, "ADDR:PORT",
-	  "plain-HTTP port for GET /metrics, /healthz, /readyz and the debug endpoints /debug/view,"
-	  " /debug/ledger (?node=NAME, ?at=freeze) and /debug/pending (not on the webhook port);"
-	  " \"off\" or \"\" disables it",
+	  "the metrics port: GET /metrics, /healthz, /readyz and the debug endpoints /debug/readyz,"
+	  " /debug/view, /debug/ledger (?node=NAME, ?at=freeze) and /debug/pending (not on the webhook"
+	  " port); HTTPS or plain HTTP as --metrics-auth says; \"off\" or \"\" disables it",
 	  set_metrics_listen },
+	{ "metrics-auth", "DRA_GUARD_METRICS_AUTH", "auto", NULL, "MODE",
+	  "who may read the metrics port: kubernetes (HTTPS with the serving certificate; a bearer token"
+	  " checked with a TokenReview, then a SubjectAccessReview of get on the path), none (plain HTTP,"
+	  " no check), auto (kubernetes unless --metrics-listen is a loopback address)", set_metrics_auth },
+	{ "metrics-auth-insecure", "DRA_GUARD_METRICS_AUTH_INSECURE", "false", NULL, NULL,
+	  "allow --metrics-auth=none on an address other than loopback (logged as a warning at start)",
+	  set_metrics_auth_insecure },
+	{ "debug-memory-budget", "DRA_GUARD_DEBUG_MEMORY_BUDGET", "64Mi", NULL, "SIZE",
+	  "/debug/view, /debug/ledger and /debug/pending answers held at once, apart from --memory-budget"
+	  " (503 beyond; one answer at a time per path)", set_debug_memory_budget },
+	{ "debug-send-timeout", "DRA_GUARD_DEBUG_SEND_TIMEOUT", "30s", NULL, "DURATION",
+	  "a /debug/* answer its reader has not taken in full this long after the request is cut off",
+	  set_debug_send_timeout },
 	{ "probe-listen", "DRA_GUARD_PROBE_LISTEN", "off", NULL, "ADDR:PORT",
 	  "plain-HTTP port for GET /healthz, /readyz only, with connection slots of its own;"
 	  " \"off\" or \"\" disables it", set_probe_listen },
@@ -852,6 +917,19 @@ int serve_config_parse(int argc, char **argv, serve_config_env_fn *env, struct s
 				snprintf(err, SERVE_CONFIG_ERROR_MAX, "%s", why);
 			return -EINVAL;
 		}
+	}
+	/* Whatever the metrics port serves reaches whoever reaches the port:
+	 * off loopback, no check only when asked for by name. */
+	if (cfg->metrics_auth == METRICS_AUTH_AUTO)
+		cfg->metrics_auth = cfg->metrics_enabled && !serve_config_addr_loopback(&cfg->metrics_listen)
+			? METRICS_AUTH_KUBERNETES : METRICS_AUTH_NONE;
+	if (cfg->metrics_enabled && cfg->metrics_auth == METRICS_AUTH_NONE &&
+	    !serve_config_addr_loopback(&cfg->metrics_listen) && !cfg->metrics_auth_insecure) {
+		snprintf(err, SERVE_CONFIG_ERROR_MAX,
+			 "--metrics-auth=none on %.200s (not loopback) would serve the cluster view, the ledger and"
+			 " the pending claims to anyone who reaches the port: use --metrics-auth=kubernetes, a"
+			 " loopback address, or add --metrics-auth-insecure", cfg->metrics_listen.text);
+		return -EINVAL;
 	}
 	/* One request at its largest must fit: its body, then its answer. */
 	if (cfg->memory_budget < cfg->max_body + SERVE_CONFIG_ANSWER_EXTRA) {

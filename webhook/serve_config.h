@@ -36,10 +36,21 @@ enum cluster_view_mode {
 	CLUSTER_VIEW_OFF,             /* stateless: one request at a time */
 };
 
+/* --metrics-auth: who may read the metrics port. */
+enum metrics_auth_mode {
+	METRICS_AUTH_AUTO = 0,        /* as given: kubernetes unless the port is on loopback */
+	METRICS_AUTH_KUBERNETES,      /* HTTPS; a bearer token, TokenReview, SubjectAccessReview */
+	METRICS_AUTH_NONE,            /* plain HTTP, anyone who reaches the port */
+};
+
 struct serve_config {
 	struct serve_addr listen;
 	bool metrics_enabled;
 	struct serve_addr metrics_listen;
+	enum metrics_auth_mode metrics_auth;  /* never AUTO once parsed */
+	bool metrics_auth_insecure;   /* none on a non-loopback address, on purpose */
+	size_t debug_memory_budget;   /* debug answers held at once, apart from --memory-budget */
+	unsigned debug_send_timeout_s;/* a debug answer not taken by its reader in this long is cut */
 	bool probe_enabled;
 	struct serve_addr probe_listen;
 	char tls_cert[PATH_MAX];
@@ -95,6 +106,9 @@ void serve_config_usage(FILE *f);
 /* Parse "HOST:PORT", ":PORT", "[V6]:PORT" (HOST a literal or a name that
  * resolves). 0 or -EINVAL with err. */
 int serve_config_addr(const char *text, struct serve_addr *out, char err[static SERVE_CONFIG_ERROR_MAX]);
+
+/* True when a is a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104). */
+bool serve_config_addr_loopback(const struct serve_addr *a);
 
 /* "127.0.0.1:8443" / "[::1]:8443" for a bound address into buf. */
 void serve_config_addr_format(const struct sockaddr *sa, char *buf, size_t n);

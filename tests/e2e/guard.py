@@ -131,8 +131,13 @@ def served_fingerprint(port, ca):
 class Server:
     """dra-guard serve as a child process on loopback."""
 
-    def __init__(self, certs, args=(), asan=False, env=None, wait_ready=True, cert=None, key=None):
+    def __init__(self, certs, args=(), asan=False, env=None, wait_ready=True, cert=None, key=None,
+                 metrics_token=None):
+        """metrics_token: the bearer token ready() and metrics() send when the
+        metrics port checks requests (--metrics-auth=kubernetes: HTTPS)."""
         self.certs = certs
+        self.metrics_token = metrics_token
+        self.metrics_tls = False
         self.ca = os.path.join(certs, "ca.crt")
         self.log_path = tempfile.mktemp(prefix="dra-guard-e2e-", suffix=".log")
         self.log_file = open(self.log_path, "wb")
@@ -149,6 +154,7 @@ class Server:
             if line:
                 self.port = int(line["listen"].rsplit(":", 1)[1])
                 self.metrics_port = int(line["metrics_listen"].rsplit(":", 1)[1])
+                self.metrics_tls = line.get("metrics_auth") == "kubernetes"
                 if line.get("probe_listen", "off") != "off":
                     self.probe_port = int(line["probe_listen"].rsplit(":", 1)[1])
                 break
@@ -193,12 +199,21 @@ class Server:
             time.sleep(0.02)
         fail("timed out waiting for %s; log:\n%s" % (what, self.log()[-4000:]))
 
+    def metrics_get(self, path, token=None, headers=None):
+        """GET path on the metrics port: (status, body, headers); HTTPS with
+        token (default: metrics_token) when the port checks requests."""
+        if not self.metrics_tls:
+            return http_get(self.metrics_port, path, headers=headers, with_headers=True)
+        tok = self.metrics_token if token is None else token
+        return https_get(self.metrics_port, path, self.ca, tok or None, headers=headers)
+
     def ready(self):
-        status, body = http_get(self.metrics_port, "/readyz")
+        # A checked port's /readyz says ready or not; /debug/readyz says what serves.
+        status, body, _ = self.metrics_get("/debug/readyz" if self.metrics_tls else "/readyz")
         return status == 200, json.loads(body)
 
     def metrics(self):
-        status, body = http_get(self.metrics_port, "/metrics")
+        status, body, _ = self.metrics_get("/metrics")
         check(status == 200, "/metrics answered %d" % status)
         return parse_prometheus(body.decode())
 
@@ -302,12 +317,28 @@ def curl(server, path, body=None, headers=(), extra=()):
     return int(code or 0), out, version, p.stderr.decode()
 
 
-def http_get(port, path):
+def http_get(port, path, headers=None, with_headers=False):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        c.request("GET", path)
+        c.request("GET", path, headers=headers or {})
         r = c.getresponse()
-        return r.status, r.read()
+        body = r.read()
+        return (r.status, body, dict(r.getheaders())) if with_headers else (r.status, body)
+    finally:
+        c.close()
+
+
+def https_get(port, path, ca, token=None, headers=None, timeout=10):
+    """GET over HTTPS (the serving certificate's CA), with a bearer token
+    when given: (status, body, headers)."""
+    h = dict(headers or {})
+    if token:
+        h["Authorization"] = "Bearer " + token
+    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, context=tls_context(ca))
+    try:
+        c.request("GET", path, headers=h)
+        r = c.getresponse()
+        return r.status, r.read(), dict(r.getheaders())
     finally:
         c.close()
 

@@ -332,14 +332,28 @@ def test_role_reads_only_the_policy_configmap():
 def test_cluster_role_only_reads_slices_claims_pods_and_nodes_and_writes_events():
     for name, objs in renders().items():
         _, pod, _, _ = deployment_parts(objs)
-        role = ml.one(objs, "ClusterRole")
+        role = ml.one(objs, "ClusterRole", "dra-guard")
         rules = [(tuple(r.get("apiGroups", [])), tuple(sorted(r.get("resources", []))),
                   tuple(sorted(r.get("verbs", []))), tuple(r.get("resourceNames", [])))
                  for r in role["rules"]]
+        # The two reviews are the metrics port's checks (--metrics-auth=kubernetes):
+        # create only, what system:auth-delegator grants.
         want = [(("resource.k8s.io",), ("resourceclaims", "resourceslices"), ("list", "watch"), ()),
                 (("",), ("nodes", "pods"), ("list", "watch"), ()),
-                (("events.k8s.io",), ("events",), ("create", "patch"), ())]
+                (("events.k8s.io",), ("events",), ("create", "patch"), ()),
+                (("authentication.k8s.io",), ("tokenreviews",), ("create",), ()),
+                (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",), ())]
         check(rules == want, "%s: ClusterRole rules %s, want only %s" % (name, rules, want))
+        # The readers' roles grant non-resource URLs (the metrics port's
+        # paths) and nothing else, and the base binds them to nobody.
+        readers = {"dra-guard-metrics-reader": ["/metrics"],
+                   "dra-guard-debug-reader": ["/debug/readyz", "/debug/view", "/debug/ledger", "/debug/pending"]}
+        for rname, urls in readers.items():
+            r = ml.one(objs, "ClusterRole", rname)
+            check(r["rules"] == [{"nonResourceURLs": urls, "verbs": ["get"]}], "%s: %s rules %s"
+                  % (name, rname, r["rules"]))
+        check(sorted(o["metadata"]["name"] for o in objs if o["kind"] == "ClusterRole")
+              == sorted(["dra-guard"] + list(readers)), "%s: other ClusterRoles" % name)
         crb = ml.one(objs, "ClusterRoleBinding")
         check(crb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                  "name": role["metadata"]["name"]}, "%s: ClusterRoleBinding roleRef" % name)
@@ -447,9 +461,10 @@ SIZING_ONE_VIEW = 40000 * 400 + 100000 * 300 + 150000 * 380
 # freeze keeps the view of its start.
 SIZING_VIEW = 3 * SIZING_ONE_VIEW
 # The ledger of that view (32 MiB, measured): the one kept and one built for
-# ?at=freeze, and the 41.8 MB /debug/ledger text in a buffer grown to 64 MiB.
+# ?at=freeze; the /debug texts (41.8 MB of /debug/ledger) are
+# --debug-memory-budget, added from the flag.
 SIZING_ONE_LEDGER = 32 << 20
-SIZING_LEDGER = 2 * SIZING_ONE_LEDGER + (64 << 20)
+SIZING_LEDGER = 2 * SIZING_ONE_LEDGER
 SIZING_ALLOCATOR = 1.15             # fragmentation left to the allocator
 
 
@@ -469,7 +484,10 @@ def test_memory_limit_is_sized_from_the_budget():
         arena = 4 * max_body + (16 << 20)
         answer = max_body + (4 << 20)
         has_view = flags.get("cluster-view", binary_default("cluster-view")) != "off"
-        view = SIZING_VIEW + SIZING_LEDGER if has_view else 0
+        debug = _bytes(flags.get("debug-memory-budget", binary_default("debug-memory-budget")))
+        check(debug >= 48 << 20, "%s: --debug-memory-budget %d MiB cannot hold /debug/ledger at 5,000 nodes"
+              % (name, debug >> 20))
+        view = SIZING_VIEW + SIZING_LEDGER + debug if has_view else 0
         held = SIZING_ONE_VIEW + SIZING_ONE_LEDGER if has_view else 0
         worst = (SIZING_PROCESS + budget + threads * (arena + answer) + conns * SIZING_PER_CONNECTION +
                  SIZING_POOL + SIZING_PLAIN_PORTS + view)
@@ -580,7 +598,11 @@ def test_server_starts_with_the_deployment_arguments():
         policy = os.path.join(tmp, "policy")
         os.makedirs(policy)
         _policy_dir(policy, cm["data"])
+        # No API server here to review tokens: the metrics port unchecked on
+        # loopback (tests/e2e/test_metrics_auth.py runs it checked).
+        check(flags.get("metrics-auth") == "kubernetes", "the Deployment's metrics port is not checked")
         moved = {"listen": "127.0.0.1:0", "metrics-listen": "127.0.0.1:0", "probe-listen": "127.0.0.1:0",
+                 "metrics-auth": "none",
                  "tls-cert": os.path.join(tls, "tls.crt"), "tls-key": os.path.join(tls, "tls.key"),
                  "policy-dir": policy}
         argv = [ml.binary(), "serve"]

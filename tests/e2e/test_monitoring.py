@@ -186,7 +186,15 @@ def test_kustomization_renders_the_rule_the_monitor_and_the_dashboard():
     for ep in sm["spec"]["endpoints"]:
         check(ep["port"] in ports, "ServiceMonitor port %r is not a port of the Service" % ep["port"])
         check(ports[ep["port"]]["targetPort"] == "metrics", "port %s does not lead to metrics" % ep["port"])
-        check(ep.get("path", "/metrics") == "/metrics" and ep.get("scheme", "http") == "http", "endpoint %s" % ep)
+        # The port checks every request (--metrics-auth=kubernetes): HTTPS,
+        # the certificate checked for the Service's name against the CA the
+        # overlays put in dra-guard-tls, and Prometheus' own token.
+        check(ep.get("path", "/metrics") == "/metrics" and ep.get("scheme") == "https", "endpoint %s" % ep)
+        check(ep.get("bearerTokenFile") == "/var/run/secrets/kubernetes.io/serviceaccount/token",
+              "endpoint %s sends no ServiceAccount token" % ep)
+        tls = ep.get("tlsConfig") or {}
+        check(tls.get("serverName") == "dra-guard.dra-guard.svc" and not tls.get("insecureSkipVerify")
+              and tls.get("ca") == {"secret": {"name": "dra-guard-tls", "key": "ca.crt"}}, "tlsConfig %s" % tls)
 
 
 def test_add_on_composes_with_an_overlay():

@@ -7,7 +7,8 @@ view syncs (slices, claims, Pods, Nodes, its policy ConfigMap; as streaming
 lists and, in a second run, in pages), a freeze
 refuses a claim (an Event created, then patched as its series grows), Pods
 are gated and, when the freeze ends, released (the gate Lease created, read
-and renewed, the Pods patched). Every request the guard made is recorded by
+and renewed, the Pods patched), and its metrics port is read with a token
+(a TokenReview, then a SubjectAccessReview). Every request the guard made is recorded by
 the API server (the fake one's request log, or the real one's audit log
 where KUBE_APISERVER is set), and:
 
@@ -35,6 +36,7 @@ NS = "rbac-test"
 GATE = "dra-guard.io/freeze"
 BOUND = 30.0
 RBAC_FILES = [os.path.join(guard.ROOT, "manifests", "base", "rbac.yaml"),
+              os.path.join(guard.ROOT, "manifests", "base", "metrics-rbac.yaml"),
               os.path.join(guard.ROOT, "manifests", "gate-pods", "rbac.yaml")]
 
 
@@ -151,15 +153,27 @@ def test_every_request_is_granted_and_every_grant_used():
         env.must("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
                  ok=(201, 409))
         token = env.sa_token(GUARD_NS, "dra-guard")
+        # Who reads the metrics port: bound to both readers' roles, as an
+        # operator's scraper would be.
+        reader = env.sa_token("monitoring", "prometheus")
+        for role in ("dra-guard-metrics-reader", "dra-guard-debug-reader"):
+            env.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": role}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                        "kind": "ClusterRole", "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}]})
         with guard.TempDir() as d:
             certs = guard.make_certs(d)
             kc = env.kubeconfig(token=token, path=os.path.join(d, "kc.yaml"))
             s = guard.Server(certs, args=["--kubeconfig", kc, "--policy-configmap", "%s/%s" % (GUARD_NS, CM),
                                           "--gate-release", "--gate-lease", "%s/dra-guard-gate" % GUARD_NS,
-                                          "--gate-lease-duration", "3s", "--self-user", GUARD_USER],
-                             wait_ready=False)
+                                          "--gate-lease-duration", "3s", "--self-user", GUARD_USER,
+                                          "--metrics-auth=kubernetes"],
+                             wait_ready=False, metrics_token=reader)
             try:
                 s.wait(lambda: s.ready()[0], "the guard to sync and be ready", timeout=BOUND)
+                check(s.metrics_tls, "the metrics port is not checked")
+                check(metric(s, "dra_guard_metrics_auth_total", result="allowed") >= 1, "no scrape allowed")
                 register(env, certs, s)
                 claims = envtest.RESOURCE_V1 + "/namespaces/%s/resourceclaims" % NS
                 made_claim = env.create(claims, claim("held"))

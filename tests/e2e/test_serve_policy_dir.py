@@ -65,21 +65,26 @@ def test_freeze_flip_by_symlink_swap_and_last_good():
                 check(metric(m, "dra_guard_freeze_active") == 1, "freeze gauge on")
                 check(metric(m, "dra_guard_freeze_info", reason=REASON) == 1, "freeze reason gauge")
                 check(metric(m, "dra_guard_freeze_since_timestamp_seconds") > 0, "freeze since")
-                # /readyz says which policy serves and that it is frozen, and why.
-                status, _, data = c.request("GET", "/readyz")
-                ready = json.loads(data)
-                check(status == 200 and ready["ready"] and ready["policy"]["freeze"] is True and
+                # The metrics port's /readyz (unchecked on loopback) says which
+                # policy serves and that it is frozen, and why; the webhook
+                # port's, which any Pod reaches through the Service, says
+                # ready and nothing of the freeze.
+                _, ready = srv.ready()
+                check(ready["ready"] and ready["policy"]["freeze"] is True and
                       ready["policy"]["freezeReason"] == REASON and ready["policy"]["freezeSince"].endswith("Z"),
-                      "readyz during a freeze: %s" % data)
+                      "readyz during a freeze: %s" % ready)
+                status, _, data = c.request("GET", "/readyz")
+                check(status == 200 and json.loads(data) == {"ready": True},
+                      "the webhook port's /readyz during a freeze: %s" % data)
                 # Slices stay writable during a freeze (operators repair mappings).
                 r = c.review(guard.slice_review(extra={"authentication.kubernetes.io/node-name": ["worker-1"]}))
                 check(r["allowed"], "slice write denied during a freeze: %s" % r)
                 t = cm.publish({"policy.yaml": POLICY, "freeze": "false", "freeze-reason": ""})
                 lat_off, _ = wait_for_claim_verdict(srv, c, True, t)
                 check(metric(srv.metrics(), "dra_guard_freeze_active") == 0, "freeze gauge off")
-                status, _, data = c.request("GET", "/readyz")
-                check(json.loads(data)["policy"]["freeze"] is False and "freezeReason" not in json.loads(data)["policy"],
-                      "readyz after the freeze: %s" % data)
+                _, ready = srv.ready()
+                check(ready["policy"]["freeze"] is False and "freezeReason" not in ready["policy"],
+                      "readyz after the freeze: %s" % ready)
                 latencies += [lat_on, lat_off]
             check(srv.find_log("freeze active", reason=REASON) is not None, "freeze not logged")
             check(srv.find_log("freeze lifted") is not None, "lift not logged")
