@@ -65,6 +65,15 @@ enum restart_reason {
 
 static const char *const restart_names[RESTART_COUNT] = { "silent", "short" };
 
+/* How a LIST was made. */
+enum list_mode {
+	LIST_PAGES = 0,               /* LIST with limit and continue */
+	LIST_STREAM,                  /* a WATCH with sendInitialEvents */
+	LIST_MODE_COUNT
+};
+
+static const char *const list_mode_names[LIST_MODE_COUNT] = { "pages", "stream" };
+
 static const char *const event_names[VIEW_EVENT_COUNT] = {
 	"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR",
 };
@@ -128,7 +137,7 @@ struct reflector {
 	atomic_uint_fast64_t relists[RELIST_COUNT];
 	atomic_uint_fast64_t errors[REQ_COUNT];   /* failed requests, each followed by a backoff */
 	atomic_uint_fast64_t restarts[RESTART_COUNT];   /* WATCHes resumed without a LIST */
-	atomic_uint_fast64_t list_modes[2];   /* LISTs completed: in pages, streamed */
+	atomic_uint_fast64_t list_modes[LIST_MODE_COUNT];   /* LISTs completed, by mode */
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t skipped;
 	atomic_int_fast64_t last_event_ns;   /* wall clock */
@@ -453,8 +462,12 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 	}
 	if (r->listing || (r->streaming && ev == VIEW_ADDED))
 		rc = view_builder_relist_add(cv->b, (enum view_resource)r->res, obj, wall_ns(), err, sizeof(err));
-	else if (r->streaming)
-		rc = -EBADMSG;   /* only ADDED events before the initial events end */
+	else if (r->streaming) {
+		/* Only ADDED events come before the initial events end. */
+		snprintf(err, sizeof(err), "a %s event among a streaming list's initial events",
+			 ev == VIEW_MODIFIED ? "MODIFIED" : "DELETED");
+		rc = -EBADMSG;
+	}
 	else
 		rc = view_builder_apply(cv->b, (enum view_resource)r->res, ev, obj, wall_ns(), err, sizeof(err));
 	if (rc == -ENOMEM)
@@ -812,7 +825,7 @@ static void start_relist(struct cluster_view *cv, struct reflector *r, enum reli
 	r->reason = why;
 }
 
-static int list_commit(struct cluster_view *cv, struct reflector *r, const char *mode);
+static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_mode mode);
 
 static void list_done(struct cluster_view *cv, struct reflector *r)
 {
@@ -823,7 +836,7 @@ static void list_done(struct cluster_view *cv, struct reflector *r)
 		r->next_ms = 0;
 		return;
 	}
-	list_commit(cv, r, "pages");
+	list_commit(cv, r, LIST_PAGES);
 }
 
 /* The end of a streaming list's initial events: the objects received are
@@ -833,15 +846,14 @@ static int stream_initial_end(void *ctx)
 {
 	struct reflector *r = ctx;
 	const struct view_stream_info *info = view_stream_info(r->stream);
-	int i, rc;
+	int i;
 
 	if (!r->streaming)
 		return -EBADMSG;
 	for (i = 0; i < VIEW_EVENT_COUNT; i++)
 		r->counted[i] = info->events[i];
 	r->streaming = false;
-	rc = list_commit(r->cv, r, "stream");
-	return rc;
+	return list_commit(r->cv, r, LIST_STREAM);
 }
 
 /* The streaming list did not work here (refused, or its initial events
@@ -861,7 +873,7 @@ static void stream_fallback(struct cluster_view *cv, struct reflector *r, const 
 	r->next_ms = 0;
 }
 
-static int list_commit(struct cluster_view *cv, struct reflector *r, const char *mode)
+static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_mode mode)
 {
 	const struct view_stream_info *info = view_stream_info(r->stream);
 	int64_t took = mono_ms() - r->list_start_ms;
@@ -899,13 +911,13 @@ static int list_commit(struct cluster_view *cv, struct reflector *r, const char 
 		log_str(&l, "resource", res_names[r->res]);
 		log_str(&l, "reason", reason_names[r->reason]);
 		log_str(&l, "resource_version", r->rv);
-		log_str(&l, "mode", mode);
+		log_str(&l, "mode", list_mode_names[mode]);
 		log_uint(&l, "objects", r->res == RES_CONFIGMAP ? (r->cm.exists ? 1 : 0)
 			 : (uint64_t)info->events[VIEW_ADDED]);
 		log_ms(&l, "duration_ms", (double)took);
 		log_end(&l);
 	}
-	atomic_fetch_add(&r->list_modes[strcmp(mode, "stream") == 0], 1);
+	atomic_fetch_add(&r->list_modes[mode], 1);
 	return 0;
 }
 
@@ -942,8 +954,11 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 					 .initial_end = stream_initial_end, .ctx = r };
 	const struct view_stream_info *info;
 	char detail[700];
+	long answered = r->http;   /* the status code, also of an answer with no body byte yet */
 	int src;
 
+	if (!answered)
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &answered);
 	finish_request(cv, r);
 	info = view_stream_info(r->stream);
 	count_events(r);
@@ -976,9 +991,11 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 	}
 	src = res == CURLE_OK ? view_stream_end(r->stream, &sink) : 0;
 	ca_verify_failed(cv, res);
-	if (res == CURLE_OPERATION_TIMEDOUT && !r->listing && cv->cfg.watch_silence_s &&
-	    mono_ms() - r->req_start_ms < (int64_t)cv->cfg.watch_timeout_s * 1000) {
-		/* Cut by the silence limit, not by the WATCH's own timeout. */
+	if (res == CURLE_OPERATION_TIMEDOUT && !r->listing && !r->streaming && answered == 200 &&
+	    cv->cfg.watch_silence_s && mono_ms() - r->req_start_ms < (int64_t)cv->cfg.watch_timeout_s * 1000) {
+		/* Cut by the silence limit, not by the WATCH's own timeout, nor
+		 * before an answer came (a connect timeout is a failure, backed
+		 * off below). */
 		struct log_line l;
 
 		/* Not an error: a resource nobody writes may get no bookmark from
@@ -1070,7 +1087,9 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 	buf_init(&body, 1 << 20);
 	snprintf(url, sizeof(url), "%s/apis/resource.k8s.io", cv->cfg.kube.server);
 	setup_easy(cv, e, url, 30);
-	if (!(t = curl_slist_append(h, "Accept: application/json")) || (h = t, client_auth(cv, e, &h) != 0)) {
+	if ((t = curl_slist_append(h, "Accept: application/json")) != NULL)
+		h = t;
+	if (!t || client_auth(cv, e, &h) != 0) {
 		curl_slist_free_all(h);
 		curl_easy_cleanup(e);
 		buf_free(&body);
@@ -1523,9 +1542,9 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 				  "(stream: a WATCH with sendInitialEvents; pages: LIST with limit and continue).\n"
 				  "# TYPE dra_guard_watch_lists_total counter\n");
 	for (k = 0; rc == 0 && k < RES_COUNT; k++)
-		for (i = 0; rc == 0 && i < 2; i++)
+		for (i = 0; rc == 0 && i < LIST_MODE_COUNT; i++)
 			rc = buf_printf(out, "dra_guard_watch_lists_total{resource=\"%s\",mode=\"%s\"} %" PRIu64 "\n",
-					res_names[k], i ? "stream" : "pages", (uint64_t)atomic_load(&cv->r[k].list_modes[i]));
+					res_names[k], list_mode_names[i], (uint64_t)atomic_load(&cv->r[k].list_modes[i]));
 	if (rc == 0)
 		rc = buf_add_cstr(out, "# HELP dra_guard_watch_restarts_total WATCHes sent again from the same "
 				  "resourceVersion, without a LIST, by resource and reason (silent: nothing on it for "
