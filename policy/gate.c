@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "buf.h"
+#include "names.h"
 
 bool gate_wanted(const struct policy *p, bool frozen, const struct k8s_object *pod, struct str ns)
 {
@@ -73,18 +74,14 @@ int gate_holder_pod(struct str holder, struct str *pod)
 			break;
 		}
 	}
-	if (us == holder.len || us == 0 || us > 253 || us + 1 == holder.len)
+	if (us == holder.len || us + 1 == holder.len)
 		return -EINVAL;
 	for (i = us + 1; i < holder.len; i++)
 		if (holder.ptr[i] < '0' || holder.ptr[i] > '9')
 			return -EINVAL;
-	for (i = 0; i < us; i++) {
-		char ch = holder.ptr[i];
-		bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-
-		if (!alnum && !((ch == '-' || ch == '.') && i > 0 && i + 1 < us))
-			return -EINVAL;
-	}
+	/* A Pod's name: a DNS subdomain, as the API server checks it. */
+	if (!names_is_dns_subdomain((struct str){ holder.ptr, us }))
+		return -EINVAL;
 	pod->ptr = holder.ptr;
 	pod->len = us;
 	return 0;

@@ -65,6 +65,8 @@ static void test_holder_identity_names_a_pod(void **state)
 		{ "_42", NULL },
 		{ "Dra-Guard_42", NULL },
 		{ "-guard_42", NULL },
+		{ "a..b_12", NULL },                  /* not a DNS subdomain */
+		{ "a.-b_12", NULL },
 		{ "guard-_42", NULL },
 		{ "guard_4x2", NULL },
 		{ "", NULL },
