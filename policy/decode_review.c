@@ -67,10 +67,12 @@ static int decode_annotations(struct dctx *d, void *obj)
 		if (jscan_str_is(&key, MODEL_INITIAL_EVENTS_END_ANNOTATION)) {
 			struct str v = { NULL, 0 };
 
-			if (m->initial_events_end)
+			if (m->has_initial_events_end)
 				rc = decode_key_fail(d, "annotation", &key);
-			else if ((rc = decode_read_str(d, &v)) == 0)
+			else if ((rc = decode_read_str(d, &v)) == 0) {
+				m->has_initial_events_end = true;
 				m->initial_events_end = str_eq_cstr(v, "true");
+			}
 		} else if (!jscan_str_is(&key, MODEL_POD_CLAIM_ANNOTATION)) {
 			rc = decode_skip(d);
 		} else if (m->has_pod_claim_name) {

@@ -270,6 +270,7 @@ struct object_meta {
 	struct str mapping_label;
 	bool deleting;              /* deletionTimestamp set */
 	bool has_annotations;
+	bool has_initial_events_end;   /* the annotation is there (once: a second is refused) */
 	bool initial_events_end;    /* annotations["k8s.io/initial-events-end"] == "true": the
 				     * bookmark that ends a streaming list's initial events */
 	bool has_pod_claim_name;    /* annotations["resource.kubernetes.io/pod-claim-name"]:

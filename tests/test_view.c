@@ -533,6 +533,59 @@ static void test_watch_error_event_reports_the_status(void **state)
 	view_builder_free(b);
 }
 
+static int count_initial_end(void *ctx)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* A streaming list's initial events end at the bookmark annotated
+ * k8s.io/initial-events-end "true": the sink hears of it once, with the
+ * stream's resourceVersion the bookmark's; any other bookmark is just one;
+ * a second end bookmark is not what the API server sends (an error), and a
+ * bookmark naming the annotation twice does not decode (skipped: no end). */
+static void test_initial_events_end_at_the_annotated_bookmark(void **state)
+{
+#define BM(rv, ann) "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ResourceSlice\",\"apiVersion\":" \
+	"\"resource.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"" ann "},\"spec\":{\"driver\":\"\"," \
+	"\"pool\":{\"name\":\"\",\"generation\":0,\"resourceSliceCount\":0}}}}\n"
+#define END ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}"
+	static const struct {
+		const char *body;
+		int rc, ends;
+		const char *rv;
+	} cases[] = {
+		{ BM("7", "") BM("9", END), 0, 1, "9" },
+		{ BM("7", ",\"annotations\":{\"k8s.io/initial-events-end\":\"false\"}"), 0, 0, "7" },
+		{ BM("9", END) BM("10", END), -EBADMSG, 1, "10" },
+		{ BM("9", ",\"annotations\":{\"k8s.io/initial-events-end\":\"false\","
+		      "\"k8s.io/initial-events-end\":\"true\"}"), 0, 0, "" },  /* skipped, not an end */
+	};
+#undef BM
+#undef END
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ends = 0;
+		struct view_stream_sink sink = { .object = sink_object, .skipped = NULL,
+						 .initial_end = count_initial_end, .ctx = &ends };
+		struct view_stream *s = NULL;
+		int rc;
+
+		assert_int_equal(view_stream_new(VIEW_STREAM_WATCH, OBJECT_RESOURCE_SLICE, API_V1, MAX_OBJECT, &s),
+				 0);
+		rc = view_stream_feed(s, cases[i].body, strlen(cases[i].body), &sink);
+		if (rc == 0)
+			rc = view_stream_end(s, &sink);
+		if (rc != cases[i].rc || ends != cases[i].ends)
+			fail_msg("case %zu: rc %d, %d ends; want %d, %d", i, rc, ends, cases[i].rc, cases[i].ends);
+		if (cases[i].rc == 0)
+			assert_string_equal(view_stream_info(s)->resource_version, cases[i].rv);
+		view_stream_free(s);
+	}
+}
+
 static void test_relist_replaces_whole_and_keeps_generations(void **state)
 {
 	struct view_builder *b = NULL;
@@ -887,6 +940,7 @@ int main(void)
 		cmocka_unit_test(test_watch_events_add_update_delete),
 		cmocka_unit_test(test_claims_are_compact_and_keyed_by_namespace),
 		cmocka_unit_test(test_garbage_bodies_are_errors),
+		cmocka_unit_test(test_initial_events_end_at_the_annotated_bookmark),
 		cmocka_unit_test(test_watch_error_event_reports_the_status),
 		cmocka_unit_test(test_an_event_is_applied_when_its_last_byte_arrives),
 		cmocka_unit_test(test_relist_replaces_whole_and_keeps_generations),
