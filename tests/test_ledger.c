@@ -100,26 +100,30 @@ static char *unallocated(const char *name)
 	return buf;
 }
 
-/* A Pod podN on node (bound) asking cpu, with a status for claim amounts
- * (NULL: none) and, with pod_level, a Pod-level cpu request. */
+/* A Pod podN on node (bound) asking cpu, naming claim_name (NULL: no
+ * claim), with a status for claim amounts (NULL: none) and, with
+ * pod_level, a Pod-level cpu request. */
 static char *pod(const char *name, const char *node, const char *cpu, const char *claim_name,
 		 const char *status, const char *pod_level)
 {
 	static char buf[4096];
-	char st[1024] = "", pl[256] = "";
+	char st[1024] = "", pl[256] = "", rc[256] = "";
 
 	if (status)
 		snprintf(st, sizeof(st), ",\"nodeAllocatableResourceClaimStatuses\":[{\"resourceClaimName\":\"%s\","
 			 "\"containers\":[\"c\"],\"resources\":{%s}}]", claim_name, status);
 	if (pod_level)
 		snprintf(pl, sizeof(pl), "\"resources\":{\"requests\":{\"cpu\":\"%s\"}},", pod_level);
+	if (claim_name)
+		snprintf(rc, sizeof(rc), "\"resourceClaims\":[{\"name\":\"c\",\"resourceClaimName\":\"%s\"}],",
+			 claim_name);
 	snprintf(buf, sizeof(buf),
 		 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
-		 "\"uid\":\"00000000-0000-4000-8000-%012d\"},\"spec\":{%s%s%s%s\"resourceClaims\":[{\"name\":\"c\","
-		 "\"resourceClaimName\":\"%s\"}],\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
-		 "{\"cpu\":\"%s\",\"memory\":\"1Gi\"}}}]},\"status\":{\"phase\":\"Running\"%s}}",
+		 "\"uid\":\"00000000-0000-4000-8000-%012d\"},\"spec\":{%s%s%s%s%s\"containers\":[{\"name\":\"c\","
+		 "\"resources\":{\"requests\":{\"cpu\":\"%s\",\"memory\":\"1Gi\"}}}]},"
+		 "\"status\":{\"phase\":\"Running\"%s}}",
 		 name, (int)(name[strlen(name) - 1] - '0'), pl, node ? "\"nodeName\":\"" : "", node ? node : "",
-		 node ? "\"," : "", claim_name ? claim_name : "none", cpu, st);
+		 node ? "\"," : "", rc, cpu, st);
 	return buf;
 }
 
@@ -520,9 +524,13 @@ static void test_finished_and_unbound_pods_leave_the_accounts(void **state)
 	apply(&w, VIEW_ADDED, 2, pod("p1", "w1", "1", NULL, NULL, NULL));
 	apply(&w, VIEW_ADDED, 2, pod("p2", NULL, "1", NULL, NULL, NULL));
 	l = build(&w, 3);
-	assert_int_equal(amount(l, "w1", "cpu")->pods, 1000);   /* p2 is in no account */
-	/* p2 is neither bound nor with statuses, but names a claim by
-	 * resourceClaimName: kept, for the Event of a claim a freeze refuses */
+	assert_int_equal(amount(l, "w1", "cpu")->pods, 1000);
+	assert_int_equal(view_count(w.v, VIEW_PODS), 1);   /* p2 neither bound nor with statuses */
+	/* p3 is neither either, but names a claim by resourceClaimName: kept,
+	 * for the Event of a claim a freeze refuses, and in no account */
+	apply(&w, VIEW_ADDED, 2, pod("p3", NULL, "1", "held", NULL, NULL));
+	l = build(&w, 3);
+	assert_int_equal(amount(l, "w1", "cpu")->pods, 1000);
 	assert_int_equal(view_count(w.v, VIEW_PODS), 2);
 	apply(&w, VIEW_MODIFIED, 4, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
 	      "\"namespace\":\"ns\",\"uid\":\"00000000-0000-4000-8000-000000000001\"},\"spec\":{\"nodeName\":"
@@ -530,7 +538,7 @@ static void test_finished_and_unbound_pods_leave_the_accounts(void **state)
 	      "\"status\":{\"phase\":\"Succeeded\"}}");
 	l = build(&w, 5);
 	assert_int_equal(amount(l, "w1", "cpu")->pods, 0);
-	assert_int_equal(view_count(w.v, VIEW_PODS), 1);
+	assert_int_equal(view_count(w.v, VIEW_PODS), 1);   /* p3 */
 	world_free(&w);
 }
 
