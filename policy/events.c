@@ -292,7 +292,11 @@ void events_from_review(const struct admission_request *rq, const struct verdict
 		r->rule = vi->rule;
 		events_reason(vi->rule, r->reason);
 		make_note(r->note, vi);
-		r->pending = events_rule_holds(vi->rule) && rq->object.kind == OBJECT_RESOURCE_CLAIM;
+		/* Held back: a claim waiting for its creation or allocation. A
+		 * freeze's refusal of a claim's metadata UPDATE (its owner or
+		 * pod-claim-name) holds nothing back. */
+		r->pending = events_rule_holds(vi->rule) && rq->object.kind == OBJECT_RESOURCE_CLAIM &&
+			     !(vi->rule == RULE_CLAIM_FREEZE_CREATE && rq->operation != ADMISSION_OP_CREATE);
 		r->observed_ns = now_ns;
 		(*n)++;
 		if (vi->rule == RULE_CLAIM_FREEZE_CREATE && v->nheld_pods)

@@ -188,6 +188,19 @@ static void test_claim_without_pod_and_freeze_create_regard_the_claim(void **sta
 	assert_non_null(strstr(out[0].note, "INC-1). Clears when an operator ends the freeze"));
 	arena_free(r.a);
 
+	/* The same rule refusing a claim's metadata UPDATE during a freeze
+	 * (its owner or pod-claim-name): an Event, but nothing held back. */
+	claim_review(&r, false);
+	r.rq.operation = ADMISSION_OP_UPDATE;
+	r.rq.object.u.claim.allocated = false;
+	deny(&r, RULE_CLAIM_FREEZE_CREATE, ACTION_DENY, "the cluster is in a rollback freeze (reason: INC-1)");
+	finish(&r);
+	n = 9;
+	events_from_review(&r.rq, &r.v, T0, out, EVENTS_PER_REVIEW, &n);
+	assert_int_equal(n, 1);
+	assert_false(out[0].pending);
+	arena_free(r.a);
+
 	/* A claim created without a uid yet (a review sent before the API
 	 * server filled it in, as its mutating stage is): the Event regards the
 	 * claim by name, with no uid, and nothing reads the absent field (under
