@@ -847,20 +847,6 @@ static bool entry_unchanged(const struct pod *old, const struct claim_resource_s
 
 /* --- ledger.pod.omitted --------------------------------------------------------------------- */
 
-/* The claim a spec.resourceClaims entry uses: its resourceClaimName, or
- * the generated name status.resourceClaimStatuses gives a template's. */
-static struct str pod_claim_of(const struct pod *p, const struct pod_claim_ref *ref)
-{
-	uint32_t i;
-
-	if (ref->claim_name.len)
-		return ref->claim_name;
-	for (i = 0; i < p->nclaim_names; i++)
-		if (str_eq(p->claim_names[i].name, ref->name))
-			return p->claim_names[i].claim_name;
-	return STR_LIT("");
-}
-
 static bool status_names(const struct pod *p, struct str claim)
 {
 	uint32_t i;
@@ -885,7 +871,7 @@ static void rule_pod_omitted(struct check *c, struct str ns, const struct pod *c
 	uint32_t i, k, j;
 
 	for (i = 0; i < cur->nresource_claims && !c->error; i++) {
-		struct str name = pod_claim_of(cur, &cur->resource_claims[i]);
+		struct str name = model_pod_claim_name(cur, &cur->resource_claims[i]);
 		const struct view_claim *cl;
 		struct amounts left;
 		bool dup = false;
@@ -893,7 +879,7 @@ static void rule_pod_omitted(struct check *c, struct str ns, const struct pod *c
 		if (!name.len || status_names(cur, name))
 			continue;
 		for (k = 0; k < i; k++)
-			if (str_eq(pod_claim_of(cur, &cur->resource_claims[k]), name))
+			if (str_eq(model_pod_claim_name(cur, &cur->resource_claims[k]), name))
 				dup = true;
 		cl = dup ? NULL : view_claim_get(c->view, ns, name);
 		if (!cl || !cl->allocated || !cl->charges || !reserved_for(cl, pod_uid))

@@ -187,3 +187,15 @@ bool model_device_mappings_equal(const struct device *a, const struct device *b)
 	}
 	return true;
 }
+
+struct str model_pod_claim_name(const struct pod *p, const struct pod_claim_ref *ref)
+{
+	uint32_t i;
+
+	if (ref->claim_name.len)
+		return ref->claim_name;
+	for (i = 0; i < p->nclaim_names; i++)
+		if (str_eq(p->claim_names[i].name, ref->name))
+			return p->claim_names[i].claim_name;
+	return (struct str){ "", 0 };
+}

@@ -418,4 +418,9 @@ const struct k8s_object *model_request_subject(const struct admission_request *r
 struct str model_request_name(const struct admission_request *req);
 struct str model_request_namespace(const struct admission_request *req);
 
+/* The name of the claim a Pod's spec.resourceClaims entry ref uses: its
+ * resourceClaimName, or the generated name status.resourceClaimStatuses
+ * gives a template's; len 0 when there is none (yet). Borrows from p. */
+struct str model_pod_claim_name(const struct pod *p, const struct pod_claim_ref *ref);
+
 #endif

@@ -46,21 +46,6 @@ bool view_pod_kept(const struct k8s_object *o)
 	return p->node_name.len > 0 || p->nclaim_statuses > 0 || p->has_freeze_gate || names_claim(p);
 }
 
-/* The name of the claim a Pod's resourceClaims entry uses: its
- * resourceClaimName, or the one status.resourceClaimStatuses gives for a
- * template; len 0 when there is none (yet). */
-static struct str claim_of(const struct pod *p, const struct pod_claim_ref *ref)
-{
-	uint32_t i;
-
-	if (ref->claim_name.len)
-		return ref->claim_name;
-	for (i = 0; i < p->nclaim_names; i++)
-		if (str_eq(p->claim_names[i].name, ref->name))
-			return p->claim_names[i].claim_name;
-	return (struct str){ "", 0 };
-}
-
 static int find_name(const struct str *names, uint32_t n, struct str s)
 {
 	uint32_t i;
@@ -104,7 +89,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	if (!names)
 		return -ENOMEM;
 	for (i = 0; i < p->nresource_claims; i++) {
-		struct str c = claim_of(p, &p->resource_claims[i]);
+		struct str c = model_pod_claim_name(p, &p->resource_claims[i]);
 
 		if (c.len && find_name(names, nnames, c) < 0)
 			names[nnames++] = c;
