@@ -501,9 +501,12 @@ static void completed_plain(void *cls, struct MHD_Connection *c, void **req_cls,
 	(void)toe;
 	if (!pc)
 		return;
-	/* After a debug answer's send timeout: the request deadline again. */
-	deadline_set_limit(((struct plain_port *)cls)->dl, &pc->dl, deadline_ns(cls));
+	/* After a debug answer's send timeout: the request deadline again,
+	 * the clock restarted before the limit is lowered, so the checker
+	 * never sees the old start with the short limit (which would close a
+	 * keep-alive connection that just finished). */
 	deadline_restart(&pc->dl, admit_now_ns());
+	deadline_set_limit(((struct plain_port *)cls)->dl, &pc->dl, deadline_ns(cls));
 }
 
 int httpd_plain_start(struct plain_port *p, const struct serve_addr *addr, char *err, size_t errn)

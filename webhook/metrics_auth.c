@@ -15,11 +15,17 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 
+#include "admit.h"
 #include "log.h"
 
 /* A review takes at most this long: the metrics port has one thread, and
  * a scrape's timeout is about 10 s. */
-#define REVIEW_TIMEOUT_S 5
+#define REVIEW_TIMEOUT_S 2
+/* After a review the API server failed, checks the cache cannot answer are
+ * refused at once for this long: made-up tokens, or an API server that
+ * does not answer, would otherwise hold the port's one thread two review
+ * timeouts per request. */
+#define REVIEW_DOWN_NS (2LL * 1000000000LL)
 /* How long an outcome is reused. Allowed longer than denied, so a grant
  * just added is seen within seconds and a scrape every few seconds costs
  * few reviews; both short, so a revoked grant or token stops working
@@ -44,18 +50,11 @@ struct metrics_auth {
 	struct access_rate rate;
 	CURL *curl;                   /* kept between reviews: its connection is reused */
 	int64_t last_warn_ns;
+	int64_t down_until_ns;        /* no review before this (monotonic): the last one failed */
 	bool warned;
 	atomic_uint_fast64_t results[METRICS_AUTH_RESULT_COUNT];
 	atomic_uint_fast64_t cache_hits;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int metrics_auth_new(struct cluster_view *cv, struct metrics_auth **out)
 {
@@ -163,7 +162,7 @@ out:
 
 static void warn_error(struct metrics_auth *a, const char *what, const char *why)
 {
-	int64_t now = mono_ns();
+	int64_t now = (int64_t)admit_now_ns();
 	struct log_line l;
 
 	if (a->warned && now - a->last_warn_ns < WARN_EVERY_NS)
@@ -286,13 +285,19 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 	}
 	keyed = cache_key(token, len, path, key) == 0;
 	pthread_mutex_lock(&a->mu);
-	now = mono_ns();
+	now = (int64_t)admit_now_ns();
 	if (keyed && access_cache_get(a->cache, key, now, &o)) {
 		pthread_mutex_unlock(&a->mu);
 		atomic_fetch_add(&a->cache_hits, 1);
 		r = o == ACCESS_ALLOWED ? METRICS_AUTH_ALLOWED
 		    : o == ACCESS_FORBIDDEN ? METRICS_AUTH_FORBIDDEN : METRICS_AUTH_UNAUTHENTICATED;
 		snprintf(why, n, "%s", cached_why[r]);
+		goto count;
+	}
+	if (now < a->down_until_ns) {
+		pthread_mutex_unlock(&a->mu);
+		snprintf(why, n, "the API server failed the last token review: retry in a few seconds");
+		r = METRICS_AUTH_ERROR;
 		goto count;
 	}
 	if (!access_rate_take(&a->rate, now)) {
@@ -302,7 +307,9 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 		goto count;
 	}
 	r = review(a, token, len, path, why, n);
-	now = mono_ns();
+	now = (int64_t)admit_now_ns();
+	if (r == METRICS_AUTH_ERROR)
+		a->down_until_ns = now + REVIEW_DOWN_NS;
 	/* An API error is never kept: the next request asks again. */
 	if (keyed && r != METRICS_AUTH_ERROR)
 		access_cache_put(a->cache, key,

@@ -198,7 +198,16 @@ def test_metrics_port_checks_tokens_and_rbac():
                 st, body, _ = s.metrics_get("/debug/pending", token=nobody)
                 check(st == 503, "API server down: HTTP %d %s" % (st, body[:300]))
                 check("denied" in status_of(body)["message"], body)
+                # While it stays down, the next unknown check is refused at once,
+                # without asking it again.
+                st, body, _ = s.metrics_get("/debug/pending", token=nobody)
+                check(st == 503 and "failed the last token review" in status_of(body)["message"],
+                      "a check right after a failed review: HTTP %d %s" % (st, body[:300]))
                 env.restart_apiserver()
+                # The 503 was not kept: once the API server answers, the same
+                # token gets its real answer (403: no grant).
+                s.wait(lambda: s.metrics_get("/debug/pending", token=nobody)[0] == 403,
+                       "the API server back, the earlier error not cached", timeout=BOUND)
                 s.wait(lambda: s.metrics_get("/metrics", token=prom)[0] == 200, "the API server back", timeout=BOUND)
                 text = s.metrics_get("/metrics", token=prom)[1].decode()
                 check(metric(text, "dra_guard_metrics_auth_total", result="error") >= 1, "the error not counted")
