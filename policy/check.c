@@ -16,39 +16,42 @@
 
 static void record(struct check *c, enum rule_id id, struct str path, const char *msg, bool at_most_warn);
 
-void check_violation_cause(struct check *c, enum rule_id id, uint8_t cause, bool view_lag, struct str path,
-			   const char *msg_fmt, ...)
+/* Every report of a rule: the message formatted once, recorded, and the
+ * violation it added (if any: a rule the policy turned off adds none)
+ * given its cause and whether the view's lag could explain it. */
+static void vreport(struct check *c, enum rule_id id, uint8_t cause, bool view_lag, struct str path,
+		    bool at_most_warn, const char *msg_fmt, va_list ap)
 {
 	char msg[CHECK_TEXT_MAX];
 	uint32_t before = c->verdict->nviolations;
-	va_list ap;
 
 	if (c->error)
 		return;
-	va_start(ap, msg_fmt);
 	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
-	va_end(ap);
-	record(c, id, path, msg, false);
+	record(c, id, path, msg, at_most_warn);
 	if (c->verdict->nviolations > before) {
 		c->verdict->violations[before].cause = cause;
 		c->verdict->violations[before].view_lag = view_lag;
 	}
 }
 
-void check_warning_cause(struct check *c, enum rule_id id, uint8_t cause, struct str path, const char *msg_fmt, ...)
+void check_violation_cause(struct check *c, enum rule_id id, uint8_t cause, bool view_lag, struct str path,
+			   const char *msg_fmt, ...)
 {
-	char msg[CHECK_TEXT_MAX];
-	uint32_t before = c->verdict->nviolations;
 	va_list ap;
 
-	if (c->error)
-		return;
 	va_start(ap, msg_fmt);
-	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
+	vreport(c, id, cause, view_lag, path, false, msg_fmt, ap);
 	va_end(ap);
-	record(c, id, path, msg, true);
-	if (c->verdict->nviolations > before)
-		c->verdict->violations[before].cause = cause;
+}
+
+void check_warning_cause(struct check *c, enum rule_id id, uint8_t cause, struct str path, const char *msg_fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, msg_fmt);
+	vreport(c, id, cause, false, path, true, msg_fmt, ap);
+	va_end(ap);
 }
 
 void check_undecided(struct check *c, enum rule_id id, uint8_t reason)
@@ -112,28 +115,20 @@ static void record(struct check *c, enum rule_id id, struct str path, const char
 
 void check_violation(struct check *c, enum rule_id id, const char *path, const char *msg_fmt, ...)
 {
-	char msg[CHECK_TEXT_MAX];
 	va_list ap;
 
-	if (c->error)
-		return;
 	va_start(ap, msg_fmt);
-	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
+	vreport(c, id, 0, false, str_from_cstr(path), false, msg_fmt, ap);
 	va_end(ap);
-	record(c, id, str_from_cstr(path), msg, false);
 }
 
 void check_violation_at(struct check *c, enum rule_id id, struct str path, const char *msg_fmt, ...)
 {
-	char msg[CHECK_TEXT_MAX];
 	va_list ap;
 
-	if (c->error)
-		return;
 	va_start(ap, msg_fmt);
-	vsnprintf(msg, sizeof(msg), msg_fmt, ap);
+	vreport(c, id, 0, false, path, false, msg_fmt, ap);
 	va_end(ap);
-	record(c, id, path, msg, false);
 }
 
 struct str check_printf(struct check *c, const char *fmt, ...)
