@@ -218,13 +218,32 @@ static int add_node(void *ctx, const struct view_node *vn)
 	return 0;
 }
 
+static uint32_t status_hash(uint32_t node, const struct view_atom *ns, const char *claim)
+{
+	return hash_str(str_from_cstr(claim)) ^ (node * 2654435761u) ^ (uint32_t)((uintptr_t)ns >> 4);
+}
+
+/* The slot of (node, ns, claim) among the Pod statuses seen: its entry, or
+ * the empty slot it would take. b->smap must exist. */
+static uint32_t status_slot(const struct build *b, uint32_t node, const struct view_atom *ns, const char *claim)
+{
+	uint32_t i;
+
+	for (i = status_hash(node, ns, claim) & b->smask; b->smap[i].claim; i = (i + 1) & b->smask) {
+		const struct status_key *k = &b->smap[i];
+
+		if (k->node == node && k->ns == ns && strcmp(k->claim, claim) == 0)
+			break;
+	}
+	return i;
+}
+
 /* True the first time (node, ns, claim) is seen among Pod statuses; *first
  * gets the status seen first. */
 static int status_seen(struct build *b, uint32_t node, const struct view_atom *ns, const char *claim,
 		       const struct view_pod_status *st, const struct view_pod_status **first)
 {
-	struct str cs = str_from_cstr(claim);
-	uint32_t h = hash_str(cs) ^ (node * 2654435761u) ^ (uint32_t)((uintptr_t)ns >> 4), i;
+	uint32_t i;
 
 	*first = NULL;
 	if ((b->scount + 1) * 10 > (b->smask + 1) * 7) {
@@ -239,8 +258,7 @@ static int status_seen(struct build *b, uint32_t node, const struct view_atom *n
 
 			if (!k->claim)
 				continue;
-			kh = hash_str(str_from_cstr(k->claim)) ^ (k->node * 2654435761u) ^
-			     (uint32_t)((uintptr_t)k->ns >> 4);
+			kh = status_hash(k->node, k->ns, k->claim);
 			for (x = kh & (n - 1); m[x].claim; x = (x + 1) & (n - 1))
 				;
 			m[x] = *k;
@@ -248,13 +266,10 @@ static int status_seen(struct build *b, uint32_t node, const struct view_atom *n
 		b->smap = m;
 		b->smask = n - 1;
 	}
-	for (i = h & b->smask; b->smap[i].claim; i = (i + 1) & b->smask) {
-		struct status_key *k = &b->smap[i];
-
-		if (k->node == node && k->ns == ns && strcmp(k->claim, claim) == 0) {
-			*first = k->st;
-			return 0;
-		}
+	i = status_slot(b, node, ns, claim);
+	if (b->smap[i].claim) {
+		*first = b->smap[i].st;
+		return 0;
 	}
 	b->smap[i] = (struct status_key){ node, ns, claim, st };
 	b->scount++;
@@ -351,17 +366,7 @@ const char *ledger_counted_name(enum ledger_counted c)
 /* True when a Pod status on node idx names (ns, claim). */
 static bool status_names(const struct build *b, uint32_t node, const struct view_atom *ns, const char *claim)
 {
-	uint32_t h = hash_str(str_from_cstr(claim)) ^ (node * 2654435761u) ^ (uint32_t)((uintptr_t)ns >> 4), i;
-
-	if (!b->smap)
-		return false;
-	for (i = h & b->smask; b->smap[i].claim; i = (i + 1) & b->smask) {
-		const struct status_key *k = &b->smap[i];
-
-		if (k->node == node && k->ns == ns && strcmp(k->claim, claim) == 0)
-			return true;
-	}
-	return false;
+	return b->smap && b->smap[status_slot(b, node, ns, claim)].claim;
 }
 
 /* Whether a Pod bound to node reserves c (the Pod the reservation names,
