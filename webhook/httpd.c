@@ -285,19 +285,24 @@ static int retrieve_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_
 			 gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *key)
 {
 	struct conn *conn = gnutls_session_get_ptr(session);
-	unsigned n;
 
 	(void)req_ca_rdn;
 	(void)nreqs;
 	(void)pk_algos;
 	(void)pk_algos_length;
-	if (!conn)
+	return conn ? httpd_cert_retrieve(&conn->cred, conn->h->env.certs, pcert, pcert_length, key) : -1;
+}
+
+int httpd_cert_retrieve(struct snapshot **cred, struct cert_source *certs, gnutls_pcert_st **pcert,
+			unsigned int *pcert_length, gnutls_privkey_t *key)
+{
+	unsigned n;
+
+	if (!*cred)
+		*cred = cert_source_acquire(certs);
+	if (!*cred)
 		return -1;
-	if (!conn->cred)
-		conn->cred = cert_source_acquire(conn->h->env.certs);
-	if (!conn->cred)
-		return -1;
-	tls_cred_retrieve(snapshot_get(conn->cred), pcert, &n, key);
+	tls_cred_retrieve(snapshot_get(*cred), pcert, &n, key);
 	*pcert_length = n;
 	return 0;
 }

@@ -208,4 +208,13 @@ int httpd_bind_listener(const struct serve_addr *a, int *out, char *text, size_t
 			size_t errn);
 void httpd_mhd_log(void *cls, const char *fmt, va_list ap);
 
+/* A handshake's certificate (GnuTLS's retrieve callback, for either port):
+ * *cred, a connection's reference to the newest credential of certs, is
+ * taken on the first call and kept until the connection closes. 0, or -1
+ * when there is no credential. */
+struct cert_source;
+struct snapshot;
+int httpd_cert_retrieve(struct snapshot **cred, struct cert_source *certs, gnutls_pcert_st **pcert,
+			unsigned int *pcert_length, gnutls_privkey_t *key);
+
 #endif

@@ -427,21 +427,12 @@ static int plain_retrieve_cert(gnutls_session_t session, const gnutls_datum_t *r
 			       gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *key)
 {
 	struct plain_conn *pc = gnutls_session_get_ptr(session);
-	unsigned n;
 
 	(void)req_ca_rdn;
 	(void)nreqs;
 	(void)pk_algos;
 	(void)pk_algos_length;
-	if (!pc)
-		return -1;
-	if (!pc->cred)
-		pc->cred = cert_source_acquire(pc->p->h->env.certs);
-	if (!pc->cred)
-		return -1;
-	tls_cred_retrieve(snapshot_get(pc->cred), pcert, &n, key);
-	*pcert_length = n;
-	return 0;
+	return pc ? httpd_cert_retrieve(&pc->cred, pc->p->h->env.certs, pcert, pcert_length, key) : -1;
 }
 
 static uint64_t deadline_ns(const void *port)
