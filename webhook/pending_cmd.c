@@ -59,6 +59,22 @@ struct fetch_opts {
 
 /* "Authorization: Bearer TOKEN" from a token file (one token, a trailing
  * newline allowed) into hdr. */
+/* Whether url is plain HTTP to a host other than loopback: a bearer token
+ * sent there crosses the network in the clear. */
+static bool clear_text_off_loopback(const char *url)
+{
+	static const char *const loopback[] = { "http://127.", "http://localhost:", "http://localhost/",
+						"http://[::1]" };
+	size_t i;
+
+	if (strncmp(url, "http://", 7) != 0)
+		return false;
+	for (i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++)
+		if (strncmp(url, loopback[i], strlen(loopback[i])) == 0 || strcmp(url, "http://localhost") == 0)
+			return false;
+	return true;
+}
+
 static int token_header(const char *path, char *hdr, size_t n, char *err, size_t errn)
 {
 	char *text = NULL, *line = NULL;
@@ -107,6 +123,11 @@ static int fetch(const struct fetch_opts *o, struct buf *out, char *err, size_t 
 		return -EINVAL;
 	}
 	snprintf(url, sizeof(url), "%.*s/debug/pending", (int)len, base);
+	if (o->token_file && clear_text_off_loopback(url)) {
+		snprintf(err, errn, "--token-file with %.400s: the token would cross the network in the clear; use an "
+			 "https:// URL (the checked metrics port serves HTTPS) or a port-forward to loopback", base);
+		return -EINVAL;
+	}
 	if (o->token_file && (rc = token_header(o->token_file, hdr, sizeof(hdr), err, errn)) != 0)
 		return rc;
 	if (o->connect && snprintf(connect_to, sizeof(connect_to), "::%s", o->connect) >= (int)sizeof(connect_to)) {

@@ -166,6 +166,12 @@ def test_metrics_port_checks_tokens_and_rbac():
                                    timeout=30)
                 check(p.returncode == 2 and b"403" in p.stderr and b"dra-guard-debug-reader" in p.stderr,
                       "dra-guard pending as Prometheus: %d %s" % (p.returncode, p.stderr[-300:]))
+                # A token is never sent in the clear off loopback (refused before
+                # any connection: the address is never reached).
+                p = subprocess.run([guard.binary(), "pending", "--url", "http://dra-guard.dra-guard.svc:9090",
+                                    "--token-file", tokfile], capture_output=True, timeout=30)
+                check(p.returncode == 2 and b"in the clear" in p.stderr,
+                      "a token over plain HTTP off loopback: %d %s" % (p.returncode, p.stderr[-300:]))
 
                 # Two Authorization headers: refused.
                 conn = http.client.HTTPSConnection("127.0.0.1", s.metrics_port, timeout=10,
