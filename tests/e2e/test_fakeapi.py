@@ -194,6 +194,41 @@ def test_a_denial_reads_as_the_recorded_one():
         env.stop()
 
 
+def test_match_conditions_evaluate_as_cel_does():
+    """The CEL subset the fake evaluates the project's matchConditions with:
+    each expression the manifests and tests use, true and false, and an
+    expression outside the subset refused rather than guessed."""
+    gated = {"spec": {"schedulingGates": [{"name": "dra-guard.io/freeze"}], "resourceClaims": [{"name": "c"}]}}
+    released = {"spec": {"resourceClaims": [{"name": "c"}]}}
+    removed = ("has(oldObject.spec.schedulingGates) && oldObject.spec.schedulingGates.exists(g, g.name == "
+               "'dra-guard.io/freeze') && !(has(object.spec.schedulingGates) && "
+               "object.spec.schedulingGates.exists(g, g.name == 'dra-guard.io/freeze'))")
+    cases = [
+        (removed, {"object": released, "oldObject": gated, "request": {}}, True),
+        (removed, {"object": gated, "oldObject": gated, "request": {}}, False),
+        (removed, {"object": released, "oldObject": released, "request": {}}, False),
+        ("has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0",
+         {"object": released, "oldObject": None, "request": {}}, True),
+        ("has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0",
+         {"object": {"spec": {}}, "oldObject": None, "request": {}}, False),
+        ("request.userInfo.username != 'envtest-admin'",
+         {"object": None, "oldObject": None, "request": {"userInfo": {"username": "envtest-admin"}}}, False),
+        ("!has(object.status) || !has(oldObject.status) || object.status != oldObject.status",
+         {"object": {"status": {"a": 1}}, "oldObject": {"status": {"a": 1}}, "request": {}}, False),
+        ("!has(object.status) || !has(oldObject.status) || object.status != oldObject.status",
+         {"object": {"status": {"a": 2}}, "oldObject": {"status": {"a": 1}}, "request": {}}, True),
+    ]
+    for expr, variables, want in cases:
+        got = fakeapi.cel_eval(expr, variables)
+        check(got is want, "%s on %s: %s, want %s" % (expr, variables, got, want))
+    for bad in ("object.spec.x.map(y, y)[0]", "object.spec ? 1 : 2"):
+        try:
+            fakeapi.cel_eval(bad, {"object": released, "oldObject": None, "request": {}})
+        except ValueError:
+            continue
+        check(False, "%r evaluated instead of being refused" % bad)
+
+
 # --- the stored answers -------------------------------------------------------------------------------------
 
 def raw(env, method, path, body=None, ctype="application/json", identity="admin", token=None, timeout=10):
@@ -376,4 +411,5 @@ if __name__ == "__main__":
             env.stop()
     else:
         guard.run_tests([test_writes_answer_as_the_recorded_real_server, test_a_denial_reads_as_the_recorded_one,
+                         test_match_conditions_evaluate_as_cel_does,
                          test_fake_answers_as_stored, test_real_answers_as_stored])
