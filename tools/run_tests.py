@@ -12,7 +12,9 @@ A SUITE is KIND:ARG:
                  one test, passed when it exits 0
 
 Every suite runs, whatever the ones before it did; its output is echoed as it
-comes. A suite that exits non-zero without a failed test to show for it (a
+comes. A suite runs in its own process group, killed when it ends; one that
+runs past SUITE_TIMEOUT seconds (900), or whose leftover processes hold its
+output open 10 s after it exited, is killed and counts as a failure. A suite that exits non-zero without a failed test to show for it (a
 crash, a sanitizer abort, an import error) counts as one more failure, and so
 does one that reports no test at all. The last line is "N passed, N failed"
 (", N skipped" follows when a test was skipped; the line before it says how
@@ -21,9 +23,12 @@ the exit status is 1 when anything failed.
 """
 
 import os
+import queue
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +40,17 @@ UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in ")
 UNITTEST_FAILED = re.compile(r"^FAILED \((.*)\)$")
 UNITTEST_OK = re.compile(r"^OK(?: \((.*)\))?$")
 UNITTEST_COUNT = re.compile(r"(\w+)=(\d+)")
+# How long processes a suite started may outlive it, holding its output.
+LINGER = 10.0
+
+
+def suite_timeout():
+    """Seconds one suite may run (SUITE_TIMEOUT, default 900): one stuck
+    suite fails on its own instead of eating CI's whole time."""
+    try:
+        return max(1, int(os.environ.get("SUITE_TIMEOUT", "900")))
+    except ValueError:
+        return 900
 
 
 class Count:
@@ -111,9 +127,38 @@ def run_suite(kind, arg, total):
     c = Count()
     e2e = E2e()
     t0 = time.time()
+    # Its own process group: whatever the suite starts and leaves behind
+    # goes with it, and cannot hold its output open (and this run) forever.
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", bufsize=1)
-    for line in proc.stdout:
+                            text=True, errors="replace", bufsize=1, start_new_session=True)
+    lines = queue.Queue()
+
+    def pump():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    deadline = t0 + suite_timeout()
+    exited_at = None
+    trouble = None
+    while True:
+        now = time.time()
+        if exited_at is None and proc.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > LINGER:
+            trouble = "exited, but processes it started still held its output %.0f s later: killed" % LINGER
+            break
+        if now > deadline:
+            trouble = "still running after %d s (SUITE_TIMEOUT): killed" % suite_timeout()
+            break
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        if line is None:
+            break
         sys.stdout.write(line)
         sys.stdout.flush()
         line = line.rstrip("\n")
@@ -121,7 +166,15 @@ def run_suite(kind, arg, total):
             parse_unit(line, c, name)
         elif kind == "e2e":
             e2e.parse(line, c, name)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     rc = proc.wait()
+    if trouble:
+        print("%s: %s" % (name, trouble), flush=True)
+        c.failed += 1
+        c.failures.append("%s: %s" % (name, trouble))
     if kind == "e2e":
         e2e.finish(c)
     if kind == "fuzz":

@@ -550,7 +550,15 @@ class Skip(Exception):
 
 def run_tests(tests):
     """Run test functions in order; print a line each ("ok", "FAIL" or "SKIP",
-    which tools/run_tests.py counts); exit 1 on any failure."""
+    which tools/run_tests.py counts); exit 1 on any failure. Names given on
+    the command line run only those tests (`python3 tests/e2e/test_x.py
+    test_a test_b`)."""
+    wanted = set(sys.argv[1:])
+    if wanted:
+        unknown = wanted - set(t.__name__ for t in tests)
+        if unknown:
+            sys.exit("no such test: %s" % ", ".join(sorted(unknown)))
+        tests = [t for t in tests if t.__name__ in wanted]
     failed = 0
     for t in tests:
         t0 = time.time()

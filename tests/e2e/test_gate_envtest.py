@@ -344,7 +344,7 @@ def test_pods_created_as_the_freeze_ends_are_never_left_gated():
             made.append(i)
             i += 1
 
-    t = threading.Thread(target=creator)
+    t = threading.Thread(target=creator, daemon=True)
     t.start()
     time.sleep(0.5)
     set_freeze(False)

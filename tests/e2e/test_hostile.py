@@ -64,7 +64,7 @@ class Bystander:
         self.latencies = []
         self.failures = []
         self.stop_flag = threading.Event()
-        self.thread = threading.Thread(target=self.run)
+        self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def run(self):
@@ -508,14 +508,24 @@ def read_answer(s):
     return int(lines[0].split()[1]), headers, rest
 
 
+def tcp_wmem_max():
+    """The most a TCP send buffer may grow to (net.ipv4.tcp_wmem's third)."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+            return int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        return 4 << 20
+
+
 class RssPeak:
-    """The server's highest RSS, sampled every 20 ms until stopped."""
+    """The server's highest RSS, sampled every 20 ms until stopped (or the
+    test's process ends: a failed check must not leave it running)."""
 
     def __init__(self, srv):
         self.srv = srv
         self.peak = rss_mib(srv)
         self.stop_flag = threading.Event()
-        self.thread = threading.Thread(target=self.run)
+        self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def run(self):
@@ -603,8 +613,15 @@ def test_the_memory_budget_bounds_bodies_and_answers():
             check(codes.get(503, 0) == refused_bodies, "%s answers for %d refusals" % (codes, refused_bodies))
 
             # 3. Answers six times their body (a uid of '<' is echoed as \u003c),
-            #    not read: held until sent, within the budget.
-            amplified = padded_review(600 * 1024, uid="<" * (580 * 1024))
+            #    not read: held until sent, within the budget. An answer must
+            #    be bigger than what the kernel takes off the server (its
+            #    send buffer, at most tcp_wmem's maximum, 4 MiB by default,
+            #    and the reader's 64 KiB window), or it is never held
+            #    whatever the timing: 800 KiB of '<' answer with 4.7 MiB.
+            wmem_max = tcp_wmem_max()
+            amplified = padded_review(820 * 1024, uid="<" * (800 * 1024))
+            check(6 * 800 * 1024 > wmem_max + (256 << 10),
+                  "net.ipv4.tcp_wmem allows %d-byte send buffers: a 4.7 MiB answer would not be held" % wmem_max)
             readers = []
             reviewed = reviews_allowed(srv)
             _, bodies0, answers0, _ = memory(srv)
@@ -625,8 +642,9 @@ def test_the_memory_budget_bounds_bodies_and_answers():
             in_use, bodies, answers, _ = memory(srv)
             refused = bodies - bodies0 + answers - answers0
             check(in_use <= budget, "%d bytes held, budget %d" % (in_use, budget))
-            check(answers - answers0 >= 1, "no answer was refused: %.1f MiB held" % (in_use / mib))
-            figures.append("6 unread 3.4 MiB answers to 0.6 MiB bodies: %.1f MiB held, %d refused" % (
+            check(answers - answers0 >= 1, "no answer was refused: %.1f MiB held, %d bodies refused" % (
+                in_use / mib, bodies - bodies0))
+            figures.append("6 unread 4.7 MiB answers to 0.8 MiB bodies: %.1f MiB held, %d refused" % (
                 in_use / mib, refused))
             answered = {}
             for s in readers:
@@ -780,7 +798,7 @@ class Trickler:
         self.opened = self.refused = self.closed = 0
         self.lifetimes = []
         self.stop_flag = threading.Event()
-        self.thread = threading.Thread(target=self.run)
+        self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def open(self, src):

@@ -27,7 +27,7 @@ class Load:
         self.ok = 0
         self.failures = []
         self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self.run, args=(i % 2 == 0,)) for i in range(threads)]
+        self.threads = [threading.Thread(target=self.run, args=(i % 2 == 0,), daemon=True) for i in range(threads)]
         for t in self.threads:
             t.start()
 

@@ -302,7 +302,7 @@ def test_relist_after_410_and_api_server_restart_serve_nothing_half_built():
                     if not ok:
                         seen_counts.add("unready")
 
-            t = threading.Thread(target=watch_counts)
+            t = threading.Thread(target=watch_counts, daemon=True)
             t.start()
             relists = metric(s, "dra_guard_watch_relists_total", resource="resourceclaims", reason="expired")
             # The guard cannot reach the server while claims change and
