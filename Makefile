@@ -41,11 +41,12 @@
 #   release  -O3 -flto, -fprofile-use       `make release`, image, bench, soak
 #   pgogen   -O3 -flto, -fprofile-generate  the training run release is built from
 #   mutant   -O1 -g, -DDRA_GUARD_MUTANT     test_engine for `make mutation-check`
-# policy/*.c make libpolicy.a, webhook/*.c (but main.c) libwebhook.a;
-# webhook/main.c is the program; tests/test_<module>.c is one cmocka binary per
-# module. policy/ objects are compiled with -Ipolicy only, so the arrow
-# webhook -> policy is checked by the compiler (and by the linker: a policy
-# module's test links libpolicy.a alone).
+# policy/*/*.c make libpolicy.a, webhook/*/*.c (but cmd/main.c) libwebhook.a;
+# webhook/cmd/main.c is the program; tests/test_<module>.c is one cmocka binary per
+# module. Each folder is compiled with -I for itself and the folders below it
+# (LAYERS, below), so an arrow pointing up is a compile error; a policy
+# module's test links libpolicy.a alone, so webhook -> policy is checked by
+# the linker too.
 
 .SUFFIXES:
 .SECONDARY:
@@ -79,10 +80,31 @@ PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS)) -lpthread
 CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
 
-# Which headers each part of the tree may include.
-INC_policy := -Ipolicy
-INC_webhook := -Ipolicy -Iwebhook
-INC_other := -Ipolicy -Iwebhook -Itests
+# The source folders, lowest first, and the folders each one may include
+# (docs/development.md draws them). policy/ is the pure engine, webhook/ the
+# program around it; tests/test_source_rules.py checks this table against
+# the tree and the includes.
+POLICY_DIRS := lib model config view ledger rules events offline
+WEBHOOK_DIRS := base kube server cmd
+LAYERS_policy/lib :=
+LAYERS_policy/model := policy/lib
+LAYERS_policy/config := policy/lib policy/model
+LAYERS_policy/view := policy/lib policy/model
+LAYERS_policy/ledger := policy/lib policy/model policy/config policy/view
+LAYERS_policy/rules := $(LAYERS_policy/ledger) policy/ledger
+LAYERS_policy/events := $(LAYERS_policy/rules) policy/rules
+LAYERS_policy/offline := $(LAYERS_policy/events) policy/events
+LAYERS_webhook/base := $(LAYERS_policy/offline) policy/offline
+LAYERS_webhook/kube := $(LAYERS_webhook/base) webhook/base
+LAYERS_webhook/server := $(LAYERS_webhook/kube) webhook/kube
+LAYERS_webhook/cmd := $(LAYERS_webhook/server) webhook/server
+SRC_DIRS := $(addprefix policy/,$(POLICY_DIRS)) $(addprefix webhook/,$(WEBHOOK_DIRS))
+$(foreach d,$(SRC_DIRS),$(eval INC_$(d) := $(addprefix -I,$(d) $(LAYERS_$(d)))))
+.PHONY: print-layers
+print-layers:
+	@$(foreach d,$(SRC_DIRS),echo '$(d): $(LAYERS_$(d))';)
+# Tests, benchmarks and fuzz targets see everything.
+INC_other := $(addprefix -I,$(SRC_DIRS)) -Itests
 
 rel_CFLAGS := -O2 -g -fno-strict-aliasing
 asan_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -104,12 +126,12 @@ OPT_CFLAGS := -O3 -g -fno-strict-aliasing -flto=auto
 pgogen_CFLAGS := $(OPT_CFLAGS) -fprofile-generate=$(PGO_DATA)
 release_CFLAGS := $(OPT_CFLAGS) -fprofile-use=$(PGO_DATA) -fprofile-partial-training
 release_OBJ_DEPS := $(PGO_DATA)/.trained
-# The seam of policy/mutant.h compiled in; nothing but test_engine is built so.
+# The seam of policy/rules/mutant.h compiled in; nothing but test_engine is built so.
 mutant_CFLAGS := -O1 -g -fno-strict-aliasing -DDRA_GUARD_MUTANT
 FLAVOURS := rel asan release pgogen mutant
 
-POLICY_SRC := $(sort $(wildcard policy/*.c))
-WEBHOOK_SRC := $(sort $(filter-out webhook/main.c,$(wildcard webhook/*.c)))
+POLICY_SRC := $(sort $(wildcard $(addsuffix /*.c,$(addprefix policy/,$(POLICY_DIRS)))))
+WEBHOOK_SRC := $(sort $(filter-out webhook/cmd/main.c,$(wildcard $(addsuffix /*.c,$(addprefix webhook/,$(WEBHOOK_DIRS))))))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRC))
 # Tests that fail allocations on purpose wrap the allocator of the code
@@ -178,9 +200,7 @@ $(BUILD)/$(1)/.flags: FORCE | deps
 	@echo '$$($(1)_FLAGS)' >$$@.tmp
 	@if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv $$@.tmp $$@; fi
 
-$(BUILD)/$(1)/policy/%.o: private INC := $$(INC_policy)
-$(BUILD)/$(1)/webhook/%.o: private INC := $$(INC_webhook)
-$(BUILD)/$(1)/gen/%.o: private INC := $$(INC_webhook)
+$(BUILD)/$(1)/gen/%.o: private INC := $$(INC_webhook/cmd)
 
 $(BUILD)/$(1)/%.o: %.c $(BUILD)/$(1)/.flags $$($(1)_OBJ_DEPS) | deps
 	$$(call msg,CC,$$@)
@@ -202,16 +222,23 @@ $(BUILD)/$(1)/libwebhook.a: $$($(1)_WEBHOOK_OBJ)
 	@rm -f $$@
 	$$(Q)ar rcs $$@ $$^
 
-$(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/main.o $(BUILD)/$(1)/libwebhook.a $(BUILD)/$(1)/libpolicy.a
+$(BUILD)/$(1)/dra-guard: $(BUILD)/$(1)/webhook/cmd/main.o $(BUILD)/$(1)/libwebhook.a $(BUILD)/$(1)/libpolicy.a
 	$$(call msg,LINK,$$@)
 	$$(Q)$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
 
 $(BUILD)/$(1)/tests/test_%: $(BUILD)/$(1)/tests/test_%.o $$($(1)_SUPPORT_OBJ) \
-		$$$$(if $$$$(wildcard webhook/$$$$*.c),$(BUILD)/$(1)/libwebhook.a) $(BUILD)/$(1)/libpolicy.a | deps-test
+		$$$$(if $$$$(wildcard webhook/*/$$$$*.c),$(BUILD)/$(1)/libwebhook.a) $(BUILD)/$(1)/libpolicy.a | deps-test
 	$$(call msg,LINK,$$@)
 	$$(Q)$$(CC) $$(WARN) $$($(1)_CFLAGS) -o $$@ $$^ $$(TEST_LDFLAGS_$$*) $$(CMOCKA_LIBS) $$(PKG_LIBS)
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call flavour_rules,$(f))))
+
+# Each folder's objects, in every flavour and the fuzz build, see only the
+# headers its layer allows.
+define dir_inc
+$(BUILD)/$(1)/$(2)/%.o: private INC := $$(INC_$(2))
+endef
+$(foreach f,$(FLAVOURS) fuzz/obj,$(foreach d,$(SRC_DIRS),$(eval $(call dir_inc,$(f),$(d)))))
 
 # The benchmark drivers' own code is not what they measure and is not
 # trained: only the library they link is.
@@ -320,7 +347,6 @@ FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
 # the quantity helpers of the tests (tests/testquantity.c) fuzz_quantity.
 FUZZ_SUPPORT_OBJ := $(BUILD)/fuzz/obj/tests/jscan_walk.o $(BUILD)/fuzz/obj/tests/testquantity.o
 
-$(BUILD)/fuzz/obj/policy/%.o: private INC := $(INC_policy)
 $(BUILD)/fuzz/obj/%.o: %.c | deps-fuzz
 	$(call msg,CLANG,$@)
 	@mkdir -p $(@D)

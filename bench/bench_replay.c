@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 	struct replay_totals t;
 	struct rusage ru;
 
-	/* as dra-guard replay does (webhook/replay_cmd.c) */
+	/* as dra-guard replay does (webhook/cmd/replay_cmd.c) */
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	while ((ch = getopt(argc, argv, "r:s:")) != -1) {

@@ -16,7 +16,7 @@
  *                                DIR: what `make golden-update` records
  *
  * Built by the "mutant" flavour (-DDRA_GUARD_MUTANT) this file also defines
- * the seam of policy/mutant.h: DRA_GUARD_MUTANT=<op>:<rule> breaks one rule
+ * the seam of policy/rules/mutant.h: DRA_GUARD_MUTANT=<op>:<rule> breaks one rule
  * for the run, and --list-mutants prints every mutant (tools/mutation_check.py).
  * The end-to-end tests send the same files to the real server. */
 #include <dirent.h>

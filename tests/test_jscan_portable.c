@@ -12,9 +12,9 @@
  * container - when it gives up, the byte-at-a-time skip still answers
  * right, only slower, so no verdict would tell. */
 #define JSCAN_PORTABLE 1
-#include "../policy/jscan.c"
-#include "../policy/jscan_skip.c"
-#include "../policy/jscan_str.c"
+#include "../policy/lib/jscan.c"
+#include "../policy/lib/jscan_skip.c"
+#include "../policy/lib/jscan_str.c"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
 usage: mutation_check.py TEST_ENGINE ALLOWED [-v]
 
 TEST_ENGINE is tests/test_engine built by the "mutant" flavour (-DDRA_GUARD_MUTANT,
-policy/mutant.h). `TEST_ENGINE --list-mutants` names every mutant, three per rule:
+policy/rules/mutant.h). `TEST_ENGINE --list-mutants` names every mutant, three per rule:
 
   drop:<rule>   the rule never reports (a rule disabled)
   flip:<rule>   its action flips: deny becomes warn, warn and dryrun become deny

@@ -6,8 +6,9 @@
   commands;
 - the version comes from one generated file: a new VERSION recompiles only
   that file and `dra-guard version` says it;
-- policy/ is compiled with -Ipolicy only: a policy/ file that includes a
-  webhook/ header does not compile;
+- each folder is compiled with -I for itself and the folders below it: a
+  policy/ file that includes a webhook/ header, or a policy/lib file that
+  includes the engine's, does not compile;
 - `make release` builds with the profile of a training run made in the tree
   it runs in (a copied tree writes no profile into the original's
   directory); a missing profile or a profile that no longer matches the
@@ -73,19 +74,19 @@ def test_touching_one_file_rebuilds_only_it():
     make("VERSION=t1")
     out = make("VERSION=t1").stdout
     guard.check(compiled(out) == [] and "LINK" not in out, "a second make did work:\n" + out)
-    os.utime(os.path.join(tree(), "policy", "str.c"))
+    os.utime(os.path.join(tree(), "policy", "lib", "str.c"))
     out = make("VERSION=t1").stdout
-    guard.check(compiled(out) == ["build/rel/policy/str.o"], "touching policy/str.c compiled %s" % compiled(out))
+    guard.check(compiled(out) == ["build/rel/policy/lib/str.o"], "touching policy/lib/str.c compiled %s" % compiled(out))
     guard.check("  LINK     build/rel/dra-guard" in out, "no relink after the change:\n" + out)
 
 
 def test_output_is_quiet_and_v1_shows_commands():
-    os.utime(os.path.join(tree(), "policy", "str.c"))
+    os.utime(os.path.join(tree(), "policy", "lib", "str.c"))
     out = make("VERSION=t1").stdout
     guard.check(not re.search(r"^cc ", out, re.M), "the default output shows commands:\n" + out)
-    os.utime(os.path.join(tree(), "policy", "str.c"))
+    os.utime(os.path.join(tree(), "policy", "lib", "str.c"))
     out = make("VERSION=t1", "V=1").stdout
-    guard.check(re.search(r"^cc .* -c -o build/rel/policy/str.o policy/str.c$", out, re.M),
+    guard.check(re.search(r"^cc .* -c -o build/rel/policy/lib/str.o policy/lib/str.c$", out, re.M),
                 "V=1 does not show the compile command:\n" + out)
 
 
@@ -96,14 +97,24 @@ def test_version_is_one_generated_file():
     guard.check(v.strip() == "dra-guard t2", "version says %r after VERSION=t2" % v)
 
 
-def test_policy_cannot_include_webhook_headers():
-    path = os.path.join(tree(), "policy", "zz_arrow.c")
+def test_an_include_pointing_up_does_not_compile():
+    for folder, header, what in (("rules", "log.h", "a policy/ file including a webhook/ header"),
+                                 ("lib", "engine.h", "a policy/lib file including the engine's header"),
+                                 ("view", "policy.h", "a policy/view file including policy/config's header")):
+        path = os.path.join(tree(), "policy", folder, "zz_arrow.c")
+        with open(path, "w") as f:
+            f.write('#include "%s"\nint zz_arrow(void);\nint zz_arrow(void) { return 0; }\n' % header)
+        try:
+            p = make("VERSION=t2", "build/rel/policy/%s/zz_arrow.o" % folder, ok=False)
+            guard.check(p.returncode != 0 and header in p.stdout, "%s compiled:\n%s" % (what, p.stdout))
+        finally:
+            os.unlink(path)
+    # The same include where the layer allows it compiles.
+    path = os.path.join(tree(), "policy", "offline", "zz_arrow.c")
     with open(path, "w") as f:
-        f.write('#include "log.h"\nint zz_arrow(void);\nint zz_arrow(void) { return 0; }\n')
+        f.write('#include "engine.h"\nint zz_arrow(void);\nint zz_arrow(void) { return 0; }\n')
     try:
-        p = make("VERSION=t2", "build/rel/policy/zz_arrow.o", ok=False)
-        guard.check(p.returncode != 0 and "log.h" in p.stdout,
-                    "a policy/ file including a webhook/ header compiled:\n" + p.stdout)
+        make("VERSION=t2", "build/rel/policy/offline/zz_arrow.o")
     finally:
         os.unlink(path)
 
@@ -112,13 +123,13 @@ def test_field_table_over_the_seen_mask_does_not_compile():
     # A decoder's field table marks members seen in a 32-bit mask; a 33rd
     # entry would alias bit 0 and let a key given twice through.
     for n, want_ok in ((32, True), (33, False)):
-        path = os.path.join(tree(), "policy", "zz_fields.c")
+        path = os.path.join(tree(), "policy", "model", "zz_fields.c")
         with open(path, "w") as f:
             f.write('#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n'
                     '#include "decode_impl.h"\nstatic const struct field t[%d];\n'
                     'int zz_fields(void);\nint zz_fields(void) { return COUNT(t); }\n' % n)
         try:
-            p = make("VERSION=t2", "build/rel/policy/zz_fields.o", ok=want_ok)
+            p = make("VERSION=t2", "build/rel/policy/model/zz_fields.o", ok=want_ok)
             if not want_ok:
                 guard.check(p.returncode != 0 and "seen mask" in p.stdout,
                             "a 33-entry field table compiled:\n" + p.stdout)
@@ -142,10 +153,10 @@ def test_release_trains_in_its_own_tree_and_fails_without_a_profile():
                 "the copy's training wrote into the original tree")
     guard.check(os.access(os.path.join(tree(), "build", "release", "dra-guard"), os.X_OK), "no release binary")
     # A profile gone while the training stamp stays: the object must not build.
-    victim = [f for f in mine if f.endswith("#policy#str.c.gcda")]
-    guard.check(victim, "no profile for policy/str.c")
+    victim = [f for f in mine if f.endswith("#policy#lib#str.c.gcda")]
+    guard.check(victim, "no profile for policy/lib/str.c")
     os.unlink(os.path.join(data, victim[0]))
-    p = make("VERSION=t3", "-o", os.path.join(tree(), "build", "pgo-data", ".trained"), "-W", "policy/str.c", "build/release/policy/str.o",
+    p = make("VERSION=t3", "-o", os.path.join(tree(), "build", "pgo-data", ".trained"), "-W", "policy/lib/str.c", "build/release/policy/lib/str.o",
              ok=False)
     guard.check(p.returncode != 0 and "missing-profile" in p.stdout,
                 "a release object built without its profile:\n" + p.stdout[-2000:])
@@ -153,12 +164,12 @@ def test_release_trains_in_its_own_tree_and_fails_without_a_profile():
     # stamp is gone, so the profiles are all written anew).
     os.unlink(os.path.join(data, ".trained"))
     make("VERSION=t3", "release")
-    src = os.path.join(tree(), "policy", "str.c")
+    src = os.path.join(tree(), "policy", "lib", "str.c")
     text = open(src).read()
     with open(src, "w") as f:
         f.write(text.replace("\tif (a.len == b.len)\n\t\treturn 0;",
                              "\tif (a.len == b.len)\n\t\treturn 0;\n\tif (a.len > 4096)\n\t\treturn 2;"))
-    p = make("VERSION=t3", "-o", os.path.join(tree(), "build", "pgo-data", ".trained"), "build/release/policy/str.o", ok=False)
+    p = make("VERSION=t3", "-o", os.path.join(tree(), "build", "pgo-data", ".trained"), "build/release/policy/lib/str.o", ok=False)
     with open(src, "w") as f:
         f.write(text)
     guard.check(p.returncode != 0 and "coverage-mismatch" in p.stdout,
@@ -176,7 +187,7 @@ if __name__ == "__main__":
             test_touching_one_file_rebuilds_only_it,
             test_output_is_quiet_and_v1_shows_commands,
             test_version_is_one_generated_file,
-            test_policy_cannot_include_webhook_headers,
+            test_an_include_pointing_up_does_not_compile,
             test_field_table_over_the_seen_mask_does_not_compile,
             test_release_trains_in_its_own_tree_and_fails_without_a_profile,
         ])

@@ -298,7 +298,7 @@ def gated_pod():
 
 
 def release(pod):
-    """The guard's strategic merge patch (policy/gate.h) applied."""
+    """The guard's strategic merge patch (policy/rules/gate.h) applied."""
     new = copy.deepcopy(pod)
     new["metadata"]["annotations"].pop(ANNOTATION, None)
     new["spec"]["schedulingGates"] = [g for g in new["spec"]["schedulingGates"] if g["name"] != GATE]

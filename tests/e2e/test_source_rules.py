@@ -9,10 +9,14 @@
   engine.h, and struct check is never filled positionally.
 - The engine dispatches on the kind the decoder classified; it does not
   classify again.
+- Every source lies in a folder of the Makefile's LAYERS, and includes only
+  headers of its own folder and of the folders below it (the compiler's -I
+  per folder enforces the same; this says which include broke it).
 """
 
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -22,12 +26,58 @@ ROOT = guard.ROOT
 
 
 def sources(*dirs):
+    """(path, text) of every .c and .h under dirs, folders included."""
+    n = 0
     for d in dirs:
-        for name in sorted(os.listdir(os.path.join(ROOT, d))):
-            if name.endswith((".c", ".h")):
-                path = os.path.join(d, name)
-                with open(os.path.join(ROOT, path)) as f:
-                    yield path, f.read()
+        for here, subdirs, names in os.walk(os.path.join(ROOT, d)):
+            subdirs.sort()
+            for name in sorted(names):
+                if name.endswith((".c", ".h")):
+                    path = os.path.relpath(os.path.join(here, name), ROOT)
+                    with open(os.path.join(ROOT, path)) as f:
+                        n += 1
+                        yield path, f.read()
+    guard.check(n, "no source under %s" % ", ".join(dirs))
+
+
+def layers():
+    """{folder: [folders it may include]} as the Makefile compiles them."""
+    env = dict((k, v) for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"))
+    p = subprocess.run(["make", "-s", "--no-print-directory", "print-layers"], cwd=ROOT, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    guard.check(p.returncode == 0, "make print-layers:\n" + p.stdout + p.stderr)
+    out = {}
+    for line in p.stdout.splitlines():
+        d, _, below = line.partition(":")
+        out[d.strip()] = below.split()
+    guard.check(out, "make print-layers printed nothing")
+    return out
+
+
+INCLUDE = re.compile(r'^#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_violations(files, allowed):
+    """What in files ({path: text}) includes a header outside its folder and
+    the folders below it, or lies outside every folder."""
+    home = {}
+    for p in files:
+        home.setdefault(os.path.basename(p), []).append(os.path.dirname(p))
+    bad = []
+    for p, t in files.items():
+        d = os.path.dirname(p)
+        if d not in allowed:
+            bad.append("%s: in no folder of the Makefile's LAYERS" % p)
+            continue
+        for inc in INCLUDE.findall(t):
+            where = home.get(inc)
+            if not where:
+                bad.append("%s includes %s, which no folder has" % (p, inc))
+            elif len(where) > 1:
+                bad.append("%s includes %s, which %s all have" % (p, inc, ", ".join(where)))
+            elif where[0] != d and where[0] not in allowed[d]:
+                bad.append("%s (%s) includes %s from %s, which is not below it" % (p, d, inc, where[0]))
+    return bad
 
 
 PTHREAD_ERRNO = re.compile(r"if \(pthread_\w+\([^;{]*\)[^;{]*\)\s*(\{[^}]*?)?return -errno;")
@@ -67,8 +117,35 @@ def test_rules_see_only_the_check():
 
 
 def test_engine_does_not_classify_again():
-    with open(os.path.join(ROOT, "policy", "engine.c")) as f:
+    with open(os.path.join(ROOT, "policy", "rules", "engine.c")) as f:
         guard.check("decode_classify(" not in f.read(), "engine.c classifies the kind the decoder classified")
+
+
+def test_folders_include_only_downwards():
+    allowed = layers()
+    # The table itself: acyclic, policy/ never above webhook/, every folder
+    # of the tree in it.
+    for d, below in allowed.items():
+        guard.check(d not in below, "%s lists itself" % d)
+        for b in below:
+            guard.check(b in allowed, "%s lists %s, which is not a folder of the table" % (d, b))
+            guard.check(d not in allowed[b], "%s and %s may include each other" % (d, b))
+        if d.startswith("policy/"):
+            guard.check(all(b.startswith("policy/") for b in below), "%s may include %s" % (d, below))
+    for top in ("policy", "webhook"):
+        for name in os.listdir(os.path.join(ROOT, top)):
+            path = os.path.join(top, name)
+            guard.check(os.path.isdir(os.path.join(ROOT, path)), "%s lies outside every folder" % path)
+            guard.check(path in allowed, "%s is not in the Makefile's LAYERS" % path)
+    files = dict(sources("policy", "webhook"))
+    bad = layer_violations(files, allowed)
+    guard.check(not bad, "\n".join(bad))
+    # The check sees what it is for: an arrow pointing up is reported.
+    probe = dict(files)
+    probe["policy/lib/probe.c"] = '#include "engine.h"\n'
+    guard.check(any("probe.c" in b for b in layer_violations(probe, allowed)),
+                "an include of the engine from policy/lib went unnoticed")
+    print("     %d folders, %d files, every include points down" % (len(allowed), len(files)))
 
 
 if __name__ == "__main__":
@@ -77,4 +154,5 @@ if __name__ == "__main__":
         test_policy_is_pure,
         test_rules_see_only_the_check,
         test_engine_does_not_classify_again,
+        test_folders_include_only_downwards,
     ])

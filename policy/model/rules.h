@@ -71,7 +71,7 @@ enum action rule_strictest_action(enum rule_id id);
 
 /* True for the rules that read the cluster view: a denial by one of them
  * may come from a view a moment behind the API server, so the server
- * decides again on a newer view before it stands (webhook/admit.c). */
+ * decides again on a newer view before it stands (webhook/server/admit.c). */
 bool rule_reads_view(enum rule_id id);
 
 /* One sentence saying what the rule checks. Static storage. */

@@ -16,7 +16,7 @@
  * The resource.k8s.io version is the first of v1, v1beta2, v1beta1 that the
  * server's discovery offers.
  *
- * Slices, claims, Pods and Nodes go into the view (policy/view.h), published as a new
+ * Slices, claims, Pods and Nodes go into the view (policy/view/view.h), published as a new
  * snapshot at most every CLUSTER_VIEW_PUBLISH_MS while events arrive; the
  * first one only once every resource has synced. The ConfigMap goes to the
  * policy source (policy_source_offer_api()), so a freeze reaches every

@@ -1,6 +1,6 @@
 /* convert.c - dra-guard convert: YAML or JSON in, one line of JSON per document out.
  *
- * The project's own loader (policy/doc.h) with its default limits, so what
+ * The project's own loader (policy/lib/doc.h) with its default limits, so what
  * this prints is exactly what the policy loader and dry-run would read: a
  * manifest that another tool renders leniently (duplicate keys, anchors,
  * YAML 1.1 booleans) shows here the way the guard sees it. The deployment

@@ -1,7 +1,7 @@
 /* vap_cli.c - dra-guard vap: the stateless rules as ValidatingAdmissionPolicies.
  *
  * Reads the policy (a file, stdin, or the built-in one), then prints either
- * the YAML stream of policies and bindings (policy/vap.c) or, with
+ * the YAML stream of policies and bindings (policy/offline/vap.c) or, with
  * --explain, what each rule's policy covers and why some rules have none. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,5 +1,5 @@
 /* replay_cmd.c - dra-guard replay: what a policy would have said of a
- * recorded audit log, and the ledger through it (policy/replay.h does the
+ * recorded audit log, and the ledger through it (policy/offline/replay.h does the
  * work; this file reads the files and prints).
  *
  * Logs are read in large chunks and cut into lines here; a gzip'd log

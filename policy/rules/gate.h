@@ -7,7 +7,7 @@
  * allocation; its claims made from templates may be created meanwhile
  * (claim.freeze.create lets them through), while claim.freeze.allocate
  * still refuses every new allocation. When the freeze ends, one replica
- * removes the gate (webhook/gate_release.c) with GATE_RELEASE_PATCH.
+ * removes the gate (webhook/kube/gate_release.c) with GATE_RELEASE_PATCH.
  *
  * Which Pods: those with spec.resourceClaims, not yet bound (spec.nodeName
  * bypasses the scheduler, and the API server refuses gates on such a

@@ -2,7 +2,7 @@
  * the ledger of the moment a freeze began, the ledger's metrics, and the
  * counts of what the ledger rules decided at admission.
  *
- * The ledger is derived on demand (policy/ledger.h) from the view snapshot
+ * The ledger is derived on demand (policy/ledger/ledger.h) from the view snapshot
  * and the serving policy, and kept until either changes, so idle scrapes
  * cost nothing; a build at 5,000 nodes, 100,000 claims and 150,000 Pods
  * took 1.6-2.9 s and 32 MiB on a loaded 2-core machine (make bench-scale),
@@ -43,7 +43,7 @@ int ledger_watch_new(struct cluster_view *cv, struct policy_source *ps, struct l
 /* NULL is a no-op. */
 void ledger_watch_free(struct ledger_watch *lw);
 
-/* The ledger as JSON into out (policy/ledger.h's export); node "" for all.
+/* The ledger as JSON into out (policy/ledger/ledger.h's export); node "" for all.
  * at_freeze: the ledger of the view kept when the last freeze began, built
  * under the policy serving now. 0; -EAGAIN before the view's first sync;
  * -ENOENT for at_freeze when no freeze began since the start; -E2BIG or

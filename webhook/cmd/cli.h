@@ -9,32 +9,32 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* dra-guard serve: the TLS webhook (webhook/serve.c). */
+/* dra-guard serve: the TLS webhook (webhook/cmd/serve.c). */
 int serve_main(int argc, char **argv);
 
-/* dra-guard dry-run: the engine offline, for CI (webhook/dryrun.c). */
+/* dra-guard dry-run: the engine offline, for CI (webhook/cmd/dryrun.c). */
 int dryrun_main(int argc, char **argv);
 
-/* dra-guard policy lint FILE (webhook/dryrun_lint.c). */
+/* dra-guard policy lint FILE (webhook/cmd/dryrun_lint.c). */
 int lint_main(int argc, char **argv);
 
-/* dra-guard rules: the rule catalogue (webhook/dryrun_lint.c). */
+/* dra-guard rules: the rule catalogue (webhook/cmd/dryrun_lint.c). */
 int rules_main(int argc, char **argv);
 
 /* dra-guard ledger --view DUMP: the ledger of a recorded cluster
- * (webhook/ledger_cmd.c). */
+ * (webhook/cmd/ledger_cmd.c). */
 int ledger_main(int argc, char **argv);
 
 /* dra-guard replay LOG...: what a policy would have said of a recorded
- * audit log, and the ledger through it (webhook/replay_cmd.c). */
+ * audit log, and the ledger through it (webhook/cmd/replay_cmd.c). */
 int replay_main(int argc, char **argv);
 
 /* dra-guard readiness LOG...: the go/no-go promotion report over a
- * replayed window (webhook/replay_cmd.c). */
+ * replayed window (webhook/cmd/replay_cmd.c). */
 int readiness_main(int argc, char **argv);
 
 /* dra-guard pending [--url URL]: the claims a running replica refuses now
- * (webhook/pending_cmd.c). */
+ * (webhook/cmd/pending_cmd.c). */
 int pending_main(int argc, char **argv);
 
 /* The claims of a GET /debug/pending answer (its "claims" JSON array in
@@ -53,11 +53,11 @@ int cli_parse_time(const char *s, int64_t *out);
 int cli_usage_error(const char *command);
 
 /* dra-guard vap: the stateless rules as ValidatingAdmissionPolicies
- * (webhook/vap_cli.c). */
+ * (webhook/cmd/vap_cli.c). */
 int vap_main(int argc, char **argv);
 
 /* dra-guard convert [FILE|-]: each YAML/JSON document as one line of JSON
- * (webhook/convert.c). */
+ * (webhook/cmd/convert.c). */
 int convert_main(int argc, char **argv);
 
 #endif

@@ -1,7 +1,7 @@
 /* gate_release.h - releasing the Pods the freeze held at its scheduling gate.
  *
  * With freeze.gatePods the mutating endpoint gates new Pods during a
- * freeze (policy/gate.h). When the freeze ends, one replica - the one that
+ * freeze (policy/rules/gate.h). When the freeze ends, one replica - the one that
  * holds the coordination.k8s.io Lease named by --gate-lease - removes the
  * gate dra-guard.io/freeze from every Pod the cluster view holds with it,
  * with a strategic merge patch that deletes that gate by name (other gates

@@ -4,7 +4,7 @@
  * the watcher decodes a LIST, one object at a time), or any manifests the
  * manifest reader reads (YAML, directories, stdin).
  *
- * A dump is one moment (policy/view_dump.h): every object counts as seen
+ * A dump is one moment (policy/view/view_dump.h): every object counts as seen
  * at now, nothing as restarted or changed just before. */
 #ifndef DRA_GUARD_VIEW_FILE_H
 #define DRA_GUARD_VIEW_FILE_H

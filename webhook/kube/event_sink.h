@@ -2,13 +2,13 @@
  * off the request path, and the pending time of the claims held back.
  *
  * A request thread hands the Events a denied review asks for
- * (policy/events.h) to a bounded queue and returns; a full queue drops
+ * (policy/events/events.h) to a bounded queue and returns; a full queue drops
  * them and counts (never a wait on the request path). One worker thread
- * aggregates them into series (policy/event_cache.h: client-go's keys,
+ * aggregates them into series (policy/events/event_cache.h: client-go's keys,
  * series counts, a rate limit per object, bounded memory) and writes them
  * through the cluster view's API client (POST a new Event, merge-PATCH a
  * series, create again when the Event is gone). The same thread keeps the
- * table of claims refused now (policy/pending.h) and, once a second,
+ * table of claims refused now (policy/events/pending.h) and, once a second,
  * compares it with the newest cluster view: a claim the view shows
  * allocated is observed in dra_guard_pending_seconds under the rule that
  * held it last.
@@ -58,7 +58,7 @@ void event_sink_free(struct event_sink *es);
 void event_sink_offer(struct event_sink *es, const struct admission_request *rq, const struct verdict *v,
 		      int64_t now_ns);
 
-/* GET /debug/pending: {"instance":..,"claims":[..]} (policy/pending.h). 0 or out's error. */
+/* GET /debug/pending: {"instance":..,"claims":[..]} (policy/events/pending.h). 0 or out's error. */
 int event_sink_pending_json(struct event_sink *es, struct buf *out);
 
 /* The metric families appended to out (metrics_add_extra()). */
