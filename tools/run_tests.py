@@ -13,7 +13,7 @@ A SUITE is KIND:ARG:
 
 Every suite runs, whatever the ones before it did; its output is echoed as it
 comes. A suite runs in its own process group, killed when it ends; one that
-runs past SUITE_TIMEOUT seconds (900), or whose leftover processes hold its
+runs past SUITE_TIMEOUT seconds (1500), or whose leftover processes hold its
 output open 10 s after it exited, is killed and counts as a failure. A suite that exits non-zero without a failed test to show for it (a
 crash, a sanitizer abort, an import error) counts as one more failure, and so
 does one that reports no test at all. The last line is "N passed, N failed"
@@ -45,12 +45,12 @@ LINGER = 10.0
 
 
 def suite_timeout():
-    """Seconds one suite may run (SUITE_TIMEOUT, default 900): one stuck
+    """Seconds one suite may run (SUITE_TIMEOUT, default 1500): one stuck
     suite fails on its own instead of eating CI's whole time."""
     try:
-        return max(1, int(os.environ.get("SUITE_TIMEOUT", "900")))
+        return max(1, int(os.environ.get("SUITE_TIMEOUT", "1500")))
     except ValueError:
-        return 900
+        return 1500
 
 
 class Count:
