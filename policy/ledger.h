@@ -183,7 +183,7 @@ struct ledger_inc_stats {
 	uint64_t whole;                      /* of them, built whole (the first, after an error) */
 	uint32_t last_nodes;                 /* node accounts the last update built again */
 	uint32_t last_claims;                /* claims it counted again */
-	size_t bytes;                        /* the node accounts' memory */
+	size_t bytes;                        /* memory: node accounts, entries and indexes */
 };
 
 /* An empty incremental ledger; pol (borrowed, must outlive it) names the

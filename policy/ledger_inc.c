@@ -289,6 +289,8 @@ struct ledger_inc {
 	uint32_t ntotals;
 	struct ledger_totals totals[LEDGER_MAX_RESOURCES];
 	struct arena *scratch;      /* one node's build at a time */
+	/* The maps and sets grow with the view's Nodes, Pods and claims, which
+	 * the view caps (view_limits); the parts are held to cap. */
 	struct ledger_inc_stats st;
 };
 
@@ -760,10 +762,26 @@ int ledger_inc_update(struct ledger_inc *li, const struct view *v, int64_t now_n
 	return 0;
 }
 
+/* Bytes of a map, its keys and its sets. */
+static size_t kmap_bytes(const struct kmap *m, bool sets)
+{
+	size_t n = m->slot ? (size_t)(m->mask + 1) * sizeof(*m->slot) : 0;
+	uint32_t i;
+
+	for (i = 0; m->slot && i <= m->mask; i++) {
+		if (m->slot[i].key)
+			n += m->slot[i].klen + 1;
+		if (sets && m->slot[i].val)
+			n += sizeof(struct kset) + ((const struct kset *)m->slot[i].val)->cap;
+	}
+	return n;
+}
+
 void ledger_inc_stats(const struct ledger_inc *li, struct ledger_inc_stats *st)
 {
 	*st = li->st;
-	st->bytes = li->bytes;
+	st->bytes = li->bytes + kmap_bytes(&li->parts, false) + kmap_bytes(&li->node_pods, true) +
+		    kmap_bytes(&li->node_claims, true) + kmap_bytes(&li->reservers, true);
 }
 
 /* --- reading ------------------------------------------------------------------------- */
