@@ -695,9 +695,10 @@ static void rnd_change(struct world *w, uint64_t *st, int64_t t, bool *have_node
 			have_node[i] = true;
 		}
 		break;
-	case 1:   /* a slice comes, changes its mapping or generation, or goes */
+	case 1:   /* a slice comes, changes its mapping or generation, or goes; a
+		   * node's pool has one or two (the same devices at two generations) */
 		i = rnd(st) % R_NODES;
-		snprintf(name, sizeof(name), "s%u", i);
+		snprintf(name, sizeof(name), rnd(st) % 2 ? "s%u" : "s%ub", i);
 		snprintf(nd, sizeof(nd), "w%u", i);
 		if (have_slice[i] && rnd(st) % 4 == 0) {
 			apply(w, VIEW_DELETED, t, slice(name, nd, 1, "2", NULL));
