@@ -185,9 +185,11 @@ $(BUILD)/gen/version.c: FORCE
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 # --- per-flavour rules ------------------------------------------------------
-# $(BUILD)/<flavour>/.flags records the flags the flavour compiles with; it
-# is rewritten only when they change, and every object depends on it, so a
-# change of flags (or of the tree's location) rebuilds the flavour.
+# $(BUILD)/<flavour>/.flags records the flags the flavour compiles with and
+# the source folders; it is rewritten only when they change, and every
+# object depends on it, so a change of flags, of the tree's location or of
+# its folders rebuilds the flavour (an object whose recorded headers moved
+# away would otherwise be kept, and link against structs it never saw).
 .SECONDEXPANSION:
 define flavour_rules
 $(1)_POLICY_OBJ := $$(patsubst %.c,$(BUILD)/$(1)/%.o,$(POLICY_SRC))
@@ -197,7 +199,7 @@ $(1)_FLAGS = $$(CC) $$(BASE_CPPFLAGS) $$(PKG_CFLAGS) $$(WARN) $$($(1)_CFLAGS)
 
 $(BUILD)/$(1)/.flags: FORCE | deps
 	@mkdir -p $$(@D)
-	@echo '$$($(1)_FLAGS)' >$$@.tmp
+	@echo '$$($(1)_FLAGS) folders: $$(SRC_DIRS)' >$$@.tmp
 	@if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv $$@.tmp $$@; fi
 
 $(BUILD)/$(1)/gen/%.o: private INC := $$(INC_webhook/cmd)
@@ -379,7 +381,7 @@ run: dra-guard
 
 # Knobs (DURATION, CONNS, SIZES, SCALE_THREADS, BENCH_COMPARE, ...): tools/bench.sh.
 bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine $(BUILD)/release/bench/bench_replay \
-		$(BUILD)/release/bench/bench_view | deps-bench
+		$(BUILD)/release/bench/bench_view $(BUILD)/release/bench/bench_ledger | deps-bench
 	@BUILD=$(BUILD) tools/bench.sh
 
 # BENCH_BASE=REV also runs the release of REV side by side (the base step).

@@ -614,6 +614,274 @@ static void test_a_dump_gives_the_same_ledger(void **state)
 	free(text);
 }
 
+
+/* --- the incremental ledger against a fresh build ------------------------------------- */
+
+/* A small xorshift: seeded, so a failure replays. */
+static uint32_t rnd(uint64_t *st)
+{
+	*st ^= *st << 13;
+	*st ^= *st >> 7;
+	*st ^= *st << 17;
+	return (uint32_t)(*st >> 11);
+}
+
+#define R_NODES 4
+#define R_PODS 10
+#define R_CLAIMS 10
+
+/* Claim cN: node-local on node wK, or multi-node reserved for Pods (a
+ * wrong UID now and then: a namesake), allocated a random set of wK's
+ * devices (socket-0 with consumed capacity, or without any). */
+static char *rnd_claim(uint64_t *st, unsigned idx)
+{
+	static char buf[8192];
+	static const char *const devs[] = { "accel-0", "accel-1", "socket-0" };
+	char results[2048] = "", reserved[2048] = "", nodes[16];
+	size_t off = 0, roff = 0;
+	unsigned k = rnd(st) % R_NODES, mask = 1 + rnd(st) % 7, i, npods = rnd(st) % 3;
+	bool local = rnd(st) % 3 != 0;
+
+	snprintf(nodes, sizeof(nodes), "w%u", k);
+	for (i = 0; i < 3; i++) {
+		unsigned c = rnd(st) % 4;
+
+		if (!(mask & (1u << i)))
+			continue;
+		off += (size_t)snprintf(results + off, sizeof(results) - off,
+					"%s{\"request\":\"r\",\"driver\":\"dra.example.com\",\"pool\":\"%s\",\"device\":\"%s\"%s}",
+					off ? "," : "", nodes, devs[i],
+					i == 2 && c ? (c == 1 ? ",\"consumedCapacity\":{\"dra.example.com/cpu\":\"3\"}"
+						       : ",\"consumedCapacity\":{\"dra.example.com/cpu\":\"1500m\"}") : "");
+	}
+	for (i = 0; i < npods; i++) {
+		unsigned p = rnd(st) % R_PODS;
+
+		roff += (size_t)snprintf(reserved + roff, sizeof(reserved) - roff,
+					 "%s{\"resource\":\"pods\",\"name\":\"p%u\",\"uid\":\"00000000-0000-4000-8000-%012u\"}",
+					 i ? "," : "", p, rnd(st) % 8 ? p : p + 50);
+	}
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c%u\","
+		 "\"namespace\":\"ns\",\"uid\":\"11111111-0000-4000-8000-%012u\",\"resourceVersion\":\"%u\"},"
+		 "\"spec\":{},\"status\":{\"allocation\":{\"devices\":{\"results\":[%s]},\"nodeSelector\":"
+		 "{\"nodeSelectorTerms\":[{%s%s%s}]}},\"reservedFor\":[%s]}}",
+		 idx, idx, rnd(st), results,
+		 local ? "\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"" :
+			 "\"matchExpressions\":[{\"key\":\"rack\",\"operator\":\"In\",\"values\":[\"r1",
+		 local ? nodes : "", "\"]}]", reserved);
+	return buf;
+}
+
+/* One random change to the world at t. */
+static void rnd_change(struct world *w, uint64_t *st, int64_t t, bool *have_node, bool *have_slice,
+		       bool *have_pod, bool *have_claim)
+{
+	static const char *const cpus[] = { "100m", "1", "250m", "3" };
+	static const char *const statuses[] = { NULL, "\"cpu\":\"2\"", "\"cpu\":\"4\",\"memory\":\"8Gi\"",
+						"\"cpu\":\"1500m\"" };
+	unsigned what = rnd(st) % 10, i;
+	char name[16], nd[16];
+
+	switch (what) {
+	case 0:   /* a Node comes, changes or goes */
+		i = rnd(st) % R_NODES;
+		snprintf(name, sizeof(name), "w%u", i);
+		if (have_node[i] && rnd(st) % 3 == 0) {
+			apply(w, VIEW_DELETED, t, node(name, "8"));
+			have_node[i] = false;
+		} else {
+			apply(w, have_node[i] ? VIEW_MODIFIED : VIEW_ADDED, t, node(name, cpus[rnd(st) % 4]));
+			have_node[i] = true;
+		}
+		break;
+	case 1:   /* a slice comes, changes its mapping or generation, or goes; a
+		   * node's pool has one or two (the same devices at two generations) */
+		i = rnd(st) % R_NODES;
+		snprintf(name, sizeof(name), rnd(st) % 2 ? "s%u" : "s%ub", i);
+		snprintf(nd, sizeof(nd), "w%u", i);
+		if (have_slice[i] && rnd(st) % 4 == 0) {
+			apply(w, VIEW_DELETED, t, slice(name, nd, 1, "2", NULL));
+			have_slice[i] = false;
+		} else {
+			apply(w, have_slice[i] ? VIEW_MODIFIED : VIEW_ADDED, t,
+			      slice(name, nd, 1 + (int)(rnd(st) % 2), rnd(st) % 2 ? "2" : "1", NULL));
+			have_slice[i] = true;
+		}
+		break;
+	case 2: case 3: case 4:   /* a Pod binds, moves, changes its statuses or goes */
+		i = rnd(st) % R_PODS;
+		snprintf(name, sizeof(name), "p%u", i);
+		if (have_pod[i] && rnd(st) % 4 == 0) {
+			apply(w, VIEW_DELETED, t, pod(name, NULL, "1", NULL, NULL, NULL));
+			have_pod[i] = false;
+		} else {
+			char claim_name[16];
+			unsigned c = rnd(st) % R_CLAIMS, n = rnd(st) % (R_NODES + 1);
+			const char *status = statuses[rnd(st) % 4];
+
+			snprintf(claim_name, sizeof(claim_name), "c%u", c);
+			snprintf(nd, sizeof(nd), "w%u", n);
+			apply(w, have_pod[i] ? VIEW_MODIFIED : VIEW_ADDED, t,
+			      pod(name, n == R_NODES ? NULL : nd, cpus[rnd(st) % 4], rnd(st) % 4 ? claim_name : NULL,
+				  rnd(st) % 4 ? status : NULL, rnd(st) % 5 == 0 ? "4" : NULL));
+			have_pod[i] = true;
+		}
+		break;
+	default:   /* a claim is allocated, reserved, deallocated or goes */
+		i = rnd(st) % R_CLAIMS;
+		snprintf(name, sizeof(name), "c%u", i);
+		if (have_claim[i] && rnd(st) % 5 == 0) {
+			apply(w, VIEW_DELETED, t, unallocated(name));
+			have_claim[i] = false;
+		} else if (have_claim[i] && rnd(st) % 5 == 0) {
+			char *u = unallocated(name);
+			char *uid = strstr(u, "0000000000");
+
+			/* the same UID as when allocated */
+			snprintf(uid, 13, "%012u", i);
+			uid[12] = '"';
+			apply(w, VIEW_MODIFIED, t, u);
+		} else {
+			apply(w, have_claim[i] ? VIEW_MODIFIED : VIEW_ADDED, t, rnd_claim(st, i));
+			have_claim[i] = true;
+		}
+		break;
+	}
+}
+
+static void json_of(const struct ledger *l, const char *node_name, struct buf *b)
+{
+	buf_reset(b);
+	assert_int_equal(ledger_json(l, str_from_cstr(node_name), b), 0);
+}
+
+static void test_an_incremental_ledger_equals_a_fresh_build_after_every_change(void **state)
+{
+	static const char doc[] = "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
+				  "numa: {attributes: [dra.example.com/numaNode]}\n";
+	unsigned seed, step, k;
+	uint64_t updates = 0, recounted = 0;
+
+	(void)state;
+	for (seed = 1; seed <= 6; seed++) {
+		struct world w;
+		struct ledger_inc *li = NULL;
+		struct policy_error perr;
+		const struct view *held = NULL;
+		bool have_node[R_NODES] = { 0 }, have_slice[R_NODES] = { 0 };
+		bool have_pod[R_PODS] = { 0 }, have_claim[R_CLAIMS] = { 0 };
+		uint64_t st = 0x9e3779b97f4a7c15ULL * seed;
+		struct buf a, b;
+		struct ledger_inc_stats ist;
+
+		world_init(&w);
+		policy_free(w.pol);
+		assert_int_equal(policy_load(doc, sizeof(doc) - 1, &w.pol, &perr), 0);
+		assert_int_equal(ledger_inc_new(w.pol, 0, &li), 0);
+		buf_init(&a, 1 << 22);
+		buf_init(&b, 1 << 22);
+		for (step = 0; step < 250; step++) {
+			const struct view *v = NULL;
+			struct ledger *fresh = NULL, *inc = NULL, *one = NULL;
+			unsigned n = 1 + rnd(&st) % (step % 25 == 24 ? 12 : 3);
+			char nd[16];
+			int r;
+
+			for (k = 0; k < n; k++)
+				rnd_change(&w, &st, 10 + step, have_node, have_slice, have_pod, have_claim);
+			for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
+				view_builder_touch(w.b, (enum view_resource)r, (10 + step) * S);
+			assert_int_equal(view_builder_publish(w.b, &v), 0);
+			assert_int_equal(ledger_inc_update(li, v, (10 + step) * S), 0);
+			/* the ledger's old snapshot goes, as the served one does */
+			if (held)
+				view_builder_release(w.b, held);
+			held = v;
+			view_builder_collect(w.b);
+			assert_int_equal(ledger_build(v, w.pol, (10 + step) * S, 64 << 20, &fresh), 0);
+			assert_int_equal(ledger_inc_ledger(li, true, &inc), 0);
+			json_of(fresh, "", &a);
+			json_of(inc, "", &b);
+			if (strcmp(buf_cstr(&a), buf_cstr(&b)) != 0)
+				fail_msg("seed %u step %u: the incremental ledger differs\nfresh %s\ninc   %s", seed, step,
+					 buf_cstr(&a), buf_cstr(&b));
+			buf_reset(&a);
+			buf_reset(&b);
+			assert_int_equal(ledger_table(fresh, STR_LIT(""), true, &a), 0);
+			assert_int_equal(ledger_table(inc, STR_LIT(""), true, &b), 0);
+			assert_string_equal(buf_cstr(&a), buf_cstr(&b));
+			/* one node's ledger: its account, the whole ledger's summary */
+			snprintf(nd, sizeof(nd), "w%u", rnd(&st) % R_NODES);
+			assert_int_equal(ledger_inc_node(li, str_from_cstr(nd), &one), 0);
+			json_of(fresh, nd, &a);
+			json_of(one, nd, &b);
+			if (strcmp(buf_cstr(&a), buf_cstr(&b)) != 0)
+				fail_msg("seed %u step %u: node %s differs\nfresh %s\ninc   %s", seed, step, nd,
+					 buf_cstr(&a), buf_cstr(&b));
+			ledger_free(one);
+			ledger_free(inc);
+			ledger_free(fresh);
+		}
+		ledger_inc_stats(li, &ist);
+		assert_int_equal(ist.whole, 1);           /* built whole once, then kept */
+		updates += ist.updates;
+		recounted += ist.last_nodes;
+		buf_free(&a);
+		buf_free(&b);
+		ledger_inc_free(li);
+		view_builder_release(w.b, held);
+		world_free(&w);
+	}
+	assert_true(updates >= 6 * 200);
+	(void)recounted;
+}
+
+static void test_an_update_recounts_only_the_nodes_a_change_touches(void **state)
+{
+	struct world w;
+	struct ledger_inc *li = NULL;
+	struct ledger_inc_stats ist;
+	const struct view *v1 = NULL, *v2 = NULL;
+	struct ledger *one = NULL;
+	char name[16], nd[16];
+	unsigned i;
+
+	(void)state;
+	world_init(&w);
+	for (i = 0; i < 50; i++) {
+		snprintf(nd, sizeof(nd), "n%02u", i);
+		snprintf(name, sizeof(name), "s%02u", i);
+		apply(&w, VIEW_ADDED, 1, node(nd, "16"));
+		apply(&w, VIEW_ADDED, 1, slice(name, nd, 1, "2", NULL));
+	}
+	assert_int_equal(view_builder_publish(w.b, &v1), 0);
+	assert_int_equal(ledger_inc_new(w.pol, 0, &li), 0);
+	assert_int_equal(ledger_inc_update(li, v1, 2 * S), 0);
+	ledger_inc_stats(li, &ist);
+	assert_int_equal(ist.last_nodes, 50);
+	/* a claim and its Pod on one node: that node alone is built again */
+	apply(&w, VIEW_ADDED, 3, claim("c1", "n07", "accel-0", true, "p1", NULL));
+	apply(&w, VIEW_ADDED, 3, pod("p1", "n07", "1", "c1", "\"cpu\":\"2\",\"memory\":\"8Gi\"", NULL));
+	assert_int_equal(view_builder_publish(w.b, &v2), 0);
+	assert_int_equal(ledger_inc_update(li, v2, 4 * S), 0);
+	ledger_inc_stats(li, &ist);
+	assert_int_equal(ist.last_nodes, 1);
+	assert_int_equal(ist.last_claims, 1);
+	assert_int_equal(ist.whole, 1);
+	view_builder_release(w.b, v1);
+	assert_int_equal(ledger_inc_node(li, STR_LIT("n07"), &one), 0);
+	assert_int_equal(one->nnodes, 1);
+	assert_int_equal(one->all_nodes, 50);
+	assert_int_equal(one->nodes[0].nentries, 1);
+	assert_int_equal(ledger_node_amount(&one->nodes[0], STR_LIT("cpu"))->dra, 2000);
+	assert_int_equal(one->claims, 1);
+	ledger_free(one);
+	ledger_inc_free(li);
+	view_builder_release(w.b, v2);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +899,8 @@ int main(void)
 		cmocka_unit_test(test_finished_and_unbound_pods_leave_the_accounts),
 		cmocka_unit_test(test_export_is_json_and_filters_by_node),
 		cmocka_unit_test(test_a_dump_gives_the_same_ledger),
+		cmocka_unit_test(test_an_incremental_ledger_equals_a_fresh_build_after_every_change),
+		cmocka_unit_test(test_an_update_recounts_only_the_nodes_a_change_touches),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh - `make bench` and `make bench-compare`: how fast dra-guard decides.
 #
-#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare replay view gate report
-#                                (default: engine e2e profile [perf] [compare] replay view gate report)
+#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare replay view ledger gate report
+#                                (default: engine e2e profile [perf] [compare] replay view ledger gate report)
 #
 #   engine   bench_engine on deterministic bodies (bench/gen_bodies.py --seed 1):
 #            ns per scan / decode / decide / encode / whole request, per body;
@@ -27,6 +27,10 @@
 #            ratio of req/s and of CPU per request shows a regression
 #   view     bench_view --one-device VIEW_ONE_DEVICE: a claims relist whose claims all share one
 #            device (the device's holders are rebuilt at each relist) -> view-one-device.txt
+#   ledger   bench_ledger LEDGER_NODES LEDGER_CLAIMS LEDGER_ROUNDS [5000 100000 3]: the kept ledger
+#            brought up to date after 1, 100 and 10,000 claim changes against a whole build of the
+#            same snapshot (CPU time, alternating in one run: the ratio), one node's /debug/ledger,
+#            and the gauges' lag -> ledger.txt
 #   gate     tools/bench_gate.py against a real API server (KUBE_APISERVER): GATE_PODS Pods
 #            gated by a freeze, the freeze lifted, the time until two replicas released them,
 #            beside the API server's own time for the same PATCHes, GATE_ROUNDS rounds -> gate.json
@@ -100,16 +104,17 @@ if [ ${#steps[@]} -eq 0 ]; then
 	steps=(engine e2e profile)
 	[ "${PERF:-1}" = 1 ] && steps+=(perf)
 	[ "$BENCH_COMPARE" = 1 ] && steps+=(compare)
-	steps+=(replay view gate report)
+	steps+=(replay view ledger gate report)
 fi
 for s in "${steps[@]}"; do
-	case "$s" in engine | e2e | profile | perf | compare | base | replay | view | gate | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare base replay view gate report)" ;; esac
+	case "$s" in engine | e2e | profile | perf | compare | base | replay | view | ledger | gate | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare base replay view ledger gate report)" ;; esac
 done
 
 tools/deps.sh build bench
 if [ "${BENCH_BUILD:-1}" = 1 ]; then
 	make -s BUILD="$BUILD" "$BUILD/release/dra-guard" "$BUILD/release/bench/bench_engine" \
-		"$BUILD/release/bench/bench_replay" "$BUILD/release/bench/bench_view" >/dev/null
+		"$BUILD/release/bench/bench_replay" "$BUILD/release/bench/bench_view" \
+		"$BUILD/release/bench/bench_ledger" >/dev/null
 fi
 [ -x "$bin" ] && [ -x "$engine" ] || die "no $bin or $engine (run make BUILD=$BUILD first)"
 mkdir -p "$out"
@@ -252,6 +257,13 @@ for k in ("cli_replay_mixed_log","cli_replay_mixed_log_gz","cli_same_cluster_20"
 		echo "== view: bench_view --one-device ${VIEW_ONE_DEVICE:-100000} (one shared device's holders, rebuilt per relist)"
 		"$root/$BUILD/release/bench/bench_view" --one-device "${VIEW_ONE_DEVICE:-100000}" |
 			tee "$out/view-one-device.txt" || status=1
+		echo
+		;;
+	ledger)
+		echo "== ledger: bench_ledger ${LEDGER_NODES:-5000} ${LEDGER_CLAIMS:-100000} ${LEDGER_ROUNDS:-3}" \
+			"(kept up to date vs a whole build, CPU time, one run)"
+		"$root/$BUILD/release/bench/bench_ledger" "${LEDGER_NODES:-5000}" "${LEDGER_CLAIMS:-100000}" \
+			"${LEDGER_ROUNDS:-3}" | tee "$out/ledger.txt" || status=1
 		echo
 		;;
 	gate)

@@ -297,10 +297,12 @@ ROWS = [
                       ("sum by (result) (rate(dra_guard_ledger_rechecks_total{%s}[$__rate_interval]))" % SEL,
                        "recheck {{result}}")],
              unit="short", width=8),
-        dict(type="timeseries", title="Ledger build time and mapping age",
-             description="How long each replica's last ledger build took, and seconds since its view last saw "
-                         "a mapping change (-1: none seen).",
+        dict(type="timeseries", title="Ledger build and update time, mapping age",
+             description="How long each replica's last whole ledger build took, how long its last update "
+                         "from a view change took (how far the ledger gauges were behind the view), and "
+                         "seconds since its view last saw a mapping change (-1: none seen).",
              targets=[("max by (instance) (dra_guard_ledger_build_seconds{%s})" % SEL, "build {{instance}}"),
+                      ("max by (instance) (dra_guard_ledger_update_seconds{%s})" % SEL, "update {{instance}}"),
                       ("max by (instance) (dra_guard_ledger_mapping_age_seconds{%s})" % SEL,
                        "mapping age {{instance}}")],
              unit="s", width=24),

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "ledger_impl.h"
 #include "names.h"
 
 /* --- units ---------------------------------------------------------------------- */
@@ -56,6 +57,7 @@ struct status_key {
 struct build {
 	const struct view *v;
 	const struct policy *pol;
+	struct str only;                     /* one node's account (ledger_build_node()), else all */
 	struct ledger *l;
 	struct arena *a;
 	/* nodes by name */
@@ -293,19 +295,16 @@ static bool same_status(const struct view_pod_status *a, const struct view_pod_s
 	return true;
 }
 
-static int add_pod(void *ctx, const struct view_pod *p)
+/* Collect a Pod bound to a node; they are counted in one order (by
+ * namespace and name) whatever the view's, so that which of two Pods
+ * sharing a claim carries it is the same in every build of the same
+ * view, whole or one node at a time. */
+static int collect_pod(void *ctx, const struct view_pod *p)
 {
 	struct build *b = ctx;
-	struct ledger_node *n;
-	uint32_t i, j, idx;
 
 	if (!p->node_name)
 		return 0;   /* not on a node yet: no account holds it */
-	n = node_of(b, view_atom_str(p->node_name));
-	if (!n)
-		return b->rc;
-	idx = (uint32_t)(n - b->l->nodes);
-	n->npods++;
 	if (b->npods == b->palloc) {
 		uint32_t cap = b->palloc ? b->palloc * 2 : 256;
 		const struct view_pod **g = arena_grow(b->a, b->pods, b->palloc * sizeof(*g), cap * sizeof(*g));
@@ -316,6 +315,26 @@ static int add_pod(void *ctx, const struct view_pod *p)
 		b->palloc = cap;
 	}
 	b->pods[b->npods++] = p;
+	return 0;
+}
+
+static int cmp_pod(const void *x, const void *y)
+{
+	const struct view_pod *a = *(const struct view_pod *const *)x, *b = *(const struct view_pod *const *)y;
+	int c = str_cmp(view_atom_str(a->namespace), view_atom_str(b->namespace));
+
+	return c ? c : strcmp(a->name, b->name);
+}
+
+static int add_pod(struct build *b, const struct view_pod *p)
+{
+	struct ledger_node *n = node_of(b, view_atom_str(p->node_name));
+	uint32_t i, j, idx;
+
+	if (!n)
+		return b->rc;
+	idx = (uint32_t)(n - b->l->nodes);
+	n->npods++;
 	for (i = 0; i < p->nrequests; i++) {
 		struct str r = view_atom_str(p->requests[i].name);
 		struct ledger_amount *a = amount_of(b, n, r);
@@ -349,6 +368,21 @@ static int add_pod(void *ctx, const struct view_pod *p)
 		}
 	}
 	return 0;
+}
+
+static int add_pods(struct build *b)
+{
+	uint32_t i;
+
+	if (b->npods > 1)
+		qsort(b->pods, b->npods, sizeof(*b->pods), cmp_pod);
+	for (i = 0; i < b->npods && b->rc == 0; i++) {
+		int rc = add_pod(b, b->pods[i]);
+
+		if (rc != 0 && b->rc == 0)
+			b->rc = rc;
+	}
+	return b->rc;
 }
 
 /* --- claims --------------------------------------------------------------------- */
@@ -536,8 +570,7 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 	return 0;
 }
 
-/* The nodes a claim is charged on (at most max into out). */
-static uint32_t claim_nodes(const struct build *b, const struct view_claim *c, struct str *out, uint32_t max)
+uint32_t ledger_claim_nodes(const struct view *v, const struct view_claim *c, struct str *out, uint32_t max)
 {
 	uint32_t n = 0, i, j;
 
@@ -552,7 +585,7 @@ static uint32_t claim_nodes(const struct build *b, const struct view_claim *c, s
 
 		if (!str_eq_cstr(view_atom_str(cons->resource), "pods") || view_atom_str(cons->api_group).len)
 			continue;
-		p = view_pod_get(b->v, view_atom_str(c->namespace), str_from_cstr(cons->name));
+		p = view_pod_get(v, view_atom_str(c->namespace), str_from_cstr(cons->name));
 		if (!p || !p->node_name)
 			continue;
 		view_uid_format(&cons->uid, uid, sizeof(uid));
@@ -570,9 +603,9 @@ static uint32_t claim_nodes(const struct build *b, const struct view_claim *c, s
 static int add_claim(void *ctx, const struct view_claim *c)
 {
 	struct build *b = ctx;
-	struct str nodes[256];
+	struct str nodes[LEDGER_CLAIM_NODES];
 	uint32_t nn, i, k;
-	bool old = false;
+	bool old = false, added = false;
 
 	if (!c->allocated || !c->charges)
 		return 0;
@@ -581,7 +614,7 @@ static int add_claim(void *ctx, const struct view_claim *c)
 	for (i = 0; i < c->nresults; i++)
 		if (c->charges[i].state == VIEW_CHARGE_NO_CONSUMED)
 			b->l->uncharged++;
-	nn = claim_nodes(b, c, nodes, 256);
+	nn = ledger_claim_nodes(b->v, c, nodes, LEDGER_CLAIM_NODES);
 	if (nn == 0) {
 		b->l->unreserved++;
 		return 0;
@@ -593,15 +626,43 @@ static int add_claim(void *ctx, const struct view_claim *c)
 		if (c->charges[i].state != VIEW_CHARGE_OK)
 			continue;
 		d = device_now(b->v, &c->results[i]);
-		for (k = 0; k < nn; k++)
+		added = false;
+		for (k = 0; k < nn; k++) {
+			if (b->only.ptr && !str_eq(nodes[k], b->only))
+				continue;
 			if (add_entry(b, c, i, nodes[k], d) != 0)
 				return b->rc;
-		if (!b->l->entries[b->l->nentries - 1].current)
+			added = true;
+		}
+		if (added && !b->l->entries[b->l->nentries - 1].current)
 			old = true;
 	}
 	if (old)
 		b->l->old_mapping++;
 	return 0;
+}
+
+void ledger_claim_counts(const struct view *v, const struct view_claim *c, struct ledger_claim_counts *out)
+{
+	struct str nodes[LEDGER_CLAIM_NODES];
+	uint32_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (!c || !c->allocated || !c->charges)
+		return;
+	out->pending = c->charge_pending;
+	for (i = 0; i < c->nresults; i++)
+		if (c->charges[i].state == VIEW_CHARGE_NO_CONSUMED)
+			out->uncharged++;
+	if (ledger_claim_nodes(v, c, nodes, LEDGER_CLAIM_NODES) == 0) {
+		out->unreserved = 1;
+		return;
+	}
+	out->claims = 1;
+	for (i = 0; i < c->nresults && !out->old_mapping; i++)
+		if (c->charges[i].state == VIEW_CHARGE_OK &&
+		    !still_current(device_now(v, &c->results[i]), &c->results[i], &c->charges[i]))
+			out->old_mapping = 1;
 }
 
 static int newest_change(void *ctx, const struct view_slice *s)
@@ -778,35 +839,68 @@ static int pod_totals(struct build *b)
 	return 0;
 }
 
-static int add_total(struct build *b, const struct ledger_amount *a)
+static int cmp_totals(const void *x, const void *y)
 {
-	struct ledger *l = b->l;
+	return str_cmp(((const struct ledger_totals *)x)->resource, ((const struct ledger_totals *)y)->resource);
+}
+
+int ledger_add_totals(struct ledger *l, struct arena *a, const struct ledger_amount *am, int sign)
+{
 	uint32_t i;
 
 	for (i = 0; i < l->ntotals; i++)
-		if (str_eq(l->totals[i].resource, a->resource))
+		if (str_eq(l->totals[i].resource, am->resource))
 			break;
 	if (i == l->ntotals) {
 		struct ledger_totals *g;
 
 		if (l->ntotals >= LEDGER_MAX_RESOURCES)
-			return b->rc = -E2BIG;
-		g = arena_grow(b->a, l->totals, l->ntotals * sizeof(*g), (l->ntotals + 1) * sizeof(*g));
-		if (!g)
-			return b->rc = arena_error(b->a);
-		l->totals = g;
+			return -E2BIG;
+		/* room for every resource at once: the array never moves again */
+		if (!l->totals) {
+			g = arena_calloc(a, LEDGER_MAX_RESOURCES, sizeof(*g));
+			if (!g)
+				return arena_error(a);
+			l->totals = g;
+		}
+		g = l->totals;
 		memset(&g[i], 0, sizeof(g[i]));
-		g[i].resource = a->resource;
+		g[i].resource = am->resource;
 		l->ntotals++;
 	}
-	if (a->has_allocatable)
-		l->totals[i].allocatable += a->allocatable;
-	l->totals[i].pods += a->pods;
-	l->totals[i].dra += a->dra;
-	l->totals[i].total += a->total;
+	if (am->has_allocatable)
+		l->totals[i].allocatable += sign * am->allocatable;
+	l->totals[i].pods += sign * am->pods;
+	l->totals[i].dra += sign * am->dra;
+	l->totals[i].total += sign * am->total;
+	l->totals[i].nodes += sign;
 	return 0;
 }
 
+int ledger_sum(struct ledger *l, struct arena *a)
+{
+	uint32_t i, j;
+	int rc;
+
+	l->ntotals = 0;
+	l->totals = NULL;
+	l->overcommitted = l->diverging = l->undercounted = 0;
+	for (i = 0; i < l->nnodes; i++) {
+		const struct ledger_node *n = &l->nodes[i];
+
+		for (j = 0; j < n->nresources; j++)
+			if ((rc = ledger_add_totals(l, a, &n->resources[j], 1)) != 0)
+				return rc;
+		l->overcommitted += n->overcommitted;
+		l->diverging += n->diverging;
+		l->undercounted += n->undercounted;
+	}
+	if (l->ntotals > 1)
+		qsort(l->totals, l->ntotals, sizeof(*l->totals), cmp_totals);
+	return 0;
+}
+
+/* Sort what the build made and set each node's flags and entries. */
 static int finish(struct build *b)
 {
 	struct ledger *l = b->l;
@@ -835,18 +929,42 @@ static int finish(struct build *b)
 				n->diverging = true;
 			if (a->omitted > 0)
 				n->undercounted = true;
-			if (add_total(b, a) != 0)
-				return b->rc;
 		}
 		n->first_entry = e;
 		while (e < l->nentries && str_eq(l->entries[e].node, n->name))
 			e++;
 		n->nentries = e - n->first_entry;
-		l->overcommitted += n->overcommitted;
-		l->diverging += n->diverging;
-		l->undercounted += n->undercounted;
 	}
+	if ((b->rc = ledger_sum(l, b->a)) != 0)
+		return b->rc;
 	return 0;
+}
+
+/* A ledger in arena a (owned by the caller) with the build that fills it. */
+static int build_init(struct build *b, const struct view *v, const struct policy *pol, int64_t now_ns,
+		      struct arena *a, uint32_t nslots)
+{
+	struct ledger *l = arena_calloc(a, 1, sizeof(*l));
+
+	memset(b, 0, sizeof(*b));
+	if (!l)
+		return arena_error(a) ? arena_error(a) : -ENOMEM;
+	l->arena = a;
+	l->now_ns = now_ns;
+	l->view_seq = view_seq(v);
+	b->v = v;
+	b->pol = pol;
+	b->l = l;
+	b->a = a;
+	b->nmask = nslots - 1;
+	if (!(b->nmap = arena_calloc(a, nslots, sizeof(*b->nmap))))
+		return arena_error(a) ? arena_error(a) : -ENOMEM;
+	return 0;
+}
+
+static int build_rc(const struct build *b)
+{
+	return b->rc == -ENOMEM && arena_error(b->a) ? arena_error(b->a) : b->rc;
 }
 
 int ledger_build(const struct view *v, const struct policy *pol, int64_t now_ns, size_t cap,
@@ -854,45 +972,62 @@ int ledger_build(const struct view *v, const struct policy *pol, int64_t now_ns,
 {
 	struct build b;
 	struct arena *a = NULL;
-	struct ledger *l;
 	int rc;
 
 	*out = NULL;
 	if ((rc = arena_new(cap, &a)) != 0)
 		return rc;
-	l = arena_calloc(a, 1, sizeof(*l));
-	if (!l) {
-		arena_free(a);
-		return -ENOMEM;
-	}
-	l->arena = a;
-	l->now_ns = now_ns;
-	l->view_seq = view_seq(v);
-	memset(&b, 0, sizeof(b));
-	b.v = v;
-	b.pol = pol;
-	b.l = l;
-	b.a = a;
-	b.nmask = 255;
-	if (!(b.nmap = arena_calloc(a, b.nmask + 1, sizeof(*b.nmap)))) {
-		arena_free(a);
-		return -ENOMEM;
-	}
-	view_each_node(v, add_node, &b);
-	if (b.rc == 0)
-		view_each_pod(v, add_pod, &b);
-	if (b.rc == 0)
-		view_each_claim(v, add_claim, &b);
-	if (b.rc == 0)
-		view_each_slice(v, newest_change, l);
-	if (b.rc == 0)
-		finish(&b);
-	if (b.rc) {
-		rc = b.rc == -ENOMEM && arena_error(a) ? arena_error(a) : b.rc;
+	if ((rc = build_init(&b, v, pol, now_ns, a, 256)) != 0) {
 		arena_free(a);
 		return rc;
 	}
-	*out = l;
+	view_each_node(v, add_node, &b);
+	if (b.rc == 0)
+		view_each_pod(v, collect_pod, &b);
+	if (b.rc == 0)
+		add_pods(&b);
+	if (b.rc == 0)
+		view_each_claim(v, add_claim, &b);
+	if (b.rc == 0)
+		view_each_slice(v, newest_change, b.l);
+	if (b.rc == 0)
+		finish(&b);
+	if (b.rc) {
+		rc = build_rc(&b);
+		arena_free(a);
+		return rc;
+	}
+	*out = b.l;
+	return 0;
+}
+
+int ledger_build_node(const struct view *v, const struct policy *pol, int64_t now_ns, struct str node,
+		      const struct view_pod *const *pods, uint32_t npods, const struct view_claim *const *claims,
+		      uint32_t nclaims, struct arena *a, struct ledger **out)
+{
+	const struct view_node *vn = view_node_get(v, node);
+	struct build b;
+	uint32_t i;
+	int rc;
+
+	*out = NULL;
+	if ((rc = build_init(&b, v, pol, now_ns, a, 8)) != 0)
+		return rc;
+	b.only = node;
+	if (vn)
+		add_node(&b, vn);
+	for (i = 0; i < npods && b.rc == 0; i++)
+		if (pods[i]->node_name && str_eq(view_atom_str(pods[i]->node_name), node))
+			collect_pod(&b, pods[i]);
+	if (b.rc == 0)
+		add_pods(&b);
+	for (i = 0; i < nclaims && b.rc == 0; i++)
+		add_claim(&b, claims[i]);
+	if (b.rc == 0)
+		finish(&b);
+	if (b.rc)
+		return build_rc(&b);
+	*out = b.l;
 	return 0;
 }
 

@@ -119,6 +119,7 @@ struct ledger_node {
 struct ledger_totals {
 	struct str resource;
 	int64_t allocatable, pods, dra, total;
+	int64_t nodes;                       /* node accounts that have the resource */
 };
 
 struct ledger {
@@ -129,7 +130,9 @@ struct ledger {
 	uint32_t nentries;
 	struct ledger_entry *entries;        /* by node, then claim, then result */
 	uint32_t ntotals;
-	struct ledger_totals *totals;        /* per resource over every node */
+	struct ledger_totals *totals;        /* per resource over every node, by name */
+	uint32_t all_nodes, all_entries;     /* of the whole ledger when this one holds a part of
+					      * its nodes (ledger_inc_node()); 0: nnodes, nentries */
 	uint32_t claims;                     /* allocated claims charged somewhere */
 	uint32_t pending;                    /* allocated claims with a result not charged yet */
 	uint32_t uncharged;                  /* results the scheduler cannot compute either */
@@ -164,6 +167,55 @@ struct str ledger_device_zone(const struct policy *pol, struct str driver, const
 
 /* An amount in a resource's scheduler units printed as a quantity. */
 void ledger_format_units(struct str resource, int64_t units, char buf[static 96]);
+
+/* --- kept up to date ---------------------------------------------------------------- *
+ *
+ * An incremental ledger follows one view builder's snapshots: each update
+ * recounts only the nodes whose Node, Pods or charged claims changed since
+ * the snapshot it was last brought to (view_diff.h), and the claims whose
+ * devices' slices changed, so an update costs what changed, not the
+ * cluster. What it gives equals ledger_build() of the same snapshot, field
+ * for field (tests/test_ledger.c compares them after random changes). */
+struct ledger_inc;
+
+struct ledger_inc_stats {
+	uint64_t updates;                    /* updates that changed the snapshot */
+	uint64_t whole;                      /* of them, built whole (the first, after an error) */
+	uint32_t last_nodes;                 /* node accounts the last update built again */
+	uint32_t last_claims;                /* claims it counted again */
+	size_t bytes;                        /* memory: node accounts, entries and indexes */
+};
+
+/* An empty incremental ledger; pol (borrowed, must outlive it) names the
+ * NUMA attributes: a new policy needs a new one. cap bounds the node
+ * accounts' memory (0: 1 GiB). 0 or -ENOMEM. */
+int ledger_inc_new(const struct policy *pol, size_t cap, struct ledger_inc **out);
+
+/* NULL is a no-op. */
+void ledger_inc_free(struct ledger_inc *li);
+
+/* Bring li to snapshot v at now_ns: the first time (or after a failed
+ * update) built whole from v, else from what changed since the snapshot
+ * of the last update, which must be of the same builder and still held
+ * during this call (it may be released after). v must then be held as
+ * long as li or what ledger_inc_ledger() / ledger_inc_node() gave is
+ * read. 0, or -E2BIG / -ENOMEM: li is then empty and the next update
+ * builds whole. */
+int ledger_inc_update(struct ledger_inc *li, const struct view *v, int64_t now_ns);
+
+void ledger_inc_stats(const struct ledger_inc *li, struct ledger_inc_stats *st);
+
+/* The whole ledger as ledger_build() makes it (entries false: every node's
+ * account without the entries; nentries 0, all_entries their number), in
+ * its own arena (ledger_free()); it borrows from li, valid until the next
+ * update. Costs the nodes (and entries), not a build. 0, -EAGAIN before
+ * the first update, -ENOMEM. */
+int ledger_inc_ledger(const struct ledger_inc *li, bool entries, struct ledger **out);
+
+/* The ledger of one node: that node's account and entries (none when the
+ * ledger has no such node), the whole ledger's totals and counters
+ * (all_nodes, all_entries). Costs the node. Same returns and lifetime. */
+int ledger_inc_node(const struct ledger_inc *li, struct str node, struct ledger **out);
 
 /* The ledger as JSON into out (docs/ledger.md has the shape); node "" for
  * every node, else that node only. 0, -E2BIG (out's cap) or -ENOMEM. */

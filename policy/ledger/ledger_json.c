@@ -204,8 +204,9 @@ int ledger_json(const struct ledger *l, struct str node, struct buf *out)
 		rc = buf_printf(out, ",\"viewSeq\":%" PRIu64 ",\"summary\":{\"nodes\":%u,\"claims\":%u,\"entries\":%u,"
 				"\"pendingClaims\":%u,\"unchargeableResults\":%u,\"unreservedClaims\":%u,"
 				"\"claimsAtOldMapping\":%u,\"overcommittedNodes\":%u,\"unbalancedNodes\":%u,"
-				"\"undercountedNodes\":%u,\"lastMappingChange\":", l->view_seq, l->nnodes, l->claims,
-				l->nentries, l->pending, l->uncharged, l->unreserved, l->old_mapping, l->overcommitted,
+				"\"undercountedNodes\":%u,\"lastMappingChange\":", l->view_seq,
+				l->all_nodes ? l->all_nodes : l->nnodes, l->claims,
+				l->all_nodes ? l->all_entries : l->nentries, l->pending, l->uncharged, l->unreserved, l->old_mapping, l->overcommitted,
 				l->diverging, l->undercounted);
 	if (rc == 0)
 		rc = jtime(out, l->mapping_changed_ns);

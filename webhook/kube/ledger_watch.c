@@ -24,13 +24,16 @@ static const enum rule_id undecided_rules[] = {
 struct ledger_watch {
 	struct cluster_view *cv;
 	struct policy_source *ps;
-	pthread_mutex_t mu;           /* the cached ledger and what it borrows */
-	struct snapshot *vsnap;
-	struct snapshot *psnap;
-	struct ledger *l;
-	double build_s;
-	double built_at;              /* mono_s() when lw->l was built */
-	atomic_uint_fast64_t builds, reused;
+	pthread_mutex_t mu;           /* the ledger and what it borrows */
+	struct snapshot *vsnap;       /* the view the ledger is of */
+	struct snapshot *psnap;       /* the policy it was made under */
+	struct ledger_inc *inc;       /* NULL: built whole next */
+	double build_s;               /* the last whole build */
+	double update_s;              /* the last update from a view change */
+	uint32_t update_nodes;        /* node accounts it counted again */
+	double built_at;              /* mono_s() when lw->inc was last brought up to date */
+	bool failed;                  /* the last whole build failed, at built_at */
+	atomic_uint_fast64_t builds, updates;
 
 	atomic_uint_fast64_t pending[LEDGER_CAUSE_COUNT];
 	atomic_uint_fast64_t duplicates;
@@ -74,8 +77,8 @@ int ledger_watch_new(struct cluster_view *cv, struct policy_source *ps, struct l
 
 static void drop_cache(struct ledger_watch *lw)
 {
-	ledger_free(lw->l);
-	lw->l = NULL;
+	ledger_inc_free(lw->inc);
+	lw->inc = NULL;
 	snapshot_release(lw->vsnap);
 	snapshot_release(lw->psnap);
 	lw->vsnap = lw->psnap = NULL;
@@ -90,19 +93,9 @@ void ledger_watch_free(struct ledger_watch *lw)
 	free(lw);
 }
 
-static int build(const struct view *v, const struct policy *pol, struct ledger **out, double *took)
+static void build_failed(int rc)
 {
-	double t0 = mono_s();
-	int rc = ledger_build(v, pol, wall_ns(), LEDGER_WATCH_CAP, out);
-
-	*took = mono_s() - t0;
-	if (rc) {
-		log_msg_str(LOG_WARN, "ledger: could not be built", "error", rc == -E2BIG ? "over a cap" : "out of memory");
-		return rc;
-	}
-	if (*took > 1.0)
-		log_msg_str(LOG_INFO, "ledger: a slow build", "detail", "more than a second");
-	return 0;
+	log_msg_str(LOG_WARN, "ledger: could not be built", "error", rc == -E2BIG ? "over a cap" : "out of memory");
 }
 
 bool ledger_watch_rebuild_due(double since_build_s, double build_s)
@@ -110,16 +103,18 @@ bool ledger_watch_rebuild_due(double since_build_s, double build_s)
 	return since_build_s >= LEDGER_WATCH_DUTY * build_s;
 }
 
-/* The ledger of the current view and policy (lw->mu held): the cached one
- * while neither changed. may_lag (a metrics scrape): also while the view
- * changed but the last build is too recent for its cost, so that scrapes
- * of a busy cluster spend at most one part in LEDGER_WATCH_DUTY of a core
- * on builds; a policy change always rebuilds. */
+/* The ledger brought to the current view and policy (lw->mu held). Kept
+ * as long as the policy is the same: a changed view is an update that
+ * recounts what changed (ledger.h, "Kept up to date"); a new policy, the
+ * first call and a failed update build whole. may_lag (a metrics scrape):
+ * a whole build that failed is tried again only LEDGER_WATCH_DUTY times
+ * what it took later, so a ledger over its cap does not take a core. */
 static int current(struct ledger_watch *lw, bool may_lag)
 {
 	struct snapshot *vs = cluster_view_acquire(lw->cv), *ps = policy_source_acquire(lw->ps);
-	struct ledger *l = NULL;
-	double took;
+	struct ledger_inc *inc = NULL;
+	struct ledger_inc_stats st;
+	double t0;
 	int rc;
 
 	if (!vs || !ps) {
@@ -127,26 +122,54 @@ static int current(struct ledger_watch *lw, bool may_lag)
 		snapshot_release(ps);
 		return -EAGAIN;
 	}
-	if (lw->l && ps == lw->psnap &&
-	    (vs == lw->vsnap || (may_lag && !ledger_watch_rebuild_due(mono_s() - lw->built_at, lw->build_s)))) {
-		if (vs != lw->vsnap)
-			atomic_fetch_add(&lw->reused, 1);
-		snapshot_release(vs);
+	if (lw->inc && ps == lw->psnap) {
 		snapshot_release(ps);
+		if (vs == lw->vsnap) {
+			snapshot_release(vs);
+			return 0;
+		}
+		t0 = mono_s();
+		/* the old view is held until the update has read what changed */
+		rc = ledger_inc_update(lw->inc, cluster_view_get(vs), wall_ns());
+		lw->update_s = mono_s() - t0;
+		lw->built_at = mono_s();
+		snapshot_release(lw->vsnap);
+		lw->vsnap = vs;
+		if (rc) {
+			build_failed(rc);
+			drop_cache(lw);
+			return rc;
+		}
+		ledger_inc_stats(lw->inc, &st);
+		lw->update_nodes = st.last_nodes;
+		atomic_fetch_add(&lw->updates, 1);
 		return 0;
 	}
-	rc = build(cluster_view_get(vs), snapshot_get(ps), &l, &took);
+	if (may_lag && !lw->inc && lw->failed && !ledger_watch_rebuild_due(mono_s() - lw->built_at, lw->build_s)) {
+		snapshot_release(vs);
+		snapshot_release(ps);
+		return -EAGAIN;
+	}
+	drop_cache(lw);
+	t0 = mono_s();
+	rc = ledger_inc_new(snapshot_get(ps), LEDGER_WATCH_CAP, &inc);
+	if (rc == 0)
+		rc = ledger_inc_update(inc, cluster_view_get(vs), wall_ns());
+	lw->build_s = mono_s() - t0;
+	lw->built_at = mono_s();
+	lw->failed = rc != 0;
 	if (rc) {
+		build_failed(rc);
+		ledger_inc_free(inc);
 		snapshot_release(vs);
 		snapshot_release(ps);
 		return rc;
 	}
-	drop_cache(lw);
-	lw->l = l;
+	if (lw->build_s > 1.0)
+		log_msg_str(LOG_INFO, "ledger: a slow build", "detail", "more than a second");
+	lw->inc = inc;
 	lw->vsnap = vs;
 	lw->psnap = ps;
-	lw->build_s = took;
-	lw->built_at = mono_s();
 	atomic_fetch_add(&lw->builds, 1);
 	return 0;
 }
@@ -154,13 +177,12 @@ static int current(struct ledger_watch *lw, bool may_lag)
 int ledger_watch_json(struct ledger_watch *lw, const char *node, bool at_freeze, struct buf *out)
 {
 	struct str filter = str_from_cstr(node ? node : "");
+	struct ledger *l = NULL;
 	int rc;
 
 	if (at_freeze) {
 		int64_t since = 0;
 		struct snapshot *vs = cluster_view_acquire_frozen(lw->cv, &since), *ps;
-		struct ledger *l = NULL;
-		double took;
 
 		if (!vs)
 			return -ENOENT;
@@ -169,11 +191,13 @@ int ledger_watch_json(struct ledger_watch *lw, const char *node, bool at_freeze,
 			snapshot_release(vs);
 			return -EAGAIN;
 		}
-		rc = build(cluster_view_get(vs), snapshot_get(ps), &l, &took);
+		rc = ledger_build(cluster_view_get(vs), snapshot_get(ps), wall_ns(), LEDGER_WATCH_CAP, &l);
 		if (rc == 0) {
 			/* The ledger as it stood when the freeze began. */
 			l->now_ns = since;
 			rc = ledger_json(l, filter, out);
+		} else {
+			build_failed(rc);
 		}
 		ledger_free(l);
 		snapshot_release(ps);
@@ -182,8 +206,12 @@ int ledger_watch_json(struct ledger_watch *lw, const char *node, bool at_freeze,
 	}
 	pthread_mutex_lock(&lw->mu);
 	rc = current(lw, false);
+	/* one node costs that node: its account and the kept totals */
 	if (rc == 0)
-		rc = ledger_json(lw->l, filter, out);
+		rc = filter.len ? ledger_inc_node(lw->inc, filter, &l) : ledger_inc_ledger(lw->inc, true, &l);
+	if (rc == 0)
+		rc = ledger_json(l, filter, out);
+	ledger_free(l);
 	pthread_mutex_unlock(&lw->mu);
 	return rc;
 }
@@ -328,10 +356,16 @@ static int node_series(struct buf *out, const char *family, const struct ledger 
 
 static int render_ledger(struct ledger_watch *lw, struct buf *out)
 {
-	const struct ledger *l = lw->l;
+	struct ledger *l = NULL;
+	struct ledger_inc_stats st;
 	int64_t now = wall_ns();
 	uint32_t i;
-	int rc = 0;
+	int rc;
+
+	/* every node's account, not the entries: the gauges cost the nodes */
+	if ((rc = ledger_inc_ledger(lw->inc, false, &l)) != 0)
+		return rc;
+	ledger_inc_stats(lw->inc, &st);
 
 	rc = buf_add_cstr(out, "# HELP dra_guard_ledger_capacity Allocatable over every node in the ledger, by "
 			  "resource (cores, bytes).\n# TYPE dra_guard_ledger_capacity gauge\n");
@@ -390,20 +424,31 @@ static int render_ledger(struct ledger_watch *lw, struct buf *out)
 				"# HELP dra_guard_ledger_mapping_age_seconds Seconds since the view last saw a mapping "
 				"change; -1 when it saw none.\n# TYPE dra_guard_ledger_mapping_age_seconds gauge\n"
 				"dra_guard_ledger_mapping_age_seconds %.3f\n"
-				"# HELP dra_guard_ledger_build_seconds How long the last ledger build took.\n"
+				"# HELP dra_guard_ledger_build_seconds How long the last whole ledger build took (the first "
+				"scrape, a new policy).\n"
 				"# TYPE dra_guard_ledger_build_seconds gauge\ndra_guard_ledger_build_seconds %.6f\n"
+				"# HELP dra_guard_ledger_update_seconds How long the last update of the ledger from a view "
+				"change took: how far the ledger gauges were behind the view when served.\n"
+				"# TYPE dra_guard_ledger_update_seconds gauge\ndra_guard_ledger_update_seconds %.6f\n"
+				"# HELP dra_guard_ledger_update_nodes Node accounts the last update counted again (the nodes "
+				"whose Node, Pods or charged claims changed).\n"
+				"# TYPE dra_guard_ledger_update_nodes gauge\ndra_guard_ledger_update_nodes %u\n"
+				"# HELP dra_guard_ledger_memory_bytes Memory of the kept ledger: node accounts, entries, "
+				"indexes.\n"
+				"# TYPE dra_guard_ledger_memory_bytes gauge\ndra_guard_ledger_memory_bytes %zu\n"
 				"# HELP dra_guard_ledger_age_seconds Seconds since the ledger these figures come from was "
-				"built (a busy view is rebuilt at most every %g builds' time).\n"
+				"brought up to the view (every scrape and /debug/ledger request does).\n"
 				"# TYPE dra_guard_ledger_age_seconds gauge\ndra_guard_ledger_age_seconds %.3f\n"
-				"# HELP dra_guard_ledger_builds_total Ledger builds, by cause of the scrape or request "
-				"served (built: the view or policy changed; reused: the view changed, the last build was "
-				"too recent for its cost).\n# TYPE dra_guard_ledger_builds_total counter\n"
+				"# HELP dra_guard_ledger_builds_total Ledger builds by kind (built: whole, for the first "
+				"scrape or a new policy; updated: from what changed in the view since the last).\n"
+				"# TYPE dra_guard_ledger_builds_total counter\n"
 				"dra_guard_ledger_builds_total{result=\"built\"} %" PRIu64 "\n"
-				"dra_guard_ledger_builds_total{result=\"reused\"} %" PRIu64 "\n",
-				l->claims, l->pending, l->unreserved, l->old_mapping, l->nentries,
+				"dra_guard_ledger_builds_total{result=\"updated\"} %" PRIu64 "\n",
+				l->claims, l->pending, l->unreserved, l->old_mapping, l->all_entries,
 				l->mapping_changed_ns ? (double)(now - l->mapping_changed_ns) / 1e9 : -1.0, lw->build_s,
-				(double)LEDGER_WATCH_DUTY, mono_s() - lw->built_at, (uint64_t)atomic_load(&lw->builds),
-				(uint64_t)atomic_load(&lw->reused));
+				lw->update_s, lw->update_nodes, st.bytes, mono_s() - lw->built_at,
+				(uint64_t)atomic_load(&lw->builds), (uint64_t)atomic_load(&lw->updates));
+	ledger_free(l);
 	return rc;
 }
 

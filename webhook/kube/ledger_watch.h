@@ -2,15 +2,16 @@
  * the ledger of the moment a freeze began, the ledger's metrics, and the
  * counts of what the ledger rules decided at admission.
  *
- * The ledger is derived on demand (policy/ledger/ledger.h) from the view snapshot
- * and the serving policy, and kept until either changes, so idle scrapes
- * cost nothing; a build at 5,000 nodes, 100,000 claims and 150,000 Pods
- * took 1.6-2.9 s and 32 MiB on a loaded 2-core machine (make bench-scale),
- * on the thread that asks (the metrics port's), never on a request's. On a
- * view that changes all the time, a scrape rebuilds only when the last
- * build is older than LEDGER_WATCH_DUTY times what it took (so builds take
- * at most a tenth of a core); /debug/ledger always builds from the view of
- * the moment.
+ * The ledger is kept (policy/ledger/ledger.h, "Kept up to date") and brought to
+ * the view of the moment by every scrape and /debug/ledger request, on
+ * the thread that asks (the metrics port's), never on a request's: an
+ * update recounts only the nodes whose Node, Pods or charged claims
+ * changed since the last one, so the gauges are as old as that update
+ * took, and idle scrapes cost nothing. A whole build (the first, and under
+ * a new policy) took 1.6-2.9 s and 32 MiB at 5,000 nodes, 100,000 claims
+ * and 150,000 Pods on a loaded 2-core machine (make bench-scale; updates:
+ * docs/performance.md). /debug/ledger?node=NAME costs that node's account,
+ * the whole ledger its nodes and entries.
  *
  * Per-node series (overcommitted or unbalanced nodes) are capped at
  * LEDGER_WATCH_NODE_SERIES each, the largest first: no label is ever made
@@ -30,7 +31,8 @@
 #include "verdict.h"
 
 #define LEDGER_WATCH_NODE_SERIES 20
-/* A scrape reuses a ledger built less than this many build times ago. */
+/* A whole build that failed (over its cap) is tried again by a scrape
+ * only this many times what it took later. */
 #define LEDGER_WATCH_DUTY 10
 /* Most memory one ledger build may take. */
 #define LEDGER_WATCH_CAP ((size_t)1 << 30)
@@ -59,14 +61,13 @@ void ledger_watch_count(struct ledger_watch *lw, const struct verdict *v);
  * denied. */
 void ledger_watch_recheck(struct ledger_watch *lw, bool allowed);
 
-/* Whether a scrape at since_build_s after the last build, which took
- * build_s, builds again when the view changed (at least LEDGER_WATCH_DUTY
- * build times later). Pure; any thread. */
+/* Whether a scrape at since_build_s after a failed whole build, which
+ * took build_s, tries again (at least LEDGER_WATCH_DUTY build times
+ * later). Pure; any thread. */
 bool ledger_watch_rebuild_due(double since_build_s, double build_s);
 
-/* The ledger's metric families appended to out (metrics_add_extra()):
- * built from the view of the moment, or the last ledger while
- * ledger_watch_rebuild_due() says not yet. Any thread. */
+/* The ledger's metric families appended to out (metrics_add_extra()),
+ * the ledger brought to the view of the moment first. Any thread. */
 int ledger_watch_render_metrics(void *lw, struct buf *out);
 
 #endif

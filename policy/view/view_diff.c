@@ -1,0 +1,56 @@
+/* view_diff.c - the records that differ between two snapshots (view_diff.h). */
+#include "view_diff.h"
+
+#include "view_impl.h"
+
+/* Every record of the chunk c of dir a whose key has another record (or
+ * none) in dir b: reported as (from a, from b) or, swapped, (from b, from
+ * a). Keys present in both are reported only on the pass over the new
+ * snapshot, so a replaced record is seen once. */
+static int pass(const struct vdir *a, const struct vdir *b, enum vkind kind, bool a_is_new, bool only_missing,
+		view_diff_fn fn, void *ctx)
+{
+	uint32_t c, i;
+	int rc;
+
+	for (c = 0; c < a->nchunks; c++) {
+		const struct vchunk *ch = a->chunk[c];
+
+		if (a->nchunks == b->nchunks && b->chunk[c] == ch)
+			continue;
+		for (i = 0; i < VIEW_CHUNK; i++) {
+			const struct view_rec *r = ch->slot[i], *other;
+			struct vkey k;
+
+			if (!r)
+				continue;
+			k = view_record_key(kind, r);
+			other = vt_get(b, kind, &k);
+			if (other == r || (only_missing && other))
+				continue;
+			rc = a_is_new ? fn(ctx, other, r) : fn(ctx, r, other);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int view_diff(const struct view *old_v, const struct view *new_v, enum view_resource r, view_diff_fn fn,
+	      void *ctx)
+{
+	const struct vdir *od, *nd;
+	int rc;
+
+	if (old_v == new_v || (unsigned)r >= VIEW_RESOURCE_COUNT)
+		return 0;
+	od = old_v->dir[r];
+	nd = new_v->dir[r];
+	if (od == nd)
+		return 0;
+	/* added and replaced, from the new side; then deleted, from the old */
+	rc = pass(nd, od, (enum vkind)r, true, false, fn, ctx);
+	if (rc == 0)
+		rc = pass(od, nd, (enum vkind)r, false, true, fn, ctx);
+	return rc;
+}
