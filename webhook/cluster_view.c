@@ -91,6 +91,8 @@ static const char *const event_names[VIEW_EVENT_COUNT] = {
  * backoff, without a LIST. */
 #define SHORT_WATCH_MS 1000
 #define ERRBODY_MAX (64 * 1024)
+/* An APIGroup document: a few hundred bytes. */
+#define DISCOVERY_MAX (1 << 20)
 #define LIST_BUCKETS 10
 
 static const double list_bucket_s[LIST_BUCKETS] = { 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120 };
@@ -182,8 +184,6 @@ struct cluster_view {
 	unsigned rand_state;
 	atomic_uint_fast64_t published_seq;   /* of the newest snapshot, for waiters */
 
-	pthread_mutex_t kube_mu;      /* the token: read and refreshed by the watcher
-				       * and by cluster_view_client_setup() callers */
 	pthread_mutex_t mu;           /* guards the fields below */
 	pthread_cond_t published;     /* broadcast on every publish */
 	char why_not[600];
@@ -233,7 +233,6 @@ void cluster_view_config_default(struct cluster_view_config *cfg)
 	cfg->watch_timeout_s = 300;
 	cfg->watch_silence_s = 150;
 	cfg->stream_lists = true;
-	cfg->connect_timeout_s = 10;
 	cfg->list_timeout_s = 120;
 	cfg->max_object = (size_t)3 << 20;
 	view_limits_default(&cfg->limits);
@@ -504,140 +503,62 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 	return view_stream_feed(r->stream, p, len, &sink) == 0 ? len : 0;
 }
 
-static void add_header(struct reflector *r, const char *h)
+/* The path and query of r's next request (r->listing / r->streaming say
+ * which), and its whole-request timeout. 0, or -E2BIG where a piece does
+ * not fit. */
+static int request_path(struct cluster_view *cv, struct reflector *r, struct kube_path *p, long *timeout)
 {
-	struct curl_slist *l = curl_slist_append(r->headers, h);
-
-	if (l)
-		r->headers = l;
-}
-
-/* The path of the resource's collection. */
-static void collection(const struct cluster_view *cv, enum res res, char *buf, size_t n)
-{
-	if (res == RES_CONFIGMAP)
-		snprintf(buf, n, "/api/v1/namespaces/%s/configmaps", cv->cfg.cm_namespace);
-	else if (res == RES_PODS || res == RES_NODES)
-		snprintf(buf, n, "/api/v1/%s", res_names[res]);
-	else
-		snprintf(buf, n, "/apis/resource.k8s.io/%s/%s", cv->version, res_names[res]);
-}
-
-static void setup_easy(struct cluster_view *cv, CURL *e, const char *url, long timeout_s)
-{
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)cv->cfg.connect_timeout_s);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT, timeout_s);
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
-	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
-}
-
-/* The credentials of a request, under kube_mu: the token (read again when
- * due), the CA (read again when its file changed) and the client
- * certificate, copied into the handle (a CA or token replaced later never
- * pulls memory from under a transfer), and the Authorization header built
- * to the token's length. 0 or -ENOMEM. */
-static int client_auth(struct cluster_view *cv, CURL *e, struct curl_slist **headers)
-{
-	struct kube_config *k = &cv->cfg.kube;
-	struct curl_slist *t;
-	char *auth = NULL;
 	int rc;
 
-	pthread_mutex_lock(&cv->kube_mu);
-	kube_config_token_refresh(k, mono_ms(), false);
-	kube_config_ca_refresh(k, mono_ms(), false);
-	if (k->ca_pem) {
-		struct curl_blob blob = { k->ca_pem, k->ca_len, CURL_BLOB_COPY };
-
-		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
-	}
-	if (k->cert_pem && k->key_pem) {
-		struct curl_blob cert = { k->cert_pem, k->cert_len, CURL_BLOB_COPY };
-		struct curl_blob key = { k->key_pem, k->key_len, CURL_BLOB_COPY };
-
-		curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
-		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
-		curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
-		curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
-	}
-	rc = kube_config_auth_header(k, &auth);
-	pthread_mutex_unlock(&cv->kube_mu);
-	if (rc == 0 && auth) {
-		if ((t = curl_slist_append(*headers, auth)) != NULL)
-			*headers = t;
-		else
-			rc = -ENOMEM;
-	}
-	if (auth) {
-		memset(auth, 0, strlen(auth));
-		free(auth);
-	}
-	return rc;
-}
-
-/* After the server's certificate failed verification: the CA may have
- * rotated under the guard, so its file is read again at once. */
-static void ca_verify_failed(struct cluster_view *cv, CURLcode res)
-{
-	if (res != CURLE_PEER_FAILED_VERIFICATION && res != CURLE_SSL_CACERT_BADFILE)
-		return;
-	pthread_mutex_lock(&cv->kube_mu);
-	if (kube_config_ca_refresh(&cv->cfg.kube, mono_ms(), true) == 1) {
-		struct log_line l;
-
-		if (log_begin(&l, LOG_WARN, "cluster view: the API server's CA changed; read again")) {
-			log_str(&l, "file", cv->cfg.kube.ca_file);
-			log_end(&l);
-		}
-	}
-	pthread_mutex_unlock(&cv->kube_mu);
-}
-
-/* --- requests of other parts (the gate's Lease and releases) ------------------- */
-
-int cluster_view_client_setup(struct cluster_view *cv, CURL *e, const char *path, long timeout_s,
-			      struct curl_slist **headers)
-{
-	char url[4096];
-	struct curl_slist *h = *headers, *t;
-	int rc = 0;
-
-	if ((size_t)snprintf(url, sizeof(url), "%s%s", cv->cfg.kube.server, path) >= sizeof(url))
-		return -E2BIG;
-	setup_easy(cv, e, url, timeout_s);
-	if (!(t = curl_slist_append(h, "Accept: application/json")))
-		return -ENOMEM;
-	h = t;
-	if (!(t = curl_slist_append(h, "User-Agent: dra-guard")))
-		rc = -ENOMEM;
+	kube_path_init(p);
+	if (r->res == RES_CONFIGMAP)
+		rc = kube_path_add(p, "/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3D%s&",
+				   cv->cfg.cm_namespace, cv->cfg.cm_name);
+	else if (r->res == RES_PODS)
+		rc = kube_path_add(p, "/api/v1/pods?fieldSelector=%s&", POD_FIELD_SELECTOR);
+	else if (r->res == RES_NODES)
+		rc = kube_path_add(p, "/api/v1/nodes?");
 	else
-		h = t;
-	if (rc == 0)
-		rc = client_auth(cv, e, &h);
-	*headers = h;
-	return rc;
-}
+		rc = kube_path_add(p, "/apis/resource.k8s.io/%s/%s?", cv->version, res_names[r->res]);
+	if (rc)
+		return rc;
+	if (r->streaming) {
+		unsigned t = cv->cfg.watch_timeout_s + jitter(cv, cv->cfg.watch_timeout_s / 10 + 1);
 
-void cluster_view_client_unauthorized(struct cluster_view *cv)
-{
-	pthread_mutex_lock(&cv->kube_mu);
-	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), true);
-	pthread_mutex_unlock(&cv->kube_mu);
+		/* No resourceVersion: the initial events are the objects as of
+		 * a consistent read (after a 410 too). */
+		*timeout = (long)t + 30;
+		return kube_path_add(p, "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+				     "&allowWatchBookmarks=true&timeoutSeconds=%u", t);
+	}
+	if (r->listing) {
+		*timeout = (long)cv->cfg.list_timeout_s;
+		rc = kube_path_add(p, "limit=%u", cv->cfg.page_size);
+		/* As client-go's reflector: the first page from the watch cache
+		 * (resourceVersion=0: the API server answers from memory instead
+		 * of reading etcd page by page), except after a 410, when only a
+		 * consistent read from etcd is new enough. Later pages name no
+		 * version: the continue token carries the first page's. */
+		if (rc == 0 && !r->cont[0] && r->reason != RELIST_EXPIRED)
+			rc = kube_path_add(p, "&resourceVersion=0");
+		if (rc == 0 && r->cont[0])
+			rc = kube_path_add(p, "&continue=");
+		if (rc == 0 && r->cont[0])
+			rc = kube_path_add_escaped(p, r->cont);
+		return rc;
+	}
+	{
+		unsigned t = cv->cfg.watch_timeout_s + jitter(cv, cv->cfg.watch_timeout_s / 10 + 1);
+
+		*timeout = (long)t + 30;
+		return kube_path_add(p, "watch=true&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=%s",
+				     t, r->rv);
+	}
 }
 
 static void send_request(struct cluster_view *cv, struct reflector *r)
 {
-	char path[512], url[VIEW_CONTINUE_MAX * 3 + 1024];
-	char *esc = NULL;
-	size_t n;
+	struct kube_path path;
 	long timeout;
 	int rc;
 
@@ -651,13 +572,6 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		       r->res != RES_CONFIGMAP;
 	if (r->streaming)
 		r->listing = false;
-	collection(cv, r->res, path, sizeof(path));
-	n = (size_t)snprintf(url, sizeof(url), "%s%s?", cv->cfg.kube.server, path);
-	if (r->res == RES_CONFIGMAP)
-		n += (size_t)snprintf(url + n, sizeof(url) - n, "fieldSelector=metadata.name%%3D%s&",
-				      cv->cfg.cm_name);
-	else if (r->res == RES_PODS)
-		n += (size_t)snprintf(url + n, sizeof(url) - n, "fieldSelector=%s&", POD_FIELD_SELECTOR);
 	if (r->listing || r->streaming) {
 		if (!r->in_relist && r->res != RES_CONFIGMAP) {
 			if ((rc = view_builder_relist_begin(cv->b, (enum view_resource)r->res)) != 0) {
@@ -674,46 +588,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 				cm_clear(&r->cm_list);
 		}
 	}
-	if (r->streaming) {
-		unsigned t = cv->cfg.watch_timeout_s + jitter(cv, cv->cfg.watch_timeout_s / 10 + 1);
-
-		/* No resourceVersion: the initial events are the objects as of
-		 * a consistent read (after a 410 too). */
-		n += (size_t)snprintf(url + n, sizeof(url) - n,
-				      "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
-				      "&allowWatchBookmarks=true&timeoutSeconds=%u", t);
-		timeout = (long)t + 30;
-	} else if (r->listing) {
-		n += (size_t)snprintf(url + n, sizeof(url) - n, "limit=%u", cv->cfg.page_size);
-		/* As client-go's reflector: the first page from the watch cache
-		 * (resourceVersion=0: the API server answers from memory instead
-		 * of reading etcd page by page), except after a 410, when only a
-		 * consistent read from etcd is new enough. Later pages name no
-		 * version: the continue token carries the first page's. */
-		if (!r->cont[0] && r->reason != RELIST_EXPIRED)
-			n += (size_t)snprintf(url + n, sizeof(url) - n, "&resourceVersion=0");
-		if (r->cont[0]) {
-			CURL *tmp = curl_easy_init();
-
-			esc = tmp ? curl_easy_escape(tmp, r->cont, 0) : NULL;
-			curl_easy_cleanup(tmp);
-			if (!esc) {
-				r->next_ms = mono_ms() + 1000;
-				return;
-			}
-			n += (size_t)snprintf(url + n, sizeof(url) - n, "&continue=%s", esc);
-			curl_free(esc);
-		}
-		timeout = (long)cv->cfg.list_timeout_s;
-	} else {
-		unsigned t = cv->cfg.watch_timeout_s + jitter(cv, cv->cfg.watch_timeout_s / 10 + 1);
-
-		n += (size_t)snprintf(url + n, sizeof(url) - n,
-				      "watch=true&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=%s",
-				      t, r->rv);
-		timeout = (long)t + 30;
-	}
-	if (n >= sizeof(url)) {
+	if (request_path(cv, r, &path, &timeout) != 0) {
 		r->next_ms = mono_ms() + 1000;
 		return;
 	}
@@ -726,10 +601,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		return;
 	}
 	r->headers = NULL;
-	add_header(r, "Accept: application/json");
-	add_header(r, "User-Agent: dra-guard");
-	setup_easy(cv, r->easy, url, timeout);
-	if (client_auth(cv, r->easy, &r->headers) != 0) {
+	if (kube_client_prepare(cv->cfg.client, r->easy, kube_path_get(&path), timeout, NULL, &r->headers) != 0) {
 		curl_easy_cleanup(r->easy);
 		r->easy = NULL;
 		curl_slist_free_all(r->headers);
@@ -960,6 +832,8 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 	if (!answered)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &answered);
 	finish_request(cv, r);
+	/* A 401: the token is read again; a certificate not verified: the CA. */
+	kube_client_answered(cv->cfg.client, res, answered);
 	info = view_stream_info(r->stream);
 	count_events(r);
 	/* Every event applied moved the resume point, however the WATCH
@@ -982,15 +856,12 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 			stream_fallback(cv, r, detail);
 			return;
 		}
-		if (r->http == 401)
-			cluster_view_client_unauthorized(cv);
 		if (r->listing || r->streaming)
 			start_relist(cv, r, RELIST_ERROR);
 		fail_backoff(cv, r, r->listing ? "list" : "watch", detail);
 		return;
 	}
 	src = res == CURLE_OK ? view_stream_end(r->stream, &sink) : 0;
-	ca_verify_failed(cv, res);
 	if (res == CURLE_OPERATION_TIMEDOUT && !r->listing && !r->streaming && answered == 200 &&
 	    cv->cfg.watch_silence_s && mono_ms() - r->req_start_ms < (int64_t)cv->cfg.watch_timeout_s * 1000) {
 		/* Cut by the silence limit, not by the WATCH's own timeout, nor
@@ -1062,59 +933,37 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 
 /* --- discovery ------------------------------------------------------------------- */
 
-static size_t collect_body(char *p, size_t size, size_t n, void *ctx)
-{
-	struct buf *b = ctx;
-
-	return buf_add(b, p, size * n) == 0 ? size * n : 0;
-}
-
 /* The first of v1, v1beta2, v1beta1 that /apis/resource.k8s.io offers. */
 static int discover(struct cluster_view *cv, char *err, size_t errn)
 {
 	static const char *const pref[] = { "v1", "v1beta2", "v1beta1" };
 	static const enum api_version ver[] = { API_V1, API_V1BETA2, API_V1BETA1 };
-	char url[600];
-	struct curl_slist *h = NULL, *t;
+	const struct kube_request rq = { .method = "GET", .path = "/apis/resource.k8s.io", .timeout_s = 30 };
+	char why[256];
 	struct buf body;
-	CURL *e = curl_easy_init();
-	CURLcode res;
 	long code = 0;
-	int i, rc = -EIO;
+	int i, rc;
 
-	if (!e)
-		return -ENOMEM;
-	buf_init(&body, 1 << 20);
-	snprintf(url, sizeof(url), "%s/apis/resource.k8s.io", cv->cfg.kube.server);
-	setup_easy(cv, e, url, 30);
-	if ((t = curl_slist_append(h, "Accept: application/json")) != NULL)
-		h = t;
-	if (!t || client_auth(cv, e, &h) != 0) {
-		curl_slist_free_all(h);
-		curl_easy_cleanup(e);
-		buf_free(&body);
+	buf_init(&body, DISCOVERY_MAX);
+	rc = kube_client_request(cv->cfg.client, NULL, &rq, &code, &body, why, sizeof(why));
+	if (rc == -ENOMEM) {
 		snprintf(err, errn, "discovery: out of memory");
-		return -ENOMEM;
-	}
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
-	res = curl_easy_perform(e);
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-	if (res != CURLE_OK) {
-		ca_verify_failed(cv, res);
-		snprintf(err, errn, "discovery: %s", curl_easy_strerror(res));
+	} else if (rc) {
+		snprintf(err, errn, "discovery: %s", why);
 	} else if (code == 401) {
-		cluster_view_client_unauthorized(cv);
 		snprintf(err, errn, "discovery: HTTP 401 (not authenticated)");
+		rc = -EIO;
 	} else if (code != 200) {
-		snprintf(err, errn, "discovery: HTTP %ld from %.400s", code, url);
+		snprintf(err, errn, "discovery: HTTP %ld from %.400s%s", code, kube_client_server(cv->cfg.client),
+			 rq.path);
+		rc = -EIO;
 	} else {
 		/* An APIGroup: versions[].version, read with the strict reader. */
 		struct doc_set *set = NULL;
 		const struct doc_node *versions = NULL;
 		size_t j;
 
+		rc = -EIO;
 		if (doc_parse_json(buf_cstr(&body), buf_len(&body), NULL, &set, NULL) == 0)
 			versions = doc_map_get(doc_set_root(set, 0), "versions");
 		for (i = 0; rc && versions && versions->type == DOC_SEQ && i < 3; i++) {
@@ -1133,8 +982,6 @@ static int discover(struct cluster_view *cv, char *err, size_t errn)
 		if (rc)
 			snprintf(err, errn, "discovery: the server offers none of resource.k8s.io v1, v1beta2, v1beta1");
 	}
-	curl_slist_free_all(h);
-	curl_easy_cleanup(e);
 	buf_free(&body);
 	return rc;
 }
@@ -1252,13 +1099,11 @@ int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct 
 	if (!cv)
 		return -ENOMEM;
 	cv->cfg = *cfg;
-	memset(&cfg->kube, 0, sizeof(cfg->kube));
 	cv->m = m;
 	cv->ps = ps;
 	cv->rand_state = (unsigned)wall_ns() | 1u;
 	snprintf(cv->why_not, sizeof(cv->why_not), "cluster view: not synced yet");
 	pthread_mutex_init(&cv->mu, NULL);
-	pthread_mutex_init(&cv->kube_mu, NULL);
 	pthread_cond_init(&cv->published, NULL);
 	if (snapshot_slot_init(&cv->slot) != 0 || view_builder_new(&cv->cfg.limits, &cv->b) != 0 ||
 	    !(cv->multi = curl_multi_init())) {
@@ -1326,9 +1171,7 @@ void cluster_view_free(struct cluster_view *cv)
 	view_builder_free(cv->b);
 	if (cv->multi)
 		curl_multi_cleanup(cv->multi);
-	kube_config_free(&cv->cfg.kube);
 	pthread_cond_destroy(&cv->published);
-	pthread_mutex_destroy(&cv->kube_mu);
 	pthread_mutex_destroy(&cv->mu);
 	free(cv);
 }

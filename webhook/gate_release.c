@@ -46,6 +46,7 @@ struct gated_pod {
 
 struct gate_release {
 	struct gate_release_config cfg;
+	struct kube_client *client;
 	struct cluster_view *cv;
 	struct policy_source *ps;
 	pthread_t thread;             /* finds and releases gated Pods */
@@ -122,48 +123,19 @@ static void micro_time(char out[96])
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((uint64_t)ns % 1000000000u / 1000u));
 }
 
-static size_t collect(char *p, size_t size, size_t n, void *ctx)
-{
-	return buf_add(ctx, p, size * n) == 0 ? size * n : 0;
-}
-
 /* One request on this thread: method, path, optional JSON body of
- * content_type. *code gets the HTTP status (0 on a transport error). */
+ * content_type. *code gets the HTTP status (0 on a transport error, and on
+ * an answer larger than resp's cap). */
 static int request(struct gate_release *g, const char *method, const char *path, const char *content_type,
 		   const char *body, long *code, struct buf *resp)
 {
-	struct curl_slist *h = NULL, *t;
-	char ct[128];
-	CURL *e = g->easy;
-	int rc;
+	const struct kube_request rq = { .method = method, .path = path, .body = body,
+					 .body_len = body ? strlen(body) : 0, .content_type = content_type,
+					 .timeout_s = REQUEST_TIMEOUT_S };
+	int rc = kube_client_request(g->client, g->easy, &rq, code, resp, NULL, 0);
 
-	*code = 0;
-	curl_easy_reset(e);   /* options go; the open connection stays */
-	buf_reset(resp);
-	rc = cluster_view_client_setup(g->cv, e, path, REQUEST_TIMEOUT_S, &h);
-	if (rc == 0 && content_type) {
-		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);
-		if (!(t = curl_slist_append(h, ct)))
-			rc = -ENOMEM;
-		else
-			h = t;
-	}
-	if (rc == 0) {
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-		if (body)
-			curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
-		curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
-		if (curl_easy_perform(e) == CURLE_OK)
-			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
-		else
-			rc = -EIO;
-	}
-	if (*code == 401)
-		cluster_view_client_unauthorized(g->cv);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
-	curl_slist_free_all(h);
+	if (rc)
+		*code = 0;
 	return rc;
 }
 
@@ -549,6 +521,7 @@ static void patch_done(struct gate_release *g, struct patch_slot *s, CURLcode re
 
 	if (res == CURLE_OK)
 		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
+	kube_client_answered(g->client, res, code);
 	if (code == 200) {
 		atomic_fetch_add(&g->released, 1);
 		atomic_store(&g->last_release_ns, wall_ns());
@@ -561,8 +534,6 @@ static void patch_done(struct gate_release *g, struct patch_slot *s, CURLcode re
 		struct log_line l;
 
 		atomic_fetch_add(&g->patch_errors, 1);
-		if (code == 401)
-			cluster_view_client_unauthorized(g->cv);
 		if (code != 409 && code != 429 && code < 500 && log_begin(&l, LOG_WARN, "gate: release failed")) {
 			log_str(&l, "pod", g->todo[s->pod].path);
 			log_int(&l, "http", code);
@@ -586,21 +557,18 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
 
 static bool patch_start(struct gate_release *g, struct patch_slot *s, uint32_t pod)
 {
-	struct curl_slist *t;
-
 	s->headers = NULL;
 	s->pod = pod;
 	if (!(s->easy = curl_easy_init()))
 		return false;
-	if (cluster_view_client_setup(g->cv, s->easy, g->todo[pod].path, REQUEST_TIMEOUT_S, &s->headers) != 0 ||
-	    !(t = curl_slist_append(s->headers, "Content-Type: application/strategic-merge-patch+json"))) {
+	if (kube_client_prepare(g->client, s->easy, g->todo[pod].path, REQUEST_TIMEOUT_S,
+				"application/strategic-merge-patch+json", &s->headers) != 0) {
 		curl_easy_cleanup(s->easy);
 		curl_slist_free_all(s->headers);
 		s->easy = NULL;
 		s->headers = NULL;
 		return false;
 	}
-	s->headers = t;
 	curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, s->headers);
 	curl_easy_setopt(s->easy, CURLOPT_CUSTOMREQUEST, "PATCH");
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, GATE_RELEASE_PATCH);
@@ -786,8 +754,8 @@ static void *lease_run(void *arg)
 
 /* --- lifecycle, status, metrics ---------------------------------------------------- */
 
-int gate_release_new(const struct gate_release_config *cfg, struct cluster_view *cv, struct policy_source *ps,
-	     struct gate_release **out)
+int gate_release_new(const struct gate_release_config *cfg, struct kube_client *client, struct cluster_view *cv,
+		     struct policy_source *ps, struct gate_release **out)
 {
 	struct gate_release *g = calloc(1, sizeof(*g));
 
@@ -795,6 +763,7 @@ int gate_release_new(const struct gate_release_config *cfg, struct cluster_view 
 	if (!g)
 		return -ENOMEM;
 	g->cfg = *cfg;
+	g->client = client;
 	g->cv = cv;
 	g->ps = ps;
 	pthread_mutex_init(&g->mu, NULL);
