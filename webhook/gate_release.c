@@ -81,6 +81,9 @@ struct gate_release {
 	struct gated_pod *todo;
 	uint32_t ntodo;
 
+	pthread_mutex_t wake_mu;      /* with wake: the Lease thread sleeps until its next */
+	pthread_cond_t wake;          /* renewal or a stop (CLOCK_MONOTONIC) */
+
 	pthread_mutex_t mu;           /* guards holder and leading for readers */
 	char holder[254];
 	atomic_bool leading;
@@ -734,19 +737,47 @@ static void *run(void *arg)
 	return NULL;
 }
 
-/* The Lease: renewed (or read) when due, given up on the way out. */
+/* The Lease thread's clock: a condition on CLOCK_MONOTONIC, so a step of
+ * the wall clock neither stretches nor cuts a wait. 0 or -ENOMEM. */
+static int wake_init(struct gate_release *g)
+{
+	pthread_condattr_t ca;
+	int rc = -ENOMEM;
+
+	if (pthread_condattr_init(&ca) != 0)
+		return rc;
+	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_mutex_init(&g->wake_mu, NULL) == 0) {
+		if (pthread_cond_init(&g->wake, &ca) == 0)
+			rc = 0;
+		else
+			pthread_mutex_destroy(&g->wake_mu);
+	}
+	pthread_condattr_destroy(&ca);
+	return rc;
+}
+
+/* The Lease: renewed (or read) when due, given up on the way out. Between
+ * renewals the thread sleeps until the next one is due, or a stop. */
 static void *lease_run(void *arg)
 {
 	struct gate_release *g = arg;
 	struct buf resp;
 
 	buf_init(&resp, BODY_MAX);
+	pthread_mutex_lock(&g->wake_mu);
 	while (!atomic_load(&g->stop)) {
-		struct timespec ts = { 0, 10 * 1000000 };
+		struct timespec ts;
 
+		pthread_mutex_unlock(&g->wake_mu);
 		lease_due(g, &resp);
-		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&g->wake_mu);
+		if (atomic_load(&g->stop) || mono_ms() >= g->next_lease_ms)
+			continue;
+		ts.tv_sec = (time_t)(g->next_lease_ms / 1000);
+		ts.tv_nsec = (long)(g->next_lease_ms % 1000) * 1000000L;
+		pthread_cond_timedwait(&g->wake, &g->wake_mu, &ts);
 	}
+	pthread_mutex_unlock(&g->wake_mu);
 	lease_give_up(g, &resp);
 	buf_free(&resp);
 	return NULL;
@@ -767,6 +798,11 @@ int gate_release_new(const struct gate_release_config *cfg, struct kube_client *
 	g->cv = cv;
 	g->ps = ps;
 	pthread_mutex_init(&g->mu, NULL);
+	if (wake_init(g) != 0) {
+		pthread_mutex_destroy(&g->mu);
+		free(g);
+		return -ENOMEM;
+	}
 	g->todo = calloc(GATE_RELEASE_PASS_MAX, sizeof(*g->todo));
 	g->multi = curl_multi_init();
 	g->easy = curl_easy_init();
@@ -785,10 +821,14 @@ int gate_release_start(struct gate_release *g)
 	if (rc)
 		return -rc;
 	g->lease_started = true;
+	/* Named for ps, top and /proc/PID/task/TID/comm: how often each
+	 * wakes shows there. */
+	pthread_setname_np(g->lease_thread, "dra-gate-lease");
 	rc = pthread_create(&g->thread, NULL, run, g);
 	if (rc)
 		return -rc;
 	g->started = true;
+	pthread_setname_np(g->thread, "dra-gate-free");
 	return 0;
 }
 
@@ -796,7 +836,10 @@ void gate_release_free(struct gate_release *g)
 {
 	if (!g)
 		return;
+	pthread_mutex_lock(&g->wake_mu);
 	atomic_store(&g->stop, true);
+	pthread_cond_broadcast(&g->wake);
+	pthread_mutex_unlock(&g->wake_mu);
 	if (g->started) {
 		curl_multi_wakeup(g->multi);
 		pthread_join(g->thread, NULL);
@@ -810,6 +853,8 @@ void gate_release_free(struct gate_release *g)
 	free(g->todo);
 	free(g->recent);
 	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->wake);
+	pthread_mutex_destroy(&g->wake_mu);
 	free(g);
 }
 
