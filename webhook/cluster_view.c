@@ -14,6 +14,7 @@
 
 #include "doc.h"
 #include "log.h"
+#include "reflector.h"
 #include "view_stream.h"
 
 /* The first VIEW_RESOURCE_COUNT in enum view_resource order. */
@@ -35,15 +36,7 @@ static const enum object_kind res_kinds[RES_COUNT] = { OBJECT_RESOURCE_SLICE, OB
  * finished ones hold nothing on a node. */
 #define POD_FIELD_SELECTOR "status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
 
-enum relist_reason {
-	RELIST_START = 0,             /* the first LIST */
-	RELIST_EXPIRED,               /* 410: the resourceVersion is gone */
-	RELIST_ERROR,                 /* the connection or the server failed */
-	RELIST_DECODE,                /* the body was not what the API server sends */
-	RELIST_COUNT
-};
-
-static const char *const reason_names[RELIST_COUNT] = { "start", "expired", "error", "decode" };
+static const char *const reason_names[REFLECTOR_REASON_COUNT] = { "start", "expired", "error", "decode" };
 
 /* The requests a resource's watcher makes, for its error counter. */
 enum request_kind {
@@ -78,14 +71,6 @@ static const char *const event_names[VIEW_EVENT_COUNT] = {
 	"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR",
 };
 
-#define BACKOFF_MIN_MS 250
-#define BACKOFF_MAX_MS 30000
-/* After a 410 the LIST waits as client-go's reflector waits before it lists
- * again (its backoff manager: 800 ms, doubling to 30 s, full jitter, reset
- * after 2 minutes without one): a server that expires every watch at once
- * is listed a few times a minute, not ten times a second. */
-#define EXPIRY_BACKOFF_MIN_MS 800
-#define EXPIRY_BACKOFF_RESET_MS 120000
 /* A WATCH that ends sooner than this with no event did not work (client-go:
  * "very short watch"): it resumes from the same resourceVersion after a
  * backoff, without a LIST. */
@@ -99,31 +84,20 @@ static const double list_bucket_s[LIST_BUCKETS] = { 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 
 struct cluster_view;
 
-struct reflector {
+struct watcher {
 	struct cluster_view *cv;
 	enum res res;
 	CURL *easy;                   /* the request in flight, or NULL */
 	struct curl_slist *headers;
 	struct view_stream *stream;
-	bool listing;                 /* the request is a LIST page */
-	bool streaming;               /* the request is a streaming list (a WATCH with
-				       * sendInitialEvents) whose initial events have not ended */
-	bool no_stream;               /* the API server refused a streaming list: pages from now on */
-	bool need_list;               /* the next request is a LIST */
-	enum relist_reason reason;
-	bool in_relist;               /* the builder holds a table for this LIST */
+	struct reflector fsm;         /* list, watch, backoff: reflector_step() alone moves it */
 	char rv[VIEW_RV_MAX];         /* where the WATCH resumes */
 	char cont[VIEW_CONTINUE_MAX]; /* the next page of the LIST */
 	long http;
 	uint64_t counted[VIEW_EVENT_COUNT];   /* of the current stream, already in events */
 	struct buf errbody;
-	int64_t next_ms;              /* monotonic: when to send the next request */
-	unsigned backoff_ms;
-	unsigned expiry_backoff_ms;   /* the wait before a LIST after a 410 */
-	int64_t last_expiry_ms;       /* monotonic, the last 410 */
 	int64_t req_start_ms;         /* monotonic, when the request in flight was sent */
 	int64_t list_start_ms;
-	bool synced;                  /* a LIST completed once */
 	char last_error[512];
 	/* The ConfigMap as the API server has it (RES_CONFIGMAP). */
 	bool cm_listed_exists;
@@ -136,7 +110,7 @@ struct reflector {
 
 	/* metrics: written by the thread, read by the renderer */
 	atomic_uint_fast64_t events[VIEW_EVENT_COUNT];
-	atomic_uint_fast64_t relists[RELIST_COUNT];
+	atomic_uint_fast64_t relists[REFLECTOR_REASON_COUNT];
 	atomic_uint_fast64_t errors[REQ_COUNT];   /* failed requests, each followed by a backoff */
 	atomic_uint_fast64_t restarts[RESTART_COUNT];   /* WATCHes resumed without a LIST */
 	atomic_uint_fast64_t list_modes[LIST_MODE_COUNT];   /* LISTs completed, by mode */
@@ -176,7 +150,7 @@ struct cluster_view {
 	char version[16];             /* resource.k8s.io version in use */
 	enum api_version api_version;
 	struct view_builder *b;
-	struct reflector r[RES_COUNT];
+	struct watcher r[RES_COUNT];
 	struct snapshot_slot slot;
 	struct view_handle *handles;  /* published, oldest first */
 	int64_t last_publish_ms;
@@ -316,9 +290,9 @@ static void set_why(struct cluster_view *cv)
 	int k;
 
 	for (k = 0; k < RES_COUNT; k++) {
-		struct reflector *r = &cv->r[k];
+		struct watcher *r = &cv->r[k];
 
-		if (r->synced)
+		if (r->fsm.synced)
 			continue;
 		snprintf(why, sizeof(why), "cluster view: %s not synced yet%s%.400s", res_names[k],
 			 r->last_error[0] ? ": " : "", r->last_error);
@@ -392,12 +366,23 @@ static void cm_offer(struct cluster_view *cv, const struct config_map_copy *c, c
 				c->reason_len, why);
 }
 
+/* The listing and streaming states, as the sink and the counters see them. */
+static bool is_listing(const struct watcher *r)
+{
+	return r->fsm.state == REFLECTOR_LISTING;
+}
+
+static bool is_streaming(const struct watcher *r)
+{
+	return r->fsm.state == REFLECTOR_STREAMING;
+}
+
 /* --- the sink: objects into the builder ------------------------------------------ */
 
 #define SKIP_LOG_INTERVAL_MS 10000
 
 /* One line for the objects left out and not yet logged. */
-static void skip_flush(struct reflector *r)
+static void skip_flush(struct watcher *r)
 {
 	struct log_line l;
 
@@ -415,7 +400,7 @@ static void skip_flush(struct reflector *r)
 /* Count an object left out; log it alone when no line was written for
  * SKIP_LOG_INTERVAL_MS, else count it into the next line. obj may be
  * NULL (it did not decode). */
-static void skip_note(struct reflector *r, const char *what, const struct k8s_object *obj, const char *err)
+static void skip_note(struct watcher *r, const char *what, const struct k8s_object *obj, const char *err)
 {
 	int64_t now = mono_ms();
 	struct log_line l;
@@ -440,7 +425,7 @@ static void skip_note(struct reflector *r, const char *what, const struct k8s_ob
 
 static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *obj)
 {
-	struct reflector *r = ctx;
+	struct watcher *r = ctx;
 	struct cluster_view *cv = r->cv;
 	char err[512];
 	int rc;
@@ -449,7 +434,7 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 	if (r->res == RES_CONFIGMAP) {
 		if (!str_eq_cstr(obj->meta.name, cv->cfg.cm_name))
 			return 0;
-		if (r->listing)
+		if (is_listing(r))
 			return cm_set(&r->cm_list, &obj->u.config_map);
 		if (ev == VIEW_DELETED) {
 			cm_clear(&r->cm);
@@ -459,9 +444,9 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 		cm_offer(cv, &r->cm, "watch");
 		return 0;
 	}
-	if (r->listing || (r->streaming && ev == VIEW_ADDED))
+	if (is_listing(r) || (is_streaming(r) && ev == VIEW_ADDED))
 		rc = view_builder_relist_add(cv->b, (enum view_resource)r->res, obj, wall_ns(), err, sizeof(err));
-	else if (r->streaming) {
+	else if (is_streaming(r)) {
 		/* Only ADDED events come before the initial events end. */
 		snprintf(err, sizeof(err), "a %s event among a streaming list's initial events",
 			 ev == VIEW_MODIFIED ? "MODIFIED" : "DELETED");
@@ -487,7 +472,7 @@ static int stream_initial_end(void *ctx);
 
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
-	struct reflector *r = ctx;
+	struct watcher *r = ctx;
 	struct view_stream_sink sink = { .object = sink_object, .skipped = sink_skipped,
 					 .initial_end = stream_initial_end, .ctx = r };
 	size_t len = size * n;
@@ -503,10 +488,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 	return view_stream_feed(r->stream, p, len, &sink) == 0 ? len : 0;
 }
 
-/* The path and query of r's next request (r->listing / r->streaming say
+/* The path and query of r's next request (its reflector's state says
  * which), and its whole-request timeout. 0, or -E2BIG where a piece does
  * not fit. */
-static int request_path(struct cluster_view *cv, struct reflector *r, struct kube_path *p, long *timeout)
+static int request_path(struct cluster_view *cv, struct watcher *r, struct kube_path *p, long *timeout)
 {
 	int rc;
 
@@ -522,7 +507,7 @@ static int request_path(struct cluster_view *cv, struct reflector *r, struct kub
 		rc = kube_path_add(p, "/apis/resource.k8s.io/%s/%s?", cv->version, res_names[r->res]);
 	if (rc)
 		return rc;
-	if (r->streaming) {
+	if (is_streaming(r)) {
 		unsigned t = cv->cfg.watch_timeout_s + jitter(cv, cv->cfg.watch_timeout_s / 10 + 1);
 
 		/* No resourceVersion: the initial events are the objects as of
@@ -531,7 +516,7 @@ static int request_path(struct cluster_view *cv, struct reflector *r, struct kub
 		return kube_path_add(p, "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
 				     "&allowWatchBookmarks=true&timeoutSeconds=%u", t);
 	}
-	if (r->listing) {
+	if (is_listing(r)) {
 		*timeout = (long)cv->cfg.list_timeout_s;
 		rc = kube_path_add(p, "limit=%u", cv->cfg.page_size);
 		/* As client-go's reflector: the first page from the watch cache
@@ -539,11 +524,11 @@ static int request_path(struct cluster_view *cv, struct reflector *r, struct kub
 		 * of reading etcd page by page), except after a 410, when only a
 		 * consistent read from etcd is new enough. Later pages name no
 		 * version: the continue token carries the first page's. */
-		if (rc == 0 && !r->cont[0] && r->reason != RELIST_EXPIRED)
+		if (rc == 0 && !r->fsm.paging && r->fsm.reason != REFLECTOR_EXPIRED)
 			rc = kube_path_add(p, "&resourceVersion=0");
-		if (rc == 0 && r->cont[0])
+		if (rc == 0 && r->fsm.paging)
 			rc = kube_path_add(p, "&continue=");
-		if (rc == 0 && r->cont[0])
+		if (rc == 0 && r->fsm.paging)
 			rc = kube_path_add_escaped(p, r->cont);
 		return rc;
 	}
@@ -556,60 +541,58 @@ static int request_path(struct cluster_view *cv, struct reflector *r, struct kub
 	}
 }
 
-static void send_request(struct cluster_view *cv, struct reflector *r)
+static void finish_request(struct cluster_view *cv, struct watcher *r)
+{
+	curl_multi_remove_handle(cv->multi, r->easy);
+	curl_easy_cleanup(r->easy);
+	r->easy = NULL;
+	curl_slist_free_all(r->headers);
+	r->headers = NULL;
+}
+
+static unsigned step(struct cluster_view *cv, struct watcher *r, const struct reflector_event *ev,
+		     const char *detail);
+static unsigned step_kind(struct cluster_view *cv, struct watcher *r, enum reflector_event_kind kind,
+			  const char *detail);
+
+/* Send the request the reflector's ACT_LIST_* / ACT_WATCH names. */
+static void send_request(struct cluster_view *cv, struct watcher *r, unsigned act)
 {
 	struct kube_path path;
 	long timeout;
-	int rc;
 
-	r->listing = r->need_list;
-	/* A LIST as a streaming list where the API server serves one (a
-	 * WATCH whose initial events are the objects, ended by a bookmark):
-	 * the server sends from its watch cache, object by object, instead of
-	 * building a LIST page in memory. The ConfigMap, one object by name,
-	 * is listed. */
-	r->streaming = r->listing && !r->cont[0] && cv->cfg.stream_lists && !r->no_stream &&
-		       r->res != RES_CONFIGMAP;
-	if (r->streaming)
-		r->listing = false;
-	if (r->listing || r->streaming) {
-		if (!r->in_relist && r->res != RES_CONFIGMAP) {
-			if ((rc = view_builder_relist_begin(cv->b, (enum view_resource)r->res)) != 0) {
-				r->streaming = false;
-				r->next_ms = mono_ms() + 1000;
-				return;
-			}
-			r->in_relist = true;
-		}
-		if (!r->cont[0]) {
-			r->list_start_ms = mono_ms();
-			atomic_fetch_add(&r->relists[r->reason], 1);
-			if (r->res == RES_CONFIGMAP)
-				cm_clear(&r->cm_list);
-		}
+	if ((act & REFLECTOR_ACT_BEGIN) && r->res != RES_CONFIGMAP &&
+	    view_builder_relist_begin(cv->b, (enum view_resource)r->res) != 0) {
+		step_kind(cv, r, REFLECTOR_EV_BEGIN_FAILED, NULL);
+		return;
+	}
+	if (act & REFLECTOR_ACT_COUNT_LIST) {
+		r->cont[0] = '\0';
+		r->list_start_ms = mono_ms();
+		atomic_fetch_add(&r->relists[r->fsm.reason], 1);
+		if (r->res == RES_CONFIGMAP)
+			cm_clear(&r->cm_list);
 	}
 	if (request_path(cv, r, &path, &timeout) != 0) {
-		r->next_ms = mono_ms() + 1000;
+		step_kind(cv, r, REFLECTOR_EV_NOT_SENT, NULL);
 		return;
 	}
 	view_stream_free(r->stream);
 	r->stream = NULL;
-	if (view_stream_new(r->listing ? VIEW_STREAM_LIST : VIEW_STREAM_WATCH, res_kinds[r->res],
-			    r->res == RES_SLICES || r->res == RES_CLAIMS ? cv->api_version : API_V1, cv->cfg.max_object,
-			    &r->stream) != 0 || !(r->easy = curl_easy_init())) {
-		r->next_ms = mono_ms() + 1000;
-		return;
-	}
 	r->headers = NULL;
-	if (kube_client_prepare(cv->cfg.client, r->easy, kube_path_get(&path), timeout, NULL, &r->headers) != 0) {
-		curl_easy_cleanup(r->easy);
+	if (view_stream_new(is_listing(r) ? VIEW_STREAM_LIST : VIEW_STREAM_WATCH, res_kinds[r->res],
+			    r->res == RES_SLICES || r->res == RES_CLAIMS ? cv->api_version : API_V1, cv->cfg.max_object,
+			    &r->stream) != 0 || !(r->easy = curl_easy_init()) ||
+	    kube_client_prepare(cv->cfg.client, r->easy, kube_path_get(&path), timeout, NULL, &r->headers) != 0) {
+		if (r->easy)
+			curl_easy_cleanup(r->easy);
 		r->easy = NULL;
 		curl_slist_free_all(r->headers);
 		r->headers = NULL;
-		r->next_ms = mono_ms() + 1000;
+		step_kind(cv, r, REFLECTOR_EV_NOT_SENT, NULL);
 		return;
 	}
-	if (!r->listing && !r->streaming && cv->cfg.watch_silence_s) {
+	if ((act & REFLECTOR_ACT_WATCH) && cv->cfg.watch_silence_s) {
 		/* A WATCH that stays open with nothing on it - not even the
 		 * bookmark the API server sends about every minute - is dead
 		 * somewhere between here and the server: below one byte a second
@@ -628,34 +611,82 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 	curl_multi_add_handle(cv->multi, r->easy);
 }
 
-static void finish_request(struct cluster_view *cv, struct reflector *r)
-{
-	curl_multi_remove_handle(cv->multi, r->easy);
-	curl_easy_cleanup(r->easy);
-	r->easy = NULL;
-	curl_slist_free_all(r->headers);
-	r->headers = NULL;
-}
-
-static void fail_backoff(struct cluster_view *cv, struct reflector *r, const char *what,
-			 const char *detail)
+/* A failed request, counted and logged with its retry. */
+static void note_error(struct cluster_view *cv, struct watcher *r, bool list, const char *detail)
 {
 	struct log_line l;
 
-	atomic_fetch_add(&r->errors[r->listing ? REQ_LIST : REQ_WATCH], 1);
-	r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : BACKOFF_MIN_MS;
-	if (r->backoff_ms > BACKOFF_MAX_MS)
-		r->backoff_ms = BACKOFF_MAX_MS;
-	/* Full jitter over the upper half: replicas do not retry in step. */
-	r->next_ms = mono_ms() + r->backoff_ms / 2 + jitter(cv, r->backoff_ms / 2 + 1);
-	snprintf(r->last_error, sizeof(r->last_error), "%s: %.400s", what, detail);
+	(void)cv;
+	atomic_fetch_add(&r->errors[list ? REQ_LIST : REQ_WATCH], 1);
+	snprintf(r->last_error, sizeof(r->last_error), "%s: %.400s", list ? "list" : "watch", detail);
 	if (log_begin(&l, LOG_WARN, "cluster view: request failed")) {
 		log_str(&l, "resource", res_names[r->res]);
-		log_str(&l, "request", r->listing ? "list" : "watch");
+		log_str(&l, "request", list ? "list" : "watch");
 		log_str(&l, "error", r->last_error);
-		log_uint(&l, "retry_ms", (uint64_t)(r->next_ms - mono_ms()));
+		log_uint(&l, "retry_ms", (uint64_t)(r->fsm.due_ms - mono_ms()));
 		log_end(&l);
 	}
+}
+
+static void note_no_stream(struct watcher *r, const char *detail)
+{
+	struct log_line l;
+
+	if (log_begin(&l, LOG_WARN, "cluster view: no streaming list; listing in pages")) {
+		log_str(&l, "resource", res_names[r->res]);
+		log_str(&l, "why", detail);
+		log_end(&l);
+	}
+}
+
+static int list_commit(struct cluster_view *cv, struct watcher *r, enum list_mode mode);
+
+/* One event into the reflector, and its actions taken: the one place a
+ * resource's list/watch state changes. Returns the actions. */
+static unsigned step(struct cluster_view *cv, struct watcher *r, const struct reflector_event *ev,
+		     const char *detail)
+{
+	bool list = is_listing(r);
+	enum reflector_state was = r->fsm.state;
+	unsigned act;
+
+	act = reflector_step(&r->fsm, ev, mono_ms(), jitter(cv, ~0u));
+	if ((act & REFLECTOR_ACT_ABORT) && r->res != RES_CONFIGMAP)
+		view_builder_relist_abort(cv->b, (enum view_resource)r->res);
+	if (act & REFLECTOR_ACT_NO_STREAM)
+		note_no_stream(r, detail);
+	if (act & REFLECTOR_ACT_ERROR)
+		note_error(cv, r, list, detail);
+	else if (ev->kind == REFLECTOR_EV_EXPIRED && detail)
+		snprintf(r->last_error, sizeof(r->last_error), "%.500s", detail);
+	if (act & REFLECTOR_ACT_COMMIT)
+		list_commit(cv, r, was == REFLECTOR_STREAMING ? LIST_STREAM : LIST_PAGES);
+	return act;
+}
+
+static unsigned step_kind(struct cluster_view *cv, struct watcher *r, enum reflector_event_kind kind,
+			  const char *detail)
+{
+	struct reflector_event ev = { .kind = kind };
+
+	return step(cv, r, &ev, detail);
+}
+
+/* Send what is due. */
+static void step_send(struct cluster_view *cv, struct watcher *r)
+{
+	struct reflector_event ev = { .kind = REFLECTOR_EV_SEND };
+	unsigned act;
+
+	/* A LIST as a streaming list where the API server serves one (a
+	 * WATCH whose initial events are the objects, ended by a bookmark):
+	 * the server sends from its watch cache, object by object, instead of
+	 * building a LIST page in memory. The ConfigMap, one object by name,
+	 * is listed. */
+	ev.stream = cv->cfg.stream_lists && r->res != RES_CONFIGMAP;
+	act = reflector_step(&r->fsm, &ev, mono_ms(), 0);
+	if (act)
+		send_request(cv, r, act);
 }
 
 static bool stream_had_events(const struct view_stream_info *info)
@@ -668,84 +699,26 @@ static bool stream_had_events(const struct view_stream_info *info)
 	return false;
 }
 
-static void start_relist(struct cluster_view *cv, struct reflector *r, enum relist_reason why);
-
-/* A 410: the resourceVersion is gone, so the resource is listed again, after
- * the expiry backoff. */
-static void expired(struct cluster_view *cv, struct reflector *r, const char *detail)
-{
-	int64_t now = mono_ms();
-
-	if (!r->last_expiry_ms || now - r->last_expiry_ms > EXPIRY_BACKOFF_RESET_MS)
-		r->expiry_backoff_ms = EXPIRY_BACKOFF_MIN_MS;
-	else if ((r->expiry_backoff_ms *= 2) > BACKOFF_MAX_MS)
-		r->expiry_backoff_ms = BACKOFF_MAX_MS;
-	r->last_expiry_ms = now;
-	start_relist(cv, r, RELIST_EXPIRED);
-	r->next_ms = now + r->expiry_backoff_ms / 2 + jitter(cv, r->expiry_backoff_ms / 2 + 1);
-	snprintf(r->last_error, sizeof(r->last_error), "%.500s", detail);
-}
-
-static void start_relist(struct cluster_view *cv, struct reflector *r, enum relist_reason why)
-{
-	if (r->in_relist) {
-		view_builder_relist_abort(cv->b, (enum view_resource)r->res);
-		r->in_relist = false;
-	}
-	r->need_list = true;
-	r->cont[0] = '\0';
-	r->reason = why;
-}
-
-static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_mode mode);
-
-static void list_done(struct cluster_view *cv, struct reflector *r)
-{
-	const struct view_stream_info *info = view_stream_info(r->stream);
-
-	if (info->continue_token[0]) {
-		snprintf(r->cont, sizeof(r->cont), "%s", info->continue_token);
-		r->next_ms = 0;
-		return;
-	}
-	list_commit(cv, r, LIST_PAGES);
-}
-
 /* The end of a streaming list's initial events: the objects received are
  * the resource's, swapped in as a LIST's; the same WATCH goes on with the
  * changes. The initial events are not counted as watch events. */
 static int stream_initial_end(void *ctx)
 {
-	struct reflector *r = ctx;
+	struct watcher *r = ctx;
 	const struct view_stream_info *info = view_stream_info(r->stream);
 	int i;
 
-	if (!r->streaming)
+	if (!is_streaming(r))
 		return -EBADMSG;
 	for (i = 0; i < VIEW_EVENT_COUNT; i++)
 		r->counted[i] = info->events[i];
-	r->streaming = false;
-	return list_commit(r->cv, r, LIST_STREAM);
+	step_kind(r->cv, r, REFLECTOR_EV_INITIAL_END, NULL);
+	return r->fsm.state == REFLECTOR_WATCHING ? 0 : -ENOMEM;
 }
 
-/* The streaming list did not work here (refused, or its initial events
- * never ended): list in pages from now on, at once. */
-static void stream_fallback(struct cluster_view *cv, struct reflector *r, const char *detail)
-{
-	struct log_line l;
-
-	if (log_begin(&l, LOG_WARN, "cluster view: no streaming list; listing in pages")) {
-		log_str(&l, "resource", res_names[r->res]);
-		log_str(&l, "why", detail);
-		log_end(&l);
-	}
-	r->no_stream = true;
-	r->streaming = false;
-	start_relist(cv, r, r->reason);
-	r->next_ms = 0;
-}
-
-static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_mode mode)
+/* ACT_COMMIT: the LIST's objects swapped in (the ConfigMap's offered), then
+ * COMMITTED or COMMIT_FAILED into the reflector. */
+static int list_commit(struct cluster_view *cv, struct watcher *r, enum list_mode mode)
 {
 	const struct view_stream_info *info = view_stream_info(r->stream);
 	int64_t took = mono_ms() - r->list_start_ms;
@@ -758,18 +731,13 @@ static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_m
 		memset(&r->cm_list, 0, sizeof(r->cm_list));
 		cm_offer(cv, &r->cm, "list");
 	} else if (view_builder_relist_commit(cv->b, (enum view_resource)r->res, wall_ns()) != 0) {
-		start_relist(cv, r, RELIST_ERROR);
-		fail_backoff(cv, r, "list", "out of memory swapping the new table in");
+		step_kind(cv, r, REFLECTOR_EV_COMMIT_FAILED, "out of memory swapping the new table in");
 		return -ENOMEM;
 	}
-	r->in_relist = false;
-	r->need_list = false;
+	step_kind(cv, r, REFLECTOR_EV_COMMITTED, NULL);
 	r->cont[0] = '\0';
 	snprintf(r->rv, sizeof(r->rv), "%s", info->resource_version);
-	r->synced = true;
 	r->last_error[0] = '\0';
-	r->backoff_ms = 0;
-	r->next_ms = 0;
 	atomic_store(&r->synced_pub, true);
 	atomic_store(&r->last_event_ns, wall_ns());
 	for (i = 0; i < LIST_BUCKETS && (double)took / 1000.0 > list_bucket_s[i]; i++)
@@ -781,7 +749,7 @@ static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_m
 		skip_flush(r);
 	if (log_begin(&l, LOG_INFO, "cluster view: listed")) {
 		log_str(&l, "resource", res_names[r->res]);
-		log_str(&l, "reason", reason_names[r->reason]);
+		log_str(&l, "reason", reason_names[r->fsm.reason]);
 		log_str(&l, "resource_version", r->rv);
 		log_str(&l, "mode", list_mode_names[mode]);
 		log_uint(&l, "objects", r->res == RES_CONFIGMAP ? (r->cm.exists ? 1 : 0)
@@ -795,13 +763,13 @@ static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_m
 
 /* The WATCH events the stream decoded since last asked, into the metrics;
  * any of them, bookmarks included, shows the watch is alive. */
-static void count_events(struct reflector *r)
+static void count_events(struct watcher *r)
 {
 	const struct view_stream_info *info;
 	bool any = false;
 	int i;
 
-	if (!r->stream || r->listing || r->streaming)
+	if (!r->stream || is_listing(r) || is_streaming(r))
 		return;
 	info = view_stream_info(r->stream);
 	for (i = 0; i < VIEW_EVENT_COUNT; i++) {
@@ -820,14 +788,80 @@ static void count_events(struct reflector *r)
 	}
 }
 
-static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode res)
+/* What ended a request: the reflector's event, and the detail logged. */
+static enum reflector_event_kind classify(struct cluster_view *cv, struct watcher *r, CURLcode res, long answered,
+					  bool *garbage, char *detail, size_t n)
 {
 	struct view_stream_sink sink = { .object = sink_object, .skipped = sink_skipped,
 					 .initial_end = stream_initial_end, .ctx = r };
-	const struct view_stream_info *info;
-	char detail[700];
-	long answered = r->http;   /* the status code, also of an answer with no body byte yet */
+	const struct view_stream_info *info = view_stream_info(r->stream);
 	int src;
+
+	*garbage = false;
+	if (r->http != 0 && r->http != 200) {
+		struct view_status st;
+
+		if (view_status_parse(buf_cstr(&r->errbody), buf_len(&r->errbody), &st) != 0)
+			memset(&st, 0, sizeof(st));
+		snprintf(detail, n, "HTTP %ld %s: %s", r->http, st.reason, st.message);
+		if (r->http == 410)
+			return REFLECTOR_EV_EXPIRED;
+		/* An API server without streaming lists refuses the options
+		 * (sendInitialEvents, resourceVersionMatch). */
+		if (is_streaming(r) && (r->http == 400 || r->http == 422))
+			return REFLECTOR_EV_STREAM_REFUSED;
+		return REFLECTOR_EV_FAILED;
+	}
+	src = res == CURLE_OK ? view_stream_end(r->stream, &sink) : 0;
+	if (res == CURLE_OPERATION_TIMEDOUT && r->fsm.state == REFLECTOR_WATCHING && answered == 200 &&
+	    cv->cfg.watch_silence_s && mono_ms() - r->req_start_ms < (int64_t)cv->cfg.watch_timeout_s * 1000)
+		/* Cut by the silence limit, not by the WATCH's own timeout, nor
+		 * before an answer came (a connect timeout is a failure). */
+		return REFLECTOR_EV_SILENT;
+	if (res != CURLE_OK || src != 0) {
+		const char *serr = view_stream_error(r->stream);
+
+		*garbage = serr[0] && (res == CURLE_WRITE_ERROR || src != 0);
+		snprintf(detail, n, "%s%s%s", res != CURLE_OK ? curl_easy_strerror(res) : "",
+			 res != CURLE_OK && serr[0] ? ": " : "", serr);
+		return REFLECTOR_EV_FAILED;
+	}
+	if (is_listing(r))
+		return REFLECTOR_EV_PAGE;
+	/* A WATCH that ended: by its timeout (resume at once), or with an
+	 * ERROR event. */
+	if (is_streaming(r) && !info->has_status) {
+		/* Ended before its initial events did: a server that does not
+		 * stream lists the way the guard asks. */
+		snprintf(detail, n, "the WATCH with sendInitialEvents ended before the initial-events-end bookmark");
+		return REFLECTOR_EV_STREAM_REFUSED;
+	}
+	if (info->has_status) {
+		snprintf(detail, n, "ERROR event %d %s: %s", info->status.code, info->status.reason,
+			 info->status.message);
+		if (info->status.code == 410 || strcmp(info->status.reason, "Expired") == 0 ||
+		    strcmp(info->status.reason, "Gone") == 0)
+			return REFLECTOR_EV_EXPIRED;
+		return REFLECTOR_EV_FAILED;
+	}
+	/* Ended at once with nothing on it: the server (or something before
+	 * it) closes watches; resumed from the same resourceVersion, but
+	 * after a backoff. */
+	if (mono_ms() - r->req_start_ms < SHORT_WATCH_MS && !stream_had_events(info)) {
+		snprintf(detail, n, "very short watch: it ended after %lld ms with no event; "
+			 "resuming from resourceVersion %.100s", (long long)(mono_ms() - r->req_start_ms), r->rv);
+		return REFLECTOR_EV_SHORT;
+	}
+	return REFLECTOR_EV_ENDED;
+}
+
+static void request_done(struct cluster_view *cv, struct watcher *r, CURLcode res)
+{
+	const struct view_stream_info *info;
+	struct reflector_event ev = { 0 };
+	char detail[700] = "";
+	long answered = r->http;   /* the status code, also of an answer with no body byte yet */
+	bool list = is_listing(r);
 
 	if (!answered)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &answered);
@@ -838,39 +872,18 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 	count_events(r);
 	/* Every event applied moved the resume point, however the WATCH
 	 * ended: resuming from an older one would apply events twice. */
-	if (!r->listing && info->resource_version[0])
+	if (!list && info->resource_version[0])
 		snprintf(r->rv, sizeof(r->rv), "%s", info->resource_version);
-	if (r->http != 0 && r->http != 200) {
-		struct view_status st;
-
-		if (view_status_parse(buf_cstr(&r->errbody), buf_len(&r->errbody), &st) != 0)
-			memset(&st, 0, sizeof(st));
-		snprintf(detail, sizeof(detail), "HTTP %ld %s: %s", r->http, st.reason, st.message);
-		if (r->http == 410) {
-			expired(cv, r, detail);
-			return;
-		}
-		if (r->streaming && (r->http == 400 || r->http == 422)) {
-			/* An API server without streaming lists refuses the
-			 * options (sendInitialEvents, resourceVersionMatch). */
-			stream_fallback(cv, r, detail);
-			return;
-		}
-		if (r->listing || r->streaming)
-			start_relist(cv, r, RELIST_ERROR);
-		fail_backoff(cv, r, r->listing ? "list" : "watch", detail);
-		return;
+	ev.kind = classify(cv, r, res, answered, &ev.garbage, detail, sizeof(detail));
+	if (ev.kind == REFLECTOR_EV_PAGE && info->continue_token[0]) {
+		ev.more = true;
+		snprintf(r->cont, sizeof(r->cont), "%s", info->continue_token);
 	}
-	src = res == CURLE_OK ? view_stream_end(r->stream, &sink) : 0;
-	if (res == CURLE_OPERATION_TIMEDOUT && !r->listing && !r->streaming && answered == 200 &&
-	    cv->cfg.watch_silence_s && mono_ms() - r->req_start_ms < (int64_t)cv->cfg.watch_timeout_s * 1000) {
-		/* Cut by the silence limit, not by the WATCH's own timeout, nor
-		 * before an answer came (a connect timeout is a failure, backed
-		 * off below). */
-		struct log_line l;
-
+	if (ev.kind == REFLECTOR_EV_SILENT) {
 		/* Not an error: a resource nobody writes may get no bookmark from
 		 * an API server whose etcd sends no progress notifications. */
+		struct log_line l;
+
 		atomic_fetch_add(&r->restarts[RESTART_SILENT], 1);
 		if (log_begin(&l, LOG_INFO, "cluster view: silent watch restarted")) {
 			log_str(&l, "resource", res_names[r->res]);
@@ -878,57 +891,10 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 			log_str(&l, "resource_version", r->rv);
 			log_end(&l);
 		}
-		r->next_ms = 0;
-		return;
-	}
-	if (res != CURLE_OK || src != 0) {
-		const char *serr = view_stream_error(r->stream);
-		bool garbage = serr[0] && (res == CURLE_WRITE_ERROR || src != 0);
-
-		snprintf(detail, sizeof(detail), "%s%s%s", res != CURLE_OK ? curl_easy_strerror(res) : "",
-			 res != CURLE_OK && serr[0] ? ": " : "", serr);
-		if (r->listing || r->streaming || garbage)
-			start_relist(cv, r, garbage ? RELIST_DECODE : RELIST_ERROR);
-		fail_backoff(cv, r, r->listing ? "list" : "watch", detail);
-		return;
-	}
-	if (r->listing) {
-		list_done(cv, r);
-		return;
-	}
-	/* A WATCH that ended: by its timeout (resume at once), or with an
-	 * ERROR event. */
-	if (r->streaming && !info->has_status) {
-		/* Ended before its initial events did: a server that does not
-		 * stream lists the way the guard asks. */
-		stream_fallback(cv, r, "the WATCH with sendInitialEvents ended before the initial-events-end bookmark");
-		return;
-	}
-	if (info->has_status) {
-		snprintf(detail, sizeof(detail), "ERROR event %d %s: %s", info->status.code,
-			 info->status.reason, info->status.message);
-		if (info->status.code == 410 || strcmp(info->status.reason, "Expired") == 0 ||
-		    strcmp(info->status.reason, "Gone") == 0) {
-			expired(cv, r, detail);
-			return;
-		}
-		if (r->streaming)
-			start_relist(cv, r, RELIST_ERROR);
-		fail_backoff(cv, r, "watch", detail);
-		return;
-	}
-	/* Ended by its timeout: resume at once. Ended at once with nothing
-	 * on it: the server (or something before it) closes watches; resume
-	 * from the same resourceVersion, but after a backoff. */
-	if (mono_ms() - r->req_start_ms < SHORT_WATCH_MS && !stream_had_events(info)) {
-		snprintf(detail, sizeof(detail), "very short watch: it ended after %lld ms with no event; "
-			 "resuming from resourceVersion %.100s", (long long)(mono_ms() - r->req_start_ms), r->rv);
+	} else if (ev.kind == REFLECTOR_EV_SHORT) {
 		atomic_fetch_add(&r->restarts[RESTART_SHORT], 1);
-		fail_backoff(cv, r, "watch", detail);
-		return;
 	}
-	r->backoff_ms = 0;
-	r->next_ms = 0;
+	step(cv, r, &ev, detail);
 }
 
 /* --- discovery ------------------------------------------------------------------- */
@@ -994,7 +960,7 @@ static void update_readiness(struct cluster_view *cv)
 	bool all = true;
 
 	for (k = 0; k < RES_COUNT; k++)
-		all = all && cv->r[k].synced;
+		all = all && cv->r[k].fsm.synced;
 	pthread_mutex_lock(&cv->mu);
 	if (all && !cv->synced_ns)
 		cv->synced_ns = wall_ns();
@@ -1020,7 +986,7 @@ static void *run(void *arg)
 		}
 		set_why(cv);
 		log_msg_str(LOG_WARN, "cluster view: API server not reachable yet", "error", err);
-		backoff = backoff ? (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2) : BACKOFF_MIN_MS;
+		backoff = backoff ? (backoff * 2 > REFLECTOR_BACKOFF_MAX_MS ? REFLECTOR_BACKOFF_MAX_MS : backoff * 2) : REFLECTOR_BACKOFF_MIN_MS;
 		{
 			unsigned wait = backoff / 2 + jitter(cv, backoff / 2 + 1), slept = 0;
 
@@ -1040,20 +1006,21 @@ static void *run(void *arg)
 		CURLMsg *msg;
 
 		for (k = 0; k < RES_COUNT; k++) {
-			struct reflector *r = &cv->r[k];
+			struct watcher *r = &cv->r[k];
 
-			if (r->easy && r->streaming && now - r->list_start_ms > (int64_t)cv->cfg.list_timeout_s * 1000) {
+			if (r->easy && is_streaming(r) && now - r->list_start_ms > (int64_t)cv->cfg.list_timeout_s * 1000) {
 				finish_request(cv, r);
-				stream_fallback(cv, r, "the initial events did not end within the LIST timeout");
+				step_kind(cv, r, REFLECTOR_EV_STREAM_REFUSED,
+					  "the initial events did not end within the LIST timeout");
 			}
-			if (!r->easy && now >= r->next_ms)
-				send_request(cv, r);
-			if (!r->easy && r->next_ms - now < wait)
-				wait = r->next_ms - now;
+			if (!r->easy)
+				step_send(cv, r);
+			if (!r->easy && r->fsm.due_ms - now < wait)
+				wait = r->fsm.due_ms - now;
 		}
 		curl_multi_perform(cv->multi, &running);
 		while ((msg = curl_multi_info_read(cv->multi, &left)) != NULL) {
-			struct reflector *r = NULL;
+			struct watcher *r = NULL;
 
 			if (msg->msg != CURLMSG_DONE)
 				continue;
@@ -1066,8 +1033,8 @@ static void *run(void *arg)
 			count_events(&cv->r[k]);
 		now = mono_ms();
 		if (view_builder_dirty(cv->b)) {
-			bool all = cv->r[RES_SLICES].synced && cv->r[RES_CLAIMS].synced && cv->r[RES_PODS].synced &&
-				   cv->r[RES_NODES].synced;
+			bool all = cv->r[RES_SLICES].fsm.synced && cv->r[RES_CLAIMS].fsm.synced &&
+				   cv->r[RES_PODS].fsm.synced && cv->r[RES_NODES].fsm.synced;
 
 			if (all && now - cv->last_publish_ms >= CLUSTER_VIEW_PUBLISH_MS)
 				publish(cv);
@@ -1111,12 +1078,11 @@ int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct 
 		return -ENOMEM;
 	}
 	for (k = 0; k < RES_COUNT; k++) {
-		struct reflector *r = &cv->r[k];
+		struct watcher *r = &cv->r[k];
 
 		r->cv = cv;
 		r->res = (enum res)k;
-		r->need_list = true;
-		r->reason = RELIST_START;
+		reflector_init(&r->fsm);
 		buf_init(&r->errbody, ERRBODY_MAX + 1);
 	}
 	*out = cv;
@@ -1159,7 +1125,7 @@ void cluster_view_free(struct cluster_view *cv)
 		free(h);
 	}
 	for (k = 0; k < RES_COUNT; k++) {
-		struct reflector *r = &cv->r[k];
+		struct watcher *r = &cv->r[k];
 
 		if (r->easy)
 			finish_request(cv, r);
@@ -1178,7 +1144,7 @@ void cluster_view_free(struct cluster_view *cv)
 
 /* --- status and metrics ------------------------------------------------------------ */
 
-static double age_s(const struct reflector *r, int64_t now)
+static double age_s(const struct watcher *r, int64_t now)
 {
 	int64_t t = atomic_load(&r->last_event_ns);
 
@@ -1224,7 +1190,7 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 			sv == 1 ? "true" : "false", max_age_ns(cv) / 1000000000);
 	pthread_mutex_unlock(&cv->mu);
 	for (k = 0; rc == 0 && k < RES_COUNT; k++) {
-		const struct reflector *r = &cv->r[k];
+		const struct watcher *r = &cv->r[k];
 		uint64_t objects = k < VIEW_RESOURCE_COUNT ? st.objects[k] : atomic_load(&r->cm_exists_pub) ? 1 : 0;
 
 		rc = buf_printf(out, "%s\"%s\":{\"synced\":%s,\"objects\":%" PRIu64
@@ -1369,7 +1335,7 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 				  "(start, expired: 410, error: connection or server, decode: a body not as the API server sends).\n"
 				  "# TYPE dra_guard_watch_relists_total counter\n");
 	for (k = 0; rc == 0 && k < RES_COUNT; k++)
-		for (i = 0; rc == 0 && i < RELIST_COUNT; i++)
+		for (i = 0; rc == 0 && i < REFLECTOR_REASON_COUNT; i++)
 			rc = buf_printf(out, "dra_guard_watch_relists_total{resource=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
 					res_names[k], reason_names[i], (uint64_t)atomic_load(&cv->r[k].relists[i]));
 	if (rc == 0)
