@@ -25,48 +25,48 @@
 
 static void test_path_appends_fit_or_fail_where_they_do_not(void **state)
 {
-	static struct kube_path p;
-	char big[KUBE_PATH_MAX];
+	static struct kube_client_path p;
+	char big[KUBE_CLIENT_PATH_MAX];
 	size_t fill;
 
 	(void)state;
-	kube_path_init(&p);
-	assert_string_equal(kube_path_get(&p), "");
-	assert_int_equal(kube_path_add(&p, "/api/v1/%s?", "pods"), 0);
-	assert_int_equal(kube_path_add(&p, "limit=%u", 500u), 0);
-	assert_string_equal(kube_path_get(&p), "/api/v1/pods?limit=500");
+	kube_client_path_init(&p);
+	assert_string_equal(kube_client_path_get(&p), "");
+	assert_int_equal(kube_client_path_add(&p, "/api/v1/%s?", "pods"), 0);
+	assert_int_equal(kube_client_path_add(&p, "limit=%u", 500u), 0);
+	assert_string_equal(kube_client_path_get(&p), "/api/v1/pods?limit=500");
 	/* Fill up to one byte short of the cap (the NUL takes the last one). */
-	fill = KUBE_PATH_MAX - 1 - p.len;
+	fill = KUBE_CLIENT_PATH_MAX - 1 - p.len;
 	memset(big, 'x', fill);
 	big[fill] = '\0';
-	assert_int_equal(kube_path_add(&p, "%s", big), 0);
-	assert_int_equal(p.len, KUBE_PATH_MAX - 1);
+	assert_int_equal(kube_client_path_add(&p, "%s", big), 0);
+	assert_int_equal(p.len, KUBE_CLIENT_PATH_MAX - 1);
 	/* Full: one more byte fails at this append and changes nothing. */
-	assert_int_equal(kube_path_add(&p, "y"), -E2BIG);
-	assert_int_equal(p.len, KUBE_PATH_MAX - 1);
-	assert_int_equal(strlen(kube_path_get(&p)), KUBE_PATH_MAX - 1);
-	assert_int_equal(kube_path_add(&p, "%s", ""), 0);
+	assert_int_equal(kube_client_path_add(&p, "y"), -E2BIG);
+	assert_int_equal(p.len, KUBE_CLIENT_PATH_MAX - 1);
+	assert_int_equal(strlen(kube_client_path_get(&p)), KUBE_CLIENT_PATH_MAX - 1);
+	assert_int_equal(kube_client_path_add(&p, "%s", ""), 0);
 }
 
 static void test_path_append_that_does_not_fit_leaves_it_as_it_was(void **state)
 {
-	static struct kube_path p;
-	char big[KUBE_PATH_MAX];
+	static struct kube_client_path p;
+	char big[KUBE_CLIENT_PATH_MAX];
 
 	(void)state;
-	kube_path_init(&p);
-	assert_int_equal(kube_path_add(&p, "/apis/x?"), 0);
+	kube_client_path_init(&p);
+	assert_int_equal(kube_client_path_add(&p, "/apis/x?"), 0);
 	memset(big, 'c', sizeof(big) - 100);
 	big[sizeof(big) - 100] = '\0';
-	assert_int_equal(kube_path_add(&p, "%s", big), 0);
+	assert_int_equal(kube_client_path_add(&p, "%s", big), 0);
 	/* 200 more bytes would pass the cap: refused whole, not cut. */
 	memset(big, 'd', 200);
 	big[200] = '\0';
-	assert_int_equal(kube_path_add(&p, "%s", big), -E2BIG);
+	assert_int_equal(kube_client_path_add(&p, "%s", big), -E2BIG);
 	assert_int_equal(p.len, strlen("/apis/x?") + sizeof(big) - 100);
-	assert_null(strchr(kube_path_get(&p), 'd'));
-	assert_int_equal(kube_path_add_escaped(&p, big), -E2BIG);
-	assert_null(strchr(kube_path_get(&p), 'd'));
+	assert_null(strchr(kube_client_path_get(&p), 'd'));
+	assert_int_equal(kube_client_path_add_escaped(&p, big), -E2BIG);
+	assert_null(strchr(kube_client_path_get(&p), 'd'));
 }
 
 static void test_path_escapes_all_but_unreserved(void **state)
@@ -80,36 +80,36 @@ static void test_path_escapes_all_but_unreserved(void **state)
 		{ "k=v&x/y?z#%+", "k%3Dv%26x%2Fy%3Fz%23%25%2B" },
 		{ "eyJ2Ijoi\xc3\xa9\n", "eyJ2Ijoi%C3%A9%0A" },
 	};
-	static struct kube_path p;
+	static struct kube_client_path p;
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		kube_path_init(&p);
-		assert_int_equal(kube_path_add(&p, "&continue="), 0);
-		assert_int_equal(kube_path_add_escaped(&p, cases[i].in), 0);
-		assert_string_equal(kube_path_get(&p) + strlen("&continue="), cases[i].out);
+		kube_client_path_init(&p);
+		assert_int_equal(kube_client_path_add(&p, "&continue="), 0);
+		assert_int_equal(kube_client_path_add_escaped(&p, cases[i].in), 0);
+		assert_string_equal(kube_client_path_get(&p) + strlen("&continue="), cases[i].out);
 	}
 }
 
 static void test_escape_at_the_cap(void **state)
 {
-	static struct kube_path p;
-	char big[KUBE_PATH_MAX];
+	static struct kube_client_path p;
+	char big[KUBE_CLIENT_PATH_MAX];
 	size_t fill;
 
 	(void)state;
-	kube_path_init(&p);
+	kube_client_path_init(&p);
 	/* Room for exactly one escaped byte ("%2F": 3) and the NUL. */
-	fill = KUBE_PATH_MAX - 4;
+	fill = KUBE_CLIENT_PATH_MAX - 4;
 	memset(big, 'a', fill);
 	big[fill] = '\0';
-	assert_int_equal(kube_path_add(&p, "%s", big), 0);
-	assert_int_equal(kube_path_add_escaped(&p, "//"), -E2BIG);
+	assert_int_equal(kube_client_path_add(&p, "%s", big), 0);
+	assert_int_equal(kube_client_path_add_escaped(&p, "//"), -E2BIG);
 	assert_int_equal(p.len, fill);
-	assert_int_equal(kube_path_add_escaped(&p, "/"), 0);
-	assert_int_equal(p.len, KUBE_PATH_MAX - 1);
-	assert_string_equal(kube_path_get(&p) + fill, "%2F");
+	assert_int_equal(kube_client_path_add_escaped(&p, "/"), 0);
+	assert_int_equal(p.len, KUBE_CLIENT_PATH_MAX - 1);
+	assert_string_equal(kube_client_path_get(&p) + fill, "%2F");
 }
 
 /* --- a loopback server --------------------------------------------------------------- */
@@ -384,7 +384,7 @@ static void test_token_read_again_after_a_401(void **state)
 
 static void test_no_answer_and_refused_paths(void **state)
 {
-	static struct kube_path p;
+	static struct kube_client_path p;
 	struct kube_client_options opt = { 0 };
 	struct kube_client *c, *c2;
 	struct kube_config cfg;
@@ -405,12 +405,12 @@ static void test_no_answer_and_refused_paths(void **state)
 	assert_int_equal(kube_client_request(c, NULL, &rq, &status, &out, err, sizeof(err)), -EIO);
 	assert_int_equal(status, 0);
 	assert_true(err[0] != '\0');
-	/* A path longer than a kube_path holds is refused, not cut. */
-	long_path = malloc(KUBE_PATH_MAX + 1);
+	/* A path longer than a kube_client_path holds is refused, not cut. */
+	long_path = malloc(KUBE_CLIENT_PATH_MAX + 1);
 	assert_non_null(long_path);
-	memset(long_path, 'p', KUBE_PATH_MAX);
+	memset(long_path, 'p', KUBE_CLIENT_PATH_MAX);
 	long_path[0] = '/';
-	long_path[KUBE_PATH_MAX] = '\0';
+	long_path[KUBE_CLIENT_PATH_MAX] = '\0';
 	assert_int_equal(kube_client_prepare(c, e, long_path, 10, NULL, &h), -E2BIG);
 	assert_null(h);
 	rq.path = long_path;

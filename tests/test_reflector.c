@@ -121,7 +121,7 @@ static const struct row rows[] = {
 	  0, S(LISTING), 0, -1, F_BUILDING, S(START), 0 },
 };
 
-static unsigned flags_of(const struct reflector *r)
+static unsigned flags_of(const struct reflector_fsm *r)
 {
 	return (r->building ? F_BUILDING : 0) | (r->paging ? F_PAGING : 0) | (r->no_stream ? F_NO_STREAM : 0) |
 	       (r->synced ? F_SYNCED : 0);
@@ -134,10 +134,10 @@ static void test_transitions(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *t = &rows[i];
-		struct reflector r;
+		struct reflector_fsm r;
 		unsigned act;
 
-		reflector_init(&r);
+		reflector_fsm_init(&r);
 		r.state = t->from;
 		r.building = t->flags & F_BUILDING;
 		r.paging = t->flags & F_PAGING;
@@ -159,11 +159,11 @@ static void test_transitions(void **state)
 /* Not before due; at due, the request goes. */
 static void test_send_waits_until_due(void **state)
 {
-	struct reflector r;
+	struct reflector_fsm r;
 	const struct reflector_event send = { .kind = REFLECTOR_EV_SEND };
 
 	(void)state;
-	reflector_init(&r);
+	reflector_fsm_init(&r);
 	r.due_ms = NOW;
 	assert_int_equal(reflector_step(&r, &send, NOW - 1, 0), 0);
 	assert_int_equal(r.state, REFLECTOR_LIST_WAIT);
@@ -187,12 +187,12 @@ static void test_expiry_backoff_doubles_caps_and_resets(void **state)
 	};
 	const struct reflector_event expired = { .kind = REFLECTOR_EV_EXPIRED };
 	const struct reflector_event send = { .kind = REFLECTOR_EV_SEND };
-	struct reflector r;
+	struct reflector_fsm r;
 	int64_t now = NOW;
 	size_t i;
 
 	(void)state;
-	reflector_init(&r);
+	reflector_fsm_init(&r);
 	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
 		now += seq[i].at;
 		r.due_ms = 0;
@@ -230,11 +230,11 @@ static void test_a_resource_from_start_to_relist(void **state)
 		{ EV(EXPIRED), S(LIST_WAIT), 0 },
 		{ EV(SEND), S(LIST_WAIT), 0 },   /* not yet: the expiry backoff */
 	};
-	struct reflector r;
+	struct reflector_fsm r;
 	size_t i;
 
 	(void)state;
-	reflector_init(&r);
+	reflector_fsm_init(&r);
 	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
 		unsigned act = reflector_step(&r, &seq[i].ev, NOW, 0);
 

@@ -3,15 +3,12 @@
  * One thread lists and watches, the way client-go's reflector does, the
  * ResourceSlices, the ResourceClaims and Pods of all namespaces (Pods not
  * finished, as the scheduler's informer selects them), the Nodes, and the
- * guard's own policy ConfigMap (a field selector on its name), over libcurl (one multi
- * handle, one connection per request, through kube_client.h). Each LIST is paged
- * (limit / continue) and decoded as it arrives (view_stream.h); the WATCH
- * that follows starts at the LIST's resourceVersion with bookmarks and a
- * server-side timeout and resumes from the last event or bookmark. A 410
- * (Expired / Gone), a body that is not what the API server sends, or a
- * LIST cut short starts a relist, which builds the resource's table apart
- * and swaps it in whole; errors back off exponentially with jitter; one
- * request per resource at a time, so never two relists of one resource.
+ * guard's own policy ConfigMap (a field selector on its name): one
+ * reflector each (reflector.h: streaming list or pages, then WATCH from the
+ * list's resourceVersion, relists and backoffs) on one curl multi handle,
+ * through kube_client.h. A relist builds the resource's table apart and
+ * swaps it in whole; one request per resource at a time, so never two
+ * relists of one resource.
  *
  * The resource.k8s.io version is the first of v1, v1beta2, v1beta1 that the
  * server's discovery offers.

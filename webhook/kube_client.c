@@ -29,13 +29,13 @@ static int64_t mono_ms(void)
 
 /* --- paths ------------------------------------------------------------------------ */
 
-void kube_path_init(struct kube_path *p)
+void kube_client_path_init(struct kube_client_path *p)
 {
 	p->s[0] = '\0';
 	p->len = 0;
 }
 
-int kube_path_add(struct kube_path *p, const char *fmt, ...)
+int kube_client_path_add(struct kube_client_path *p, const char *fmt, ...)
 {
 	size_t room = sizeof(p->s) - p->len;
 	va_list ap;
@@ -52,7 +52,7 @@ int kube_path_add(struct kube_path *p, const char *fmt, ...)
 	return 0;
 }
 
-int kube_path_add_escaped(struct kube_path *p, const char *s)
+int kube_client_path_add_escaped(struct kube_client_path *p, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t at = p->len;
@@ -80,7 +80,7 @@ int kube_path_add_escaped(struct kube_path *p, const char *s)
 	return 0;
 }
 
-const char *kube_path_get(const struct kube_path *p)
+const char *kube_client_path_get(const struct kube_client_path *p)
 {
 	return p->s;
 }
@@ -185,7 +185,7 @@ int kube_client_prepare(struct kube_client *c, CURL *e, const char *path, long t
 	char *url = NULL;
 	int rc;
 
-	if (np >= KUBE_PATH_MAX)
+	if (np >= KUBE_CLIENT_PATH_MAX)
 		return -E2BIG;
 	if (!(url = malloc(ns + np + 1)))
 		return -ENOMEM;

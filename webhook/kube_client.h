@@ -11,7 +11,7 @@
  * Every request is HTTP/1.1 with TLS verified (https only, unless a client
  * of a replica's own port asks for plain http on loopback), Accept:
  * application/json and User-Agent: dra-guard. Paths (query included) are
- * built in a kube_path: a capped buffer whose every append fails with
+ * built in a kube_client_path: a capped buffer whose every append fails with
  * -E2BIG at the point it would not fit, never cut.
  *
  * The view's list/watch requests (streamed, on a multi handle) use
@@ -34,27 +34,27 @@
 
 /* Longest path and query of one request: a LIST page's continue token
  * (VIEW_CONTINUE_MAX, escaped) fits with room to spare. */
-#define KUBE_PATH_MAX (3 * 8192 + 1024)
+#define KUBE_CLIENT_PATH_MAX (3 * 8192 + 1024)
 
 /* A request's path and query, built by appends that each fit or fail. */
-struct kube_path {
-	char s[KUBE_PATH_MAX];
+struct kube_client_path {
+	char s[KUBE_CLIENT_PATH_MAX];
 	size_t len;
 };
 
 /* Empty path. */
-void kube_path_init(struct kube_path *p);
+void kube_client_path_init(struct kube_client_path *p);
 
 /* Append printf-formatted text. 0, or -E2BIG when it does not fit (the path
  * is left as it was before the call). */
-int kube_path_add(struct kube_path *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int kube_client_path_add(struct kube_client_path *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Append s percent-encoded (everything but RFC 3986's unreserved characters
  * escaped), for a query value. 0, or -E2BIG (the path left as it was). */
-int kube_path_add_escaped(struct kube_path *p, const char *s);
+int kube_client_path_add_escaped(struct kube_client_path *p, const char *s);
 
 /* The path as a C string. */
-const char *kube_path_get(const struct kube_path *p);
+const char *kube_client_path_get(const struct kube_client_path *p);
 
 struct kube_client_options {
 	long connect_timeout_s;       /* 0: 10 s */

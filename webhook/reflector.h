@@ -1,5 +1,5 @@
-/* reflector.h - the list/watch state of one watched resource, and its one
- * transition function.
+/* reflector.h - the list/watch loop of one watched resource: its state, its
+ * one transition function, and the requests that drive it.
  *
  * A resource is listed (a streaming list - a WATCH with sendInitialEvents -
  * where the server serves one, else LIST pages with limit/continue), then
@@ -21,13 +21,26 @@
  *   backoff (250 ms doubling to 30 s); a streaming list refused: pages from
  *   then on, LIST_WAIT at once.
  *
- * Pure: no I/O, no clock (now is passed in), no randomness (the jitter's
- * random number is passed in). */
+ * The transition function is pure: no I/O, no clock (now is passed in), no
+ * randomness (the jitter's random number is passed in). The driver below
+ * it (struct reflector) sends the requests on the caller's curl multi
+ * handle through kube_client, decodes the bodies as they arrive
+ * (view_stream.h) into the caller's sink, and keeps the resource's
+ * dra_guard_watch_* metrics. One thread - the multi handle's - calls
+ * everything but reflector_synced_pub(), reflector_age_s() and
+ * reflector_render_metrics(), which any thread may call. */
 #ifndef DRA_GUARD_REFLECTOR_H
 #define DRA_GUARD_REFLECTOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <curl/curl.h>
+
+#include "buf.h"
+#include "kube_client.h"
+#include "view_stream.h"
 
 #define REFLECTOR_BACKOFF_MIN_MS 250
 #define REFLECTOR_BACKOFF_MAX_MS 30000
@@ -89,7 +102,7 @@ struct reflector_event {
 #define REFLECTOR_ACT_LIST_STREAM (1u << 7)   /* send: a streaming list */
 #define REFLECTOR_ACT_WATCH       (1u << 8)   /* send: a WATCH */
 
-struct reflector {
+struct reflector_fsm {
 	enum reflector_state state;
 	enum reflector_reason reason; /* of the LIST under way or next */
 	int64_t due_ms;               /* monotonic: when the next request goes out (the WAIT states) */
@@ -103,18 +116,100 @@ struct reflector {
 };
 
 /* LIST_WAIT, due at once, reason START. */
-void reflector_init(struct reflector *r);
+void reflector_fsm_init(struct reflector_fsm *r);
 
 /* Apply ev at now_ms (monotonic); rnd is a random number for the jitter.
  * Returns the REFLECTOR_ACT_* the driver takes, in bit order. An event
  * that cannot happen in the state (a PAGE while WATCHING) changes nothing
  * and returns 0. */
-unsigned reflector_step(struct reflector *r, const struct reflector_event *ev, int64_t now_ms, unsigned rnd);
+unsigned reflector_step(struct reflector_fsm *r, const struct reflector_event *ev, int64_t now_ms, unsigned rnd);
 
 /* Whether a request is in flight (LISTING, STREAMING, WATCHING). */
-bool reflector_in_flight(const struct reflector *r);
+bool reflector_in_flight(const struct reflector_fsm *r);
 
 /* "list_wait", "listing", ... for logs and tests. */
 const char *reflector_state_name(enum reflector_state s);
+
+/* --- the driver ------------------------------------------------------------------ */
+
+struct reflector_config {
+	const char *name;             /* the resource in logs and metrics ("pods"); borrowed */
+	enum object_kind kind;
+	bool stream;                  /* a streaming list may be tried (else pages only) */
+	unsigned page_size;           /* LIST limit */
+	unsigned watch_timeout_s;     /* WATCH timeoutSeconds (jittered up to +10%) */
+	unsigned watch_silence_s;     /* a WATCH with no byte for this long is cut and resumed; 0: never */
+	unsigned list_timeout_s;      /* one LIST page, whole; a streaming list's initial events */
+	size_t max_object;            /* bytes of one object's JSON */
+};
+
+/* Where the objects go: the caller's. */
+struct reflector_sink {
+	/* A LIST begins: its objects are kept apart until commit or abort.
+	 * 0 or -ENOMEM. */
+	int (*begin)(void *ctx);
+	void (*abort)(void *ctx);
+	/* The LIST's objects replace the resource's. 0 or -ENOMEM. */
+	int (*commit)(void *ctx);
+	/* One object: listed (part of the LIST under way) or a WATCH event.
+	 * 0; -ENOMEM ends the request; another negative errno leaves the
+	 * object out (err says why: logged and counted). */
+	int (*object)(void *ctx, bool listed, enum view_event ev, const struct k8s_object *obj, char *err,
+		      size_t n);
+	/* A WATCH event or bookmark came at now_ns (wall clock). May be NULL. */
+	void (*touch)(void *ctx, int64_t now_ns);
+	void *ctx;
+};
+
+struct reflector;
+
+/* cfg (its name borrowed), sink, client and multi are borrowed and outlive
+ * the reflector. 0 or -ENOMEM. Nothing is sent before
+ * reflector_set_collection(). */
+int reflector_new(const struct reflector_config *cfg, const struct reflector_sink *sink, struct kube_client *client,
+		  CURLM *multi, struct reflector **out);
+
+/* Ends a request in flight. NULL is a no-op. */
+void reflector_free(struct reflector *r);
+
+/* The collection's path and the start of its query, ending in '?' or '&'
+ * ("/api/v1/pods?fieldSelector=...&"), and the API version of its objects.
+ * 0 or -E2BIG. */
+int reflector_set_collection(struct reflector *r, const char *collection, enum api_version version);
+
+/* The API server's discovery failed (before any LIST): counted as the
+ * resource's failed "discovery" request and kept as its last error. */
+void reflector_discovery_failed(struct reflector *r, const char *err);
+
+/* Send the request that is due; end a streaming list whose initial events
+ * outlast the LIST timeout. Returns how many ms until the next request is
+ * due, at most max_ms (max_ms while one is in flight). */
+int64_t reflector_poll(struct reflector *r, int64_t max_ms);
+
+/* Whether h is this reflector's request (a finished handle of the multi). */
+struct reflector *reflector_of(CURL *h);
+
+/* r's request ended with res (curl_multi_info_read()). */
+void reflector_done(struct reflector *r, CURLcode res);
+
+/* The WATCH events decoded since last asked, into the metrics. */
+void reflector_count_events(struct reflector *r);
+
+/* A LIST completed once (the multi's thread). */
+bool reflector_synced(const struct reflector *r);
+
+/* The last failure, "" when the last LIST completed (the multi's thread). */
+const char *reflector_last_error(const struct reflector *r);
+
+/* reflector_synced() for any thread. */
+bool reflector_synced_pub(struct reflector *r);
+
+/* Seconds since the last LIST, event or bookmark at now_ns (wall clock);
+ * -1 before the first. Any thread. */
+double reflector_age_s(struct reflector *r, int64_t now_ns);
+
+/* The dra_guard_watch_* families of the n reflectors appended to out. Any
+ * thread. 0, -E2BIG, -ENOMEM. */
+int reflector_render_metrics(struct reflector *const *rs, size_t n, struct buf *out);
 
 #endif
