@@ -86,6 +86,8 @@ struct cluster_view {
 
 	pthread_mutex_t mu;           /* guards the fields below */
 	pthread_cond_t published;     /* broadcast on every publish */
+	void (*on_publish)(void *ctx);   /* called on every publish */
+	void *on_publish_ctx;
 	char why_not[600];
 	struct view_stats stats;
 	int64_t synced_ns;
@@ -173,6 +175,8 @@ static void publish(struct cluster_view *cv)
 	pthread_mutex_lock(&cv->mu);
 	atomic_store(&cv->published_seq, view_seq(v));
 	pthread_cond_broadcast(&cv->published);
+	if (cv->on_publish)
+		cv->on_publish(cv->on_publish_ctx);
 	if (cv->freeze_waits) {
 		cv->freeze_waits = false;
 		cv->frozen = snapshot_slot_acquire(&cv->slot);
@@ -882,6 +886,14 @@ void cluster_view_mark_freeze(struct cluster_view *cv, int64_t since_ns)
 	cv->freeze_waits = s == NULL;
 	pthread_mutex_unlock(&cv->mu);
 	snapshot_release(old);
+}
+
+void cluster_view_on_publish(struct cluster_view *cv, void (*fn)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&cv->mu);
+	cv->on_publish = fn;
+	cv->on_publish_ctx = ctx;
+	pthread_mutex_unlock(&cv->mu);
 }
 
 struct snapshot *cluster_view_acquire_frozen(struct cluster_view *cv, int64_t *since_ns)

@@ -89,6 +89,12 @@ struct snapshot *cluster_view_acquire_newer(struct cluster_view *cv, uint64_t se
  * the first sync, the first view published. Any thread. */
 void cluster_view_mark_freeze(struct cluster_view *cv, int64_t since_ns);
 
+/* Call fn(ctx) on the view's thread after every snapshot published (a
+ * thread that waits for a new view without a waiting call of its own).
+ * One; fn NULL removes it. Any thread; fn runs with a lock of the view's
+ * held: it must not call back into the view. */
+void cluster_view_on_publish(struct cluster_view *cv, void (*fn)(void *ctx), void *ctx);
+
 /* The view kept when the last freeze began (a reference, or NULL when no
  * freeze began since start), and when it began. Any thread. */
 struct snapshot *cluster_view_acquire_frozen(struct cluster_view *cv, int64_t *since_ns);

@@ -23,9 +23,9 @@
 /* Most Pods remembered as recently released; past it, a Pod may be
  * patched twice (harmless: the patch is idempotent). */
 #define RECENT_MAX (1u << 22)
-/* How often the freeze's state is read while nothing else wakes the
- * thread: the delay before a release starts. */
-#define FREEZE_POLL_MS 20
+/* The release thread, woken by whatever can change a pass, still looks
+ * this often when nothing woke it. */
+#define IDLE_MAX_MS 1000
 /* Failed patches (409, 429, 5xx) are tried again after this long. */
 #define RETRY_MS 1000
 /* A holder found to be (or not to be) a replica's Pod is looked up again
@@ -53,6 +53,7 @@ struct gate_release {
 	pthread_t lease_thread;       /* holds the Lease: its requests never
 				       * stall the patches in flight */
 	bool started, lease_started;
+	bool hooked;                  /* kick() is the view's and the policy source's hook */
 	atomic_bool stop;
 	CURLM *multi;
 	CURL *easy;                   /* the Lease requests: one handle keeps
@@ -83,6 +84,8 @@ struct gate_release {
 
 	pthread_mutex_t wake_mu;      /* with wake: the Lease thread sleeps until its next */
 	pthread_cond_t wake;          /* renewal or a stop (CLOCK_MONOTONIC) */
+	pthread_cond_t release_wake;  /* the release thread sleeps until kicked (same clock) */
+	uint64_t kicks;               /* under wake_mu: a new view, the freeze, a Lease tick */
 
 	pthread_mutex_t mu;           /* guards holder and leading for readers */
 	char holder[254];
@@ -581,17 +584,49 @@ static bool patch_start(struct gate_release *g, struct patch_slot *s, uint32_t p
 	return true;
 }
 
-/* Renew (or read) the Lease when due. */
-static void lease_due(struct gate_release *g, struct buf *resp)
+/* Renew (or read) the Lease when due. Whether it was. */
+static bool lease_due(struct gate_release *g, struct buf *resp)
 {
 	int64_t tick_ms = (int64_t)g->cfg.lease_s * 1000 / 5;
 
 	if (tick_ms < 200)
 		tick_ms = 200;
 	if (mono_ms() < g->next_lease_ms)
-		return;
+		return false;
 	lease_tick(g, resp);
 	g->next_lease_ms = mono_ms() + tick_ms;
+	return true;
+}
+
+/* Something a pass depends on changed: wake the release thread. Any
+ * thread (the view's, the policy source's, the Lease's). */
+static void kick(void *ctx)
+{
+	struct gate_release *g = ctx;
+
+	pthread_mutex_lock(&g->wake_mu);
+	g->kicks++;
+	pthread_cond_signal(&g->release_wake);
+	pthread_mutex_unlock(&g->wake_mu);
+}
+
+static struct timespec mono_ts(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	return ts;
+}
+
+/* Sleep until a kick newer than *seen, a stop, or until_ms (monotonic). */
+static void release_sleep(struct gate_release *g, uint64_t *seen, int64_t until_ms)
+{
+	struct timespec ts = mono_ts(until_ms);
+
+	pthread_mutex_lock(&g->wake_mu);
+	while (g->kicks == *seen && !atomic_load(&g->stop) && mono_ms() < until_ms)
+		pthread_cond_timedwait(&g->release_wake, &g->wake_mu, &ts);
+	*seen = g->kicks;
+	pthread_mutex_unlock(&g->wake_mu);
 }
 
 /* Patch g->todo, GATE_RELEASE_PARALLEL at a time, stopping early when the
@@ -700,11 +735,11 @@ static void *run(void *arg)
 	bool could = false;           /* whether the last pass could release */
 	bool more = false;            /* the last pass was cut at PASS_MAX */
 	int64_t retry_ms = 0;         /* patches failed: pass again then */
+	uint64_t kicks = 0;           /* the last kick seen */
 
 	while (!atomic_load(&g->stop)) {
-		struct snapshot *s;
+		int64_t now, until, lead;
 		bool can;
-		int64_t now;
 
 		now = mono_ms();
 		atomic_store(&g->leading, now < atomic_load(&g->leading_until_ms));
@@ -723,16 +758,17 @@ static void *run(void *arg)
 			if (more)
 				continue;
 		}
-		/* Wait for a newer view or FREEZE_POLL_MS: the end of a freeze
-		 * reaches us through the policy source, which wakes no one, and
-		 * the release starts from it. */
-		if (seen && (s = cluster_view_acquire_newer(g->cv, seen, mono_ms() + FREEZE_POLL_MS)) != NULL)
-			snapshot_release(s);
-		else if (!seen) {
-			struct timespec ts = { 0, FREEZE_POLL_MS * 1000000L };
-
-			nanosleep(&ts, NULL);
-		}
+		/* Asleep until something a pass depends on changes - a new
+		 * view, the freeze's state, a Lease tick: each kicks - or the
+		 * failed patches' retry or the end of the lead come due. */
+		now = mono_ms();
+		until = now + IDLE_MAX_MS;
+		if (retry_ms && retry_ms < until)
+			until = retry_ms;
+		lead = atomic_load(&g->leading_until_ms);
+		if (lead > now && lead < until)
+			until = lead;
+		release_sleep(g, &kicks, until);
 	}
 	return NULL;
 }
@@ -747,10 +783,14 @@ static int wake_init(struct gate_release *g)
 	if (pthread_condattr_init(&ca) != 0)
 		return rc;
 	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_mutex_init(&g->wake_mu, NULL) == 0) {
-		if (pthread_cond_init(&g->wake, &ca) == 0)
-			rc = 0;
-		else
+		if (pthread_cond_init(&g->wake, &ca) != 0) {
 			pthread_mutex_destroy(&g->wake_mu);
+		} else if (pthread_cond_init(&g->release_wake, &ca) != 0) {
+			pthread_cond_destroy(&g->wake);
+			pthread_mutex_destroy(&g->wake_mu);
+		} else {
+			rc = 0;
+		}
 	}
 	pthread_condattr_destroy(&ca);
 	return rc;
@@ -769,12 +809,13 @@ static void *lease_run(void *arg)
 		struct timespec ts;
 
 		pthread_mutex_unlock(&g->wake_mu);
-		lease_due(g, &resp);
+		/* A tick may have changed who leads: the release thread looks. */
+		if (lease_due(g, &resp))
+			kick(g);
 		pthread_mutex_lock(&g->wake_mu);
 		if (atomic_load(&g->stop) || mono_ms() >= g->next_lease_ms)
 			continue;
-		ts.tv_sec = (time_t)(g->next_lease_ms / 1000);
-		ts.tv_nsec = (long)(g->next_lease_ms % 1000) * 1000000L;
+		ts = mono_ts(g->next_lease_ms);
 		pthread_cond_timedwait(&g->wake, &g->wake_mu, &ts);
 	}
 	pthread_mutex_unlock(&g->wake_mu);
@@ -824,6 +865,10 @@ int gate_release_start(struct gate_release *g)
 	/* Named for ps, top and /proc/PID/task/TID/comm: how often each
 	 * wakes shows there. */
 	pthread_setname_np(g->lease_thread, "dra-gate-lease");
+	/* The release thread sleeps until one of these (or the Lease) kicks. */
+	cluster_view_on_publish(g->cv, kick, g);
+	policy_source_on_freeze_change(g->ps, kick, g);
+	g->hooked = true;
 	rc = pthread_create(&g->thread, NULL, run, g);
 	if (rc)
 		return -rc;
@@ -836,9 +881,15 @@ void gate_release_free(struct gate_release *g)
 {
 	if (!g)
 		return;
+	if (g->hooked) {
+		/* No kick may come once the gate is gone. */
+		cluster_view_on_publish(g->cv, NULL, NULL);
+		policy_source_on_freeze_change(g->ps, NULL, NULL);
+	}
 	pthread_mutex_lock(&g->wake_mu);
 	atomic_store(&g->stop, true);
 	pthread_cond_broadcast(&g->wake);
+	pthread_cond_broadcast(&g->release_wake);
 	pthread_mutex_unlock(&g->wake_mu);
 	if (g->started) {
 		curl_multi_wakeup(g->multi);
@@ -854,6 +905,7 @@ void gate_release_free(struct gate_release *g)
 	free(g->recent);
 	pthread_mutex_destroy(&g->mu);
 	pthread_cond_destroy(&g->wake);
+	pthread_cond_destroy(&g->release_wake);
 	pthread_mutex_destroy(&g->wake_mu);
 	free(g);
 }
