@@ -8,8 +8,9 @@
  * copied into the handle and the Authorization header is built to the
  * token's length, so a rotation never pulls memory from under a transfer.
  *
- * Every request is HTTP/1.1 with TLS verified (https only, unless a client
- * of a replica's own port asks for plain http on loopback), Accept:
+ * Every request is HTTP/1.1 with TLS verified (https only, unless the
+ * client was made with allow_http: `dra-guard pending` to a replica's
+ * port, which keeps tokens off plain http beyond loopback), Accept:
  * application/json and User-Agent: dra-guard. Paths (query included) are
  * built in a kube_client_path: a capped buffer whose every append fails with
  * -E2BIG at the point it would not fit, never cut.

@@ -186,7 +186,7 @@ void reflector_discovery_failed(struct reflector *r, const char *err);
  * due, at most max_ms (max_ms while one is in flight). */
 int64_t reflector_poll(struct reflector *r, int64_t max_ms);
 
-/* Whether h is this reflector's request (a finished handle of the multi). */
+/* The reflector whose request h is (a finished handle of the multi). */
 struct reflector *reflector_of(CURL *h);
 
 /* r's request ended with res (curl_multi_info_read()). */
