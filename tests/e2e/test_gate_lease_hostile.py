@@ -124,6 +124,21 @@ def gate(s):
     return s.ready()[1].get("gate") or {}
 
 
+def thread_switches(s, name):
+    """Voluntary context switches of the guard's thread called name so far."""
+    tasks = "/proc/%d/task" % s.proc.pid
+    for tid in os.listdir(tasks):
+        with open(os.path.join(tasks, tid, "comm")) as f:
+            if f.read().strip() != name:
+                continue
+        with open(os.path.join(tasks, tid, "status")) as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    check(False, "no thread named %s in %s" % (name, os.listdir(tasks)))
+    return 0
+
+
 def set_holder(holder, duration):
     with STATE.lock:
         STATE.holder, STATE.duration = holder, duration
@@ -155,6 +170,16 @@ def test_a_foreign_or_overlong_holder_is_not_live_and_is_taken_back():
                     seen = STATE.renewals
                 s.wait(lambda: STATE.renewals >= seen + 3, "a few more Lease reads")
                 check(not STATE.puts, "the guard wrote over a live replica's Lease: %s" % STATE.puts)
+                # Between renewals (every LEASE_S/5 s) the Lease thread sleeps, and
+                # the release thread sleeps until a renewal, a new view or the freeze
+                # wakes it: a thread that woke every 10 or 20 ms to look switched 50 to
+                # 100 times a second; one renewal costs a handful.
+                threads = ("dra-gate-lease", "dra-gate-free")
+                before, reads = [thread_switches(s, t) for t in threads], STATE.renewals
+                s.wait(lambda: STATE.renewals >= reads + 3, "three more Lease reads")
+                after, reads = [thread_switches(s, t) for t in threads], STATE.renewals - reads
+                for t, b, a in zip(threads, before, after):
+                    check(a - b < 30 * reads, "thread %s woke %d times for %d renewals" % (t, a - b, reads))
                 check(any(REPLICA_POD in q for q in STATE.pod_lookups), "the holder's Pod was never looked up")
                 # 3. The same replica's name with an hour-long duration: foreign.
                 set_holder(REPLICA_POD + "_7", 3600)

@@ -40,6 +40,8 @@ struct policy_source {
 
 	void (*on_freeze)(void *ctx, int64_t since_ns);   /* a freeze began */
 	void *on_freeze_ctx;
+	void (*on_freeze_change)(void *ctx);              /* began, or lifted */
+	void *on_freeze_change_ctx;
 };
 
 static const char *kind_name(enum policy_source_kind k)
@@ -306,6 +308,8 @@ static void track_freeze(struct policy_source *ps, const struct policy *p, bool 
 		ps->freeze_since_ns = 0;
 	pthread_mutex_unlock(&ps->mu);
 	metrics_freeze(ps->m, ps->frozen, ps->freeze_reason, ps->freeze_since_ns);
+	if (ps->on_freeze_change)
+		ps->on_freeze_change(ps->on_freeze_change_ctx);
 }
 
 /* Swap p in unless it is the serving policy; source names where it came
@@ -475,6 +479,15 @@ int policy_source_offer_api(struct policy_source *ps, bool exists, const char *d
 	rc = install(ps, p, trigger, "api", "ConfigMap (API)");
 	pthread_mutex_unlock(&ps->reload_mu);
 	return rc;
+}
+
+void policy_source_on_freeze_change(struct policy_source *ps, void (*fn)(void *ctx), void *ctx)
+{
+	/* Under the lock a reload (also an offer from the API's watch) holds. */
+	pthread_mutex_lock(&ps->reload_mu);
+	ps->on_freeze_change = fn;
+	ps->on_freeze_change_ctx = ctx;
+	pthread_mutex_unlock(&ps->reload_mu);
 }
 
 void policy_source_on_freeze(struct policy_source *ps, void (*fn)(void *ctx, int64_t since_ns), void *ctx)

@@ -83,6 +83,14 @@ const char *policy_source_dir(const struct policy_source *ps);
  * reload. */
 void policy_source_on_freeze(struct policy_source *ps, void (*fn)(void *ctx, int64_t since_ns), void *ctx);
 
+/* Call fn(ctx) on the reloading thread after the freeze's state changed
+ * (a freeze began or was lifted, or the first policy was taken), once
+ * policy_source_status() shows the new state: for a thread that waits for
+ * it instead of reading it again and again. One; fn NULL removes it. Any
+ * thread; fn runs with the reload lock held and must not call back into
+ * the source's reloads. */
+void policy_source_on_freeze_change(struct policy_source *ps, void (*fn)(void *ctx), void *ctx);
+
 /* A reference to the serving policy's snapshot (snapshot_get() gives the
  * const struct policy), or NULL while none is loaded. Any thread. */
 struct snapshot *policy_source_acquire(struct policy_source *ps);

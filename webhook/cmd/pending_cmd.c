@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "doc.h"
 #include "fileio.h"
+#include "kube_client.h"
 
 #define PENDING_BODY_MAX ((size_t)64 << 20)
 
@@ -45,11 +46,6 @@ static void pending_usage(FILE *f)
 		"its answer is not what it serves.\n");
 }
 
-static size_t collect(char *p, size_t size, size_t n, void *ctx)
-{
-	return buf_add(ctx, p, size * n) == 0 ? size * n : 0;
-}
-
 struct fetch_opts {
 	const char *url;
 	const char *token_file;
@@ -57,8 +53,6 @@ struct fetch_opts {
 	const char *connect;
 };
 
-/* "Authorization: Bearer TOKEN" from a token file (one token, a trailing
- * newline allowed) into hdr. */
 /* Whether url is plain HTTP to a host other than loopback: a bearer token
  * sent there crosses the network in the clear. */
 static bool clear_text_off_loopback(const char *url)
@@ -75,13 +69,16 @@ static bool clear_text_off_loopback(const char *url)
 	return true;
 }
 
-static int token_header(const char *path, char *hdr, size_t n, char *err, size_t errn)
+/* The token in path (one token, a trailing newline allowed), malloc'd into
+ * *out. */
+static int token_read(const char *path, char **out, char *err, size_t errn)
 {
 	char *text = NULL, *line = NULL;
 	const char *tok;
 	size_t len = 0, tlen;
 	int rc = fileio_read(path, ACCESS_REVIEW_TOKEN_MAX + 2, &text, &len);
 
+	*out = NULL;
 	if (rc) {
 		snprintf(err, errn, "--token-file %.400s: %s", path, strerror(-rc));
 		return rc;
@@ -94,32 +91,66 @@ static int token_header(const char *path, char *hdr, size_t n, char *err, size_t
 		memcpy(line + 7, text, len);
 		line[len + 7] = '\0';
 		rc = access_review_bearer(line, &tok, &tlen);
-		if (rc == 0 && snprintf(hdr, n, "Authorization: Bearer %.*s", (int)tlen, tok) >= (int)n)
-			rc = -E2BIG;
+		if (rc == 0 && !(*out = strndup(tok, tlen)))
+			rc = -ENOMEM;
 	}
 	if (rc)
 		snprintf(err, errn, "--token-file %.400s: not one bearer token of at most %zu bytes", path,
 			 ACCESS_REVIEW_TOKEN_MAX);
+	if (line)
+		memset(line, 0, len + 7);
 	free(line);
+	if (text)
+		memset(text, 0, len);
 	free(text);
 	return rc;
 }
 
+/* The replica's address, CA and token as an API client's configuration:
+ * the same requests, to another server. */
+static int fetch_config(const struct fetch_opts *o, size_t base_len, struct kube_config *cfg, char *err,
+			size_t errn)
+{
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->server, sizeof(cfg->server), "%.*s", (int)base_len, o->url);
+	snprintf(cfg->source, sizeof(cfg->source), "--url");
+	if (o->cacert) {
+		if (snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", o->cacert) >= (int)sizeof(cfg->ca_file)) {
+			snprintf(err, errn, "--cacert: longer than %zu bytes", sizeof(cfg->ca_file) - 1);
+			return -EINVAL;
+		}
+		rc = kube_config_ca_refresh(cfg, 0, true);
+		if (rc < 0) {
+			snprintf(err, errn, "--cacert %.400s: %s", o->cacert,
+				 rc == -EINVAL ? "no certificate in it" : strerror(-rc));
+			return rc;
+		}
+	}
+	if (o->token_file && (rc = token_read(o->token_file, &cfg->token, err, errn)) != 0) {
+		kube_config_free(cfg);
+		return rc;
+	}
+	return 0;
+}
+
 static int fetch(const struct fetch_opts *o, struct buf *out, char *err, size_t errn)
 {
-	char url[2048], hdr[ACCESS_REVIEW_TOKEN_MAX + 64], connect_to[320];
-	struct curl_slist *headers = NULL, *connects = NULL;
+	const struct kube_request rq = { .method = "GET", .path = "/debug/pending", .timeout_s = 30 };
+	struct kube_client_options opt = { .allow_http = true, .connect_to = o->connect };
+	struct kube_client *client = NULL;
+	struct kube_config cfg;
+	char url[2048], why[256];
 	const char *base = o->url;
-	CURL *e;
-	CURLcode res;
 	long code = 0;
 	size_t len = strlen(base);
 	int rc;
 
 	while (len && base[len - 1] == '/')
 		len--;
-	if (len + sizeof("/debug/pending") > sizeof(url)) {
-		snprintf(err, errn, "--url: longer than %zu bytes", sizeof(url) - sizeof("/debug/pending"));
+	if (len + sizeof("/debug/pending") > sizeof(url) || len >= sizeof(cfg.server)) {
+		snprintf(err, errn, "--url: longer than %zu bytes", sizeof(cfg.server) - 1);
 		return -EINVAL;
 	}
 	snprintf(url, sizeof(url), "%.*s/debug/pending", (int)len, base);
@@ -128,49 +159,33 @@ static int fetch(const struct fetch_opts *o, struct buf *out, char *err, size_t 
 			 "https:// URL (the checked metrics port serves HTTPS) or a port-forward to loopback", base);
 		return -EINVAL;
 	}
-	if (o->token_file && (rc = token_header(o->token_file, hdr, sizeof(hdr), err, errn)) != 0)
+	if ((rc = fetch_config(o, len, &cfg, err, errn)) != 0)
 		return rc;
-	if (o->connect && snprintf(connect_to, sizeof(connect_to), "::%s", o->connect) >= (int)sizeof(connect_to)) {
-		snprintf(err, errn, "--connect: longer than %zu bytes", sizeof(connect_to) - 3);
-		return -EINVAL;
-	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(e = curl_easy_init())) {
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+		kube_config_free(&cfg);
 		snprintf(err, errn, "cannot initialise libcurl");
 		return -ENOMEM;
 	}
-	if ((o->token_file && !(headers = curl_slist_append(NULL, hdr))) ||
-	    (o->connect && !(connects = curl_slist_append(NULL, connect_to)))) {
-		curl_slist_free_all(headers);
-		curl_easy_cleanup(e);
-		curl_global_cleanup();
+	rc = kube_client_new(&cfg, &opt, &client);
+	if (rc == -E2BIG)
+		snprintf(err, errn, "--connect: longer than %d bytes", 317);
+	else if (rc)
 		snprintf(err, errn, "out of memory");
-		return -ENOMEM;
+	if (rc == 0) {
+		rc = kube_client_request(client, NULL, &rq, &code, out, why, sizeof(why));
+		if (rc == -E2BIG)
+			snprintf(err, errn, "GET %.400s: answer larger than 64 MiB", url);
+		else if (rc)
+			snprintf(err, errn, "GET %.400s: %.180s", url, why);
+		if (rc && rc != -ENOMEM)
+			rc = -EIO;
 	}
-	if (headers)
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-	if (connects)
-		curl_easy_setopt(e, CURLOPT_CONNECT_TO, connects);
-	if (o->cacert)
-		curl_easy_setopt(e, CURLOPT_CAINFO, o->cacert);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT, 30L);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
-	res = curl_easy_perform(e);
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(e);
-	curl_slist_free_all(headers);
-	curl_slist_free_all(connects);
-	/* The token is no longer needed in memory. */
-	memset(hdr, 0, sizeof(hdr));
+	/* The token is no longer needed in memory (kube_config_free() wipes it). */
+	kube_client_free(client);
+	kube_config_free(&cfg);
 	curl_global_cleanup();
-	if (res != CURLE_OK) {
-		snprintf(err, errn, "GET %.400s: %s", url, res == CURLE_WRITE_ERROR ? "answer larger than 64 MiB"
-			 : curl_easy_strerror(res));
-		return -EIO;
-	}
+	if (rc)
+		return rc;
 	if (code == 404) {
 		snprintf(err, errn, "GET %.400s: 404: this replica emits no Events (no cluster view, or --events=false)",
 			 url);

@@ -52,6 +52,7 @@ struct server {
 	struct metrics *m;
 	struct cert_source *certs;
 	struct policy_source *policy;
+	struct kube_client *client;   /* the API client; NULL without a cluster view */
 	struct cluster_view *view;
 	struct gate_release *gate;
 	struct ledger_watch *ledger;
@@ -286,7 +287,7 @@ static int setup_gate(struct server *s)
 		host[sizeof(host) - 1] = '\0';
 		snprintf(gc.identity, sizeof(gc.identity), "%s_%ld", host, (long)getpid());
 	}
-	if (gate_release_new(&gc, s->view, s->policy, &s->gate) != 0) {
+	if (gate_release_new(&gc, s->client, s->view, s->policy, &s->gate) != 0) {
 		log_msg(LOG_ERROR, "out of memory at start");
 		return -1;
 	}
@@ -307,6 +308,7 @@ static int setup_gate(struct server *s)
 static int setup_view(struct server *s)
 {
 	struct cluster_view_config vc;
+	struct kube_config kube;
 	char err[KUBE_CONFIG_ERROR_MAX];
 	struct log_line l;
 	int rc;
@@ -319,7 +321,7 @@ static int setup_view(struct server *s)
 		return 0;
 	}
 	cluster_view_config_default(&vc);
-	rc = kube_config_find(s->cfg.kubeconfig, s->cfg.kube_context, getenv, KUBE_SA_DIR, &vc.kube, err);
+	rc = kube_config_find(s->cfg.kubeconfig, s->cfg.kube_context, getenv, KUBE_SA_DIR, &kube, err);
 	if (rc == 1) {
 		if (s->cfg.cluster_view == CLUSTER_VIEW_ON) {
 			log_msg(LOG_ERROR, "--cluster-view=on, but no kubeconfig was given and this is not a cluster "
@@ -334,6 +336,12 @@ static int setup_view(struct server *s)
 		log_msg_str(LOG_ERROR, "cannot configure the API client", "error", err);
 		return -1;
 	}
+	if (kube_client_new(&kube, NULL, &s->client) != 0) {
+		kube_config_free(&kube);
+		log_msg(LOG_ERROR, "out of memory at start");
+		return -1;
+	}
+	vc.client = s->client;
 	snprintf(vc.cm_namespace, sizeof(vc.cm_namespace), "%s", s->cfg.configmap_namespace);
 	snprintf(vc.cm_name, sizeof(vc.cm_name), "%s", s->cfg.configmap_name);
 	if (s->cfg.watch_page_size)
@@ -345,13 +353,12 @@ static int setup_view(struct server *s)
 	vc.watch_silence_s = s->cfg.watch_silence_s;
 	vc.stream_lists = !s->cfg.list_pages_only;
 	if (log_begin(&l, LOG_INFO, "cluster view: connecting")) {
-		log_str(&l, "server", vc.kube.server);
-		log_str(&l, "config", vc.kube.source);
+		log_str(&l, "server", kube_client_server(s->client));
+		log_str(&l, "config", kube_client_source(s->client));
 		log_str(&l, "policy_configmap", s->cfg.configmap_name);
 		log_end(&l);
 	}
 	if (cluster_view_new(&vc, s->m, s->policy, &s->view) != 0) {
-		kube_config_free(&vc.kube);
 		log_msg(LOG_ERROR, "out of memory at start");
 		return -1;
 	}
@@ -379,7 +386,7 @@ static int setup_view(struct server *s)
 		struct event_sink_config ec;
 
 		event_sink_config_default(&ec, s->cfg.replica_name);
-		if (event_sink_new(&ec, s->view, &s->events) != 0 || event_sink_start(s->events) != 0) {
+		if (event_sink_new(&ec, s->client, s->view, &s->events) != 0 || event_sink_start(s->events) != 0) {
 			log_msg(LOG_ERROR, "cannot start the events worker");
 			return -1;
 		}
@@ -475,6 +482,7 @@ int serve_main(int argc, char **argv)
 	env.certs = s.certs;
 	env.policy = s.policy;
 	env.view = s.view;
+	env.client = s.client;
 	env.ledger = s.ledger;
 	env.gate = s.gate;
 	env.events = s.events;
@@ -496,6 +504,7 @@ out:
 	event_sink_free(s.events);
 	ledger_watch_free(s.ledger);
 	cluster_view_free(s.view);
+	kube_client_free(s.client);
 	if (curl_ready)
 		curl_global_cleanup();
 	if (code == 0)

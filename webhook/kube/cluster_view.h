@@ -3,15 +3,12 @@
  * One thread lists and watches, the way client-go's reflector does, the
  * ResourceSlices, the ResourceClaims and Pods of all namespaces (Pods not
  * finished, as the scheduler's informer selects them), the Nodes, and the
- * guard's own policy ConfigMap (a field selector on its name), over libcurl (one multi
- * handle, one connection per request, TLS verified). Each LIST is paged
- * (limit / continue) and decoded as it arrives (view_stream.h); the WATCH
- * that follows starts at the LIST's resourceVersion with bookmarks and a
- * server-side timeout and resumes from the last event or bookmark. A 410
- * (Expired / Gone), a body that is not what the API server sends, or a
- * LIST cut short starts a relist, which builds the resource's table apart
- * and swaps it in whole; errors back off exponentially with jitter; one
- * request per resource at a time, so never two relists of one resource.
+ * guard's own policy ConfigMap (a field selector on its name): one
+ * reflector each (reflector.h: streaming list or pages, then WATCH from the
+ * list's resourceVersion, relists and backoffs) on one curl multi handle,
+ * through kube_client.h. A relist builds the resource's table apart and
+ * swaps it in whole; one request per resource at a time, so never two
+ * relists of one resource.
  *
  * The resource.k8s.io version is the first of v1, v1beta2, v1beta1 that the
  * server's discovery offers.
@@ -34,7 +31,7 @@
 #include <curl/curl.h>
 
 #include "buf.h"
-#include "kube_config.h"
+#include "kube_client.h"
 #include "metrics.h"
 #include "policy_source.h"
 #include "snapshot.h"
@@ -43,7 +40,7 @@
 #define CLUSTER_VIEW_PUBLISH_MS 20
 
 struct cluster_view_config {
-	struct kube_config kube;      /* taken over by cluster_view_new() */
+	struct kube_client *client;   /* the API client (borrowed: it outlives the view) */
 	char cm_namespace[64];
 	char cm_name[254];
 	unsigned page_size;           /* LIST limit */
@@ -51,20 +48,19 @@ struct cluster_view_config {
 	unsigned watch_silence_s;     /* a WATCH with no byte for this long is cut and resumed; 0: never */
 	bool stream_lists;            /* list as a streaming list (sendInitialEvents) where the server
 				       * serves one, else in pages */
-	unsigned connect_timeout_s;
 	unsigned list_timeout_s;      /* one LIST page, whole */
 	size_t max_object;            /* bytes of one object's JSON */
 	struct view_limits limits;
 };
 
-/* Defaults: page 500, watch 300 s, silence 150 s, connect 10 s, list page 120 s, objects
- * 3 MiB, view_limits_default(). */
+/* Defaults: page 500, watch 300 s, silence 150 s, list page 120 s, objects 3 MiB,
+ * view_limits_default(); no client. */
 void cluster_view_config_default(struct cluster_view_config *cfg);
 
 struct cluster_view;
 
-/* Take over cfg->kube (cfg's kube is emptied). m and ps are borrowed and
- * must outlive the view. 0 or -ENOMEM. Nothing runs until start. */
+/* cfg is copied; cfg->client, m and ps are borrowed and must outlive the
+ * view. 0 or -ENOMEM. Nothing runs until start. */
 int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct policy_source *ps,
 		     struct cluster_view **out);
 
@@ -93,6 +89,12 @@ struct snapshot *cluster_view_acquire_newer(struct cluster_view *cv, uint64_t se
  * the first sync, the first view published. Any thread. */
 void cluster_view_mark_freeze(struct cluster_view *cv, int64_t since_ns);
 
+/* Call fn(ctx) on the view's thread after every snapshot published (a
+ * thread that waits for a new view without a waiting call of its own).
+ * One; fn NULL removes it. Any thread; fn runs with a lock of the view's
+ * held: it must not call back into the view. */
+void cluster_view_on_publish(struct cluster_view *cv, void (*fn)(void *ctx), void *ctx);
+
 /* The view kept when the last freeze began (a reference, or NULL when no
  * freeze began since start), and when it began. Any thread. */
 struct snapshot *cluster_view_acquire_frozen(struct cluster_view *cv, int64_t *since_ns);
@@ -116,20 +118,6 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out);
  * "maxGeneration","slices","resourceSliceCount"}]}. -EAGAIN before the first
  * sync, -E2BIG / -ENOMEM from out. Any thread. */
 int cluster_view_dump_json(struct cluster_view *cv, struct buf *out);
-
-/* Prepare e for one request of another part of the guard to the view's API
- * server, with the view's credentials and TLS settings: URL server + path
- * (path starts with '/', query included), HTTP/1.1, TLS verified, the
- * given whole-request timeout; Accept: application/json, User-Agent and the
- * bearer token are appended to *headers (which the caller sets on e and
- * frees with curl_slist_free_all() after the request). 0, -E2BIG when the
- * URL is too long, -ENOMEM. Any thread. */
-int cluster_view_client_setup(struct cluster_view *cv, CURL *e, const char *path, long timeout_s,
-			      struct curl_slist **headers);
-
-/* The API server answered 401 to such a request: read the token again. Any
- * thread. */
-void cluster_view_client_unauthorized(struct cluster_view *cv);
 
 /* The view's metrics families appended to out (metrics_set_extra()). */
 int cluster_view_render_metrics(void *cv, struct buf *out);

@@ -11,8 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
 #include "log.h"
 #include "pending.h"
 #include "snapshot.h"
@@ -30,6 +28,7 @@ static const char *const drop_names[DROP_COUNT] = { "queue_full", "rate_limited"
 
 struct event_sink {
 	struct event_sink_config cfg;
+	struct kube_client *client;
 	struct cluster_view *cv;
 	struct event_cache *cache;    /* the worker's */
 	pthread_t thread;
@@ -71,7 +70,8 @@ void event_sink_config_default(struct event_sink_config *cfg, const char *instan
 	cfg->pending_idle_ns = PENDING_IDLE_DEFAULT_NS;
 }
 
-int event_sink_new(const struct event_sink_config *cfg, struct cluster_view *cv, struct event_sink **out)
+int event_sink_new(const struct event_sink_config *cfg, struct kube_client *client, struct cluster_view *cv,
+		   struct event_sink **out)
 {
 	struct event_sink *es;
 	int rc;
@@ -83,6 +83,7 @@ int event_sink_new(const struct event_sink_config *cfg, struct cluster_view *cv,
 	if (!es)
 		return -ENOMEM;
 	es->cfg = *cfg;
+	es->client = client;
 	es->cv = cv;
 	pthread_mutex_init(&es->qmu, NULL);
 	pthread_cond_init(&es->qcond, NULL);
@@ -136,57 +137,25 @@ void event_sink_offer(struct event_sink *es, const struct admission_request *rq,
  * (and a shutdown) by no more. */
 #define WRITE_TIMEOUT_S 10
 
-static size_t collect(char *p, size_t size, size_t n, void *ctx)
-{
-	struct buf *b = ctx;
+/* The API server's answer to a write: the Event as stored, a few KiB. */
+#define ANSWER_MAX (64 * 1024)
 
-	/* What does not fit is dropped: the answer is only logged. */
-	if (buf_len(b) + size * n <= 16 * 1024)
-		buf_add(b, p, size * n);
-	return size * n;
-}
-
-/* method on path with a JSON body of content type ctype, through the
- * cluster view's credentials, on this thread's own connection. 0 with the
- * status in *code and the answer's start in ans, or a negative errno when no
- * answer came. */
+/* method on path with a JSON body of content type ctype, on a connection of
+ * its own. 0 with the status in *code and the answer in ans, or a negative
+ * errno (-EIO: no answer; -E2BIG: over ans's cap) with what happened in ans. */
 static int api_write(struct event_sink *es, const char *method, const char *path, const char *ctype,
 		     const struct buf *body, long *code, struct buf *ans)
 {
-	struct curl_slist *h = NULL, *t;
-	CURL *e = curl_easy_init();
-	char ct[128];
-	CURLcode res;
-	int rc;
+	const struct kube_request rq = { .method = method, .path = path, .body = buf_cstr(body),
+					 .body_len = buf_len(body), .content_type = ctype,
+					 .timeout_s = WRITE_TIMEOUT_S };
+	char err[256];
+	int rc = kube_client_request(es->client, NULL, &rq, code, ans, err, sizeof(err));
 
-	*code = 0;
-	if (!e)
-		return -ENOMEM;
-	rc = cluster_view_client_setup(es->cv, e, path, WRITE_TIMEOUT_S, &h);
-	snprintf(ct, sizeof(ct), "Content-Type: %s", ctype);
-	if (rc == 0 && !(t = curl_slist_append(h, ct)))
-		rc = -ENOMEM;
-	else if (rc == 0)
-		h = t;
-	if (rc == 0) {
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, buf_cstr(body));
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)buf_len(body));
-		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
-		curl_easy_setopt(e, CURLOPT_WRITEDATA, ans);
-		res = curl_easy_perform(e);
-		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
-		if (res != CURLE_OK) {
-			rc = -EIO;
-			buf_reset(ans);
-			buf_add_cstr(ans, curl_easy_strerror(res));
-		} else if (*code == 401) {
-			cluster_view_client_unauthorized(es->cv);
-		}
+	if (rc) {
+		buf_reset(ans);
+		buf_add_cstr(ans, err);
 	}
-	curl_slist_free_all(h);
-	curl_easy_cleanup(e);
 	return rc;
 }
 
@@ -213,7 +182,7 @@ static void send_create(struct event_sink *es, const struct event_send *s)
 	int rc;
 
 	buf_init(&body, 64 * 1024);
-	buf_init(&ans, 16 * 1024);
+	buf_init(&ans, ANSWER_MAX);
 	snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", s->report->regarding.namespace);
 	rc = events_create_json(s->report, s->name, es->cfg.instance, s->first_ns, s->count, s->last_ns, &body);
 	if (rc == 0)
@@ -239,7 +208,7 @@ static void send_patch(struct event_sink *es, const struct event_send *s)
 	int rc;
 
 	buf_init(&body, 4096);
-	buf_init(&ans, 16 * 1024);
+	buf_init(&ans, ANSWER_MAX);
 	snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events/%s", s->report->regarding.namespace,
 		 s->name);
 	rc = events_series_patch_json(s->count, s->last_ns, &body);

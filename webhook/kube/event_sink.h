@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "cluster_view.h"
+#include "kube_client.h"
 #include "event_cache.h"
 #include "events.h"
 #include "model.h"
@@ -40,8 +41,11 @@ void event_sink_config_default(struct event_sink_config *cfg, const char *instan
 
 struct event_sink;
 
-/* cv is borrowed and must outlive the sink. 0, -EINVAL, -ENOMEM. */
-int event_sink_new(const struct event_sink_config *cfg, struct cluster_view *cv, struct event_sink **out);
+/* Events are written through client; cv (whose snapshots end pending
+ * claims) too is borrowed, and both must outlive the sink. 0, -EINVAL,
+ * -ENOMEM. */
+int event_sink_new(const struct event_sink_config *cfg, struct kube_client *client, struct cluster_view *cv,
+		   struct event_sink **out);
 
 /* Start the worker. 0 or a negative errno. */
 int event_sink_start(struct event_sink *es);

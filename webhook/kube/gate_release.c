@@ -23,9 +23,9 @@
 /* Most Pods remembered as recently released; past it, a Pod may be
  * patched twice (harmless: the patch is idempotent). */
 #define RECENT_MAX (1u << 22)
-/* How often the freeze's state is read while nothing else wakes the
- * thread: the delay before a release starts. */
-#define FREEZE_POLL_MS 20
+/* The release thread, woken by whatever can change a pass, still looks
+ * this often when nothing woke it. */
+#define IDLE_MAX_MS 1000
 /* Failed patches (409, 429, 5xx) are tried again after this long. */
 #define RETRY_MS 1000
 /* A holder found to be (or not to be) a replica's Pod is looked up again
@@ -46,12 +46,14 @@ struct gated_pod {
 
 struct gate_release {
 	struct gate_release_config cfg;
+	struct kube_client *client;
 	struct cluster_view *cv;
 	struct policy_source *ps;
 	pthread_t thread;             /* finds and releases gated Pods */
 	pthread_t lease_thread;       /* holds the Lease: its requests never
 				       * stall the patches in flight */
 	bool started, lease_started;
+	bool hooked;                  /* kick() is the view's and the policy source's hook */
 	atomic_bool stop;
 	CURLM *multi;
 	CURL *easy;                   /* the Lease requests: one handle keeps
@@ -79,6 +81,11 @@ struct gate_release {
 	uint32_t recent_cap, recent_n;
 	struct gated_pod *todo;
 	uint32_t ntodo;
+
+	pthread_mutex_t wake_mu;      /* with wake: the Lease thread sleeps until its next */
+	pthread_cond_t wake;          /* renewal or a stop (CLOCK_MONOTONIC) */
+	pthread_cond_t release_wake;  /* the release thread sleeps until kicked (same clock) */
+	uint64_t kicks;               /* under wake_mu: a new view, the freeze, a Lease tick */
 
 	pthread_mutex_t mu;           /* guards holder and leading for readers */
 	char holder[254];
@@ -122,48 +129,19 @@ static void micro_time(char out[96])
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((uint64_t)ns % 1000000000u / 1000u));
 }
 
-static size_t collect(char *p, size_t size, size_t n, void *ctx)
-{
-	return buf_add(ctx, p, size * n) == 0 ? size * n : 0;
-}
-
 /* One request on this thread: method, path, optional JSON body of
- * content_type. *code gets the HTTP status (0 on a transport error). */
+ * content_type. *code gets the HTTP status (0 on a transport error, and on
+ * an answer larger than resp's cap). */
 static int request(struct gate_release *g, const char *method, const char *path, const char *content_type,
 		   const char *body, long *code, struct buf *resp)
 {
-	struct curl_slist *h = NULL, *t;
-	char ct[128];
-	CURL *e = g->easy;
-	int rc;
+	const struct kube_request rq = { .method = method, .path = path, .body = body,
+					 .body_len = body ? strlen(body) : 0, .content_type = content_type,
+					 .timeout_s = REQUEST_TIMEOUT_S };
+	int rc = kube_client_request(g->client, g->easy, &rq, code, resp, NULL, 0);
 
-	*code = 0;
-	curl_easy_reset(e);   /* options go; the open connection stays */
-	buf_reset(resp);
-	rc = cluster_view_client_setup(g->cv, e, path, REQUEST_TIMEOUT_S, &h);
-	if (rc == 0 && content_type) {
-		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);
-		if (!(t = curl_slist_append(h, ct)))
-			rc = -ENOMEM;
-		else
-			h = t;
-	}
-	if (rc == 0) {
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-		if (body)
-			curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
-		curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
-		if (curl_easy_perform(e) == CURLE_OK)
-			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
-		else
-			rc = -EIO;
-	}
-	if (*code == 401)
-		cluster_view_client_unauthorized(g->cv);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
-	curl_slist_free_all(h);
+	if (rc)
+		*code = 0;
 	return rc;
 }
 
@@ -549,6 +527,7 @@ static void patch_done(struct gate_release *g, struct patch_slot *s, CURLcode re
 
 	if (res == CURLE_OK)
 		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
+	kube_client_answered(g->client, res, code);
 	if (code == 200) {
 		atomic_fetch_add(&g->released, 1);
 		atomic_store(&g->last_release_ns, wall_ns());
@@ -561,8 +540,6 @@ static void patch_done(struct gate_release *g, struct patch_slot *s, CURLcode re
 		struct log_line l;
 
 		atomic_fetch_add(&g->patch_errors, 1);
-		if (code == 401)
-			cluster_view_client_unauthorized(g->cv);
 		if (code != 409 && code != 429 && code < 500 && log_begin(&l, LOG_WARN, "gate: release failed")) {
 			log_str(&l, "pod", g->todo[s->pod].path);
 			log_int(&l, "http", code);
@@ -586,21 +563,18 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
 
 static bool patch_start(struct gate_release *g, struct patch_slot *s, uint32_t pod)
 {
-	struct curl_slist *t;
-
 	s->headers = NULL;
 	s->pod = pod;
 	if (!(s->easy = curl_easy_init()))
 		return false;
-	if (cluster_view_client_setup(g->cv, s->easy, g->todo[pod].path, REQUEST_TIMEOUT_S, &s->headers) != 0 ||
-	    !(t = curl_slist_append(s->headers, "Content-Type: application/strategic-merge-patch+json"))) {
+	if (kube_client_prepare(g->client, s->easy, g->todo[pod].path, REQUEST_TIMEOUT_S,
+				"application/strategic-merge-patch+json", &s->headers) != 0) {
 		curl_easy_cleanup(s->easy);
 		curl_slist_free_all(s->headers);
 		s->easy = NULL;
 		s->headers = NULL;
 		return false;
 	}
-	s->headers = t;
 	curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, s->headers);
 	curl_easy_setopt(s->easy, CURLOPT_CUSTOMREQUEST, "PATCH");
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, GATE_RELEASE_PATCH);
@@ -610,17 +584,49 @@ static bool patch_start(struct gate_release *g, struct patch_slot *s, uint32_t p
 	return true;
 }
 
-/* Renew (or read) the Lease when due. */
-static void lease_due(struct gate_release *g, struct buf *resp)
+/* Renew (or read) the Lease when due. Whether it was. */
+static bool lease_due(struct gate_release *g, struct buf *resp)
 {
 	int64_t tick_ms = (int64_t)g->cfg.lease_s * 1000 / 5;
 
 	if (tick_ms < 200)
 		tick_ms = 200;
 	if (mono_ms() < g->next_lease_ms)
-		return;
+		return false;
 	lease_tick(g, resp);
 	g->next_lease_ms = mono_ms() + tick_ms;
+	return true;
+}
+
+/* Something a pass depends on changed: wake the release thread. Any
+ * thread (the view's, the policy source's, the Lease's). */
+static void kick(void *ctx)
+{
+	struct gate_release *g = ctx;
+
+	pthread_mutex_lock(&g->wake_mu);
+	g->kicks++;
+	pthread_cond_signal(&g->release_wake);
+	pthread_mutex_unlock(&g->wake_mu);
+}
+
+static struct timespec mono_ts(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	return ts;
+}
+
+/* Sleep until a kick newer than *seen, a stop, or until_ms (monotonic). */
+static void release_sleep(struct gate_release *g, uint64_t *seen, int64_t until_ms)
+{
+	struct timespec ts = mono_ts(until_ms);
+
+	pthread_mutex_lock(&g->wake_mu);
+	while (g->kicks == *seen && !atomic_load(&g->stop) && mono_ms() < until_ms)
+		pthread_cond_timedwait(&g->release_wake, &g->wake_mu, &ts);
+	*seen = g->kicks;
+	pthread_mutex_unlock(&g->wake_mu);
 }
 
 /* Patch g->todo, GATE_RELEASE_PARALLEL at a time, stopping early when the
@@ -729,11 +735,11 @@ static void *run(void *arg)
 	bool could = false;           /* whether the last pass could release */
 	bool more = false;            /* the last pass was cut at PASS_MAX */
 	int64_t retry_ms = 0;         /* patches failed: pass again then */
+	uint64_t kicks = 0;           /* the last kick seen */
 
 	while (!atomic_load(&g->stop)) {
-		struct snapshot *s;
+		int64_t now, until, lead;
 		bool can;
-		int64_t now;
 
 		now = mono_ms();
 		atomic_store(&g->leading, now < atomic_load(&g->leading_until_ms));
@@ -752,33 +758,67 @@ static void *run(void *arg)
 			if (more)
 				continue;
 		}
-		/* Wait for a newer view or FREEZE_POLL_MS: the end of a freeze
-		 * reaches us through the policy source, which wakes no one, and
-		 * the release starts from it. */
-		if (seen && (s = cluster_view_acquire_newer(g->cv, seen, mono_ms() + FREEZE_POLL_MS)) != NULL)
-			snapshot_release(s);
-		else if (!seen) {
-			struct timespec ts = { 0, FREEZE_POLL_MS * 1000000L };
-
-			nanosleep(&ts, NULL);
-		}
+		/* Asleep until something a pass depends on changes - a new
+		 * view, the freeze's state, a Lease tick: each kicks - or the
+		 * failed patches' retry or the end of the lead come due. */
+		now = mono_ms();
+		until = now + IDLE_MAX_MS;
+		if (retry_ms && retry_ms < until)
+			until = retry_ms;
+		lead = atomic_load(&g->leading_until_ms);
+		if (lead > now && lead < until)
+			until = lead;
+		release_sleep(g, &kicks, until);
 	}
 	return NULL;
 }
 
-/* The Lease: renewed (or read) when due, given up on the way out. */
+/* The Lease thread's clock: a condition on CLOCK_MONOTONIC, so a step of
+ * the wall clock neither stretches nor cuts a wait. 0 or -ENOMEM. */
+static int wake_init(struct gate_release *g)
+{
+	pthread_condattr_t ca;
+	int rc = -ENOMEM;
+
+	if (pthread_condattr_init(&ca) != 0)
+		return rc;
+	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_mutex_init(&g->wake_mu, NULL) == 0) {
+		if (pthread_cond_init(&g->wake, &ca) != 0) {
+			pthread_mutex_destroy(&g->wake_mu);
+		} else if (pthread_cond_init(&g->release_wake, &ca) != 0) {
+			pthread_cond_destroy(&g->wake);
+			pthread_mutex_destroy(&g->wake_mu);
+		} else {
+			rc = 0;
+		}
+	}
+	pthread_condattr_destroy(&ca);
+	return rc;
+}
+
+/* The Lease: renewed (or read) when due, given up on the way out. Between
+ * renewals the thread sleeps until the next one is due, or a stop. */
 static void *lease_run(void *arg)
 {
 	struct gate_release *g = arg;
 	struct buf resp;
 
 	buf_init(&resp, BODY_MAX);
+	pthread_mutex_lock(&g->wake_mu);
 	while (!atomic_load(&g->stop)) {
-		struct timespec ts = { 0, 10 * 1000000 };
+		struct timespec ts;
 
-		lease_due(g, &resp);
-		nanosleep(&ts, NULL);
+		pthread_mutex_unlock(&g->wake_mu);
+		/* A tick may have changed who leads: the release thread looks. */
+		if (lease_due(g, &resp))
+			kick(g);
+		pthread_mutex_lock(&g->wake_mu);
+		if (atomic_load(&g->stop) || mono_ms() >= g->next_lease_ms)
+			continue;
+		ts = mono_ts(g->next_lease_ms);
+		pthread_cond_timedwait(&g->wake, &g->wake_mu, &ts);
 	}
+	pthread_mutex_unlock(&g->wake_mu);
 	lease_give_up(g, &resp);
 	buf_free(&resp);
 	return NULL;
@@ -786,8 +826,8 @@ static void *lease_run(void *arg)
 
 /* --- lifecycle, status, metrics ---------------------------------------------------- */
 
-int gate_release_new(const struct gate_release_config *cfg, struct cluster_view *cv, struct policy_source *ps,
-	     struct gate_release **out)
+int gate_release_new(const struct gate_release_config *cfg, struct kube_client *client, struct cluster_view *cv,
+		     struct policy_source *ps, struct gate_release **out)
 {
 	struct gate_release *g = calloc(1, sizeof(*g));
 
@@ -795,9 +835,15 @@ int gate_release_new(const struct gate_release_config *cfg, struct cluster_view 
 	if (!g)
 		return -ENOMEM;
 	g->cfg = *cfg;
+	g->client = client;
 	g->cv = cv;
 	g->ps = ps;
 	pthread_mutex_init(&g->mu, NULL);
+	if (wake_init(g) != 0) {
+		pthread_mutex_destroy(&g->mu);
+		free(g);
+		return -ENOMEM;
+	}
 	g->todo = calloc(GATE_RELEASE_PASS_MAX, sizeof(*g->todo));
 	g->multi = curl_multi_init();
 	g->easy = curl_easy_init();
@@ -816,10 +862,18 @@ int gate_release_start(struct gate_release *g)
 	if (rc)
 		return -rc;
 	g->lease_started = true;
+	/* Named for ps, top and /proc/PID/task/TID/comm: how often each
+	 * wakes shows there. */
+	pthread_setname_np(g->lease_thread, "dra-gate-lease");
+	/* The release thread sleeps until one of these (or the Lease) kicks. */
+	cluster_view_on_publish(g->cv, kick, g);
+	policy_source_on_freeze_change(g->ps, kick, g);
+	g->hooked = true;
 	rc = pthread_create(&g->thread, NULL, run, g);
 	if (rc)
 		return -rc;
 	g->started = true;
+	pthread_setname_np(g->thread, "dra-gate-free");
 	return 0;
 }
 
@@ -827,7 +881,16 @@ void gate_release_free(struct gate_release *g)
 {
 	if (!g)
 		return;
+	if (g->hooked) {
+		/* No kick may come once the gate is gone. */
+		cluster_view_on_publish(g->cv, NULL, NULL);
+		policy_source_on_freeze_change(g->ps, NULL, NULL);
+	}
+	pthread_mutex_lock(&g->wake_mu);
 	atomic_store(&g->stop, true);
+	pthread_cond_broadcast(&g->wake);
+	pthread_cond_broadcast(&g->release_wake);
+	pthread_mutex_unlock(&g->wake_mu);
 	if (g->started) {
 		curl_multi_wakeup(g->multi);
 		pthread_join(g->thread, NULL);
@@ -841,6 +904,9 @@ void gate_release_free(struct gate_release *g)
 	free(g->todo);
 	free(g->recent);
 	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->wake);
+	pthread_cond_destroy(&g->release_wake);
+	pthread_mutex_destroy(&g->wake_mu);
 	free(g);
 }
 

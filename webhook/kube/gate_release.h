@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "cluster_view.h"
+#include "kube_client.h"
 #include "policy_source.h"
 
 /* Patches in flight at once, and most gated Pods one walk of the view
@@ -43,10 +44,11 @@ struct gate_release_config {
 
 struct gate_release;
 
-/* cv and ps are borrowed and must outlive it. 0 or -ENOMEM. Nothing runs
+/* Requests go through client; client, cv (whose snapshots show the gated
+ * Pods) and ps are borrowed and must outlive it. 0 or -ENOMEM. Nothing runs
  * until gate_release_start(). */
-int gate_release_new(const struct gate_release_config *cfg, struct cluster_view *cv, struct policy_source *ps,
-	     struct gate_release **out);
+int gate_release_new(const struct gate_release_config *cfg, struct kube_client *client, struct cluster_view *cv,
+		     struct policy_source *ps, struct gate_release **out);
 
 /* Start the two threads: one holds the Lease, the other finds and
  * releases gated Pods (so a slow Lease request never stalls the patches in

@@ -705,15 +705,15 @@ int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size
 	if (rc)
 		goto fail;
 	if (cfg->metrics_enabled && cfg->metrics_auth == METRICS_AUTH_KUBERNETES) {
-		/* Reviews go through the cluster view's API client. */
-		if (!env->view) {
+		/* Reviews go through the API client the cluster view uses. */
+		if (!env->view || !env->client) {
 			snprintf(err, errn, "--metrics-auth=kubernetes needs the API server (a kubeconfig, or running in"
 				 " a cluster, and --cluster-view not off) to review tokens: use --metrics-auth=none on a"
 				 " loopback --metrics-listen to run without one");
 			rc = -EINVAL;
 			goto fail;
 		}
-		rc = metrics_auth_new(env->view, &h->auth);
+		rc = metrics_auth_new(env->client, &h->auth);
 		if (rc) {
 			snprintf(err, errn, "out of memory");
 			goto fail;

@@ -60,6 +60,7 @@ struct httpd_env {
 	struct cert_source *certs;
 	struct policy_source *policy;
 	struct cluster_view *view;    /* NULL: serving without a cluster view */
+	struct kube_client *client;   /* the API client: set with view */
 	struct ledger_watch *ledger;  /* NULL without a cluster view */
 	struct gate_release *gate;    /* NULL without --gate-release */
 	struct event_sink *events;    /* NULL: no Events (no cluster view, or --events=false) */

@@ -44,7 +44,7 @@ static const char *const result_names[METRICS_AUTH_RESULT_COUNT] = {
 };
 
 struct metrics_auth {
-	struct cluster_view *cv;
+	struct kube_client *client;
 	pthread_mutex_t mu;           /* one check at a time; guards the cache */
 	struct access_cache *cache;
 	struct access_rate rate;
@@ -56,7 +56,7 @@ struct metrics_auth {
 	atomic_uint_fast64_t cache_hits;
 };
 
-int metrics_auth_new(struct cluster_view *cv, struct metrics_auth **out)
+int metrics_auth_new(struct kube_client *client, struct metrics_auth **out)
 {
 	struct metrics_auth *a = calloc(1, sizeof(*a));
 	int i;
@@ -69,7 +69,7 @@ int metrics_auth_new(struct cluster_view *cv, struct metrics_auth **out)
 		free(a);
 		return -ENOMEM;
 	}
-	a->cv = cv;
+	a->client = client;
 	access_rate_init(&a->rate, REVIEW_BURST, REVIEW_INTERVAL_NS);
 	for (i = 0; i < METRICS_AUTH_RESULT_COUNT; i++)
 		atomic_init(&a->results[i], 0);
@@ -89,74 +89,29 @@ void metrics_auth_free(struct metrics_auth *a)
 	free(a);
 }
 
-struct answer {
-	struct buf b;
-	bool over;
-};
-
-static size_t collect(char *p, size_t size, size_t n, void *ctx)
-{
-	struct answer *ans = ctx;
-
-	/* Past the cap the transfer stops: the answer is refused. */
-	if (buf_len(&ans->b) + size * n > ACCESS_REVIEW_ANSWER_MAX || buf_add(&ans->b, p, size * n) != 0) {
-		ans->over = true;
-		return 0;
-	}
-	return size * n;
-}
-
-/* POST body to path; 0 with the answer of a 201 or 200 in ans, else a
- * negative errno with what happened in why. The mutex is held: the
- * handle, and the connection it keeps to the API server, are reused (two
- * TLS handshakes per check otherwise). */
-static int post_review(struct metrics_auth *a, const char *path, const struct buf *body, struct answer *ans,
+/* POST body to path; 0 with the answer of a 201 or 200 in ans (capped at
+ * its buf_init()), else a negative errno with what happened in why. The
+ * mutex is held: the handle, and the connection it keeps to the API server,
+ * are reused (two TLS handshakes per check otherwise). */
+static int post_review(struct metrics_auth *a, const char *path, const struct buf *body, struct buf *ans,
 		       char *why, size_t n)
 {
-	struct curl_slist *h = NULL, *t;
-	CURL *e;
-	CURLcode res;
+	const struct kube_request rq = { .method = "POST", .path = path, .body = buf_cstr(body),
+					 .body_len = buf_len(body), .content_type = "application/json",
+					 .timeout_s = REVIEW_TIMEOUT_S };
 	long code = 0;
 	int rc;
 
-	if (a->curl)
-		curl_easy_reset(a->curl);
-	else
-		a->curl = curl_easy_init();
-	e = a->curl;
-	if (!e) {
+	if (!a->curl && !(a->curl = curl_easy_init())) {
 		snprintf(why, n, "out of memory");
 		return -ENOMEM;
 	}
-	rc = cluster_view_client_setup(a->cv, e, path, REVIEW_TIMEOUT_S, &h);
-	if (rc == 0 && !(t = curl_slist_append(h, "Content-Type: application/json")))
-		rc = -ENOMEM;
-	else if (rc == 0)
-		h = t;
-	if (rc) {
-		snprintf(why, n, "cannot prepare the request: %s", strerror(-rc));
-		goto out;
-	}
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_POST, 1L);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, buf_cstr(body));
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)buf_len(body));
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, ans);
-	res = curl_easy_perform(e);
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-	if (res != CURLE_OK) {
-		rc = -EIO;
-		snprintf(why, n, "%s", ans->over ? "answer larger than the cap" : curl_easy_strerror(res));
-	} else if (code != 201 && code != 200) {
+	/* A 401 (a token that went stale) has it read again for the next one. */
+	rc = kube_client_request(a->client, a->curl, &rq, &code, ans, why, n);
+	if (rc == 0 && code != 201 && code != 200) {
 		rc = -EIO;
 		snprintf(why, n, "HTTP %ld", code);
-		/* A token that went stale: read it again for the next one. */
-		if (code == 401)
-			cluster_view_client_unauthorized(a->cv);
 	}
-out:
-	curl_slist_free_all(h);
 	return rc;
 }
 
@@ -182,21 +137,20 @@ static enum metrics_auth_result review(struct metrics_auth *a, const char *token
 {
 	char name[256], reason[ACCESS_REVIEW_REASON_MAX], err[256];
 	struct buf body, user;
-	struct answer ans;
+	struct buf ans;
 	enum metrics_auth_result r = METRICS_AUTH_ERROR;
 	bool ok = false;
 	int rc;
 
 	buf_init(&body, ACCESS_REVIEW_TOKEN_MAX + ACCESS_REVIEW_ANSWER_MAX);
 	buf_init(&user, ACCESS_REVIEW_ANSWER_MAX);
-	buf_init(&ans.b, ACCESS_REVIEW_ANSWER_MAX);
-	ans.over = false;
+	buf_init(&ans, ACCESS_REVIEW_ANSWER_MAX);
 	rc = access_review_token_body(token, len, &body);
 	if (rc == 0)
 		rc = post_review(a, "/apis/authentication.k8s.io/v1/tokenreviews", &body, &ans, err, sizeof(err));
 	else
 		snprintf(err, sizeof(err), "%s", strerror(-rc));
-	if (rc == 0 && (rc = access_review_token_answer(buf_cstr(&ans.b), buf_len(&ans.b), &ok, &user, name,
+	if (rc == 0 && (rc = access_review_token_answer(buf_cstr(&ans), buf_len(&ans), &ok, &user, name,
 							 sizeof(name))) != 0)
 		snprintf(err, sizeof(err), "not a TokenReview answer (%s)", strerror(-rc));
 	if (rc) {
@@ -210,14 +164,14 @@ static enum metrics_auth_result review(struct metrics_auth *a, const char *token
 		goto out;
 	}
 	buf_reset(&body);
-	buf_reset(&ans.b);
+	buf_reset(&ans);
 	rc = access_review_sar_body(&user, "get", path, &body);
 	if (rc == 0)
 		rc = post_review(a, "/apis/authorization.k8s.io/v1/subjectaccessreviews", &body, &ans, err,
 				 sizeof(err));
 	else
 		snprintf(err, sizeof(err), "%s", strerror(-rc));
-	if (rc == 0 && (rc = access_review_sar_answer(buf_cstr(&ans.b), buf_len(&ans.b), &ok, reason)) != 0)
+	if (rc == 0 && (rc = access_review_sar_answer(buf_cstr(&ans), buf_len(&ans), &ok, reason)) != 0)
 		snprintf(err, sizeof(err), "not a SubjectAccessReview answer (%s)", strerror(-rc));
 	if (rc) {
 		warn_error(a, "SubjectAccessReview", err);
@@ -235,7 +189,7 @@ static enum metrics_auth_result review(struct metrics_auth *a, const char *token
 out:
 	buf_free(&body);
 	buf_free(&user);
-	buf_free(&ans.b);
+	buf_free(&ans);
 	return r;
 }
 

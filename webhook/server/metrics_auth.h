@@ -22,7 +22,7 @@
 
 #include "access_review.h"
 #include "buf.h"
-#include "cluster_view.h"
+#include "kube_client.h"
 
 enum metrics_auth_result {
 	METRICS_AUTH_ALLOWED = 0,
@@ -35,9 +35,9 @@ enum metrics_auth_result {
 
 struct metrics_auth;
 
-/* Checks through cv's API client (borrowed; outlives the checker). 0 or
+/* Checks through client (borrowed; outlives the checker). 0 or
  * -ENOMEM. */
-int metrics_auth_new(struct cluster_view *cv, struct metrics_auth **out);
+int metrics_auth_new(struct kube_client *client, struct metrics_auth **out);
 
 /* NULL is a no-op. */
 void metrics_auth_free(struct metrics_auth *a);
