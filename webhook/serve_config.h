@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "log.h"
+#include "options.h"
 #include "policy_source.h"
 
 #define SERVE_CONFIG_ERROR_MAX 512
@@ -102,6 +103,10 @@ int serve_config_parse(int argc, char **argv, serve_config_env_fn *env, struct s
 
 /* The --help text. */
 void serve_config_usage(FILE *f);
+
+/* The table of serve's flags (webhook/options.h), for the tests and the
+ * documentation check. */
+const struct options_command *serve_config_command(void);
 
 /* Parse "HOST:PORT", ":PORT", "[V6]:PORT" (HOST a literal or a name that
  * resolves). 0 or -EINVAL with err. */
