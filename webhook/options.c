@@ -616,8 +616,8 @@ void options_usage(const struct options_command *cmd, FILE *f)
 			snprintf(note, sizeof(note), "[$%s%s%s]", e->env, def ? "; default: " : "", def ? def : "");
 		else
 			snprintf(note, sizeof(note), "[default: %s]", def);
-		fprintf(f, "%*s", HELP_COLUMN, "");
-		wrapped(f, note, HELP_COLUMN);
+		/* One line, however long: scripts read the default from it. */
+		fprintf(f, "%*s%s\n", HELP_COLUMN, "", note);
 	}
 	fprintf(f, "%-*s%s\n", HELP_COLUMN, "  --help", "this text");
 	if (cmd->outro)

@@ -785,7 +785,7 @@ class FieldValidation(unittest.TestCase):
         self.assertNotIn("unknown field", out)
         code, out, err = run("dry-run", "--field-validation", "loud", path)
         self.assertEqual((code, out), (2, ""))
-        self.assertIn("expected Strict, Warn or Ignore", err)
+        self.assertIn("--field-validation: 'loud' is not Strict, Warn or Ignore", err)
 
     def test_known_fields_of_the_fixtures_raise_nothing(self):
         for f in (FIXTURE, CLAIM_FIXTURE, os.path.join(ROOT, "tests", "fixtures", "pod-status-node-allocatable.json")):
@@ -876,14 +876,14 @@ class Help(unittest.TestCase):
 
     def test_a_bad_flag_is_one_line_and_a_help_hint(self):
         cases = [
-            (["dry-run", "--bogus"], "dra-guard dry-run: unrecognized option '--bogus'", "dry-run"),
+            (["dry-run", "--bogus"], "dra-guard dry-run: unknown flag '--bogus'", "dry-run"),
             (["dry-run"], "dra-guard dry-run: no INPUT given", "dry-run"),
-            (["replay", "--bogus"], "dra-guard replay: unrecognized option '--bogus'", "replay"),
-            (["readiness", "--bogus"], "dra-guard readiness: unrecognized option '--bogus'", "readiness"),
+            (["replay", "--bogus"], "dra-guard replay: unknown flag '--bogus'", "replay"),
+            (["readiness", "--bogus"], "dra-guard readiness: unknown flag '--bogus'", "readiness"),
             (["readiness"], "dra-guard readiness: no LOG given", "readiness"),
-            (["ledger", "--bogus"], "dra-guard ledger: unrecognized option '--bogus'", "ledger"),
-            (["pending", "--bogus"], "dra-guard pending: unrecognized option '--bogus'", "pending"),
-            (["vap", "--bogus"], "dra-guard vap: unknown or incomplete option '--bogus'", "vap"),
+            (["ledger", "--bogus"], "dra-guard ledger: unknown flag '--bogus'", "ledger"),
+            (["pending", "--bogus"], "dra-guard pending: unknown flag '--bogus'", "pending"),
+            (["vap", "--bogus"], "dra-guard vap: unknown flag '--bogus'", "vap"),
             (["convert", "--bogus"], "dra-guard convert: unknown option '--bogus'", "convert"),
             (["policy", "lint"], "dra-guard policy lint: no FILE given", "policy lint"),
             (["policy", "frobnicate"], "dra-guard policy: unknown command 'frobnicate'", "policy"),
