@@ -293,9 +293,13 @@ static int set_value(const struct options_entry *e, void *cfg, const char *v, ch
 	case OPTIONS_TIME: {
 		int64_t t;
 
-		if (parse_time(v, &t) != 0 || (unsigned long long)t < e->min) {
+		if (parse_time(v, &t) != 0) {
 			snprintf(why, n, "'%s' is not a time (RFC 3339 in UTC, e.g. 2026-12-01T10:00:00Z, or seconds "
-				 "since the epoch%s)", v, e->min ? ", after 0" : "");
+				 "since the epoch)", v);
+			return -EINVAL;
+		}
+		if (t < 0 || (unsigned long long)t < e->min) {
+			snprintf(why, n, "%s is out of range (after 1970-01-01T00:00:00Z)", v);
 			return -EINVAL;
 		}
 		memcpy(dst, &t, sizeof(t));
