@@ -593,7 +593,7 @@ void options_usage(const struct options_command *cmd, FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: dra-guard %s %s\n", cmd->name, cmd->synopsis);
+	fprintf(f, "usage: dra-guard %s%s%s\n", cmd->name, cmd->synopsis[0] ? " " : "", cmd->synopsis);
 	if (cmd->intro)
 		fprintf(f, "\n%s", cmd->intro);
 	if (cmd->env_note)

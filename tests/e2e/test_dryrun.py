@@ -884,7 +884,7 @@ class Help(unittest.TestCase):
             (["ledger", "--bogus"], "dra-guard ledger: unknown flag '--bogus'", "ledger"),
             (["pending", "--bogus"], "dra-guard pending: unknown flag '--bogus'", "pending"),
             (["vap", "--bogus"], "dra-guard vap: unknown flag '--bogus'", "vap"),
-            (["convert", "--bogus"], "dra-guard convert: unknown option '--bogus'", "convert"),
+            (["convert", "--bogus"], "dra-guard convert: unknown flag '--bogus'", "convert"),
             (["policy", "lint"], "dra-guard policy lint: no FILE given", "policy lint"),
             (["policy", "frobnicate"], "dra-guard policy: unknown command 'frobnicate'", "policy"),
             (["policy"], "dra-guard policy: no command given (lint)", "policy"),
