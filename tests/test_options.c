@@ -341,6 +341,11 @@ static void test_environment(void **state)
 	assert_string_equal(c.a, "from-env");
 	assert_int_equal(parse_with(&command, "", env_both, &c, &l, &nargs, err), -EINVAL);
 	assert_non_null(strstr(err, "exclusive"));
+	/* Given empty, an EMPTY_UNSET flag sets nothing and silences the variables. */
+	assert_int_equal(parse_with(&command, "--alpha=", env_a, &c, &l, &nargs, err), 0);
+	assert_string_equal(c.a, "");
+	assert_int_equal(parse_with(&command, "--beta=", env_a, &c, &l, &nargs, err), 0);
+	assert_string_equal(c.a, "");
 	/* An empty variable of an EMPTY_UNSET flag is no variable. */
 	assert_int_equal(parse_with(&command, "", env_empty, &c, &l, &nargs, err), 0);
 	assert_string_equal(c.b, "y");

@@ -450,7 +450,7 @@ int options_parse(const struct options_command *cmd, int argc, char **argv, opti
 {
 	const struct options_entry *on_cli[OPTIONS_MAX_ENTRIES] = { NULL };   /* group -> its flag given */
 	const struct options_entry *from_env[OPTIONS_MAX_ENTRIES] = { NULL };
-	bool given[OPTIONS_MAX_ENTRIES] = { false };
+	bool given[OPTIONS_MAX_ENTRIES] = { false }, group_given[OPTIONS_MAX_ENTRIES] = { false };
 	char why[OPTIONS_ERROR_MAX];
 	const struct options_entry *e;
 	const char *v, *extra = NULL;
@@ -463,6 +463,13 @@ int options_parse(const struct options_command *cmd, int argc, char **argv, opti
 	if (cmd->nentries > OPTIONS_MAX_ENTRIES) {
 		snprintf(err, OPTIONS_ERROR_MAX, "more than %d flags in the table", OPTIONS_MAX_ENTRIES);
 		return -EINVAL;
+	}
+	for (i = 0; i < cmd->nentries; i++) {
+		if (cmd->entries[i].group >= OPTIONS_MAX_ENTRIES) {
+			snprintf(err, OPTIONS_ERROR_MAX, "--%s: group %u past the table's %d", cmd->entries[i].name,
+				 cmd->entries[i].group, OPTIONS_MAX_ENTRIES);
+			return -EINVAL;
+		}
 	}
 	/* First --help, wherever it is, then the shape of the line: every
 	 * flag known and with its value, before any value is looked at. */
@@ -487,10 +494,11 @@ int options_parse(const struct options_command *cmd, int argc, char **argv, opti
 			npos++;
 			continue;
 		}
-		if (unset(e, v))
-			continue;
+		/* Given empty, an EMPTY_UNSET flag sets nothing, but still
+		 * silences its variable (and its group's). */
 		given[e - cmd->entries] = true;
-		if (e->group && e->group < OPTIONS_MAX_ENTRIES) {
+		group_given[e->group] = e->group != 0;
+		if (e->group && !unset(e, v)) {
 			if (on_cli[e->group] && on_cli[e->group] != e) {
 				exclusive(on_cli[e->group], e, err);
 				return -EINVAL;
@@ -509,7 +517,7 @@ int options_parse(const struct options_command *cmd, int argc, char **argv, opti
 		e = &cmd->entries[i];
 		if (!knows(cmd, e) || given[i])
 			continue;
-		v = env && e->env && !(e->group && on_cli[e->group]) ? env(e->env) : NULL;
+		v = env && e->env && !group_given[e->group] ? env(e->env) : NULL;
 		if (v && !unset(e, v)) {
 			if (e->group && from_env[e->group]) {
 				exclusive(from_env[e->group], e, err);
