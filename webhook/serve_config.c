@@ -30,6 +30,10 @@ _Static_assert(JSCAN_DEPTH_LIMIT == 10240, "the max-json-depth default below say
 #define BODY_TIMEOUT_MAX 3600
 #define SHUTDOWN_TIMEOUT_MAX 600
 
+_Static_assert(SERVE_CONFIG_ERROR_MAX >= OPTIONS_ERROR_MAX, "a flag's message fits serve's");
+
+/* --- addresses ------------------------------------------------------------------------------ */
+
 bool serve_config_addr_loopback(const struct serve_addr *a)
 {
 	if (a->sa.ss_family == AF_INET) {

@@ -1,7 +1,8 @@
 /* serve_config.h - the flags of dra-guard serve.
  *
- * One table names every flag, its environment variable, default and help
- * line; --help prints that table, so the two cannot disagree. Precedence:
+ * One table (options.h) names every flag, its type and bounds, its
+ * environment variable, default and help line; --help prints that table,
+ * so the two cannot disagree. Precedence:
  * flag, then environment, then default. Every value is checked here (ranges,
  * addresses resolved, exclusive flags), so a bad one stops the program
  * before it opens anything. */
