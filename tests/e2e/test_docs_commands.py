@@ -297,5 +297,67 @@ class FreezeRunbookHash(unittest.TestCase):
         self.assertEqual(steps, [("1", "Start"), ("2", "Verify"), ("3", "Export"), ("4", "End"), ("5", "Verify")])
 
 
+# The subcommands whose flags come from a table (webhook/base/options.h): --help
+# lists every flag of the table, so it stands for the table here.
+FLAG_COMMANDS = ("serve", "dry-run", "ledger", "replay", "readiness", "vap", "pending")
+
+
+def help_flags(command):
+    """{flag: its [$VARIABLE; default: ...] note or ""} of COMMAND --help."""
+    p = subprocess.run([BIN, command, "--help"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, (command, p.stderr)
+    flags = {}
+    for m in re.finditer(r"^  --([a-z0-9-]+)[^\n]*\n((?: {20,}[^\n]*\n)*)", p.stdout, re.M):
+        note = re.search(r"^ +(\[[^\n]*\])$", m.group(2), re.M)
+        flags[m.group(1)] = note.group(1) if note else ""
+    flags.pop("help", None)
+    return flags
+
+
+class Flags(unittest.TestCase):
+    """The docs and the flag tables agree: every flag is documented, and
+    every flag the docs give a command is one of its flags."""
+
+    def test_every_flag_is_documented(self):
+        text = "\n".join(open(os.path.join(ROOT, p)).read() for p in doc_files())
+        for command in FLAG_COMMANDS:
+            for flag in help_flags(command):
+                self.assertRegex(text, r"(?<![\w-])--%s(?![\w-])" % re.escape(flag),
+                                 "dra-guard %s --%s is in no doc" % (command, flag))
+
+    def test_every_documented_flag_exists(self):
+        known = {c: set(help_flags(c)) | {"help"} for c in FLAG_COMMANDS}
+        pattern = re.compile(r"dra-guard (%s)\b" % "|".join(re.escape(c) for c in FLAG_COMMANDS))
+        for path in doc_files():
+            lines = open(os.path.join(ROOT, path)).read().split("\n")
+            i = 0
+            while i < len(lines):
+                line, j = lines[i], i
+                while line.endswith("\\") and j + 1 < len(lines):
+                    j += 1
+                    line = line[:-1] + " " + lines[j]
+                for m in pattern.finditer(line):
+                    # The command's own words: up to a pipe, the end of the
+                    # code span, a sentence or another command.
+                    words = re.split(r"\||;|&&|`|\)|,\s|\. ", line[m.end():])[0]
+                    for flag in re.findall(r"(?<![\w-])--([a-z0-9][a-z0-9-]*)", words):
+                        self.assertIn(flag, known[m.group(1)], "%s:%d: dra-guard %s has no --%s"
+                                      % (path, i + 1, m.group(1), flag))
+                i = j + 1
+
+    def test_serve_flags_table_is_the_table(self):
+        """docs/operations.md's table of serve's flags: one row per flag of
+        the table, with the variable --help names."""
+        doc = open(os.path.join(ROOT, "docs", "operations.md")).read()
+        section = doc[doc.index("### Flags"):]
+        section = section[:section.index("\n#", 5)]
+        rows = dict(re.findall(r"^\| `--([a-z0-9-]+)[^|]*\| `(\w+)`", section, re.M))
+        flags = help_flags("serve")
+        self.assertEqual(sorted(rows), sorted(flags))
+        for flag, note in flags.items():
+            self.assertTrue(note.startswith("[$%s;" % rows[flag]) or note == "[$%s]" % rows[flag],
+                            "--%s: the docs say $%s, --help %s" % (flag, rows[flag], note))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)

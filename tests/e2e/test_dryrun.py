@@ -785,7 +785,7 @@ class FieldValidation(unittest.TestCase):
         self.assertNotIn("unknown field", out)
         code, out, err = run("dry-run", "--field-validation", "loud", path)
         self.assertEqual((code, out), (2, ""))
-        self.assertIn("expected Strict, Warn or Ignore", err)
+        self.assertIn("--field-validation: 'loud' is not Strict, Warn or Ignore", err)
 
     def test_known_fields_of_the_fixtures_raise_nothing(self):
         for f in (FIXTURE, CLAIM_FIXTURE, os.path.join(ROOT, "tests", "fixtures", "pod-status-node-allocatable.json")):
@@ -876,15 +876,15 @@ class Help(unittest.TestCase):
 
     def test_a_bad_flag_is_one_line_and_a_help_hint(self):
         cases = [
-            (["dry-run", "--bogus"], "dra-guard dry-run: unrecognized option '--bogus'", "dry-run"),
+            (["dry-run", "--bogus"], "dra-guard dry-run: unknown flag '--bogus'", "dry-run"),
             (["dry-run"], "dra-guard dry-run: no INPUT given", "dry-run"),
-            (["replay", "--bogus"], "dra-guard replay: unrecognized option '--bogus'", "replay"),
-            (["readiness", "--bogus"], "dra-guard readiness: unrecognized option '--bogus'", "readiness"),
+            (["replay", "--bogus"], "dra-guard replay: unknown flag '--bogus'", "replay"),
+            (["readiness", "--bogus"], "dra-guard readiness: unknown flag '--bogus'", "readiness"),
             (["readiness"], "dra-guard readiness: no LOG given", "readiness"),
-            (["ledger", "--bogus"], "dra-guard ledger: unrecognized option '--bogus'", "ledger"),
-            (["pending", "--bogus"], "dra-guard pending: unrecognized option '--bogus'", "pending"),
-            (["vap", "--bogus"], "dra-guard vap: unknown or incomplete option '--bogus'", "vap"),
-            (["convert", "--bogus"], "dra-guard convert: unknown option '--bogus'", "convert"),
+            (["ledger", "--bogus"], "dra-guard ledger: unknown flag '--bogus'", "ledger"),
+            (["pending", "--bogus"], "dra-guard pending: unknown flag '--bogus'", "pending"),
+            (["vap", "--bogus"], "dra-guard vap: unknown flag '--bogus'", "vap"),
+            (["convert", "--bogus"], "dra-guard convert: unknown flag '--bogus'", "convert"),
             (["policy", "lint"], "dra-guard policy lint: no FILE given", "policy lint"),
             (["policy", "frobnicate"], "dra-guard policy: unknown command 'frobnicate'", "policy"),
             (["policy"], "dra-guard policy: no command given (lint)", "policy"),
@@ -899,6 +899,34 @@ class Help(unittest.TestCase):
             self.assertEqual(err, "%s\nRun 'dra-guard %s --help' for the usage.\n" % (line, cmd), args)
         code, out, err = run("nope")
         self.assertEqual(err, "dra-guard: unknown command 'nope'\nRun 'dra-guard --help' for the commands.\n")
+
+    def test_a_bad_value_names_the_flag_the_value_and_what_is_allowed(self):
+        """Every subcommand's flags come from one kind of table: the same
+        kind of mistake gets the same kind of message everywhere."""
+        cases = [
+            (["dry-run", "--warn-exit-code", "256", "x"], "--warn-exit-code: 256 is out of range (0 to 255)"),
+            (["dry-run", "--output", "xml", "x"], "--output: 'xml' is not text, json or junit"),
+            (["dry-run", "--now", "yesterday", "x"], "--now: 'yesterday' is not a time (RFC 3339 in UTC, "
+             "e.g. 2026-12-01T10:00:00Z, or seconds since the epoch)"),
+            (["dry-run", "--pol", "x", "y"], "ambiguous flag '--pol' (--policy, --policy-configmap)"),
+            (["replay", "--sample", "0", "x"], "--sample: 0 is out of range (1ms to 2500000h)"),
+            (["replay", "--max-pending", "0", "x"], "--max-pending: 0 is out of range (1 to 268435456)"),
+            (["replay", "--max-line", "8Mb", "x"],
+             "--max-line: '8Mb' is not a size (bytes, or a number with Ki, Mi, Gi, k, M, G)"),
+            (["replay", "--view-time", "0", "x"], "--view-time: 0 is out of range (after 1970-01-01T00:00:00Z)"),
+            (["readiness", "--output", "junit", "x"], "--output: 'junit' is not markdown or json"),
+            (["ledger", "--output", "xml", "--view", "x"], "--output: 'xml' is not table or json"),
+            (["ledger", "--view", "a", "b"], "unexpected argument 'b'"),
+            (["pending", "--output", "xml"], "--output: 'xml' is not table or json"),
+            (["vap", "--output", "yaml"], "--output: 'yaml' is not text or json"),
+            (["serve", "--idle-timeout", "2h"], "--idle-timeout: 2h is out of range (1s to 1h)"),
+            (["serve", "--max-body", "1Gi"], "--max-body: 1Gi is out of range (1Ki to 256Mi)"),
+        ]
+        for args, line in cases:
+            code, out, err = run(*args)
+            self.assertEqual((code, out), (2, ""), args)
+            self.assertEqual(err, "dra-guard %s: %s\nRun 'dra-guard %s --help' for the usage.\n"
+                             % (args[0], line, args[0]), args)
 
 
 class Lint(unittest.TestCase):

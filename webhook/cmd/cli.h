@@ -43,10 +43,6 @@ int pending_main(int argc, char **argv);
  * wrong. The replay's report prints the claims held at the end with it. */
 int pending_print_claims(FILE *f, const char *json, size_t len, char *err, size_t errn);
 
-/* A time on the command line: RFC 3339 in UTC (2026-12-01T10:00:00Z) or
- * seconds since the epoch, into ns. 0 or -EINVAL. */
-int cli_parse_time(const char *s, int64_t *out);
-
 /* A usage error of dra-guard COMMAND, after its one-line message: where
  * the usage is, on stderr (the usage itself would bury the message).
  * Returns 2, the exit status of usage errors. */

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "doc.h"
 #include "fileio.h"
+#include "options.h"
 
 /* JSON text of one document is bounded by a small multiple of its YAML text
  * (the worst case is an escaped control byte: 1 byte in, 6 out); going over
@@ -24,15 +25,16 @@
 #define CONVERT_OUTPUT_FACTOR 8
 #define CONVERT_OUTPUT_SLACK 4096
 
-static void convert_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dra-guard convert [FILE|-]\n"
-		"\n"
-		"Parse a YAML stream or a JSON value with the guard's own loader (duplicate keys,\n"
-		"anchors, aliases and unknown tags are errors) and print each document as one\n"
-		"line of compact JSON. Without FILE, or with -, read standard input.\n");
-}
+/* No flags: the table is empty, and says so in --help and in its errors as
+ * every command's does. */
+static const struct options_command convert_command = {
+	.name = "convert",
+	.synopsis = "[FILE|-]",
+	.intro = "Parse a YAML stream or a JSON value with the guard's own loader (duplicate keys,\n"
+		 "anchors, aliases and unknown tags are errors) and print each document as one\n"
+		 "line of compact JSON. Without FILE, or with -, read standard input.\n",
+	.max_args = 1,
+};
 
 static int print_documents(const struct doc_set *set, size_t cap)
 {
@@ -69,20 +71,12 @@ int convert_main(int argc, char **argv)
 	const char *path = "-";
 	char *text = NULL;
 	size_t len = 0;
-	int rc, code = 2;
+	int rc, nargs, code = 2;
 
-	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		convert_usage(stdout);
-		return 0;
-	}
-	if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1] != '\0')) {
-		if (argc > 2)
-			fprintf(stderr, "dra-guard convert: unexpected argument '%s' (one FILE at most)\n", argv[2]);
-		else
-			fprintf(stderr, "dra-guard convert: unknown option '%s'\n", argv[1]);
-		return cli_usage_error("convert");
-	}
-	if (argc == 2)
+	rc = options_cli(&convert_command, argc, argv, NULL, NULL, &nargs);
+	if (rc >= 0)
+		return rc;
+	if (nargs == 1)
 		path = argv[1];
 
 	doc_limits_default(&lim);

@@ -13,12 +13,10 @@
  * Exit codes: 0 all allowed, 1 something denied, 2 unusable input or policy,
  * --warn-exit-code N when there were warnings but no denials. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <jansson.h>
@@ -31,77 +29,12 @@
 #include "fileio.h"
 #include "inputs.h"
 #include "manifest.h"
+#include "options.h"
 #include "policy.h"
 #include "timefmt.h"
 #include "view_file.h"
 
 /* --- command line -------------------------------------------------------------------------- */
-
-static void dryrun_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dra-guard dry-run [--policy FILE] [--old PATH]... [--operation CREATE|UPDATE|DELETE]\n"
-		"                         [--user NAME] [--group G]... [--extra KEY=VALUE]... [--subresource S]\n"
-		"                         [--namespace NS] [--freeze] [--policy-configmap NAMESPACE/NAME]\n"
-		"                         [--view DUMP]... [--now TIME]\n"
-		"                         [--field-validation Strict|Warn|Ignore]\n"
-		"                         [--output text|json|junit] [--warn-exit-code N] INPUT...\n"
-		"\n"
-		"Runs the policy engine on manifests, exactly as the webhook would decide them.\n"
-		"INPUT and --old PATH are files, directories (every .yaml, .yml, .json in them) or - for\n"
-		"stdin; each may hold several YAML documents, kind: List (what kubectl get -o yaml prints),\n"
-		"bare objects or whole AdmissionReviews.\n"
-		"\n"
-		"  --policy FILE         a Policy document or the policy ConfigMap (default: built-in policy)\n"
-		"  --old PATH            the stored objects, e.g. kubectl get resourceslices -o yaml\n"
-		"                        (repeatable). An object with a stored namesake (same group, kind,\n"
-		"                        namespace and name) is an UPDATE of it; one without is a CREATE\n"
-		"  --operation OP        CREATE, UPDATE (needs a stored namesake) or DELETE; default: as above\n"
-		"  --user NAME           the requesting user; without it the rules about who may write\n"
-		"                        (slice.writer*, status.*) do not run, and each result says so\n"
-		"  --group G             a group of the user (repeatable)\n"
-		"  --extra KEY=VALUE     a userInfo.extra value (repeatable), e.g.\n"
-		"                        authentication.kubernetes.io/node-name=worker-1\n"
-		"  --subresource S       status, for resourceclaims/status and pods/status writes; inferred\n"
-		"                        for an UPDATE of a claim or Pod that differs from its stored\n"
-		"                        object only under status\n"
-		"  --namespace NS        the namespace of namespaced objects that name none (default: default)\n"
-		"  --freeze              act as if the policy's freeze were on\n"
-		"  --policy-configmap NS/NAME  the guard's own ConfigMap (policy.invalid; default\n"
-		"                        dra-guard/dra-guard-policy)\n"
-		"  --view DUMP           the cluster as the webhook's view would hold it, for the rules that read\n"
-		"                        it (slice.generation.stale, slice.pool.collision, ledger.*): the output of\n"
-		"                        kubectl get resourceslices,resourceclaims,pods,nodes -A -o json (repeatable;\n"
-		"                        YAML and directories too). Overcommitted nodes are reported as warnings\n"
-		"  --now TIME            judge as of TIME (RFC 3339, e.g. 2026-12-01T10:00:00Z, or seconds since\n"
-		"                        the epoch) instead of now\n"
-		"  --field-validation V  what a field the 1.36 API server does not know (a misspelt\n"
-		"                        nodeAllocatableResourceMappings, say) does, as the API server's\n"
-		"                        ?fieldValidation=: Warn (default:\n"
-		"                        a warning with its path), Strict (the object is an error, exit 2: for CI,\n"
-		"                        as kubectl --validate=strict) or Ignore\n"
-		"  --output FORMAT       text (default), json or junit\n"
-		"  --warn-exit-code N    exit N when there are warnings but no denials (default 0)\n"
-		"\n"
-		"Exit status: 0 all allowed, 1 something denied, 2 unusable input or policy.\n");
-}
-
-static int parse_op(const char *s, enum admission_op *op)
-{
-	*op = model_op_parse(str_from_cstr(s));
-	return *op == ADMISSION_OP_CREATE || *op == ADMISSION_OP_UPDATE || *op == ADMISSION_OP_DELETE ? 0 : -EINVAL;
-}
-
-static int parse_self(const char *s, struct engine_options *opt)
-{
-	const char *slash = strchr(s, '/');
-
-	if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
-		return -EINVAL;
-	opt->self_namespace = (struct str){ s, (size_t)(slash - s) };
-	opt->self_name = str_from_cstr(slash + 1);
-	return 0;
-}
 
 static int load_policy(struct dryrun *d)
 {
@@ -164,149 +97,146 @@ static int load_old(struct dryrun *d)
 	return rc == -E2BIG ? -EINVAL : rc;
 }
 
-enum {
-	OPT_POLICY = 256, OPT_OLD, OPT_OPERATION, OPT_USER, OPT_GROUP, OPT_EXTRA, OPT_SUBRESOURCE,
-	OPT_OUTPUT, OPT_WARN_EXIT, OPT_FREEZE, OPT_SELF, OPT_NAMESPACE, OPT_VIEW, OPT_NOW, OPT_HELP,
-	OPT_FIELDS,
-};
-
-static const struct option dryrun_options[] = {
-	{ "policy", required_argument, NULL, OPT_POLICY },
-	{ "old", required_argument, NULL, OPT_OLD },
-	{ "operation", required_argument, NULL, OPT_OPERATION },
-	{ "user", required_argument, NULL, OPT_USER },
-	{ "group", required_argument, NULL, OPT_GROUP },
-	{ "extra", required_argument, NULL, OPT_EXTRA },
-	{ "subresource", required_argument, NULL, OPT_SUBRESOURCE },
-	{ "output", required_argument, NULL, OPT_OUTPUT },
-	{ "warn-exit-code", required_argument, NULL, OPT_WARN_EXIT },
-	{ "freeze", no_argument, NULL, OPT_FREEZE },
-	{ "policy-configmap", required_argument, NULL, OPT_SELF },
-	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
-	{ "view", required_argument, NULL, OPT_VIEW },
-	{ "now", required_argument, NULL, OPT_NOW },
-	{ "field-validation", required_argument, NULL, OPT_FIELDS },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
-static int parse_args(struct dryrun *d, int argc, char **argv)
+/* --user, --group, --extra and --policy-configmap fill the engine's own
+ * types; the rest of the flags are plain fields of struct dryrun. */
+static int set_user(void *cfg, const struct options_entry *e, const char *v, char *why, size_t n)
 {
-	char *end;
-	long n;
-	int c, i;
-	size_t k, stdins;
+	(void)e, (void)why, (void)n;
+	((struct dryrun *)cfg)->who.user = str_from_cstr(v);
+	return 0;
+}
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", dryrun_options, NULL)) != -1) {
-		switch (c) {
-		case OPT_POLICY: d->policy_path = optarg; break;
-		case OPT_OLD:
-			if (d->nold == DRYRUN_MAX_LIST) {
-				fprintf(stderr, "dra-guard dry-run: more than %d --old paths\n", DRYRUN_MAX_LIST);
-				return 2;
-			}
-			d->old_paths[d->nold++] = optarg;
-			break;
-		case OPT_NAMESPACE:
-			if (!optarg[0]) {
-				fprintf(stderr, "dra-guard dry-run: --namespace: expected a namespace name\n");
-				return 2;
-			}
-			d->namespace = optarg;
-			break;
-		case OPT_OPERATION:
-			if (parse_op(optarg, &d->operation)) {
-				fprintf(stderr, "dra-guard dry-run: --operation %s: expected CREATE, UPDATE or DELETE\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_USER: d->who.user = str_from_cstr(optarg); break;
-		case OPT_GROUP:
-			if (d->who.ngroups == DRYRUN_MAX_LIST) {
-				fprintf(stderr, "dra-guard dry-run: more than %d --group flags\n", DRYRUN_MAX_LIST);
-				return 2;
-			}
-			d->groups[d->who.ngroups++] = str_from_cstr(optarg);
-			break;
-		case OPT_EXTRA: {
-			const char *eq = strchr(optarg, '=');
+static int set_group(void *cfg, const struct options_entry *e, const char *v, char *why, size_t n)
+{
+	struct dryrun *d = cfg;
 
-			if (!eq || eq == optarg || d->who.nextras == DRYRUN_MAX_LIST) {
-				fprintf(stderr, "dra-guard dry-run: --extra %s: expected KEY=VALUE\n", optarg);
-				return 2;
-			}
-			d->extras[d->who.nextras].key = (struct str){ optarg, (size_t)(eq - optarg) };
-			d->extras[d->who.nextras].value = str_from_cstr(eq + 1);
-			d->who.nextras++;
-			break;
-		}
-		case OPT_SUBRESOURCE: d->subresource = optarg; break;
-		case OPT_VIEW:
-			if (d->nview == DRYRUN_MAX_LIST) {
-				fprintf(stderr, "dra-guard dry-run: more than %d --view paths\n", DRYRUN_MAX_LIST);
-				return 2;
-			}
-			d->view_paths[d->nview++] = optarg;
-			break;
-		case OPT_NOW:
-			if (cli_parse_time(optarg, &d->now_ns) != 0) {
-				fprintf(stderr, "dra-guard dry-run: --now %s: expected RFC 3339 (2026-12-01T10:00:00Z) "
-					"or seconds since the epoch\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_FIELDS:
-			/* The API server's names, and kubectl --validate's. */
-			if (strcasecmp(optarg, "Warn") == 0)
-				d->fields = FIELDS_WARN;
-			else if (strcasecmp(optarg, "Strict") == 0)
-				d->fields = FIELDS_STRICT;
-			else if (strcasecmp(optarg, "Ignore") == 0)
-				d->fields = FIELDS_IGNORE;
-			else {
-				fprintf(stderr, "dra-guard dry-run: --field-validation %s: expected Strict, Warn or Ignore\n",
-					optarg);
-				return cli_usage_error("dry-run");
-			}
-			break;
-		case OPT_OUTPUT:
-			if (strcmp(optarg, "text") == 0)
-				d->output = OUTPUT_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				d->output = OUTPUT_JSON;
-			else if (strcmp(optarg, "junit") == 0)
-				d->output = OUTPUT_JUNIT;
-			else {
-				fprintf(stderr, "dra-guard dry-run: --output %s: expected text, json or junit\n", optarg);
-				return cli_usage_error("dry-run");
-			}
-			break;
-		case OPT_WARN_EXIT:
-			errno = 0;
-			n = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || n < 0 || n > 255) {
-				fprintf(stderr, "dra-guard dry-run: --warn-exit-code %s: expected 0..255\n", optarg);
-				return cli_usage_error("dry-run");
-			}
-			d->warn_exit_code = (int)n;
-			break;
-		case OPT_FREEZE: d->opt.force_freeze = true; break;
-		case OPT_SELF:
-			if (parse_self(optarg, &d->opt)) {
-				fprintf(stderr, "dra-guard dry-run: --policy-configmap %s: expected NAMESPACE/NAME\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_HELP:
-		case 'h':
-			dryrun_usage(stdout);
-			return 0;
-		default:
-			return cli_usage_error("dry-run");
-		}
+	(void)e;
+	if (d->who.ngroups == DRYRUN_MAX_LIST) {
+		snprintf(why, n, "given more than %d times", DRYRUN_MAX_LIST);
+		return -EINVAL;
 	}
-	if (optind >= argc) {
+	d->groups[d->who.ngroups++] = str_from_cstr(v);
+	return 0;
+}
+
+static int set_extra(void *cfg, const struct options_entry *e, const char *v, char *why, size_t n)
+{
+	struct dryrun *d = cfg;
+	const char *eq = strchr(v, '=');
+
+	(void)e;
+	if (!eq || eq == v) {
+		snprintf(why, n, "'%s' is not KEY=VALUE", v);
+		return -EINVAL;
+	}
+	if (d->who.nextras == DRYRUN_MAX_LIST) {
+		snprintf(why, n, "given more than %d times", DRYRUN_MAX_LIST);
+		return -EINVAL;
+	}
+	d->extras[d->who.nextras].key = (struct str){ v, (size_t)(eq - v) };
+	d->extras[d->who.nextras].value = str_from_cstr(eq + 1);
+	d->who.nextras++;
+	return 0;
+}
+
+static int set_self(void *cfg, const struct options_entry *e, const char *v, char *why, size_t n)
+{
+	struct engine_options *opt = &((struct dryrun *)cfg)->opt;
+	const char *slash = strchr(v, '/');
+
+	(void)e;
+	if (!slash || slash == v || !slash[1] || strchr(slash + 1, '/')) {
+		snprintf(why, n, "'%s' is not NAMESPACE/NAME", v);
+		return -EINVAL;
+	}
+	opt->self_namespace = (struct str){ v, (size_t)(slash - v) };
+	opt->self_name = str_from_cstr(slash + 1);
+	return 0;
+}
+
+#define D(field) OPTIONS_AT(struct dryrun, field)
+
+static const struct options_choice operations[] = {
+	{ "CREATE", ADMISSION_OP_CREATE, false }, { "UPDATE", ADMISSION_OP_UPDATE, false },
+	{ "DELETE", ADMISSION_OP_DELETE, false }, { NULL, 0, false },
+};
+
+/* The API server's names, and kubectl --validate's. */
+static const struct options_choice field_validations[] = {
+	{ "Strict", FIELDS_STRICT, false }, { "Warn", FIELDS_WARN, false }, { "Ignore", FIELDS_IGNORE, false },
+	{ NULL, 0, false },
+};
+
+static const struct options_choice output_formats[] = {
+	{ "text", OUTPUT_TEXT, false }, { "json", OUTPUT_JSON, false }, { "junit", OUTPUT_JUNIT, false },
+	{ NULL, 0, false },
+};
+
+static const struct options_entry dryrun_flags[] = {
+	{ .name = "policy", .type = OPTIONS_STRING, D(policy_path), .arg = "FILE", .def_help = "the built-in policy",
+	  .help = "a Policy document or the policy ConfigMap" },
+	{ .name = "old", .type = OPTIONS_LIST, OPTIONS_LIST_AT(struct dryrun, old_paths, nold), .arg = "PATH",
+	  .help = "the stored objects, e.g. kubectl get resourceslices -o yaml (repeatable). An object with a"
+	  " stored namesake (same group, kind, namespace and name) is an UPDATE of it; one without is a CREATE" },
+	{ .name = "operation", .type = OPTIONS_ENUM, D(operation), .choices = operations, .arg = "OP",
+	  .def_help = "CREATE, or UPDATE of a stored namesake",
+	  .help = "CREATE, UPDATE (needs a stored namesake) or DELETE" },
+	{ .name = "user", .type = OPTIONS_CUSTOM, .set = set_user, .arg = "NAME",
+	  .help = "the requesting user; without it the rules about who may write (slice.writer*, status.*) do"
+	  " not run, and each result says so" },
+	{ .name = "group", .type = OPTIONS_CUSTOM, .set = set_group, .arg = "G",
+	  .help = "a group of the user (repeatable)" },
+	{ .name = "extra", .type = OPTIONS_CUSTOM, .set = set_extra, .arg = "KEY=VALUE",
+	  .help = "a userInfo.extra value (repeatable), e.g. authentication.kubernetes.io/node-name=worker-1" },
+	{ .name = "subresource", .type = OPTIONS_STRING, D(subresource), .arg = "S",
+	  .help = "status, for resourceclaims/status and pods/status writes; inferred for an UPDATE of a claim"
+	  " or Pod that differs from its stored object only under status" },
+	{ .name = "namespace", .type = OPTIONS_STRING, D(namespace), .flags = OPTIONS_NONEMPTY, .arg = "NS",
+	  .def_help = "default", .help = "the namespace of namespaced objects that name none" },
+	{ .name = "freeze", .type = OPTIONS_BOOL, D(opt.force_freeze), .help = "act as if the policy's freeze were on" },
+	{ .name = "policy-configmap", .type = OPTIONS_CUSTOM, .set = set_self, .arg = "NAMESPACE/NAME",
+	  .def_help = "dra-guard/dra-guard-policy", .help = "the guard's own ConfigMap (policy.invalid)" },
+	{ .name = "view", .type = OPTIONS_LIST, OPTIONS_LIST_AT(struct dryrun, view_paths, nview), .arg = "DUMP",
+	  .help = "the cluster as the webhook's view would hold it, for the rules that read it"
+	  " (slice.generation.stale, slice.pool.collision, ledger.*): the output of kubectl get"
+	  " resourceslices,resourceclaims,pods,nodes -A -o json (repeatable; YAML and directories too)."
+	  " Overcommitted nodes are reported as warnings" },
+	{ .name = "now", .type = OPTIONS_TIME, D(now_ns), .arg = "TIME", .def_help = "now",
+	  .help = "judge as of TIME (RFC 3339, e.g. 2026-12-01T10:00:00Z, or seconds since the epoch)" },
+	{ .name = "field-validation", .type = OPTIONS_ENUM, D(fields), .choices = field_validations,
+	  .flags = OPTIONS_NOCASE, .arg = "V", .def_help = "Warn",
+	  .help = "what a field the 1.36 API server does not know (a misspelt nodeAllocatableResourceMappings,"
+	  " say) does, as the API server's ?fieldValidation=: Warn (a warning with its path), Strict (the"
+	  " object is an error, exit 2: for CI, as kubectl --validate=strict) or Ignore" },
+	{ .name = "output", .type = OPTIONS_ENUM, D(output), .choices = output_formats, .arg = "FORMAT",
+	  .def_help = "text", .help = "text, json or junit" },
+	{ .name = "warn-exit-code", .type = OPTIONS_UINT, D(warn_exit_code), .min = 0, .max = 255, .arg = "N",
+	  .def_help = "0", .help = "exit N when there are warnings but no denials" },
+};
+
+static const struct options_command dryrun_command = {
+	.name = "dry-run",
+	.synopsis = "[FLAGS] INPUT...",
+	.intro = "Runs the policy engine on manifests, exactly as the webhook would decide them.\n"
+		 "INPUT and --old PATH are files, directories (every .yaml, .yml, .json in them) or - for\n"
+		 "stdin; each may hold several YAML documents, kind: List (what kubectl get -o yaml prints),\n"
+		 "bare objects or whole AdmissionReviews.\n",
+	.outro = "Exit status: 0 all allowed, 1 something denied, 2 unusable input or policy.\n",
+	.entries = dryrun_flags,
+	.nentries = sizeof(dryrun_flags) / sizeof(dryrun_flags[0]),
+	.max_args = -1,
+};
+
+/* -1 to go on with the *ninputs INPUTs at argv[1..], else the exit code. */
+static int parse_args(struct dryrun *d, int argc, char **argv, int *ninputs)
+{
+	size_t k, stdins;
+	int rc, i;
+
+	rc = options_cli(&dryrun_command, argc, argv, NULL, d, ninputs);
+	if (rc >= 0)
+		return rc;
+	if (*ninputs == 0) {
 		fprintf(stderr, "dra-guard dry-run: no INPUT given\n");
 		return cli_usage_error("dry-run");
 	}
@@ -319,7 +249,7 @@ static int parse_args(struct dryrun *d, int argc, char **argv)
 		stdins += strcmp(d->old_paths[k], "-") == 0;
 	for (k = 0; k < d->nview; k++)
 		stdins += strcmp(d->view_paths[k], "-") == 0;
-	for (i = optind; i < argc; i++)
+	for (i = 1; i <= *ninputs; i++)
 		stdins += strcmp(argv[i], "-") == 0;
 	if (stdins > 1) {
 		fprintf(stderr, "dra-guard dry-run: - (stdin) is named more than once; it can be read once\n");
@@ -367,7 +297,7 @@ int dryrun_main(int argc, char **argv)
 {
 	struct dryrun d;
 	struct arena *a = NULL;
-	int rc, i, code = 2;
+	int rc, i, ninputs, code = 2;
 
 	memset(&d, 0, sizeof(d));
 	d.warn_exit_code = -1;
@@ -381,7 +311,7 @@ int dryrun_main(int argc, char **argv)
 	d.opt.self_namespace = STR_LIT("dra-guard");
 	d.opt.self_name = STR_LIT("dra-guard-policy");
 	decode_limits_default(&d.lim);
-	rc = parse_args(&d, argc, argv);
+	rc = parse_args(&d, argc, argv, &ninputs);
 	if (rc >= 0)
 		return rc;
 	d.opt.skip_identity_rules = d.who.user.len == 0;
@@ -392,7 +322,7 @@ int dryrun_main(int argc, char **argv)
 		fprintf(stderr, "dra-guard dry-run: out of memory\n");
 		goto out;
 	}
-	for (i = optind; i < argc; i++) {
+	for (i = 1; i <= ninputs; i++) {
 		if (dryrun_run_input(&d, argv[i], a) == -E2BIG) {
 			fprintf(stderr, "dra-guard dry-run: more than %d objects in one run; the rest was not read "
 				"(split the input)\n", DRYRUN_MAX_OBJECTS);

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "dryrun_impl.h"
 #include "fileio.h"
+#include "options.h"
 #include "policy.h"
 #include "rules.h"
 
@@ -49,42 +50,50 @@ int dryrun_policy_load(const char *name, const char *prefix, const char *text, s
 
 /* --- policy lint, rules -------------------------------------------------------------------- */
 
-static void lint_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dra-guard policy lint FILE...\n"
-		"\n"
-		"Checks Policy documents or policy ConfigMap manifests; - reads one from stdin.\n"
-		"Every error found is listed on stderr, one a line, as FILE:LINE:COLUMN: PATH: what\n"
-		"is wrong and what would be accepted; positions inside a ConfigMap's policy.yaml\n"
-		"are lines of the manifest. Exit 0 when all are valid, 2 otherwise.\n");
-}
+/* No flags: empty tables, so --help, unknown flags and stray arguments
+ * are answered as every command answers them. */
+static const struct options_command lint_command = {
+	.name = "policy lint",
+	.synopsis = "FILE...",
+	.intro = "Checks Policy documents or policy ConfigMap manifests; - reads one from stdin.\n"
+		 "Every error found is listed on stderr, one a line, as FILE:LINE:COLUMN: PATH: what\n"
+		 "is wrong and what would be accepted; positions inside a ConfigMap's policy.yaml\n"
+		 "are lines of the manifest. Exit 0 when all are valid, 2 otherwise.\n",
+	.max_args = -1,
+};
+
+static const struct options_command rules_command = {
+	.name = "rules",
+	.synopsis = "",
+	.intro = "Lists every rule: its id (what messages, metrics and the policy's\n"
+		 "enforcement.rules name), its built-in action and what it checks.\n",
+	.max_args = 0,
+};
 
 int lint_main(int argc, char **argv)
 {
-	int i, code = 0, stdins = 0;
+	int i, rc, nfiles, code = 0, stdins = 0;
 
-	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		lint_usage(stdout);
-		return 0;
-	}
-	if (argc < 2) {
+	rc = options_cli(&lint_command, argc, argv, NULL, NULL, &nfiles);
+	if (rc >= 0)
+		return rc;
+	if (nfiles == 0) {
 		fprintf(stderr, "dra-guard policy lint: no FILE given\n");
 		return cli_usage_error("policy lint");
 	}
-	for (i = 1; i < argc; i++)
+	for (i = 1; i <= nfiles; i++)
 		stdins += strcmp(argv[i], "-") == 0;
 	if (stdins > 1) {
 		fprintf(stderr, "dra-guard policy lint: - (stdin) is named more than once; it can be read once\n");
 		return 2;
 	}
-	for (i = 1; i < argc; i++) {
+	for (i = 1; i <= nfiles; i++) {
 		bool is_stdin = strcmp(argv[i], "-") == 0;
 		const char *name = is_stdin ? "<stdin>" : argv[i];
 		struct policy *p = NULL;
 		char *text = NULL;
 		size_t len = 0;
-		int rc = is_stdin ? fileio_read_stream(stdin, LINT_POLICY_MAX, &text, &len)
+		rc = is_stdin ? fileio_read_stream(stdin, LINT_POLICY_MAX, &text, &len)
 				  : fileio_read(argv[i], LINT_POLICY_MAX, &text, &len);
 
 		if (rc) {
@@ -106,18 +115,11 @@ int lint_main(int argc, char **argv)
 
 int rules_main(int argc, char **argv)
 {
-	int i;
+	int i, rc, nargs;
 
-	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("usage: dra-guard rules\n\n"
-		       "Lists every rule: its id (what messages, metrics and the policy's\n"
-		       "enforcement.rules name), its built-in action and what it checks.\n");
-		return 0;
-	}
-	if (argc > 1) {
-		fprintf(stderr, "dra-guard rules: unexpected argument '%s'\n", argv[1]);
-		return cli_usage_error("rules");
-	}
+	rc = options_cli(&rules_command, argc, argv, NULL, NULL, &nargs);
+	if (rc >= 0)
+		return rc;
 	printf("%-28s %-8s %s\n", "RULE", "DEFAULT", "CHECKS");
 	for (i = 0; i < RULE_COUNT; i++)
 		printf("%-28s %-8s %s\n", rule_name((enum rule_id)i), action_name(rule_builtin_action((enum rule_id)i)),

@@ -1,7 +1,6 @@
 /* ledger_cmd.c - dra-guard ledger: the ledger of a recorded cluster, offline,
  * as a table or as the JSON GET /debug/ledger serves. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,32 +11,11 @@
 #include "dryrun_impl.h"
 #include "fileio.h"
 #include "ledger.h"
+#include "options.h"
 #include "policy.h"
 #include "view_file.h"
 
 #define LEDGER_PATHS_MAX 4096
-
-static void ledger_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dra-guard ledger --view DUMP... [--policy FILE] [--node NAME] [--entries]\n"
-		"                        [--output table|json] [--now TIME]\n"
-		"\n"
-		"Prints the ledger of a recorded cluster: per node and resource, allocatable, the Pods'\n"
-		"own requests, what DRA claims add (by NUMA zone), what the Pod statuses say and the\n"
-		"total the scheduler checks; with --entries (or as JSON) every claim's entries.\n"
-		"\n"
-		"  --view DUMP           kubectl get resourceslices,resourceclaims,pods,nodes -A -o json\n"
-		"                        output (repeatable; YAML and directories too; - for stdin)\n"
-		"  --policy FILE         the policy (its NUMA attribute names); default: built-in\n"
-		"  --node NAME           one node only\n"
-		"  --entries             the table lists each node's entries too\n"
-		"  --output FORMAT       table (default) or json (the shape of GET /debug/ledger)\n"
-		"  --now TIME            as of TIME (RFC 3339 or seconds since the epoch); default now\n"
-		"\n"
-		"Exit status: 0, 1 when a node (with --node: that node) is overcommitted\n"
-		"(ledger.node.overcommit), 2 unusable input or policy.\n");
-}
 
 /* The exit status speaks of what was printed: with --node, that node only. */
 static bool overcommitted(const struct ledger *l, const char *node)
@@ -58,26 +36,6 @@ int cli_usage_error(const char *command)
 	return 2;
 }
 
-int cli_parse_time(const char *s, int64_t *out)
-{
-	struct tm tm;
-	char *end;
-	long long secs;
-
-	errno = 0;
-	secs = strtoll(s, &end, 10);
-	if (!errno && end != s && *end == '\0' && secs >= 0) {
-		*out = secs * 1000000000LL;
-		return 0;
-	}
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!end || (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0))
-		return -EINVAL;
-	*out = (int64_t)timegm(&tm) * 1000000000LL;
-	return 0;
-}
-
 static int64_t wall_ns(void)
 {
 	struct timespec ts;
@@ -86,74 +44,79 @@ static int64_t wall_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-enum { OPT_VIEW = 256, OPT_POLICY, OPT_NODE, OPT_OUTPUT, OPT_NOW, OPT_ENTRIES, OPT_HELP };
+struct ledger_args {
+	const char *paths[LEDGER_PATHS_MAX];
+	size_t npaths;
+	const char *policy_path;
+	const char *node;
+	bool entries;
+	bool json;
+	int64_t now;
+};
 
-static const struct option ledger_options[] = {
-	{ "view", required_argument, NULL, OPT_VIEW },
-	{ "policy", required_argument, NULL, OPT_POLICY },
-	{ "node", required_argument, NULL, OPT_NODE },
-	{ "output", required_argument, NULL, OPT_OUTPUT },
-	{ "now", required_argument, NULL, OPT_NOW },
-	{ "entries", no_argument, NULL, OPT_ENTRIES },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
+static const struct options_choice ledger_outputs[] = {
+	{ "table", 0, false }, { "json", 1, false }, { NULL, 0, false },
+};
+
+static const struct options_entry ledger_flags[] = {
+	{ .name = "view", .type = OPTIONS_LIST, OPTIONS_LIST_AT(struct ledger_args, paths, npaths), .arg = "DUMP",
+	  .help = "kubectl get resourceslices,resourceclaims,pods,nodes -A -o json output (repeatable; YAML and"
+	  " directories too; - for stdin)" },
+	{ .name = "policy", .type = OPTIONS_STRING, OPTIONS_AT(struct ledger_args, policy_path), .arg = "FILE",
+	  .def_help = "the built-in policy", .help = "the policy (its NUMA attribute names)" },
+	{ .name = "node", .type = OPTIONS_STRING, OPTIONS_AT(struct ledger_args, node), .arg = "NAME",
+	  .help = "one node only" },
+	{ .name = "entries", .type = OPTIONS_BOOL, OPTIONS_AT(struct ledger_args, entries),
+	  .help = "the table lists each node's entries too" },
+	{ .name = "output", .type = OPTIONS_ENUM, OPTIONS_AT(struct ledger_args, json), .choices = ledger_outputs,
+	  .arg = "FORMAT", .def_help = "table", .help = "table or json (the shape of GET /debug/ledger)" },
+	{ .name = "now", .type = OPTIONS_TIME, OPTIONS_AT(struct ledger_args, now), .arg = "TIME",
+	  .def_help = "now", .help = "as of TIME (RFC 3339 or seconds since the epoch)" },
+};
+
+static const struct options_command ledger_command = {
+	.name = "ledger",
+	.synopsis = "--view DUMP... [FLAGS]",
+	.intro = "Prints the ledger of a recorded cluster: per node and resource, allocatable, the Pods'\n"
+		 "own requests, what DRA claims add (by NUMA zone), what the Pod statuses say and the\n"
+		 "total the scheduler checks; with --entries (or as JSON) every claim's entries.\n",
+	.outro = "Exit status: 0, 1 when a node (with --node: that node) is overcommitted\n"
+		 "(ledger.node.overcommit), 2 unusable input or policy.\n",
+	.entries = ledger_flags,
+	.nentries = sizeof(ledger_flags) / sizeof(ledger_flags[0]),
+	.max_args = 0,
 };
 
 int ledger_main(int argc, char **argv)
 {
-	const char *paths[LEDGER_PATHS_MAX], *policy_path = NULL, *node = "";
+	struct ledger_args args;
+	const char *policy_path, *node;
 	struct view_builder *b = NULL;
 	const struct view *v = NULL;
 	struct view_dump_stats st;
 	struct policy *pol = NULL;
 	struct ledger *l = NULL;
 	struct buf out;
-	size_t npaths = 0;
-	int64_t now = wall_ns();
-	bool json = false, entries = false;
+	bool json, entries;
+	int64_t now;
 	char err[1024], what[1024];
-	int c, rc, code = 2;
+	int rc, nargs, code = 2;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", ledger_options, NULL)) != -1) {
-		switch (c) {
-		case OPT_VIEW:
-			if (npaths == LEDGER_PATHS_MAX) {
-				fprintf(stderr, "dra-guard ledger: more than %d --view paths\n", LEDGER_PATHS_MAX);
-				return 2;
-			}
-			paths[npaths++] = optarg;
-			break;
-		case OPT_POLICY: policy_path = optarg; break;
-		case OPT_NODE: node = optarg; break;
-		case OPT_ENTRIES: entries = true; break;
-		case OPT_OUTPUT:
-			if (strcmp(optarg, "json") == 0)
-				json = true;
-			else if (strcmp(optarg, "table") != 0) {
-				fprintf(stderr, "dra-guard ledger: --output %s: expected table or json\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_NOW:
-			if (cli_parse_time(optarg, &now) != 0) {
-				fprintf(stderr, "dra-guard ledger: --now %s: expected RFC 3339 or seconds since the epoch\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case OPT_HELP:
-		case 'h':
-			ledger_usage(stdout);
-			return 0;
-		default:
-			return cli_usage_error("ledger");
-		}
-	}
-	if (npaths == 0 || optind != argc) {
-		fprintf(stderr, "dra-guard ledger: %s\n", npaths ? "unexpected arguments" : "no --view given");
+	memset(&args, 0, sizeof(args));
+	args.node = "";
+	args.now = wall_ns();
+	rc = options_cli(&ledger_command, argc, argv, NULL, &args, &nargs);
+	if (rc >= 0)
+		return rc;
+	if (args.npaths == 0) {
+		fprintf(stderr, "dra-guard ledger: no --view given\n");
 		return cli_usage_error("ledger");
 	}
+	policy_path = args.policy_path;
+	node = args.node;
+	json = args.json;
+	entries = args.entries;
+	now = args.now;
 	if (policy_path) {
 		char *text = NULL;
 		size_t len = 0;
@@ -170,7 +133,7 @@ int ledger_main(int argc, char **argv)
 		fprintf(stderr, "dra-guard ledger: out of memory\n");
 		return 2;
 	}
-	rc = view_file_load(paths, npaths, now, &b, &v, &st, err, sizeof(err));
+	rc = view_file_load(args.paths, args.npaths, now, &b, &v, &st, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "dra-guard ledger: --view: %s\n", rc == -ENOMEM ? "out of memory" : err);
 		goto out;

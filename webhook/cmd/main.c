@@ -81,14 +81,6 @@ static int version_main(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
-	char name[64];
-
-	/* getopt names the program by argv[0] in its messages: "dra-guard
-	 * dry-run: unrecognized option '--bogus'", not "dry-run: ...". */
-	if (cmd) {
-		snprintf(name, sizeof(name), "dra-guard %.40s", cmd);
-		argv[1] = name;
-	}
 
 	if (!cmd || strcmp(cmd, "help") == 0 || is_help(cmd)) {
 		usage(cmd ? stdout : stderr);

@@ -5,7 +5,6 @@
  * in the API), so this reads a running replica rather than a --view dump;
  * each replica lists the refusals it answered itself. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,33 +17,9 @@
 #include "doc.h"
 #include "fileio.h"
 #include "kube_client.h"
+#include "options.h"
 
 #define PENDING_BODY_MAX ((size_t)64 << 20)
-
-static void pending_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dra-guard pending [--url URL] [--token-file FILE] [--cacert FILE] [--connect ADDR:PORT]\n"
-		"                         [--output table|json]\n"
-		"\n"
-		"Lists the claims a running replica refuses now (its GET /debug/pending on the metrics\n"
-		"port): namespace/claim, Pod, the reason (the refusing rule in CamelCase), since when,\n"
-		"for how long and how many refusals. Each replica lists the requests it answered;\n"
-		"a claim allocated since (as the replica's cluster view shows) is gone from the list.\n"
-		"\n"
-		"  --url URL             the replica's metrics address (default http://127.0.0.1:9090;\n"
-		"                        kubectl port-forward to a replica's port 9090 in a cluster)\n"
-		"  --token-file FILE     send the bearer token in FILE: a metrics port that checks its\n"
-		"                        readers (--metrics-auth=kubernetes) wants one whose user may get\n"
-		"                        /debug/pending (ClusterRole dra-guard-debug-reader)\n"
-		"  --cacert FILE         the CA that signed the replica's serving certificate (https)\n"
-		"  --connect ADDR:PORT   connect there, checking the certificate for the URL's host\n"
-		"                        (https://dra-guard.dra-guard.svc:9090 through a port-forward)\n"
-		"  --output FORMAT       table (default) or json (the answer as served)\n"
-		"\n"
-		"Exit status: 0 (also when nothing is pending), 2 when the replica cannot be asked or\n"
-		"its answer is not what it serves.\n");
-}
 
 struct fetch_opts {
 	const char *url;
@@ -302,58 +277,61 @@ out:
 	return rc;
 }
 
+struct pending_args {
+	struct fetch_opts fo;
+	bool json;
+};
+
+#define P(field) OPTIONS_AT(struct pending_args, field)
+
+static const struct options_choice pending_outputs[] = {
+	{ "table", 0, false }, { "json", 1, false }, { NULL, 0, false },
+};
+
+static const struct options_entry pending_flags[] = {
+	{ .name = "url", .type = OPTIONS_STRING, P(fo.url), .def = "http://127.0.0.1:9090", .arg = "URL",
+	  .help = "the replica's metrics address (kubectl port-forward to a replica's port 9090 in a cluster)" },
+	{ .name = "token-file", .type = OPTIONS_STRING, P(fo.token_file), .arg = "FILE",
+	  .help = "send the bearer token in FILE: a metrics port that checks its readers"
+	  " (--metrics-auth=kubernetes) wants one whose user may get /debug/pending (ClusterRole"
+	  " dra-guard-debug-reader)" },
+	{ .name = "cacert", .type = OPTIONS_STRING, P(fo.cacert), .arg = "FILE",
+	  .help = "the CA that signed the replica's serving certificate (https)" },
+	{ .name = "connect", .type = OPTIONS_STRING, P(fo.connect), .arg = "ADDR:PORT",
+	  .help = "connect there, checking the certificate for the URL's host"
+	  " (https://dra-guard.dra-guard.svc:9090 through a port-forward)" },
+	{ .name = "output", .type = OPTIONS_ENUM, P(json), .choices = pending_outputs, .arg = "FORMAT",
+	  .def_help = "table", .help = "table or json (the answer as served)" },
+};
+
+static const struct options_command pending_command = {
+	.name = "pending",
+	.synopsis = "[FLAGS]",
+	.intro = "Lists the claims a running replica refuses now (its GET /debug/pending on the metrics\n"
+		 "port): namespace/claim, Pod, the reason (the refusing rule in CamelCase), since when,\n"
+		 "for how long and how many refusals. Each replica lists the requests it answered;\n"
+		 "a claim allocated since (as the replica's cluster view shows) is gone from the list.\n",
+	.outro = "Exit status: 0 (also when nothing is pending), 2 when the replica cannot be asked or\n"
+		 "its answer is not what it serves.\n",
+	.entries = pending_flags,
+	.nentries = sizeof(pending_flags) / sizeof(pending_flags[0]),
+	.max_args = 0,
+};
+
 int pending_main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "url", required_argument, NULL, 'u' },
-		{ "token-file", required_argument, NULL, 't' },
-		{ "cacert", required_argument, NULL, 'c' },
-		{ "connect", required_argument, NULL, 'C' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct fetch_opts fo = { .url = "http://127.0.0.1:9090" };
-	const char *output = "table";
+	struct pending_args args;
 	char err[600];
 	struct buf body;
-	int c, rc, code = 2;
+	int rc, nargs, code = 2;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'u':
-			fo.url = optarg;
-			break;
-		case 't':
-			fo.token_file = optarg;
-			break;
-		case 'c':
-			fo.cacert = optarg;
-			break;
-		case 'C':
-			fo.connect = optarg;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			pending_usage(stdout);
-			return 0;
-		default:
-			return cli_usage_error("pending");
-		}
-	}
-	if (optind != argc || (strcmp(output, "table") != 0 && strcmp(output, "json") != 0)) {
-		if (optind != argc)
-			fprintf(stderr, "dra-guard pending: unexpected argument '%s'\n", argv[optind]);
-		else
-			fprintf(stderr, "dra-guard pending: --output %s: expected table or json\n", output);
-		return cli_usage_error("pending");
-	}
+	memset(&args, 0, sizeof(args));
+	rc = options_cli(&pending_command, argc, argv, NULL, &args, &nargs);
+	if (rc >= 0)
+		return rc;
 	buf_init(&body, PENDING_BODY_MAX);
-	rc = fetch(&fo, &body, err, sizeof(err));
-	if (rc == 0 && strcmp(output, "json") == 0) {
+	rc = fetch(&args.fo, &body, err, sizeof(err));
+	if (rc == 0 && args.json) {
 		struct doc_set *set = NULL;
 
 		/* Printed as served, but only when it is JSON at all. */

@@ -12,7 +12,6 @@
  * were warnings, corrupt lines or ledger divergences but no denial. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <spawn.h>
@@ -28,6 +27,7 @@
 #include "dryrun_impl.h"
 #include "fileio.h"
 #include "ledger.h"
+#include "options.h"
 #include "policy.h"
 #include "replay.h"
 
@@ -51,65 +51,6 @@ struct replay_cli {
 	bool readiness;               /* dra-guard readiness, or replay --report readiness */
 };
 
-static void replay_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dra-guard replay [--policy FILE] [--view DUMP] [--output text|json|junit]\n"
-		"                        [--report replay|readiness]\n"
-		"                        [--examples N] [--sample DURATION] [--reorder-window DURATION]\n"
-		"                        [--warn-exit-code N] [--no-ledger] LOG...\n"
-		"\n"
-		"Replay Kubernetes audit logs (audit.k8s.io/v1 Events, one JSON a line, gzip'd or not;\n"
-		"- for stdin) through the guard's engine and ledger: what the policy would have said of\n"
-		"every write the guard judges, and the ledger's divergences over the log's time.\n"
-		"\n"
-		"  --policy FILE          the policy to judge with (default: the built-in policy)\n"
-		"  --view DUMP            the cluster at the log's start: kubectl get resourceslices,\n"
-		"                         resourceclaims,pods,nodes,configmaps -A -o json\n"
-		"  --view-time TIME       when the dump was taken (RFC 3339 or epoch seconds); default:\n"
-		"                         unknown, long before the log (ledger entries show 1970)\n"
-		"  --output FORMAT        text (default), json or junit\n"
-		"  --examples N           events shown per rule (default 5)\n"
-		"  --max-refused N        refused writes listed (default 1000)\n"
-		"  --sample DURATION      how often (log time) the ledger is checked (default 1s)\n"
-		"  --reorder-window DURATION  how far out of stageTimestamp order events may be (default 10s)\n"
-		"  --max-line BYTES       the longest line read; longer ones are corrupt (default 64Mi)\n"
-		"  --max-state BYTES      cap on the object texts kept for oldObject (default 4Gi)\n"
-		"  --max-pending N        claims held back by a refusal at once (default 100000)\n"
-		"  --self NAMESPACE/NAME  the guard's policy ConfigMap (default dra-guard/dra-guard-policy)\n"
-		"  --warn-exit-code N     exit N on warnings, corrupt lines or divergences without denials\n"
-		"  --no-ledger            leave the final ledger out of the report\n"
-		"  --report readiness     the go/no-go readiness report instead (as dra-guard readiness)\n"
-		"\n"
-		"Exit: 0 nothing would be denied, 1 a write would be denied, 2 unusable input or policy.\n"
-		"dra-guard readiness --help: the go/no-go promotion report over the same replay.\n");
-}
-
-static void readiness_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dra-guard readiness [--policy FILE] [--view DUMP] [--view-time TIME]\n"
-		"                           [--output markdown|json] [--sample DURATION]\n"
-		"                           [--reorder-window DURATION] LOG...\n"
-		"\n"
-		"Replays Kubernetes audit logs (audit.k8s.io/v1 Events, one JSON a line, gzip'd or not;\n"
-		"- for stdin) as dra-guard replay does, and prints the go/no-go report for promoting the\n"
-		"alpha: one verdict per criterion with its evidence, against the thresholds of the\n"
-		"policy's promotion section (docs/replay.md).\n"
-		"\n"
-		"  --policy FILE          the policy with its promotion section (default: the built-in\n"
-		"                         policy and thresholds)\n"
-		"  --view DUMP            the cluster at the log's start: kubectl get resourceslices,\n"
-		"                         resourceclaims,pods,nodes,configmaps -A -o json\n"
-		"  --view-time TIME       when the dump was taken (RFC 3339 or epoch seconds)\n"
-		"  --output FORMAT        markdown (default) or json\n"
-		"  --sample DURATION      how often (log time) the ledger is checked (default 1s)\n"
-		"  --reorder-window DURATION  how far out of stageTimestamp order events may be (default 10s)\n"
-		"  --max-line, --max-state, --max-pending, --self  as for dra-guard replay (replay --help)\n"
-		"\n"
-		"Exit: 0 go, 1 no-go, 2 unusable input or policy.\n");
-}
-
 /* A usage error: its one line is printed; then where the usage is. */
 static int usage_error(const struct replay_cli *c)
 {
@@ -117,220 +58,126 @@ static int usage_error(const struct replay_cli *c)
 	return 2;
 }
 
-/* "250ms", "10s", "2m", "1h" into ns. */
-static int parse_duration(const char *s, int64_t *out)
+static int set_self(void *cfg, const struct options_entry *e, const char *v, char *why, size_t n)
 {
-	char *end;
-	double v;
+	struct replay_options *o = &((struct replay_cli *)cfg)->o;
+	const char *slash = strchr(v, '/');
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -EINVAL;
-	if (strcmp(end, "ms") == 0)
-		v *= 1e6;
-	else if (strcmp(end, "s") == 0)
-		v *= 1e9;
-	else if (strcmp(end, "m") == 0)
-		v *= 60e9;
-	else if (strcmp(end, "h") == 0)
-		v *= 3600e9;
-	else
-		return -EINVAL;
-	if (v > 9e18)
-		return -EINVAL;
-	*out = (int64_t)v;
-	return 0;
-}
-
-/* "64Mi", "4Gi", "1000000" into bytes. */
-static int parse_bytes(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -EINVAL;
-	if (strcmp(end, "Ki") == 0)
-		shift = 10;
-	else if (strcmp(end, "Mi") == 0)
-		shift = 20;
-	else if (strcmp(end, "Gi") == 0)
-		shift = 30;
-	else if (*end)
-		return -EINVAL;
-	if (v == 0 || v > (~0ULL >> (shift + 1)))
-		return -EINVAL;
-	*out = (size_t)(v << shift);
-	return 0;
-}
-
-static int parse_count(const char *opt, const char *s, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 0 || v > max) {
-		fprintf(stderr, "dra-guard replay: --%s %s: expected 0..%ld\n", opt, s, max);
+	(void)e;
+	if (!slash || slash == v || !slash[1] || strchr(slash + 1, '/')) {
+		snprintf(why, n, "'%s' is not NAMESPACE/NAME", v);
 		return -EINVAL;
 	}
-	*out = v;
+	o->self_namespace = (struct str){ v, (size_t)(slash - v) };
+	o->self_name = str_from_cstr(slash + 1);
 	return 0;
 }
 
-enum {
-	OPT_POLICY = 256, OPT_VIEW, OPT_OUTPUT, OPT_EXAMPLES, OPT_MAX_REFUSED, OPT_SAMPLE, OPT_REORDER,
-	OPT_MAX_LINE, OPT_MAX_STATE, OPT_SELF, OPT_WARN_EXIT, OPT_NO_LEDGER, OPT_VIEW_TIME, OPT_REPORT, OPT_HELP,
-	OPT_MAX_PENDING
+/* Which of the two commands a flag is for (options_entry.only, .hide). */
+enum { REPLAY = 1, READINESS = 2 };
+
+#define R(field) OPTIONS_AT(struct replay_cli, field)
+#define FOREVER 9000000000000000000ULL    /* ns, about 285 years */
+
+static const struct options_choice replay_outputs[] = {
+	{ "text", OUTPUT_TEXT, false }, { "json", OUTPUT_JSON, false }, { "junit", OUTPUT_JUNIT, false },
+	{ "markdown", OUTPUT_TEXT, true }, { NULL, 0, false },
 };
 
-static const struct option replay_options[] = {
-	{ "policy", required_argument, NULL, OPT_POLICY },
-	{ "view", required_argument, NULL, OPT_VIEW },
-	{ "view-time", required_argument, NULL, OPT_VIEW_TIME },
-	{ "output", required_argument, NULL, OPT_OUTPUT },
-	{ "examples", required_argument, NULL, OPT_EXAMPLES },
-	{ "max-refused", required_argument, NULL, OPT_MAX_REFUSED },
-	{ "sample", required_argument, NULL, OPT_SAMPLE },
-	{ "reorder-window", required_argument, NULL, OPT_REORDER },
-	{ "max-line", required_argument, NULL, OPT_MAX_LINE },
-	{ "max-state", required_argument, NULL, OPT_MAX_STATE },
-	{ "max-pending", required_argument, NULL, OPT_MAX_PENDING },
-	{ "self", required_argument, NULL, OPT_SELF },
-	{ "warn-exit-code", required_argument, NULL, OPT_WARN_EXIT },
-	{ "no-ledger", no_argument, NULL, OPT_NO_LEDGER },
-	{ "report", required_argument, NULL, OPT_REPORT },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
+/* readiness: the text is Markdown. */
+static const struct options_choice readiness_outputs[] = {
+	{ "markdown", OUTPUT_TEXT, false }, { "json", OUTPUT_JSON, false }, { "text", OUTPUT_TEXT, true },
+	{ NULL, 0, false },
+};
+
+static const struct options_choice reports[] = {
+	{ "replay", 0, false }, { "readiness", 1, false }, { NULL, 0, false },
+};
+
+static const struct options_entry replay_flags[] = {
+	{ .name = "policy", .type = OPTIONS_STRING, R(policy_path), .arg = "FILE", .def_help = "the built-in policy",
+	  .help = "the policy to judge with (readiness: with the thresholds of its promotion section)" },
+	{ .name = "view", .type = OPTIONS_STRING, R(view_path), .arg = "DUMP",
+	  .help = "the cluster at the log's start: kubectl get resourceslices,resourceclaims,pods,nodes,configmaps"
+	  " -A -o json" },
+	{ .name = "view-time", .type = OPTIONS_TIME, R(view_ns), .min = 1, .arg = "TIME",
+	  .def_help = "unknown, long before the log (ledger entries show 1970)",
+	  .help = "when the dump was taken (RFC 3339 or epoch seconds)" },
+	{ .name = "output", .type = OPTIONS_ENUM, R(output), .choices = replay_outputs, .only = REPLAY,
+	  .arg = "FORMAT", .def_help = "text", .help = "text, json or junit" },
+	{ .name = "output", .type = OPTIONS_ENUM, R(output), .choices = readiness_outputs, .only = READINESS,
+	  .arg = "FORMAT", .help = "markdown (default) or json" },
+	{ .name = "examples", .type = OPTIONS_UINT, R(o.examples), .max = 100000, .hide = READINESS, .arg = "N",
+	  .def_help = "5", .help = "events shown per rule" },
+	{ .name = "max-refused", .type = OPTIONS_UINT, R(o.max_refused), .max = 1000000, .hide = READINESS,
+	  .arg = "N", .def_help = "1000", .help = "refused writes listed" },
+	{ .name = "sample", .type = OPTIONS_DURATION, R(o.sample_ns), .unit_ns = 1, .min = OPTIONS_NS_PER_MS,
+	  .max = FOREVER, .arg = "DURATION", .def_help = "1s", .help = "how often (log time) the ledger is checked" },
+	{ .name = "reorder-window", .type = OPTIONS_DURATION, R(o.reorder_ns), .unit_ns = 1, .max = FOREVER,
+	  .arg = "DURATION", .def_help = "10s", .help = "how far out of stageTimestamp order events may be" },
+	{ .name = "max-line", .type = OPTIONS_SIZE, R(o.max_line), .min = 1, .max = INT64_MAX, .arg = "BYTES",
+	  .def_help = "64Mi", .help = "the longest line read; longer ones are corrupt" },
+	{ .name = "max-state", .type = OPTIONS_SIZE, R(o.store_bytes), .min = 1, .max = INT64_MAX, .arg = "BYTES",
+	  .def_help = "4Gi", .help = "cap on the object texts kept for oldObject" },
+	{ .name = "max-pending", .type = OPTIONS_UINT, R(o.max_pending), .min = 1, .max = 1UL << 28, .arg = "N",
+	  .def_help = "100000", .help = "claims held back by a refusal at once" },
+	{ .name = "self", .type = OPTIONS_CUSTOM, .set = set_self, .arg = "NAMESPACE/NAME",
+	  .def_help = "dra-guard/dra-guard-policy", .help = "the guard's policy ConfigMap" },
+	{ .name = "warn-exit-code", .type = OPTIONS_UINT, R(warn_exit_code), .max = 255, .hide = READINESS,
+	  .arg = "N", .help = "exit N on warnings, corrupt lines or divergences without denials" },
+	{ .name = "no-ledger", .type = OPTIONS_BOOL, R(no_ledger), .hide = READINESS,
+	  .help = "leave the final ledger out of the report" },
+	{ .name = "report", .type = OPTIONS_ENUM, R(readiness), .choices = reports, .hide = READINESS,
+	  .arg = "KIND", .def_help = "replay",
+	  .help = "replay, or readiness: the go/no-go readiness report instead (as dra-guard readiness)" },
+};
+
+static const struct options_command replay_command = {
+	.name = "replay",
+	.synopsis = "[FLAGS] LOG...",
+	.intro = "Replay Kubernetes audit logs (audit.k8s.io/v1 Events, one JSON a line, gzip'd or not;\n"
+		 "- for stdin) through the guard's engine and ledger: what the policy would have said of\n"
+		 "every write the guard judges, and the ledger's divergences over the log's time.\n",
+	.outro = "Exit: 0 nothing would be denied, 1 a write would be denied, 2 unusable input or policy.\n"
+		 "dra-guard readiness --help: the go/no-go promotion report over the same replay.\n",
+	.entries = replay_flags,
+	.nentries = sizeof(replay_flags) / sizeof(replay_flags[0]),
+	.max_args = -1,
+	.variant = REPLAY,
+};
+
+static const struct options_command readiness_command = {
+	.name = "readiness",
+	.synopsis = "[FLAGS] LOG...",
+	.intro = "Replays Kubernetes audit logs (audit.k8s.io/v1 Events, one JSON a line, gzip'd or not;\n"
+		 "- for stdin) as dra-guard replay does, and prints the go/no-go report for promoting the\n"
+		 "alpha: one verdict per criterion with its evidence, against the thresholds of the\n"
+		 "policy's promotion section (docs/replay.md).\n",
+	.outro = "Exit: 0 go, 1 no-go, 2 unusable input or policy.\n",
+	.entries = replay_flags,
+	.nentries = sizeof(replay_flags) / sizeof(replay_flags[0]),
+	.max_args = -1,
+	.variant = READINESS,
 };
 
 /* -1 to go on, else the exit code. */
 static int parse_args(struct replay_cli *c, int argc, char **argv)
 {
-	int ch, i, stdins = 0;
-	long n;
-	const char *slash;
+	int i, nlogs, rc, stdins = 0;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", replay_options, NULL)) != -1) {
-		switch (ch) {
-		case OPT_POLICY:
-			c->policy_path = optarg;
-			break;
-		case OPT_VIEW:
-			c->view_path = optarg;
-			break;
-		case OPT_VIEW_TIME:
-			if (cli_parse_time(optarg, &c->view_ns) != 0 || c->view_ns <= 0) {
-				fprintf(stderr, "dra-guard replay: --view-time %s: expected RFC 3339 or seconds since the "
-					"epoch\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_OUTPUT:
-			if (strcmp(optarg, "text") == 0)
-				c->output = OUTPUT_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				c->output = OUTPUT_JSON;
-			else if (strcmp(optarg, "junit") == 0)
-				c->output = OUTPUT_JUNIT;
-			else if (strcmp(optarg, "markdown") == 0)
-				c->output = OUTPUT_TEXT;     /* readiness: the text is Markdown */
-			else {
-				fprintf(stderr, "dra-guard replay: --output %s: expected text, json or junit (readiness: "
-					"markdown or json)\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_REPORT:
-			if (strcmp(optarg, "replay") == 0 || strcmp(optarg, "readiness") == 0) {
-				c->readiness = strcmp(optarg, "readiness") == 0;
-			} else {
-				fprintf(stderr, "dra-guard replay: --report %s: expected replay or readiness\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_EXAMPLES:
-			if (parse_count("examples", optarg, 100000, &n))
-				return 2;
-			c->o.examples = (uint32_t)n;
-			break;
-		case OPT_MAX_REFUSED:
-			if (parse_count("max-refused", optarg, 1000000, &n))
-				return 2;
-			c->o.max_refused = (uint32_t)n;
-			break;
-		case OPT_MAX_PENDING:
-			if (parse_count("max-pending", optarg, 1L << 28, &n) || n == 0) {
-				if (n == 0)
-					fprintf(stderr, "dra-guard replay: --max-pending 0: expected 1..%ld\n", 1L << 28);
-				return 2;
-			}
-			c->o.max_pending = (uint32_t)n;
-			break;
-		case OPT_WARN_EXIT:
-			if (parse_count("warn-exit-code", optarg, 255, &n))
-				return 2;
-			c->warn_exit_code = (int)n;
-			break;
-		case OPT_SAMPLE:
-		case OPT_REORDER: {
-			int64_t *dst = ch == OPT_SAMPLE ? &c->o.sample_ns : &c->o.reorder_ns;
-
-			if (parse_duration(optarg, dst) || (ch == OPT_SAMPLE && *dst < 1000000)) {
-				fprintf(stderr, "dra-guard replay: --%s %s: expected a duration such as 500ms, 10s, 1m%s\n",
-					ch == OPT_SAMPLE ? "sample" : "reorder-window", optarg,
-					ch == OPT_SAMPLE ? " (at least 1ms)" : "");
-				return 2;
-			}
-			break;
-		}
-		case OPT_MAX_LINE:
-		case OPT_MAX_STATE:
-			if (parse_bytes(optarg, ch == OPT_MAX_LINE ? &c->o.max_line : &c->o.store_bytes)) {
-				fprintf(stderr, "dra-guard replay: --%s %s: expected bytes such as 1048576, 64Mi, 4Gi\n",
-					ch == OPT_MAX_LINE ? "max-line" : "max-state", optarg);
-				return 2;
-			}
-			break;
-		case OPT_SELF:
-			slash = strchr(optarg, '/');
-			if (!slash || slash == optarg || !slash[1] || strchr(slash + 1, '/')) {
-				fprintf(stderr, "dra-guard replay: --self %s: expected NAMESPACE/NAME\n", optarg);
-				return 2;
-			}
-			c->o.self_namespace = (struct str){ optarg, (size_t)(slash - optarg) };
-			c->o.self_name = str_from_cstr(slash + 1);
-			break;
-		case OPT_NO_LEDGER:
-			c->no_ledger = true;
-			break;
-		case OPT_HELP:
-		case 'h':
-			if (c->readiness)
-				readiness_usage(stdout);
-			else
-				replay_usage(stdout);
-			return 0;
-		default:
-			return usage_error(c);
-		}
-	}
+	rc = options_cli(c->readiness ? &readiness_command : &replay_command, argc, argv, NULL, c, &nlogs);
+	if (rc >= 0)
+		return rc;
 	if (c->readiness && c->output == OUTPUT_JUNIT) {
 		fprintf(stderr, "dra-guard readiness: --output junit: expected markdown or json\n");
 		return 2;
 	}
-	if (optind >= argc) {
+	if (nlogs == 0) {
 		fprintf(stderr, "dra-guard %s: no LOG given\n", c->readiness ? "readiness" : "replay");
 		return usage_error(c);
 	}
-	for (i = optind; i < argc; i++) {
-		if ((size_t)(i - optind) >= REPLAY_MAX_LOGS) {
+	for (i = 1; i <= nlogs; i++) {
+		if ((size_t)(i - 1) >= REPLAY_MAX_LOGS) {
 			fprintf(stderr, "dra-guard replay: more than %d logs\n", REPLAY_MAX_LOGS);
 			return 2;
 		}

@@ -4,7 +4,6 @@
  * the YAML stream of policies and bindings (policy/offline/vap.c) or, with
  * --explain, what each rule's policy covers and why some rules have none. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "cli.h"
 #include "fileio.h"
 #include "names.h"
+#include "options.h"
 #include "policy.h"
 #include "rules.h"
 #include "vap.h"
@@ -20,43 +20,9 @@
 #define VAP_POLICY_FILE_MAX (4 * 1024 * 1024)
 #define DEFAULT_CONFIGMAP "dra-guard/dra-guard-policy"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dra-guard vap [--policy FILE] [--policy-configmap NAMESPACE/NAME]\n"
-		"                     [--explain [--output text|json]]\n"
-		"\n"
-		"Prints, as YAML, admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies and their\n"
-		"bindings that make the API server itself enforce the rules that need no state: one\n"
-		"policy per rule, with the rule's action as validationActions (deny [Deny], warn [Warn],\n"
-		"dryrun [Audit]). Apply them with: dra-guard vap --policy FILE | kubectl apply -f -\n"
-		"\n"
-		"  --policy FILE              a Policy document or the policy ConfigMap, - for stdin\n"
-		"                             (default: the built-in policy)\n"
-		"  --policy-configmap NS/NAME the ConfigMap the freeze policies read freeze and\n"
-		"                             freeze-reason from at admission time (default\n"
-		"                             " DEFAULT_CONFIGMAP ")\n"
-		"  --explain                  list every rule: expressed fully or partly (and what is\n"
-		"                             left out), or not at all, and why\n"
-		"  --output FORMAT            with --explain: text (default) or json\n"
-		"\n"
-		"Exit status: 0, or 2 for bad arguments or a policy that does not load.\n");
-}
-
-enum { OPT_POLICY = 1, OPT_CONFIGMAP, OPT_EXPLAIN, OPT_OUTPUT, OPT_HELP };
-
-static const struct option options[] = {
-	{ "policy", required_argument, NULL, OPT_POLICY },
-	{ "policy-configmap", required_argument, NULL, OPT_CONFIGMAP },
-	{ "explain", no_argument, NULL, OPT_EXPLAIN },
-	{ "output", required_argument, NULL, OPT_OUTPUT },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
 struct vap_args {
 	const char *policy;
-	const char *configmap;
+	struct vap_options opt;
 	bool explain;
 	bool json;
 };
@@ -79,43 +45,56 @@ static int split_configmap(const char *s, struct vap_options *opt)
 	return 0;
 }
 
+static int set_configmap(void *cfg, const struct options_entry *e, const char *v, char *why, size_t n)
+{
+	(void)e;
+	if (split_configmap(v, &((struct vap_args *)cfg)->opt) == 0)
+		return 0;
+	snprintf(why, n, "'%s' is not NAMESPACE/NAME of a ConfigMap (lower-case DNS names)", v);
+	return -EINVAL;
+}
+
+static const struct options_choice vap_outputs[] = {
+	{ "text", 0, false }, { "json", 1, false }, { NULL, 0, false },
+};
+
+static const struct options_entry vap_flags[] = {
+	{ .name = "policy", .type = OPTIONS_STRING, OPTIONS_AT(struct vap_args, policy), .arg = "FILE",
+	  .def_help = "the built-in policy", .help = "a Policy document or the policy ConfigMap, - for stdin" },
+	{ .name = "policy-configmap", .type = OPTIONS_CUSTOM, .set = set_configmap, .def = DEFAULT_CONFIGMAP,
+	  .arg = "NAMESPACE/NAME",
+	  .help = "the ConfigMap the freeze policies read freeze and freeze-reason from at admission time" },
+	{ .name = "explain", .type = OPTIONS_BOOL, OPTIONS_AT(struct vap_args, explain),
+	  .help = "list every rule: expressed fully or partly (and what is left out), or not at all, and why" },
+	{ .name = "output", .type = OPTIONS_ENUM, OPTIONS_AT(struct vap_args, json), .choices = vap_outputs,
+	  .arg = "FORMAT", .def_help = "text", .help = "with --explain: text or json" },
+};
+
+static const struct options_command vap_command = {
+	.name = "vap",
+	.synopsis = "[--policy FILE] [--policy-configmap NAMESPACE/NAME] [--explain [--output text|json]]",
+	.intro = "Prints, as YAML, admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies and their\n"
+		 "bindings that make the API server itself enforce the rules that need no state: one\n"
+		 "policy per rule, with the rule's action as validationActions (deny [Deny], warn [Warn],\n"
+		 "dryrun [Audit]). Apply them with: dra-guard vap --policy FILE | kubectl apply -f -\n",
+	.outro = "Exit status: 0, or 2 for bad arguments or a policy that does not load.\n",
+	.entries = vap_flags,
+	.nentries = sizeof(vap_flags) / sizeof(vap_flags[0]),
+	.max_args = 0,
+};
+
+/* -1 to go on, else the exit code. */
 static int parse_args(struct vap_args *a, int argc, char **argv)
 {
-	int c;
+	int nargs, rc = options_cli(&vap_command, argc, argv, NULL, a, &nargs);
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		switch (c) {
-		case OPT_POLICY: a->policy = optarg; break;
-		case OPT_CONFIGMAP: a->configmap = optarg; break;
-		case OPT_EXPLAIN: a->explain = true; break;
-		case OPT_OUTPUT:
-			if (strcmp(optarg, "json") == 0) {
-				a->json = true;
-			} else if (strcmp(optarg, "text") != 0) {
-				fprintf(stderr, "dra-guard vap: --output: \"%s\" (accepted: text, json)\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_HELP:
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			fprintf(stderr, "dra-guard vap: unknown or incomplete option '%s'\n", argv[optind - 1]);
-			return cli_usage_error("vap");
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "dra-guard vap: unexpected argument '%s'\n", argv[optind]);
+	if (rc >= 0)
+		return rc;
+	if (a->json && !a->explain) {
+		fprintf(stderr, "dra-guard vap: --output goes with --explain\\n");
 		return cli_usage_error("vap");
 	}
-	if (a->json && !a->explain) {
-		fprintf(stderr, "dra-guard vap: --output goes with --explain\n");
-		return 2;
-	}
-	return 0;
+	return -1;
 }
 
 static int load_policy(const char *path, struct policy **out)
@@ -243,20 +222,15 @@ static int explain_json(const struct policy *p)
 
 int vap_main(int argc, char **argv)
 {
-	struct vap_args a = { NULL, DEFAULT_CONFIGMAP, false, false };
-	struct vap_options opt;
+	struct vap_args a;
 	struct policy *p = NULL;
 	struct buf out;
 	int rc, code = 0;
 
+	memset(&a, 0, sizeof(a));
 	rc = parse_args(&a, argc, argv);
-	if (rc)
-		return rc == 1 ? 0 : rc;
-	if (split_configmap(a.configmap, &opt) != 0) {
-		fprintf(stderr, "dra-guard vap: --policy-configmap: \"%s\" is not NAMESPACE/NAME of a ConfigMap\n",
-			a.configmap);
-		return 2;
-	}
+	if (rc >= 0)
+		return rc;
 	if (load_policy(a.policy, &p) != 0)
 		return 2;
 	if (a.explain) {
@@ -268,7 +242,7 @@ int vap_main(int argc, char **argv)
 		return code;
 	}
 	buf_init(&out, VAP_OUTPUT_MAX);
-	rc = vap_render(p, &opt, &out);
+	rc = vap_render(p, &a.opt, &out);
 	if (rc) {
 		fprintf(stderr, "dra-guard vap: cannot write the policies: %s\n", strerror(-rc));
 		code = 2;

@@ -1,7 +1,8 @@
 /* serve_config.h - the flags of dra-guard serve.
  *
- * One table names every flag, its environment variable, default and help
- * line; --help prints that table, so the two cannot disagree. Precedence:
+ * One table (options.h) names every flag, its type and bounds, its
+ * environment variable, default and help line; --help prints that table,
+ * so the two cannot disagree. Precedence:
  * flag, then environment, then default. Every value is checked here (ranges,
  * addresses resolved, exclusive flags), so a bad one stops the program
  * before it opens anything. */
@@ -15,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "log.h"
+#include "options.h"
 #include "policy_source.h"
 
 #define SERVE_CONFIG_ERROR_MAX 512
@@ -102,6 +104,10 @@ int serve_config_parse(int argc, char **argv, serve_config_env_fn *env, struct s
 
 /* The --help text. */
 void serve_config_usage(FILE *f);
+
+/* The table of serve's flags (webhook/base/options.h), for the tests and the
+ * documentation check. */
+const struct options_command *serve_config_command(void);
 
 /* Parse "HOST:PORT", ":PORT", "[V6]:PORT" (HOST a literal or a name that
  * resolves). 0 or -EINVAL with err. */
