@@ -11,6 +11,9 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "doc.h"
 #include "log.h"
@@ -179,6 +182,7 @@ struct cluster_view {
 	struct view_handle *handles;  /* published, oldest first */
 	int64_t last_publish_ms;
 	bool published_once;
+	bool trim_due;                /* a LIST was swapped in: give back what it freed */
 	unsigned rand_state;
 	atomic_uint_fast64_t published_seq;   /* of the newest snapshot, for waiters */
 
@@ -892,6 +896,7 @@ static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_m
 	}
 	r->in_relist = false;
 	r->need_list = false;
+	cv->trim_due = cv->trim_due || r->res != RES_CONFIGMAP;
 	r->cont[0] = '\0';
 	snprintf(r->rv, sizeof(r->rv), "%s", info->resource_version);
 	r->synced = true;
@@ -1228,6 +1233,16 @@ static void *run(void *arg)
 				wait = CLUSTER_VIEW_PUBLISH_MS - (now - cv->last_publish_ms);
 		}
 		reclaim(cv);
+		if (cv->trim_due && !view_builder_dirty(cv->b)) {
+			/* A LIST's decoding and the table it replaced leave free
+			 * pages in the middle of the heaps (a 100,000-claim sync:
+			 * about 5 MB) that glibc keeps resident; once it is
+			 * published, hand them back. */
+			cv->trim_due = false;
+#ifdef __GLIBC__
+			malloc_trim(0);
+#endif
+		}
 		set_why(cv);
 		if (wait < 0)
 			wait = 0;
