@@ -6,7 +6,7 @@
  * builder turns each into a compact record (strings and quantities that
  * repeat are interned atoms, and so are the arrays of them that repeat: a
  * device's attributes, capacities and mappings, a Pod's requests and
- * status amounts, a Node's allocatable, a claim's charges; the rest is one
+ * statuses, a Node's allocatable, a claim's charges; the rest is one
  * allocation per record) and
  * publishes snapshots that request threads read with no lock. dry-run and
  * the ledger build the same view from files through the same calls.
@@ -301,7 +301,7 @@ struct view_hold {
 /* Caps, set when the builder is made; going over one is an error. */
 struct view_limits {
 	uint32_t max_objects;       /* per resource */
-	uint32_t max_atoms;         /* distinct interned strings and quantities */
+	uint32_t max_atoms;         /* distinct interned strings, quantities and arrays */
 	uint32_t pool_tombstones;   /* emptied pools kept; the oldest go first */
 	uint32_t max_pool_slices;   /* slices in one pool */
 };

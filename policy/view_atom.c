@@ -186,6 +186,10 @@ void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size
 			atom_put(s, view_blob_of(c->amounts));
 		}
 		break;
+	case ATOM_PODST:
+		for (i = 0; i < n / sizeof(struct view_pod_status); i++)
+			atom_put(s, view_blob_of(((const struct view_pod_status *)p + i)->resources));
+		break;
 	case ATOM_STR:
 	case ATOM_QTY:
 		break;

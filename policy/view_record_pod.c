@@ -107,14 +107,15 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		if (find_name(names, nnames, cs->claim_name) < 0)
 			names[nnames++] = cs->claim_name;
 	}
-	/* Requests and each status's resources are blobs: most Pods of a
-	 * workload ask the same. */
+	/* Requests and statuses are blobs: most Pods of a workload ask the
+	 * same, and the scheduler writes them the same amounts. */
 	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1) + view_uid_size(o->meta.uid) +
-	       rounded((size_t)nnames * sizeof(char *)) + rounded((size_t)nstat * sizeof(*st));
+	       rounded((size_t)nnames * sizeof(char *));
 	for (i = 0; i < nnames; i++)
 		size += rounded(names[i].len + 1);
 	rq = req.n ? arena_calloc(b->scratch, req.n, sizeof(*rq)) : NULL;
-	if (req.n && !rq)
+	st = nstat ? arena_calloc(b->scratch, nstat, sizeof(*st)) : NULL;
+	if ((req.n && !rq) || (nstat && !st))
 		return -ENOMEM;
 	if (size > UINT32_MAX)
 		return -E2BIG;
@@ -132,9 +133,6 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	v->claims = claims;
 	for (i = 0; i < nnames; i++)
 		claims[i] = take_text(&bp, names[i]);
-	v->nstatuses = (uint16_t)nstat;
-	st = nstat ? take(&bp, nstat * sizeof(*st)) : NULL;
-	v->statuses = st;
 	for (i = 0; i < nstat; i++) {
 		st[i].claim = (uint16_t)find_name(names, nnames, p->claim_statuses[i].claim_name);
 	}
@@ -165,6 +163,8 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		st[i].resources = B(&f, ATOM_NQ, q, (size_t)cs->nresources * sizeof(*q));
 		st[i].nresources = st[i].resources ? (uint16_t)cs->nresources : 0;
 	}
+	v->statuses = B(&f, ATOM_PODST, st, (size_t)nstat * sizeof(*st));
+	v->nstatuses = v->statuses ? (uint16_t)nstat : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
 		view_record_free(b, LIMBO_POD, v);
@@ -323,8 +323,7 @@ void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 		atom_put(as, v->namespace);
 		atom_put(as, v->node_name);
 		atom_put(as, view_blob_of(v->requests));
-		for (i = 0; v->statuses && i < v->nstatuses; i++)
-			atom_put(as, view_blob_of(v->statuses[i].resources));
+		atom_put(as, view_blob_of(v->statuses));
 		break;
 	}
 	case LIMBO_NODE: {

@@ -946,7 +946,7 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
  * below, not per object. */
 #define BUDGET_PER_DEVICE 80        /* a slice's record over its 8 devices */
 #define BUDGET_PER_CLAIM 256
-#define BUDGET_PER_POD_WITH_CLAIM 144
+#define BUDGET_PER_POD_WITH_CLAIM 128
 #define BUDGET_PER_POD 104
 #define BUDGET_PER_NODE 48
 #define BUDGET_PER_HOLD_DEVICE 152  /* a held device's hold, with one holder */
