@@ -7,15 +7,22 @@
  *
  *   bench_view [CLAIMS [EVENTS [PUBLISH]]]      defaults 100000 200000 500
  *   bench_view --one-device CLAIMS              default 100000
+ *   bench_view --files SLICES CLAIMS PODS NODES
  *
  * Prints one line per phase: bytes, seconds, objects or events per second,
  * and the view's memory per claim. --one-device lists CLAIMS claims that
  * all share one device (consumable capacity, a shareID each): the relist
- * that rebuilds that device's holders, once quadratic in them. */
+ * that rebuilds that device's holders, once quadratic in them. --files
+ * lists the four LIST bodies (files, read 16 KiB at a time; "-" for none) into
+ * one view, as the watcher does at its first sync, and prints the bytes
+ * of each kind of record per object and the process's RSS: what
+ * docs/performance.md's per-object figures come from. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <malloc.h>
 
 #include "buf.h"
 #include "view.h"
@@ -161,6 +168,141 @@ out:
 	return rc;
 }
 
+
+/* --files: the four LIST bodies into one view. */
+struct files_ctx {
+	struct view_builder *b;
+	enum view_resource r;
+};
+
+static int files_object(void *ctx, enum view_event ev, const struct k8s_object *obj)
+{
+	struct files_ctx *c = ctx;
+	char err[256];
+	int rc;
+
+	(void)ev;
+	rc = view_builder_relist_add(c->b, c->r, obj, 1, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "refused: %s\n", err);
+	return rc;
+}
+
+static long rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kib = atol(line + 6);
+	fclose(f);
+	return kib;
+}
+
+struct sum_ctx {
+	size_t bytes;
+	uint32_t n;
+};
+
+#define SUMMER(kind, type)                                                        \
+	static int sum_##kind(void *ctx, const struct type *r)                    \
+	{                                                                         \
+		struct sum_ctx *c = ctx;                                          \
+		c->bytes += r->h.size;                                            \
+		c->n++;                                                           \
+		return 0;                                                         \
+	}
+SUMMER(slice, view_slice)
+SUMMER(claim, view_claim)
+SUMMER(pod, view_pod)
+SUMMER(node, view_node)
+SUMMER(pool, view_pool)
+
+static void per(const char *what, const struct sum_ctx *c)
+{
+	printf("  %-7s %7u records %10zu bytes %6.1f B each\n", what, c->n, c->bytes,
+	       c->n ? (double)c->bytes / c->n : 0.0);
+}
+
+static int files(char **paths)
+{
+	static const enum object_kind kinds[VIEW_RESOURCE_COUNT] = {
+		OBJECT_RESOURCE_SLICE, OBJECT_RESOURCE_CLAIM, OBJECT_POD, OBJECT_NODE,
+	};
+	struct view_builder *b = NULL;
+	const struct view *v = NULL;
+	struct view_stats st;
+	struct sum_ctx sc[5];
+	static char chunk[CHUNK];
+	double t0 = now_s();
+	long rss0 = rss_kib();
+	int r, rc = 1;
+
+	memset(sc, 0, sizeof(sc));
+	if (view_builder_new(NULL, &b) != 0)
+		return 1;
+	for (r = 0; r < VIEW_RESOURCE_COUNT; r++) {
+		struct files_ctx fc = { b, (enum view_resource)r };
+		struct view_stream_sink sink = { .object = files_object, .ctx = &fc };
+		struct view_stream *s = NULL;
+		FILE *f;
+		size_t n;
+
+		if (strcmp(paths[r], "-") == 0)
+			continue;
+		if (!(f = fopen(paths[r], "rb"))) {
+			perror(paths[r]);
+			goto out;
+		}
+		if (view_stream_new(VIEW_STREAM_LIST, kinds[r], API_V1, 3u << 20, &s) != 0 ||
+		    view_builder_relist_begin(b, (enum view_resource)r) != 0) {
+			fclose(f);
+			view_stream_free(s);
+			goto out;
+		}
+		while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			if (view_stream_feed(s, chunk, n, &sink) != 0)
+				break;
+		fclose(f);
+		if (view_stream_end(s, &sink) != 0 || view_builder_relist_commit(b, (enum view_resource)r, 1) != 0) {
+			fprintf(stderr, "%s: %s\n", paths[r], view_stream_error(s));
+			view_stream_free(s);
+			goto out;
+		}
+		view_stream_free(s);
+	}
+	if (view_builder_publish(b, &v) != 0)
+		goto out;
+	view_builder_collect(b);
+	view_builder_stats(b, &st);
+	view_each_slice(v, sum_slice, &sc[0]);
+	view_each_claim(v, sum_claim, &sc[1]);
+	view_each_pod(v, sum_pod, &sc[2]);
+	view_each_node(v, sum_node, &sc[3]);
+	view_each_pool(v, sum_pool, &sc[4]);
+	printf("files  seconds=%.2f records=%zu atoms=%zu (%u) holds=%u rss_kib=%ld (at start %ld)\n",
+	       now_s() - t0, st.record_bytes, st.atom_bytes, st.atoms, st.holds, rss_kib(), rss0);
+	per("slices", &sc[0]);
+	per("claims", &sc[1]);
+	per("pods", &sc[2]);
+	per("nodes", &sc[3]);
+	per("pools", &sc[4]);
+	/* What glibc keeps of the LISTs' decoding: the guard trims it after
+	 * a sync (cluster_view.c). */
+	malloc_trim(0);
+	printf("after malloc_trim rss_kib=%ld\n", rss_kib());
+	rc = 0;
+out:
+	if (v)
+		view_builder_release(b, v);
+	view_builder_free(b);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned nclaims = argc > 1 ? (unsigned)atoi(argv[1]) : 100000;
@@ -176,6 +318,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--one-device") == 0)
 		return one_device(argc > 2 ? (unsigned)atoi(argv[2]) : 100000);
+	if (argc == 6 && strcmp(argv[1], "--files") == 0)
+		return files(argv + 2);
 	if (nclaims == 0 || every == 0)
 		return 2;
 	buf_init(&text, (size_t)4 << 30);

@@ -933,6 +933,193 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
 	arena_free(a);
 }
 
+/* --- the records' byte budget --------------------------------------------- */
+
+/* Bytes of a record (its own allocation, h.size: deterministic, unlike
+ * RSS) per object, for the shapes of `make bench-scale`'s data set: the
+ * loader's one-slice pools of 8 mapped devices, allocated claims reserved
+ * by a Pod, those Pods with the status the scheduler writes, Pods without
+ * claims, Nodes. docs/performance.md states these budgets; a record that
+ * grows past one fails here. Strings and quantities that repeat, and the
+ * arrays of them (attributes, mappings, requests, charges), are interned
+ * atoms shared by every record holding them: counted once for the view
+ * below, not per object. */
+#define BUDGET_PER_DEVICE 80        /* a slice's record over its 8 devices */
+#define BUDGET_PER_CLAIM 256
+#define BUDGET_PER_POD_WITH_CLAIM 128
+#define BUDGET_PER_POD 104
+#define BUDGET_PER_NODE 48
+#define BUDGET_PER_HOLD_DEVICE 152  /* a held device's hold, with one holder */
+#define BUDGET_ATOMS_PER_NODE 224   /* interned bytes, for the whole view */
+
+#define B_NODES 64
+#define B_CLAIMS 160
+#define B_FREE_PODS 80
+
+struct budget_sum {
+	size_t bytes;
+	uint32_t n, with_claims;
+	size_t bytes_with_claims;
+};
+
+static int sum_slice(void *ctx, const struct view_slice *r)
+{
+	struct budget_sum *c = ctx;
+
+	c->bytes += r->h.size;
+	c->n += r->ndevices;
+	return 0;
+}
+
+static int sum_claim(void *ctx, const struct view_claim *r)
+{
+	struct budget_sum *c = ctx;
+
+	c->bytes += r->h.size;
+	c->n++;
+	return 0;
+}
+
+static int sum_pod(void *ctx, const struct view_pod *r)
+{
+	struct budget_sum *c = ctx;
+
+	if (r->nstatuses) {
+		c->bytes_with_claims += r->h.size;
+		c->with_claims++;
+	} else {
+		c->bytes += r->h.size;
+		c->n++;
+	}
+	return 0;
+}
+
+static int sum_node(void *ctx, const struct view_node *r)
+{
+	struct budget_sum *c = ctx;
+
+	c->bytes += r->h.size;
+	c->n++;
+	return 0;
+}
+
+static void apply(struct view_builder *b, struct arena *a, struct buf *t)
+{
+	char err[256];
+
+	assert_int_equal(view_builder_apply_json(b, VIEW_ADDED, buf_cstr(t), buf_len(t), a, 1, err, sizeof(err)), 0);
+	buf_reset(t);
+}
+
+static void test_records_stay_within_their_byte_budget(void **state)
+{
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	struct budget_sum sl = { 0 }, cl = { 0 }, po = { 0 }, no = { 0 }, ho = { 0 };
+	struct view_stats st;
+	const struct view *v;
+	struct buf t;
+	int i, k;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(arena_new(1 << 24, &a), 0);
+	buf_init(&t, 1u << 20);
+	for (i = 0; i < B_NODES; i++) {
+		buf_printf(&t, "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":"
+			   "{\"name\":\"worker-%05d-gpu-example-com\",\"uid\":\"6f1c1a55-0d2b-4c3e-9a7e-%012d\","
+			   "\"resourceVersion\":\"%d\"},\"spec\":{\"driver\":\"gpu.example.com\",\"nodeName\":"
+			   "\"worker-%05d\",\"pool\":{\"name\":\"worker-%05d\",\"generation\":1,\"resourceSliceCount\":1},"
+			   "\"devices\":[", i, i, 100 + i, i, i);
+		for (k = 0; k < 8; k++)
+			buf_printf(&t, "%s{\"name\":\"gpu-%d\",\"attributes\":{\"gpu.example.com/numaNode\":{\"int\":%d},"
+				   "\"gpu.example.com/model\":{\"string\":\"H100-SXM5-80GB\"}},\"capacity\":"
+				   "{\"gpu.example.com/memory\":{\"value\":\"80Gi\"}},\"nodeAllocatableResourceMappings\":"
+				   "{\"cpu\":{\"allocationMultiplier\":\"4\"},\"memory\":{\"allocationMultiplier\":\"16Gi\"}}}",
+				   k ? "," : "", k, k / 4);
+		buf_add_cstr(&t, "]}}");
+		apply(b, a, &t);
+		buf_printf(&t, "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"worker-%05d\"},"
+			   "\"status\":{\"allocatable\":{\"cpu\":\"128\",\"memory\":\"512Gi\",\"pods\":\"110\"}}}", i);
+		apply(b, a, &t);
+	}
+	for (i = 0; i < B_CLAIMS; i++) {
+		int node = i % B_NODES, dev = (i / B_NODES) % 8;
+
+		buf_printf(&t, "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":"
+			   "{\"name\":\"claim-%06d\",\"namespace\":\"ns-%03d\",\"uid\":\"6f1c1a55-0d2b-4c3e-9a7e-%012d\","
+			   "\"resourceVersion\":\"%d\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":"
+			   "{\"deviceClassName\":\"gpu.example.com\",\"count\":1}}]}},\"status\":{\"allocation\":"
+			   "{\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":\"gpu.example.com\",\"pool\":"
+			   "\"worker-%05d\",\"device\":\"gpu-%d\"}]},\"nodeSelector\":{\"nodeSelectorTerms\":"
+			   "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"worker-%05d\"]}]}]}},"
+			   "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p-%d\",\"uid\":"
+			   "\"0b5e7c1e-8d7f-4f8e-9a57-%012d\"}]}}",
+			   i, i / 50, i, 1000 + i, node, dev, node, i, i);
+		apply(b, a, &t);
+		buf_printf(&t, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%d\",\"namespace\":"
+			   "\"ns-%03d\",\"uid\":\"0b5e7c1e-8d7f-4f8e-9a57-%012d\"},\"spec\":{\"nodeName\":\"worker-%05d\","
+			   "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"claim-%06d\"}],\"containers\":"
+			   "[{\"name\":\"app\",\"image\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
+			   "\"claims\":[{\"name\":\"gpu\"}]}}]},\"status\":{\"phase\":\"Running\","
+			   "\"nodeAllocatableResourceClaimStatuses\":[{\"resourceClaimName\":\"claim-%06d\",\"containers\":"
+			   "[\"app\"],\"resources\":{\"cpu\":\"4\",\"memory\":\"16Gi\"}}]}}",
+			   i, i / 50, i, node, i, i);
+		apply(b, a, &t);
+	}
+	for (i = 0; i < B_FREE_PODS; i++) {
+		buf_printf(&t, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"q-%d\",\"namespace\":"
+			   "\"ns-%03d\",\"uid\":\"0c5e7c1e-8d7f-4f8e-9a57-%012d\"},\"spec\":{\"nodeName\":\"worker-%05d\","
+			   "\"containers\":[{\"name\":\"app\",\"image\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"500m\","
+			   "\"memory\":\"1Gi\"}}}]},\"status\":{\"phase\":\"Running\"}}", i, i % 100, i, i % B_NODES);
+		apply(b, a, &t);
+	}
+	v = publish(b);
+	assert_int_equal(view_count(v, VIEW_CLAIMS), B_CLAIMS);
+	assert_int_equal(view_count(v, VIEW_PODS), B_CLAIMS + B_FREE_PODS);
+	view_each_slice(v, sum_slice, &sl);
+	view_each_claim(v, sum_claim, &cl);
+	view_each_pod(v, sum_pod, &po);
+	view_each_node(v, sum_node, &no);
+	for (i = 0; i < B_NODES; i++)
+		for (k = 0; k < 8; k++) {
+			char pool[32], dev[16];
+			const struct view_hold *h;
+
+			snprintf(pool, sizeof(pool), "worker-%05d", i);
+			snprintf(dev, sizeof(dev), "gpu-%d", k);
+			h = view_hold_get(v, STR_LIT("gpu.example.com"), str_from_cstr(pool), str_from_cstr(dev));
+			if (h) {
+				ho.bytes += h->h.size;
+				ho.n++;
+				ho.with_claims += h->nholders;
+			}
+		}
+	view_builder_stats(b, &st);
+	print_message("bytes per device %zu, claim %zu, Pod with a claim %zu, Pod %zu, node %zu, held device %zu "
+		      "(%u holders); atoms %zu per node\n", sl.bytes / sl.n, cl.bytes / cl.n,
+		      po.bytes_with_claims / po.with_claims, po.bytes / po.n, no.bytes / no.n, ho.bytes / ho.n,
+		      ho.with_claims, st.atom_bytes / B_NODES);
+	assert_int_equal(sl.n, B_NODES * 8);
+	assert_int_equal(po.with_claims, B_CLAIMS);
+	assert_int_equal(ho.with_claims, B_CLAIMS);
+	assert_true(sl.bytes <= (size_t)BUDGET_PER_DEVICE * sl.n);
+	assert_true(cl.bytes <= (size_t)BUDGET_PER_CLAIM * cl.n);
+	assert_true(po.bytes_with_claims <= (size_t)BUDGET_PER_POD_WITH_CLAIM * po.with_claims);
+	assert_true(po.bytes <= (size_t)BUDGET_PER_POD * po.n);
+	assert_true(no.bytes <= (size_t)BUDGET_PER_NODE * no.n);
+	assert_true(ho.bytes <= (size_t)BUDGET_PER_HOLD_DEVICE * ho.n);
+	/* What the records share: one copy of each, whatever the number of
+	 * claims and Pods (the names of the slices, nodes and their
+	 * resourceVersions, a node's charges; 8 devices, 4 namespaces, and
+	 * one array of attributes, mappings and requests of each shape). */
+	assert_true(st.atom_bytes <= (size_t)BUDGET_ATOMS_PER_NODE * B_NODES);
+	view_builder_release(b, v);
+	view_builder_free(b);
+	arena_free(a);
+	buf_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -952,6 +1139,7 @@ int main(void)
 		cmocka_unit_test(test_pods_and_nodes_keep_what_the_ledger_reads),
 		cmocka_unit_test(test_real_fixture_slice_decodes),
 		cmocka_unit_test(test_device_holds_name_each_claim_on_the_device_once),
+		cmocka_unit_test(test_records_stay_within_their_byte_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,7 +26,7 @@ without claims), then measures dra-guard serve:
           write 50,000 objects a second; the apply path is measured alone).
 
     tools/bench_scale.py [--runs 3] [--requests 3000] [--pods 150000] [--out build/bench-scale.json] [--data DIR]
-    tools/bench_scale.py --synthetic [--runs 3] ...
+    tools/bench_scale.py --synthetic [--runs 3] [--save-bodies DIR] ...
 
 --synthetic skips the API server: the same data set, written as the API
 server's LIST bodies (metadata with uid, resourceVersion, creationTimestamp
@@ -34,6 +34,13 @@ and a managedFields entry of the size the API server keeps), is served
 whole by the local file server, and sync, RSS, the ledger and admission CPU
 are measured from it. Loading 205,000 objects and 250,000 Pod writes takes
 the loader over an hour on a loaded 2-core machine; this takes a minute.
+
+--baseline-bin PATH (with --synthetic) also syncs that binary (an earlier build) in
+each run, alternating which goes first, and prints the two side by side: RSS after the
+sync, the view's memory metrics and the ratio of the sync times.
+
+--save-bodies DIR also writes the synthetic LIST bodies there (resourceslices.json,
+resourceclaims.json, pods.json, nodes.json), for `bench_view --files`.
 
 --data DIR (or BENCH_SCALE_DATA) keeps etcd's data directory there and
 reuses it, so a second run skips the load.
@@ -127,6 +134,20 @@ class FileServer:
                 if path == "/apis/resource.k8s.io":
                     body = json.dumps({"kind": "APIGroup", "versions": [
                         {"groupVersion": "resource.k8s.io/v1", "version": "v1"}]}).encode()
+                elif "sendInitialEvents=true" in query:
+                    # Refused as an API server without the WatchList feature
+                    # refuses it: the guard lists in pages (whole LISTs here)
+                    # at once, instead of waiting out its LIST timeout for
+                    # initial events a file server never sends.
+                    body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                       "reason": "Invalid", "code": 422,
+                                       "message": "sendInitialEvents is forbidden"}).encode()
+                    self.send_response(422)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 elif "watch=true" in query:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
@@ -381,11 +402,45 @@ def file_kubeconfig(d, port):
     return path
 
 
+def view_memory(s, label, res):
+    """The view's own accounting (dra_guard_view_memory_bytes), printed and kept."""
+    st, text = get(s.metrics_port, "/metrics")
+    guard.check(st == 200, "/metrics answered %d" % st)
+    samples = guard.parse_prometheus(text.decode())
+    mem = {part: int(guard.metric(samples, "dra_guard_view_memory_bytes", part=part)) for part in ("records", "atoms")}
+    print("  %-28s view records %d B, atoms %d B" % (label, mem["records"], mem["atoms"]), flush=True)
+    res.setdefault("view_memory", {})[label] = mem
+
+
+def baseline_run(a, d, fs, i, res):
+    """Sync --baseline-bin beside DRA_GUARD_BIN: first on even runs, second on odd ones."""
+    ours = os.environ.get("DRA_GUARD_BIN", "")
+    order = [("baseline", a.baseline_bin), ("this build", ours)]
+    out = {}
+    for label, path in (order if i % 2 == 0 else order[::-1]):
+        os.environ["DRA_GUARD_BIN"] = path
+        synced, rss, s = sync_run(d, ["--kubeconfig", file_kubeconfig(d, fs.port), "--view-recheck", "0"],
+                                  "%s, run %d" % (label, i + 1))
+        view_memory(s, "%s, run %d" % (label, i + 1), res)
+        s.kill()
+        out[label] = {"synced_s": synced, "rss_mib": rss}
+    os.environ["DRA_GUARD_BIN"] = ours
+    print("  run %d: RSS %.1f -> %.1f MiB, sync time ratio %.2f (this build / baseline)" % (
+        i + 1, out["baseline"]["rss_mib"], out["this build"]["rss_mib"],
+        out["this build"]["synced_s"] / out["baseline"]["synced_s"]), flush=True)
+    res.setdefault("baseline", []).append(out)
+
+
 def synthetic_main(a, res):
     t0 = time.monotonic()
     bodies = synthetic_bodies(a.nodes, a.claims, a.pods)
     res["synthetic"] = True
     res["list_bytes"] = {k: len(v) for k, v in bodies.items()}
+    if a.save_bodies:
+        os.makedirs(a.save_bodies, exist_ok=True)
+        for k, v in bodies.items():
+            with open(os.path.join(a.save_bodies, k + ".json"), "wb") as f:
+                f.write(v)
     print("the data set as LIST bodies (%.1f s): %s bytes" % (time.monotonic() - t0, res["list_bytes"]), flush=True)
     kinds = reviews(a.nodes, a.claims)
     with guard.TempDir() as d:
@@ -394,8 +449,11 @@ def synthetic_main(a, res):
         try:
             runs = []
             for i in range(a.runs):
+                if a.baseline_bin:
+                    baseline_run(a, d, fs, i, res)
                 synced, rss, s = sync_run(d, ["--kubeconfig", file_kubeconfig(d, fs.port), "--view-recheck", "0"],
                                           "file server, run %d" % (i + 1))
+                view_memory(s, "file server, run %d" % (i + 1), res)
                 ledger_figures(s, res)
                 if i == a.runs - 1:
                     res["cpu_per_review_view_s"] = admission_cpu(s, a.requests, kinds, True)
@@ -426,6 +484,8 @@ def main():
                     help="keep etcd's data here and reuse it next time (skips the 4-minute load)")
     ap.add_argument("--bench-view", default=os.path.join(ROOT, "build", "release", "bench", "bench_view"))
     ap.add_argument("--synthetic", action="store_true", help="LIST bodies from a file server, no API server")
+    ap.add_argument("--baseline-bin", default="", help="--synthetic: sync this dra-guard too, alternating")
+    ap.add_argument("--save-bodies", default="", help="--synthetic: write the LIST bodies to this directory")
     a = ap.parse_args()
     if a.synthetic:
         if not os.path.exists(LOADER):

@@ -4,7 +4,10 @@
  * The watcher (webhook/) feeds LIST items and WATCH events, decoded by
  * view_stream.h into struct k8s_object, to the one view_builder; the
  * builder turns each into a compact record (strings and quantities that
- * repeat are interned atoms, the rest is one allocation per record) and
+ * repeat are interned atoms, and so are the arrays of them that repeat: a
+ * device's attributes, capacities and mappings, a Pod's requests and
+ * statuses, a Node's allocatable, a claim's charges; the rest is one
+ * allocation per record) and
  * publishes snapshots that request threads read with no lock. dry-run and
  * the ledger build the same view from files through the same calls.
  *
@@ -56,8 +59,8 @@ enum view_event {
 /* Slots per chunk of a table. */
 #define VIEW_CHUNK 64
 
-/* An interned string or quantity: immutable, shared by every record that
- * holds the same bytes. */
+/* An interned string, quantity or array (a blob): immutable, shared by
+ * every record that holds the same bytes. */
 struct view_atom {
 	uint32_t refs;              /* the builder's; readers never look */
 	uint32_t hash;
@@ -217,10 +220,10 @@ enum view_charge_state {
 
 struct view_charge {
 	enum view_charge_state state;
+	uint32_t namounts;
 	const struct view_atom *slice;        /* name of the slice it was charged from */
 	const struct view_atom *slice_rv;     /* its resourceVersion then */
 	const struct view_atom *fingerprint;  /* its mapping fingerprint then, or NULL */
-	uint32_t namounts;
 	const struct view_named_qty *amounts; /* resource -> amount, by resource name */
 };
 
@@ -234,14 +237,14 @@ struct view_claim {
 	bool node_local;            /* nodeSelector: metadata.name In [one node] */
 	bool deleting;
 	bool charge_pending;        /* some result is not charged yet (device not seen) */
+	uint32_t nresults;
 	const struct view_atom *node_name;   /* when node_local */
 	int64_t allocated_ns;       /* when the view first saw this allocation; 0 unallocated */
 	int64_t charged_ns;         /* when its charges were computed; 0 none */
-	uint32_t nresults;
 	const struct view_result *results;
 	const struct view_charge *charges;   /* one per result when allocated, else NULL */
-	uint32_t nreserved;
 	const struct view_consumer *reserved_for;
+	uint32_t nreserved;
 };
 
 /* A Pod on a node (or with node-allocatable statuses): what the ledger
@@ -258,15 +261,15 @@ struct view_pod {
 	const char *name;
 	struct view_uid uid;
 	const struct view_atom *node_name;   /* NULL while unbound */
-	bool gated;                 /* carries the scheduling gate MODEL_FREEZE_GATE */
-	uint16_t nrequests;
-	uint16_t nclaims;
-	uint16_t nstatuses;
-	uint32_t pod_level;         /* bit i: requests[i] is a Pod-level request */
 	const struct view_named_qty *requests;   /* pod_requests.h, by resource name */
 	const char *const *claims;  /* the claims it uses (generated names resolved) */
 	const struct view_pod_status *statuses;  /* nodeAllocatableResourceClaimStatuses;
 						  * claim names not among claims are added to claims */
+	uint32_t pod_level;         /* bit i: requests[i] is a Pod-level request */
+	uint16_t nrequests;
+	uint16_t nclaims;
+	uint16_t nstatuses;
+	bool gated;                 /* carries the scheduling gate MODEL_FREEZE_GATE */
 };
 
 struct view_node {
@@ -298,7 +301,7 @@ struct view_hold {
 /* Caps, set when the builder is made; going over one is an error. */
 struct view_limits {
 	uint32_t max_objects;       /* per resource */
-	uint32_t max_atoms;         /* distinct interned strings and quantities */
+	uint32_t max_atoms;         /* distinct interned strings, quantities and arrays */
 	uint32_t pool_tombstones;   /* emptied pools kept; the oldest go first */
 	uint32_t max_pool_slices;   /* slices in one pool */
 };

@@ -2,7 +2,11 @@
  *
  * Driver, pool, node, device, attribute and resource names, namespaces
  * and quantities repeat across thousands of records; each distinct value
- * is held once, with a count of the records that hold it. The set is the
+ * is held once, with a count of the records that hold it. So are arrays
+ * of atoms that repeat (blobs: the same attributes on every device of a
+ * model, the same requests on every Pod of a workload): compared as bytes,
+ * which is exact because equal atoms are the same pointer, and holding a
+ * reference on each atom in them. The set is the
  * builder's alone (readers only follow a record's pointer to an atom), and
  * an atom is freed when the last record holding it is freed, which is
  * after every snapshot that could reach that record was let go. */
@@ -63,15 +67,18 @@ static int grow(struct atom_set *s)
 	return 0;
 }
 
+/* *found tells a blob's caller whether its atoms went to a new atom. */
 static const struct view_atom *intern(struct atom_set *s, uint8_t kind, const void *p, size_t n,
-				      int *rc)
+				      int *rc, bool *found)
 {
 	uint32_t h = atom_hash(kind, p, n), i;
 	struct view_atom *a;
 
+	*found = false;
 	for (i = h & s->mask; (a = s->slot[i]) != NULL; i = (i + 1) & s->mask) {
 		if (a->hash == h && a->kind == kind && a->len == n && memcmp(a->data, p, n) == 0) {
 			a->refs++;
+			*found = true;
 			return a;
 		}
 	}
@@ -104,19 +111,107 @@ static const struct view_atom *intern(struct atom_set *s, uint8_t kind, const vo
 
 const struct view_atom *atom_str(struct atom_set *s, struct str v, int *rc)
 {
-	return intern(s, ATOM_STR, v.ptr ? v.ptr : "", v.len, rc);
+	bool found;
+
+	return intern(s, ATOM_STR, v.ptr ? v.ptr : "", v.len, rc, &found);
 }
 
 const struct view_atom *atom_qty(struct atom_set *s, const struct quantity *q, int *rc)
 {
 	/* Copied whole, padding included, so equal values compare equal. */
 	struct quantity c;
+	bool found;
 
 	memset(&c, 0, sizeof(c));
 	c.mant = q->mant;
 	c.scale = q->scale;
 	c.format = q->format;
-	return intern(s, ATOM_QTY, &c, sizeof(c), rc);
+	return intern(s, ATOM_QTY, &c, sizeof(c), rc, &found);
+}
+
+void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size_t n)
+{
+	size_t i, k;
+
+	switch (kind) {
+	case ATOM_NQ:
+		for (i = 0; i < n / sizeof(struct view_named_qty); i++) {
+			const struct view_named_qty *q = (const struct view_named_qty *)p + i;
+
+			atom_put(s, q->name);
+			atom_put(s, q->value);
+		}
+		break;
+	case ATOM_ATTRS:
+		for (i = 0; i < n / sizeof(struct view_attr); i++) {
+			const struct view_attr *a = (const struct view_attr *)p + i;
+
+			atom_put(s, a->name);
+			atom_put(s, a->s);
+		}
+		break;
+	case ATOM_CAPS:
+		for (i = 0; i < n / sizeof(struct view_capacity); i++) {
+			const struct view_capacity *c = (const struct view_capacity *)p + i;
+
+			atom_put(s, c->name);
+			atom_put(s, c->value);
+			atom_put(s, c->dflt);
+			atom_put(s, c->min);
+			atom_put(s, c->max);
+			atom_put(s, c->step);
+			for (k = 0; c->valid && k < c->nvalid; k++)
+				atom_put(s, c->valid[k]);
+		}
+		break;
+	case ATOM_MAPS:
+		for (i = 0; i < n / sizeof(struct view_mapping); i++) {
+			const struct view_mapping *m = (const struct view_mapping *)p + i;
+
+			atom_put(s, m->resource);
+			atom_put(s, m->multiplier);
+			atom_put(s, m->capacity_key);
+			atom_put(s, m->capacity_multiplier);
+			atom_put(s, m->overhead_per_pod);
+			atom_put(s, m->overhead_per_container);
+		}
+		break;
+	case ATOM_CHARGES:
+		for (i = 0; i < n / sizeof(struct view_charge); i++) {
+			const struct view_charge *c = (const struct view_charge *)p + i;
+
+			atom_put(s, c->slice);
+			atom_put(s, c->slice_rv);
+			atom_put(s, c->fingerprint);
+			atom_put(s, view_blob_of(c->amounts));
+		}
+		break;
+	case ATOM_PODST:
+		for (i = 0; i < n / sizeof(struct view_pod_status); i++)
+			atom_put(s, view_blob_of(((const struct view_pod_status *)p + i)->resources));
+		break;
+	case ATOM_STR:
+	case ATOM_QTY:
+		break;
+	}
+}
+
+const void *atom_blob(struct atom_set *s, enum atom_kind kind, const void *p, size_t n, int *rc)
+{
+	const struct view_atom *a;
+	bool found;
+
+	if (n == 0 || !p)
+		return NULL;
+	if (*rc) {
+		atom_blob_drop(s, kind, p, n);
+		return NULL;
+	}
+	a = intern(s, (uint8_t)kind, p, n, rc, &found);
+	/* A new blob took the caller's references; an old one has its own. */
+	if (!a || found)
+		atom_blob_drop(s, kind, p, n);
+	return a ? a->data : NULL;
 }
 
 void atom_put(struct atom_set *s, const struct view_atom *ca)
@@ -150,6 +245,9 @@ void atom_put(struct atom_set *s, const struct view_atom *ca)
 done:
 	s->count--;
 	s->bytes -= sizeof(*a) + a->len + 1;
+	/* Out of the table first: a blob's atoms are put into it below. */
+	if (a->kind > ATOM_QTY)
+		atom_blob_drop(s, (enum atom_kind)a->kind, a->data, a->len);
 	free(a);
 }
 

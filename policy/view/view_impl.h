@@ -20,6 +20,16 @@
 enum atom_kind {
 	ATOM_STR = 1,
 	ATOM_QTY,
+	/* Blobs: arrays whose members hold atoms, interned whole because the
+	 * same array repeats across thousands of records (a Pod's requests, a
+	 * device's attributes and mappings, a claim's charges). A blob holds
+	 * one reference on each atom in it. */
+	ATOM_NQ,                    /* struct view_named_qty[] */
+	ATOM_ATTRS,                 /* struct view_attr[] */
+	ATOM_CAPS,                  /* struct view_capacity[], none with validValues */
+	ATOM_MAPS,                  /* struct view_mapping[] */
+	ATOM_CHARGES,               /* struct view_charge[], amounts an ATOM_NQ blob each */
+	ATOM_PODST,                 /* struct view_pod_status[], resources an ATOM_NQ blob each */
 };
 
 /* A table's key: two parts (namespace and name, driver and pool; "" and
@@ -329,8 +339,43 @@ void atom_set_free(struct atom_set *s);
 /* atom_str() and atom_qty() (above): the atom holding s (a new reference),
  * or NULL with *rc -ENOMEM or -E2BIG (the cap). An empty s is an atom too. */
 
-/* Drop one reference; the last frees it. NULL is a no-op. */
+/* Drop one reference; the last frees it (a blob's atoms lose the
+ * blob's reference). NULL is a no-op. */
 void atom_put(struct atom_set *s, const struct view_atom *a);
+
+/* The array of kind (a blob kind) at p, n bytes, interned: returns the
+ * blob's data, a new reference (NULL for n == 0). The atoms in p are the
+ * caller's references, and pass to the blob (dropped when an equal blob
+ * exists, or on failure). Padding in p must be zero: blobs compare as
+ * bytes. With *rc already nonzero, or on failure (*rc -ENOMEM or -E2BIG),
+ * returns NULL after dropping p's atoms. */
+const void *atom_blob(struct atom_set *s, enum atom_kind kind, const void *p, size_t n, int *rc);
+
+/* The blob whose data p is; NULL for NULL. */
+static inline const struct view_atom *view_blob_of(const void *p)
+{
+	return p ? (const struct view_atom *)(const void *)((const char *)p - offsetof(struct view_atom, data))
+		 : NULL;
+}
+
+/* Drop the atoms an array of a blob kind holds (n bytes), as its blob does
+ * when freed. */
+void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size_t n);
+
+/* True when p lies in record r's own allocation (an array kept inline),
+ * false for a blob's data or NULL. */
+static inline bool view_in_record(const void *r, const void *p)
+{
+	const char *c = r, *q = p;
+
+	return q && q >= c && q < c + ((const struct view_rec *)r)->size;
+}
+
+/* Interning a blob while a record is filled (see struct filler). */
+static inline const void *B(struct filler *f, enum atom_kind kind, const void *p, size_t n)
+{
+	return atom_blob(f->as, kind, p, n, &f->rc);
+}
 
 /* One more reference to a held atom (the builder's thread). NULL is a
  * no-op. Returns a. */

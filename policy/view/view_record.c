@@ -2,7 +2,10 @@
  *
  * A record is one allocation: the struct, its arrays and the strings only
  * it holds (names, resourceVersions, UIDs that are not canonical). Every
- * string or quantity that repeats is an atom. The size is worked out
+ * string or quantity that repeats is an atom, and so is every array of
+ * them that repeats (a blob: a device's attributes, capacities and
+ * mappings; a claim's charges), which is most of a slice's bytes and a
+ * third of a claim's. The size is worked out
  * first, from the decoded object and the parsed attributes and request
  * policies, so the record is allocated once, zeroed, and filled by a bump
  * pointer; until it is complete, freeing it drops exactly the atoms taken
@@ -124,6 +127,7 @@ struct p_dev {
 	uint32_t nparsed;
 	struct p_attr *attrs;
 	struct p_cap *caps;
+	bool caps_inline;           /* some capacity has validValues: kept in the record */
 };
 
 /* Each fails with a message in err naming the device and member. */
@@ -288,16 +292,6 @@ static int parse_policy(struct str raw, struct arena *a, struct p_cap *pc, uint3
 #define MAX_ATTRS 256
 #define MAX_VALID 1024
 
-static void put_mapping(struct atom_set *as, const struct view_mapping *m)
-{
-	atom_put(as, m->resource);
-	atom_put(as, m->multiplier);
-	atom_put(as, m->capacity_key);
-	atom_put(as, m->capacity_multiplier);
-	atom_put(as, m->overhead_per_pod);
-	atom_put(as, m->overhead_per_container);
-}
-
 static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 {
 	uint32_t i, j, k;
@@ -312,9 +306,13 @@ static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 
 		atom_put(as, d->name);
 		atom_put(as, d->node_name);
-		for (j = 0; d->attrs && j < d->nattrs; j++) {
-			atom_put(as, d->attrs[j].name);
-			atom_put(as, d->attrs[j].s);
+		/* Attributes, capacities and mappings are blobs, but capacities
+		 * with validValues, which stay in the record. */
+		atom_put(as, view_blob_of(d->attrs));
+		atom_put(as, view_blob_of(d->mappings));
+		if (!view_in_record(s, d->capacity)) {
+			atom_put(as, view_blob_of(d->capacity));
+			continue;
 		}
 		for (j = 0; d->capacity && j < d->ncapacity; j++) {
 			const struct view_capacity *c = &d->capacity[j];
@@ -328,8 +326,6 @@ static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 			for (k = 0; c->valid && k < c->nvalid; k++)
 				atom_put(as, c->valid[k]);
 		}
-		for (j = 0; d->mappings && j < d->nmappings; j++)
-			put_mapping(as, &d->mappings[j]);
 	}
 }
 
@@ -374,6 +370,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 				return rc == -ENOMEM ? rc : fail(err, errn, "capacity", d->name,
 								  "requestPolicy does not parse");
 			size += rounded((size_t)pd[i].caps[j].nvalid * sizeof(void *));
+			pd[i].caps_inline |= pd[i].caps[j].nvalid > 0;
 		}
 		for (j = 0; j < d->nmappings; j++) {
 			const struct mapping *m = &d->mappings[j];
@@ -385,9 +382,8 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 				return fail(err, errn, "nodeAllocatableResourceMappings", d->name,
 					    "a multiplier or overhead is not a quantity");
 		}
-		size += rounded((size_t)pd[i].nattrs * sizeof(struct view_attr)) +
-			rounded((size_t)d->ncapacity * sizeof(struct view_capacity)) +
-			rounded((size_t)d->nmappings * sizeof(struct view_mapping));
+		if (pd[i].caps_inline)
+			size += rounded((size_t)d->ncapacity * sizeof(struct view_capacity));
 	}
 	if (size > UINT32_MAX)
 		return -E2BIG;
@@ -416,9 +412,10 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 		vd->nattrs = (uint16_t)pd[i].nattrs;
 		vd->ncapacity = (uint16_t)d->ncapacity;
 		vd->nmappings = (uint16_t)d->nmappings;
-		vd->attrs = pd[i].nattrs ? take(&bp, pd[i].nattrs * sizeof(*vd->attrs)) : NULL;
+		/* Attributes, mappings and capacities are blobs, made below. */
+		if (!pd[i].caps_inline)
+			continue;
 		vd->capacity = d->ncapacity ? take(&bp, d->ncapacity * sizeof(*vd->capacity)) : NULL;
-		vd->mappings = d->nmappings ? take(&bp, d->nmappings * sizeof(*vd->mappings)) : NULL;
 		for (j = 0; j < d->ncapacity; j++) {
 			struct view_capacity *c = (struct view_capacity *)&vd->capacity[j];
 
@@ -438,8 +435,19 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 	for (i = 0; i < sl->ndevices && !f.rc; i++) {
 		const struct device *d = &sl->devices[i];
 		struct view_device *vd = &devs[i];
+		struct view_attr *attrs = NULL;
+		struct view_capacity *caps = (struct view_capacity *)vd->capacity;
+		struct view_mapping *maps = NULL;
 		uint32_t na = 0;
 
+		/* Blobs are built zeroed in the scratch arena (they compare as
+		 * bytes, padding included) and interned whole. */
+		if ((pd[i].nattrs && !(attrs = arena_calloc(b->scratch, pd[i].nattrs, sizeof(*attrs)))) ||
+		    (d->ncapacity && !caps && !(caps = arena_calloc(b->scratch, d->ncapacity, sizeof(*caps)))) ||
+		    (d->nmappings && !(maps = arena_calloc(b->scratch, d->nmappings, sizeof(*maps))))) {
+			f.rc = -ENOMEM;
+			break;
+		}
 		vd->name = S(&f, d->name);
 		vd->node_name = S_opt(&f, d->node_name);
 		vd->allow_multiple_allocations = d->allow_multiple_allocations;
@@ -451,7 +459,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 
 			if (!pa->keep)
 				continue;
-			va = (struct view_attr *)&vd->attrs[na++];
+			va = &attrs[na++];
 			va->type = pa->type;
 			va->b = pa->b;
 			va->i = pa->i;
@@ -461,7 +469,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 		}
 		for (j = 0; j < d->ncapacity; j++) {
 			const struct p_cap *pc = &pd[i].caps[j];
-			struct view_capacity *c = (struct view_capacity *)&vd->capacity[j];
+			struct view_capacity *c = &caps[j];
 
 			c->name = S(&f, d->capacity[j].name);
 			c->value = Qf(&f, &d->capacity[j].value);
@@ -475,7 +483,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 		}
 		for (j = 0; j < d->nmappings; j++) {
 			const struct mapping *m = &d->mappings[j];
-			struct view_mapping *vm = (struct view_mapping *)&vd->mappings[j];
+			struct view_mapping *vm = &maps[j];
 
 			vm->shape = m->shape;
 			vm->resource = S(&f, m->resource);
@@ -485,6 +493,10 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 			vm->overhead_per_pod = Qf(&f, &m->overhead_per_pod);
 			vm->overhead_per_container = Qf(&f, &m->overhead_per_container);
 		}
+		vd->attrs = B(&f, ATOM_ATTRS, attrs, (size_t)na * sizeof(*attrs));
+		vd->mappings = B(&f, ATOM_MAPS, maps, (size_t)d->nmappings * sizeof(*maps));
+		if (!pd[i].caps_inline)
+			vd->capacity = B(&f, ATOM_CAPS, caps, (size_t)d->ncapacity * sizeof(*caps));
 	}
 	if (f.rc) {
 		b->record_bytes += s->h.size;  /* view_record_free() takes it off */
@@ -502,15 +514,10 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 
 static void put_charge(struct atom_set *as, const struct view_charge *c)
 {
-	uint32_t j;
-
 	atom_put(as, c->slice);
 	atom_put(as, c->slice_rv);
 	atom_put(as, c->fingerprint);
-	for (j = 0; c->amounts && j < c->namounts; j++) {
-		atom_put(as, c->amounts[j].name);
-		atom_put(as, c->amounts[j].value);
-	}
+	atom_put(as, view_blob_of(c->amounts));
 }
 
 static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
@@ -531,9 +538,8 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 			atom_put(as, r->consumed[j].name);
 			atom_put(as, r->consumed[j].value);
 		}
-		if (c->charges)
-			put_charge(as, &c->charges[i]);
 	}
+	atom_put(as, view_blob_of(c->charges));
 	for (i = 0; c->reserved_for && i < c->nreserved; i++) {
 		atom_put(as, c->reserved_for[i].api_group);
 		atom_put(as, c->reserved_for[i].resource);
@@ -545,8 +551,7 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
  * record takes it. */
 struct tmp_charges {
 	uint32_t n;
-	struct view_charge *c;      /* amounts arrays in the scratch arena */
-	size_t bytes;               /* what the amounts will take in the record */
+	struct view_charge *c;      /* zeroed, in the scratch arena; amounts are blobs */
 	bool pending;
 };
 
@@ -630,50 +635,16 @@ static int charge(struct view_builder *b, const struct resource_claim *cl, struc
 		out = n ? arena_calloc(b->scratch, (size_t)n, sizeof(*out)) : NULL;
 		if (n && !out)
 			return -ENOMEM;
-		c->amounts = out;
-		for (j = 0; j < (uint32_t)n; j++) {
+		for (j = 0; j < (uint32_t)n && !rc; j++) {
 			out[j].name = atom_str(&b->atoms, amounts[j].resource, &rc);
-			c->namounts = j + 1;
-			if (rc)
-				return rc;
-			out[j].value = atom_qty(&b->atoms, &amounts[j].value, &rc);
-			if (rc)
-				return rc;
+			if (!rc)
+				out[j].value = atom_qty(&b->atoms, &amounts[j].value, &rc);
 		}
-		t->bytes += rounded((size_t)n * sizeof(*out));
-	}
-	return 0;
-}
-
-/* old's charges, each atom referenced once more. */
-static int carry_charges(struct view_builder *b, const struct view_claim *old, struct tmp_charges *t)
-{
-	uint32_t i, j;
-
-	t->n = old->nresults;
-	t->pending = old->charge_pending;
-	t->c = arena_calloc(b->scratch, old->nresults ? old->nresults : 1, sizeof(*t->c));
-	if (!t->c)
-		return -ENOMEM;
-	for (i = 0; old->charges && i < old->nresults; i++) {
-		const struct view_charge *oc = &old->charges[i];
-		struct view_charge *c = &t->c[i];
-		struct view_named_qty *out = NULL;
-
-		*c = *oc;
-		atom_get(c->slice);
-		atom_get(c->slice_rv);
-		atom_get(c->fingerprint);
-		if (oc->namounts && !(out = arena_calloc(b->scratch, oc->namounts, sizeof(*out)))) {
-			c->namounts = 0;
-			return -ENOMEM;
-		}
-		for (j = 0; j < oc->namounts; j++) {
-			out[j].name = atom_get(oc->amounts[j].name);
-			out[j].value = atom_get(oc->amounts[j].value);
-		}
-		c->amounts = out;
-		t->bytes += rounded((size_t)oc->namounts * sizeof(*out));
+		/* The same amounts repeat for every claim on devices mapped alike. */
+		c->amounts = atom_blob(&b->atoms, ATOM_NQ, out, (size_t)n * sizeof(*out), &rc);
+		c->namounts = c->amounts ? (uint32_t)n : 0;
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -685,11 +656,12 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 {
 	const struct resource_claim *cl = &o->u.claim;
 	struct filler f = { &b->atoms, 0 };
-	struct tmp_charges tc = { 0, NULL, 0, false };
+	struct tmp_charges tc = { 0, NULL, false };
 	struct view_claim *c;
 	struct view_result *res;
 	struct view_consumer *cons;
-	struct view_charge *charges = NULL;
+	const struct view_charge *charges = NULL;
+	bool pending = false;
 	struct bump bp;
 	size_t size;
 	uint32_t i, j;
@@ -703,24 +675,34 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 					 "a value is not a quantity", i);
 				return -EINVAL;
 			}
-	if (cl->allocated) {
-		rc = carry ? carry_charges(b, old, &tc) : charge(b, cl, &tc);
+	/* The charges are a blob: claims charged from the same slice and
+	 * mappings share one. A carried allocation keeps old's. */
+	if (cl->allocated && carry) {
+		charges = old->charges;
+		atom_get(view_blob_of(charges));
+		pending = old->charge_pending;
+	} else if (cl->allocated) {
+		rc = charge(b, cl, &tc);
 		if (rc) {
 			charges_put(&b->atoms, &tc);
 			return rc;
 		}
+		charges = atom_blob(&b->atoms, ATOM_CHARGES, tc.c, (size_t)tc.n * sizeof(*tc.c), &rc);
+		pending = tc.pending;
+		tc.n = 0;  /* its references went to the blob */
+		if (rc)
+			return rc;
 	}
 	size = rounded(sizeof(*c)) + rounded(o->meta.name.len + 1) +
 	       rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid) +
 	       rounded((size_t)cl->nresults * sizeof(*res)) +
-	       rounded((size_t)cl->nreserved_for * sizeof(*cons)) + tc.bytes +
-	       (cl->allocated ? rounded((size_t)cl->nresults * sizeof(*charges)) : 0);
+	       rounded((size_t)cl->nreserved_for * sizeof(*cons));
 	for (i = 0; i < cl->nresults; i++)
 		size += rounded((size_t)cl->results[i].nconsumed_capacity * sizeof(struct view_named_qty));
 	for (i = 0; i < cl->nreserved_for; i++)
 		size += rounded(cl->reserved_for[i].name.len + 1) + view_uid_size(cl->reserved_for[i].uid);
 	if (size > UINT32_MAX || !(c = calloc(1, size))) {
-		charges_put(&b->atoms, &tc);
+		atom_put(&b->atoms, view_blob_of(charges));
 		return size > UINT32_MAX ? -E2BIG : -ENOMEM;
 	}
 	bp.p = (char *)c;
@@ -749,21 +731,9 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		view_uid_fill(&bp, cl->reserved_for[i].uid, &cons[i].uid);
 	}
 	if (cl->allocated) {
-		/* The charges move into the record: their atoms are its now. */
-		charges = cl->nresults ? take(&bp, cl->nresults * sizeof(*charges)) : NULL;
-		for (i = 0; i < tc.n && charges; i++) {
-			charges[i] = tc.c[i];
-			if (tc.c[i].namounts) {
-				struct view_named_qty *a = take(&bp, tc.c[i].namounts * sizeof(*a));
-
-				if (a)
-					memcpy(a, tc.c[i].amounts, tc.c[i].namounts * sizeof(*a));
-				charges[i].amounts = a;
-			}
-		}
-		tc.n = 0;
+		/* The record holds the blob's reference now. */
 		c->charges = charges;
-		c->charge_pending = tc.pending;
+		c->charge_pending = pending;
 		c->allocated_ns = allocated_ns ? allocated_ns : now;
 		c->charged_ns = carry && old ? old->charged_ns : now;
 	}

@@ -107,13 +107,16 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		if (find_name(names, nnames, cs->claim_name) < 0)
 			names[nnames++] = cs->claim_name;
 	}
+	/* Requests and statuses are blobs: most Pods of a workload ask the
+	 * same, and the scheduler writes them the same amounts. */
 	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1) + view_uid_size(o->meta.uid) +
-	       rounded((size_t)req.n * sizeof(*rq)) + rounded((size_t)nnames * sizeof(char *)) +
-	       rounded((size_t)nstat * sizeof(*st));
+	       rounded((size_t)nnames * sizeof(char *));
 	for (i = 0; i < nnames; i++)
 		size += rounded(names[i].len + 1);
-	for (i = 0; i < nstat; i++)
-		size += rounded((size_t)p->claim_statuses[i].nresources * sizeof(struct view_named_qty));
+	rq = req.n ? arena_calloc(b->scratch, req.n, sizeof(*rq)) : NULL;
+	st = nstat ? arena_calloc(b->scratch, nstat, sizeof(*st)) : NULL;
+	if ((req.n && !rq) || (nstat && !st))
+		return -ENOMEM;
 	if (size > UINT32_MAX)
 		return -E2BIG;
 	if (!(v = calloc(1, size)))
@@ -125,22 +128,13 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	v->name = take_text(&bp, o->meta.name);
 	v->gated = p->has_freeze_gate;
 	view_uid_fill(&bp, o->meta.uid, &v->uid);
-	v->nrequests = (uint16_t)req.n;
-	rq = req.n ? take(&bp, req.n * sizeof(*rq)) : NULL;
-	v->requests = rq;
 	v->nclaims = (uint16_t)nnames;
 	claims = nnames ? take(&bp, nnames * sizeof(char *)) : NULL;
 	v->claims = claims;
 	for (i = 0; i < nnames; i++)
 		claims[i] = take_text(&bp, names[i]);
-	v->nstatuses = (uint16_t)nstat;
-	st = nstat ? take(&bp, nstat * sizeof(*st)) : NULL;
-	v->statuses = st;
 	for (i = 0; i < nstat; i++) {
 		st[i].claim = (uint16_t)find_name(names, nnames, p->claim_statuses[i].claim_name);
-		st[i].nresources = (uint16_t)p->claim_statuses[i].nresources;
-		st[i].resources = st[i].nresources ? take(&bp, st[i].nresources * sizeof(struct view_named_qty))
-						   : NULL;
 	}
 	if (!v->name || bp.p > bp.end) {
 		free(v);
@@ -154,16 +148,23 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		if (req.items[i].pod_level && i < 32)
 			v->pod_level |= 1u << i;
 	}
+	v->requests = B(&f, ATOM_NQ, rq, (size_t)req.n * sizeof(*rq));
+	v->nrequests = v->requests ? (uint16_t)req.n : 0;
 	for (i = 0; i < nstat; i++) {
 		const struct claim_resource_status *cs = &p->claim_statuses[i];
+		struct view_named_qty *q = NULL;
 
-		for (j = 0; j < cs->nresources; j++) {
-			struct view_named_qty *q = (struct view_named_qty *)&st[i].resources[j];
-
-			q->name = S(&f, cs->resources[j].name);
-			q->value = Qf(&f, &cs->resources[j].value);
+		if (cs->nresources && !f.rc && !(q = arena_calloc(b->scratch, cs->nresources, sizeof(*q))))
+			f.rc = -ENOMEM;
+		for (j = 0; q && j < cs->nresources; j++) {
+			q[j].name = S(&f, cs->resources[j].name);
+			q[j].value = Qf(&f, &cs->resources[j].value);
 		}
+		st[i].resources = B(&f, ATOM_NQ, q, (size_t)cs->nresources * sizeof(*q));
+		st[i].nresources = st[i].resources ? (uint16_t)cs->nresources : 0;
 	}
+	v->statuses = B(&f, ATOM_PODST, st, (size_t)nstat * sizeof(*st));
+	v->nstatuses = v->statuses ? (uint16_t)nstat : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
 		view_record_free(b, LIMBO_POD, v);
@@ -186,7 +187,7 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 	struct view_node *v;
 	struct view_named_qty *al;
 	struct bump bp;
-	uint32_t i, n = 0;
+	uint32_t i, n = 0, k = 0;
 	size_t size;
 
 	*out = NULL;
@@ -200,16 +201,16 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 		}
 		n++;
 	}
-	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1) + rounded((size_t)n * sizeof(*al));
-	if (!(v = calloc(1, size)))
+	/* The allocatable list is a blob: nodes of a pool's shape share it. */
+	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1);
+	al = n ? arena_calloc(b->scratch, n, sizeof(*al)) : NULL;
+	if ((n && !al) || !(v = calloc(1, size)))
 		return -ENOMEM;
 	bp.p = (char *)v;
 	bp.end = (char *)v + size;
 	take(&bp, sizeof(*v));
 	v->h.size = (uint32_t)size;
 	v->name = take_text(&bp, o->meta.name);
-	al = n ? take(&bp, n * sizeof(*al)) : NULL;
-	v->allocatable = al;
 	if (!v->name || bp.p > bp.end) {
 		free(v);
 		return -EINVAL;
@@ -217,10 +218,12 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 	for (i = 0; i < nd->nallocatable; i++) {
 		if (names_node_resource(nd->allocatable[i].name, NULL) == NODE_RESOURCE_INVALID)
 			continue;
-		al[v->nallocatable].name = S(&f, nd->allocatable[i].name);
-		al[v->nallocatable].value = Qf(&f, &nd->allocatable[i].value);
-		v->nallocatable++;
+		al[k].name = S(&f, nd->allocatable[i].name);
+		al[k].value = Qf(&f, &nd->allocatable[i].value);
+		k++;
 	}
+	v->allocatable = B(&f, ATOM_NQ, al, (size_t)k * sizeof(*al));
+	v->nallocatable = v->allocatable ? k : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
 		view_record_free(b, LIMBO_NODE, v);
@@ -311,7 +314,7 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 {
 	struct atom_set *as = &b->atoms;
-	uint32_t i, j;
+	uint32_t i;
 
 	switch (kind) {
 	case LIMBO_POD: {
@@ -319,24 +322,14 @@ void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 
 		atom_put(as, v->namespace);
 		atom_put(as, v->node_name);
-		for (i = 0; v->requests && i < v->nrequests; i++) {
-			atom_put(as, v->requests[i].name);
-			atom_put(as, v->requests[i].value);
-		}
-		for (i = 0; v->statuses && i < v->nstatuses; i++)
-			for (j = 0; v->statuses[i].resources && j < v->statuses[i].nresources; j++) {
-				atom_put(as, v->statuses[i].resources[j].name);
-				atom_put(as, v->statuses[i].resources[j].value);
-			}
+		atom_put(as, view_blob_of(v->requests));
+		atom_put(as, view_blob_of(v->statuses));
 		break;
 	}
 	case LIMBO_NODE: {
 		const struct view_node *v = p;
 
-		for (i = 0; v->allocatable && i < v->nallocatable; i++) {
-			atom_put(as, v->allocatable[i].name);
-			atom_put(as, v->allocatable[i].value);
-		}
+		atom_put(as, view_blob_of(v->allocatable));
 		break;
 	}
 	case LIMBO_PNAME: {
