@@ -315,7 +315,7 @@ static void parse_quantity(struct dctx *d, struct quantity_field *q)
 		e = &d->qcache[i];
 		if (e->text.len == q->text.len && e->text.len &&
 		    e->text.ptr[0] == q->text.ptr[0] &&
-		    memcmp(e->text.ptr, q->text.ptr, q->text.len) == 0) {
+		    decode_same_bytes(e->text.ptr, q->text.ptr, q->text.len)) {
 			q->err = e->err;
 			q->value = e->value;
 			return;

@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "decode.h"
+#include "decode_impl.h"
 #include "jscan.h"
 #include "testutil.h"
 
@@ -2096,10 +2097,40 @@ static void test_review_uid_of_a_refused_review(void **state)
 	arena_free(a);
 }
 
+/* The decoder's inline comparison of member names and quantities answers as
+ * memcmp does, at every length it takes its different paths for and with
+ * the difference at every position (the first and last bytes of a word
+ * included), on unaligned text. */
+static void test_same_bytes_agrees_with_memcmp(void **state)
+{
+	char a[64], b[64];
+	size_t len, at, off;
+
+	(void)state;
+	for (off = 0; off < 8; off++) {
+		for (len = 0; len <= 40; len++) {
+			for (at = 0; at < len; at++) {
+				memset(a, 'k', sizeof(a));
+				memset(b, 'k', sizeof(b));
+				assert_true(decode_same_bytes(a + off, b + 3, len));
+				b[3 + at] = 'K';
+				assert_false(decode_same_bytes(a + off, b + 3, len));
+				assert_int_not_equal(memcmp(a + off, b + 3, len), 0);
+				/* A difference just past the end is not seen. */
+				b[3 + at] = 'k';
+				b[3 + len] = 'x';
+				assert_true(decode_same_bytes(a + off, b + 3, len));
+			}
+		}
+	}
+	assert_true(decode_same_bytes("", "x", 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slice_fixture_decodes_devices_and_mappings),
+		cmocka_unit_test(test_same_bytes_agrees_with_memcmp),
 		cmocka_unit_test(test_content_no_rule_reads_has_no_count_limit),
 		cmocka_unit_test(test_large_maps_sort_and_refuse_duplicates),
 		cmocka_unit_test(test_capacity_request_policy),
