@@ -14,7 +14,9 @@
 
 #include "buf.h"
 #include "decode.h"
+#include "decode_impl.h"
 #include "jscan.h"
+#include "quantity.h"
 #include "testutil.h"
 
 #define ARENA_CAP (64u << 20)
@@ -2096,10 +2098,98 @@ static void test_review_uid_of_a_refused_review(void **state)
 	arena_free(a);
 }
 
+/* The decoder's inline comparison of member names and quantities answers as
+ * memcmp does, at every length it takes its different paths for and with
+ * the difference at every position (the first and last bytes of a word
+ * included), on unaligned text. */
+static void test_same_bytes_agrees_with_memcmp(void **state)
+{
+	char a[64], b[64];
+	size_t len, at, off;
+
+	(void)state;
+	for (off = 0; off < 8; off++) {
+		for (len = 0; len <= 40; len++) {
+			for (at = 0; at < len; at++) {
+				memset(a, 'k', sizeof(a));
+				memset(b, 'k', sizeof(b));
+				assert_true(decode_same_bytes(a + off, b + 3, len));
+				b[3 + at] = 'K';
+				assert_false(decode_same_bytes(a + off, b + 3, len));
+				assert_int_not_equal(memcmp(a + off, b + 3, len), 0);
+				/* A difference just past the end is not seen. */
+				b[3 + at] = 'k';
+				b[3 + len] = 'x';
+				assert_true(decode_same_bytes(a + off, b + 3, len));
+			}
+		}
+	}
+	assert_true(decode_same_bytes("", "x", 0));
+}
+
+/* Every quantity decodes to what quantity_parse() makes of its own text,
+ * whichever texts came before it: more distinct texts than the decoder's
+ * cache has slots, invalid ones among them (their error is cached too),
+ * texts that share a length and first and last bytes, in one order and
+ * then the reverse. */
+static void test_quantities_decode_as_parsed_whatever_came_before(void **state)
+{
+	static const char *const texts[] = {
+		"1", "2", "4", "8", "16", "32", "64", "96", "128", "500m", "250m", "1Gi", "2Gi", "4Gi", "8Gi",
+		"16Gi", "40Gi", "80Gi", "96Gi", "141Gi", "512Mi", "1Mi", "1Ki", "1k", "1M", "1G", "1e3", "1E3",
+		"0", "-1", "1.5", "1.25Gi", "12345678901", "12345678902", "19999999991", "1x", "Gi", "1.5.5",
+		"--1", "1Gi ", "100000000000000000000", "0.000000001", "7Ti", "3Pi",
+	};
+	const size_t nt = sizeof(texts) / sizeof(texts[0]), ndev = 2 * nt;
+	struct arena *a = new_arena(ARENA_CAP);
+	struct admission_request rq;
+	struct decode_error err;
+	struct buf b;
+	size_t i;
+
+	(void)state;
+	buf_init(&b, 1 << 20);
+	assert_int_equal(buf_add_cstr(&b, "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\","
+				      "\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"x.example.com\","
+				      "\"nodeName\":\"n\",\"pool\":{\"name\":\"n\",\"generation\":1,"
+				      "\"resourceSliceCount\":1},\"devices\":["), 0);
+	for (i = 0; i < ndev; i++) {
+		const char *t = texts[i < nt ? i : ndev - 1 - i];
+
+		assert_int_equal(buf_printf(&b, "%s{\"name\":\"d%zu\",\"capacity\":{\"x.example.com/c\":"
+					    "{\"value\":\"%s\"}}}", i ? "," : "", i, t), 0);
+	}
+	assert_int_equal(buf_add_cstr(&b, "]}}"), 0);
+	{
+		char *body = review_of(buf_cstr(&b), buf_len(&b));
+		const struct resource_slice *sl;
+
+		assert_int_equal(decode_text(body, NULL, a, &rq, &err), 0);
+		sl = &rq.object.u.slice;
+		assert_int_equal(sl->ndevices, ndev);
+		for (i = 0; i < ndev; i++) {
+			const char *t = texts[i < nt ? i : ndev - 1 - i];
+			const struct quantity_field *q = &sl->devices[i].capacity[0].value;
+			struct quantity want;
+			int want_err = quantity_parse(t, strlen(t), &want);
+
+			assert_str(q->text, t);
+			assert_int_equal(q->err, want_err);
+			if (!want_err)
+				assert_int_equal(quantity_cmp(&q->value, &want), 0);
+		}
+		free(body);
+	}
+	buf_free(&b);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slice_fixture_decodes_devices_and_mappings),
+		cmocka_unit_test(test_same_bytes_agrees_with_memcmp),
+		cmocka_unit_test(test_quantities_decode_as_parsed_whatever_came_before),
 		cmocka_unit_test(test_content_no_rule_reads_has_no_count_limit),
 		cmocka_unit_test(test_large_maps_sort_and_refuse_duplicates),
 		cmocka_unit_test(test_capacity_request_policy),

@@ -11,7 +11,10 @@
 #            (bench/wrk_post.lua): req/s, p50/p90/p99/max, errors (must be 0),
 #            server CPU per request, RSS before and after; then the same at each
 #            of SCALE_THREADS server threads
-#   profile  callgrind instructions per byte inside admission_handle, per body
+#   profile  callgrind instructions per byte inside admission_handle, per body; then
+#            the whole server's instructions per request (dra-guard serve under
+#            callgrind, SERVER_PROFILE_REQUESTS requests of each size over one
+#            keep-alive TLS connection, counted on the server's side only)
 #   perf     perf record of the server under wrk: its CPU by component (TLS, HTTP,
 #            dra-guard, libc, kernel) and by symbol; skipped when perf cannot record
 #   compare  ../shared/bench/compare.sh with dra-guard as A and each Go peer as B
@@ -51,6 +54,7 @@
 #                            QUIET_WAIT too; its own defaults are 15, 2 and 60)
 #   ENGINE_ROUNDS [7]  ENGINE_MIN_MS [300]                      bench_engine -r / -m
 #   PROFILE_BYTES [3000000]  bytes of review per body under callgrind
+#   SERVER_PROFILE_SIZES ["32 128"]  SERVER_PROFILE_REQUESTS [100]
 #   PERF [1]                 0: skip the perf step     PERF_SIZES ["1 128"]  PERF_SECONDS [5]
 #   BENCH_COMPARE [0]        1: also run the compare step (about 4 min per peer by default)
 #   COMPARE_PEERS ["peer-go peer-go-fast"]  COMPARE_DURATION [10s]  COMPARE_CONNS ["16 64"]
@@ -78,6 +82,8 @@ RETRIES=${RETRIES:-1}
 ENGINE_ROUNDS=${ENGINE_ROUNDS:-7}
 ENGINE_MIN_MS=${ENGINE_MIN_MS:-300}
 PROFILE_BYTES=${PROFILE_BYTES:-3000000}
+SERVER_PROFILE_SIZES=${SERVER_PROFILE_SIZES:-32 128}
+SERVER_PROFILE_REQUESTS=${SERVER_PROFILE_REQUESTS:-100}
 BENCH_COMPARE=${BENCH_COMPARE:-0}
 COMPARE_PEERS=${COMPARE_PEERS:-peer-go peer-go-fast}
 COMPARE_DURATION=${COMPARE_DURATION:-10s}
@@ -187,6 +193,11 @@ for k in ("cli_replay_mixed_log","cli_replay_mixed_log_gz","cli_same_cluster_20"
 		echo "== profile: callgrind --toggle-collect=admission_handle"
 		python3 tools/bench_profile.py --engine "$engine" --bodies "$bodies" --out "$out/profile.json" \
 			--workdir "$out/callgrind" --target-bytes "$PROFILE_BYTES"
+		echo
+		echo "== profile: callgrind of the whole server (TLS, HTTP, copies, decision) per request"
+		python3 tools/bench_server_profile.py --bin "$bin" --bodies "$bodies" --out "$out/profile-server.json" \
+			--workdir "$out/callgrind-server" --sizes "$SERVER_PROFILE_SIZES" --requests "$SERVER_PROFILE_REQUESTS" ||
+			status=1
 		echo
 		;;
 	perf)

@@ -18,7 +18,11 @@ import subprocess
 import sys
 
 PARTS = ("admission_handle", "decode_review", "engine_decide", "review_encode")
-LINE = re.compile(r"^\s*([0-9,]+)\s+\([ 0-9.]+%\)\s+(\S+?):([A-Za-z_][A-Za-z0-9_]*)('\d+)?(?:\s|$)")
+# The release build's link-time optimiser renames what it specialises or
+# splits (admission_handle.constprop.0, decode_devices.lto_priv.0): the
+# suffix is dropped, so the parts are found by their source names.
+LINE = re.compile(r"^\s*([0-9,]+)\s+\([ 0-9.]+%\)\s+(\S+?):([A-Za-z_][A-Za-z0-9_]*)(?:\.[A-Za-z_]+(?:\.\d+)?)*"
+                  r"('\d+)?(?:\s|$)")
 
 
 def annotate(path, inclusive):
@@ -74,12 +78,14 @@ def main():
         size = os.path.getsize(body)
         calls = max(5, math.ceil(args.target_bytes / size))
         cg = os.path.join(args.workdir, "callgrind.%s.out" % name)
-        p = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=admission_handle",
+        p = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=admission_handle*",
                             "--callgrind-out-file=" + cg, args.engine, "-d", args.bodies, "-n", str(calls),
                             name + ".json"], capture_output=True, text=True)
         if p.returncode != 0:
             raise SystemExit("bench_profile: callgrind run failed:\n%s" % (p.stdout + p.stderr)[-3000:])
         total = totals(cg)
+        if total == 0:
+            raise SystemExit("bench_profile: nothing counted inside admission_handle (renamed by the compiler?)")
         inc = annotate(cg, True)
         r = {"name": name, "bytes": size, "calls": calls, "instr_total": total,
              "instr_per_call": round(total / calls), "instr_per_byte": round(total / calls / size, 2)}

@@ -227,6 +227,7 @@ def main():
     eng = load(os.path.join(args.dir, "engine.json"))
     prof = load(os.path.join(args.dir, "profile.json"))
     e2e = load(os.path.join(args.dir, "e2e.json"))
+    sprof = load(os.path.join(args.dir, "profile-server.json"))
     if eng:
         res["engine"] = eng
         print_engine(eng)
@@ -234,6 +235,12 @@ def main():
     if prof:
         res["profile"] = prof
         print_profile(prof)
+        print()
+    if sprof:
+        res["profile_server"] = sprof
+        for e in sprof["sizes"]:
+            print("callgrind, whole server, slice-%d (%d bytes): %d instructions per request" % (
+                e["devices"], e["body_bytes"], e["ir_per_request"]))
         print()
     if e2e:
         res["end_to_end"] = e2e

@@ -306,23 +306,30 @@ int decode_read_int64(struct dctx *d, int64_t *out, bool *present)
 	return 0;
 }
 
+/* The cache slot of a quantity's text: its length and its first and last
+ * bytes (at most 9 bytes read, whatever the length). */
+static unsigned qcache_slot(const char *p, size_t len)
+{
+	uint32_t h = (uint32_t)len;
+	size_t i, n = len < 8 ? len : 8;
+
+	for (i = 0; i < n; i++)
+		h = h * 31u + (unsigned char)p[i];
+	if (len > 8)
+		h = h * 31u + (unsigned char)p[len - 1];
+	return (h ^ (h >> 7)) & (QCACHE - 1);
+}
+
 static void parse_quantity(struct dctx *d, struct quantity_field *q)
 {
-	struct qcache_entry *e;
-	unsigned i;
+	struct qcache_entry *e = &d->qcache[qcache_slot(q->text.ptr, q->text.len)];
 
-	for (i = 0; i < QCACHE; i++) {
-		e = &d->qcache[i];
-		if (e->text.len == q->text.len && e->text.len &&
-		    e->text.ptr[0] == q->text.ptr[0] &&
-		    memcmp(e->text.ptr, q->text.ptr, q->text.len) == 0) {
-			q->err = e->err;
-			q->value = e->value;
-			return;
-		}
+	if (e->text.len == q->text.len && e->text.len && decode_same_bytes(e->text.ptr, q->text.ptr, q->text.len)) {
+		q->err = e->err;
+		q->value = e->value;
+		return;
 	}
 	q->err = quantity_parse(q->text.ptr, q->text.len, &q->value);
-	e = &d->qcache[d->qnext++ % QCACHE];
 	e->text = q->text;
 	e->err = q->err;
 	e->value = q->value;

@@ -31,7 +31,7 @@ static int lookup(struct dctx *d, const struct jscan_str *key, const struct fiel
 	}
 	/* Lengths and first bytes rule out nearly every name without a call. */
 	for (i = 0; i < n; i++)
-		if (f[i].len == len && f[i].name[0] == p[0] && memcmp(f[i].name, p, len) == 0)
+		if (f[i].len == len && f[i].name[0] == p[0] && decode_same_bytes(f[i].name, p, len))
 			return i;
 	return -1;
 }
