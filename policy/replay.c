@@ -70,8 +70,8 @@ fail:
 
 static void example_free(struct replay_example *e)
 {
-	free(e->json);
-	e->json = NULL;
+	free(e->text);
+	e->text = NULL;
 }
 
 void replay_free(struct replay *r)

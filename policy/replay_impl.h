@@ -77,8 +77,6 @@ int replay_pod_bind(struct str pod, struct str node, struct buf *out);
 /* spec.target.name (or target.name) of a Binding's text, raw. */
 int replay_binding_target(struct str binding, struct str *node);
 
-/* "2026-12-01T10:00:00.123Z" into buf. */
-void replay_format_time(int64_t ns, char buf[static 40]);
 
 /* ns as a quoted replay_format_time() string appended to b, or null for 0.
  * 0 or -E2BIG. */
@@ -113,29 +111,6 @@ struct replay_drill {
 	int64_t on_ns, off_ns;
 	uint64_t divergences_at_on;
 	bool clean;
-};
-
-/* One event, written out as a JSON object, kept as an example. */
-struct replay_example {
-	char *json;
-	size_t len;
-};
-
-struct replay_rule_stats {
-	uint64_t deny, warn, dryrun;
-	uint32_t nexamples;
-	struct replay_example *examples;
-};
-
-struct replay_interval {
-	int64_t from_ns, to_ns;
-	uint32_t overcommitted, diverging;
-	char nodes[256];            /* the first nodes, comma-separated */
-};
-
-struct replay_corrupt {
-	uint64_t line;
-	char error[AUDIT_ERROR_MAX];
 };
 
 struct replay_pending {
@@ -183,7 +158,7 @@ struct replay {
 	/* the recorded freeze */
 	bool frozen;
 	uint32_t nfreeze;
-	struct { int64_t at; bool on; } freeze[REPLAY_FREEZE_MAX];
+	struct replay_freeze_change freeze[REPLAY_FREEZE_MAX];
 	uint64_t freeze_changes;
 
 	/* ledger samples */
@@ -265,7 +240,5 @@ int replay_note_events(struct replay *r, const struct audit_event *ev, const str
 		       const struct verdict *v);
 /* Claims the view shows allocated (or gone) leave the pending table, at t. 0 or the view's error. */
 int replay_sweep_held(struct replay *r, int64_t t);
-/* ,"pending":{...} of the report (docs/replay.md). 0 or out's error. */
-int replay_pending_json(const struct replay *r, struct buf *out);
 
 #endif

@@ -200,6 +200,43 @@ static void test_a_duplicate_that_got_through_is_named(void **state)
 	assert_non_null(strstr(rep, "\"admittedDuplicates\":1,"));
 	/* both claims are charged in the final ledger: the duplicate did happen */
 	assert_non_null(strstr(rep, "\"claims\":2,"));
+
+	/* The same figures, typed: the report is a struct the JSON and the text are written from. */
+	{
+		struct replay_report rr;
+		const struct replay_example *ex;
+		struct buf again;
+
+		replay_report_get(r, true, &rr);
+		assert_int_equal(rr.lines, 8);
+		assert_int_equal(rr.ncorrupt_lines, 1);
+		assert_int_equal(rr.corrupt_lines[0].line, 5);
+		assert_int_equal(rr.rules[RULE_LEDGER_DEVICE_DUPLICATE].deny, 1);
+		assert_int_equal(rr.admitted_duplicates, 1);
+		assert_int_equal(rr.nrefused, 1);
+		ex = &rr.refused[0];
+		assert_int_equal(ex->kind, REPLAY_EXAMPLE_REFUSED);
+		assert_int_equal(ex->line, 7);
+		assert_int_equal(ex->recorded, 200);
+		assert_string_equal(ex->operation, "UPDATE");
+		assert_true(str_eq_cstr(ex->name, "c2") && str_eq_cstr(ex->subresource, "status"));
+		assert_true(str_eq_cstr(ex->user, "system:kube-scheduler"));
+		assert_true(ex->nrules >= 1 && ex->rules[0] == RULE_LEDGER_DEVICE_DUPLICATE);
+		assert_non_null(rr.ledger);
+		assert_int_equal(rr.ledger->claims, 2);
+		buf_init(&again, 1 << 24);
+		assert_int_equal(replay_report_write_json(&rr, &again), 0);
+		assert_int_equal(buf_len(&again), buf_len(&out));
+		assert_memory_equal(buf_cstr(&again), buf_cstr(&out), buf_len(&out));
+		/* without the ledger: no ledger member, the rest the same */
+		replay_report_get(r, false, &rr);
+		assert_null(rr.ledger);
+		buf_reset(&again);
+		assert_int_equal(replay_report_write_json(&rr, &again), 0);
+		assert_null(strstr(buf_cstr(&again), "\"ledger\":"));
+		assert_memory_equal(buf_cstr(&again), buf_cstr(&out), buf_len(&again) - 1);
+		buf_free(&again);
+	}
 	buf_free(&out);
 	replay_free(r);
 	policy_free(pol);

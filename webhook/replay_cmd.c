@@ -27,9 +27,11 @@
 #include "cli.h"
 #include "dryrun_impl.h"
 #include "fileio.h"
+#include "jscan.h"
 #include "ledger.h"
 #include "policy.h"
 #include "replay.h"
+#include "timefmt.h"
 
 extern char **environ;
 
@@ -521,69 +523,129 @@ static long long ji(json_t *o, const char *k)
 	return (long long)json_integer_value(json_object_get(o, k));
 }
 
-static void print_event(FILE *f, json_t *e, const char *indent)
+/* The text of a string as the log wrote it (raw, between its quotes)
+ * appended to b, escapes resolved. */
+static int add_text(struct buf *b, struct str raw)
 {
-	fprintf(f, "%sline %lld %s %s %s%s%s %s%s%s by %s (recorded %lld)", indent, ji(e, "line"), js(e, "time"),
-		js(e, "operation"), js(e, "resource"), *js(e, "subresource") ? "/" : "", js(e, "subresource"),
-		js(e, "namespace"), *js(e, "namespace") ? "/" : "", js(e, "name"), *js(e, "user") ? js(e, "user") : "?",
-		ji(e, "recorded"));
-	if (json_object_get(e, "rules")) {
-		size_t i;
-		json_t *x;
+	struct jscan_str js = { raw.ptr, raw.len, raw.len && memchr(raw.ptr, '\\', raw.len) != NULL };
+	struct str dec;
+	char *d;
+	int rc;
 
-		fprintf(f, " [");
-		json_array_foreach(json_object_get(e, "rules"), i, x)
-			fprintf(f, "%s%s", i ? ", " : "", json_string_value(x));
-		fprintf(f, "]");
+	if (!js.escaped)
+		return buf_add_str(b, raw);
+	d = malloc(raw.len + 1);
+	if (!d)
+		return -ENOMEM;
+	rc = jscan_str_decode_to(&js, d, raw.len + 1, &dec);
+	rc = buf_add_str(b, rc == 0 ? dec : raw);
+	free(d);
+	return rc;
+}
+
+/* A log time; "" for none. */
+static const char *time_text(int64_t ns, char t[static 40], const char *none)
+{
+	if (!ns)
+		return none;
+	replay_format_time(ns, t);
+	return t;
+}
+
+/* "line N TIME OP resource/sub ns/name by USER (recorded CODE) [rules]: message" */
+static int event_text(struct buf *b, const struct replay_example *e, const char *indent)
+{
+	char t[40];
+	uint32_t i;
+	int rc;
+
+	replay_format_time(e->time_ns, t);
+	rc = buf_printf(b, "%sline %" PRIu64 " %s %s ", indent, e->line, t, e->operation);
+	rc = rc ? rc : add_text(b, e->resource);
+	if (rc == 0 && e->subresource.len)
+		rc = buf_add_char(b, '/');
+	rc = rc ? rc : add_text(b, e->subresource);
+	rc = rc ? rc : buf_add_char(b, ' ');
+	rc = rc ? rc : add_text(b, e->namespace);
+	if (rc == 0 && e->namespace.len)
+		rc = buf_add_char(b, '/');
+	rc = rc ? rc : add_text(b, e->name);
+	rc = rc ? rc : buf_add_cstr(b, " by ");
+	rc = rc ? rc : e->user.len ? add_text(b, e->user) : buf_add_char(b, '?');
+	rc = rc ? rc : buf_printf(b, " (recorded %d)", e->recorded);
+	if (rc == 0 && e->kind == REPLAY_EXAMPLE_REFUSED) {
+		rc = buf_add_cstr(b, " [");
+		for (i = 0; rc == 0 && i < e->nrules; i++)
+			rc = buf_printf(b, "%s%s", i ? ", " : "", rule_name(e->rules[i]));
+		rc = rc ? rc : buf_add_char(b, ']');
 	}
-	fprintf(f, ": %s\n", js(e, "message"));
+	rc = rc ? rc : buf_add_cstr(b, ": ");
+	rc = rc ? rc : buf_add_str(b, e->message);
+	return rc ? rc : buf_add_char(b, '\n');
+}
+
+static void print_event(FILE *f, const struct replay_example *e, const char *indent)
+{
+	struct buf b;
+
+	buf_init(&b, (size_t)16 << 20);
+	if (event_text(&b, e, indent) == 0)
+		fwrite(buf_cstr(&b), 1, buf_len(&b), f);
+	buf_free(&b);
 }
 
 /* Why Pods were pending: the live guard's Events by reason, the pending
  * times of the claims they held back, and those still held at the end
  * (as dra-guard pending lists a replica's). */
-static void print_pending(json_t *p)
+static void print_pending(const struct replay_report *rep)
 {
-	json_t *x, *b, *claims = json_object_get(p, "claims");
-	long long refusals = 0, allocated = 0;
-	size_t i, j;
-	char *text, err[256];
+	uint64_t refusals = 0, allocated = 0;
+	size_t i, b;
+	char err[256], le[PENDING_LE_MAX], reason[EVENTS_REASON_MAX];
+	struct buf claims;
 
-	json_array_foreach(json_object_get(p, "reasons"), i, x) {
-		refusals += ji(x, "refusals");
-		allocated += ji(x, "allocated");
+	for (i = 0; i < EVENTS_RULES; i++) {
+		refusals += rep->reasons[i].refusals;
+		allocated += rep->reasons[i].holds ? rep->reasons[i].allocated : 0;
 	}
-	printf("\nwhy pending: %lld refusals that emit an Event; %lld claims allocated after a refusal; %zu still "
-	       "refused at the end\n", refusals, allocated, json_array_size(claims));
-	json_array_foreach(json_object_get(p, "reasons"), i, x) {
-		long long prev = 0;
+	printf("\nwhy pending: %" PRIu64 " refusals that emit an Event; %" PRIu64 " claims allocated after a refusal; "
+	       "%u still refused at the end\n", refusals, allocated, pending_table_count(rep->held));
+	for (i = 0; i < EVENTS_RULES; i++) {
+		const struct replay_reason *x = &rep->reasons[i];
+		uint64_t prev = 0, cum = 0;
 
-		printf("  %-22s refusals %lld", js(x, "reason"), ji(x, "refusals"));
-		if (!json_object_get(x, "buckets")) {
+		events_reason(x->rule, reason);
+		printf("  %-22s refusals %" PRIu64, reason, x->refusals);
+		if (!x->holds) {
 			printf(" (a Pod status write: no pending time)\n");
 			continue;
 		}
-		printf(", allocated after %lld", ji(x, "allocated"));
-		if (ji(x, "allocated"))
-			printf(", %.3fs in all;", json_real_value(json_object_get(x, "sumSeconds")));
-		json_array_foreach(json_object_get(x, "buckets"), j, b) {
-			if (ji(b, "count") == prev)
+		printf(", allocated after %" PRIu64, x->allocated);
+		if (x->allocated)
+			printf(", %.3fs in all;", x->sum_seconds);
+		for (b = 0; b <= PENDING_BUCKETS; b++) {
+			cum += x->counts[b];
+			if (cum == prev)
 				continue;
-			printf(" le %s: %lld", js(b, "le"), ji(b, "count") - prev);
-			prev = ji(b, "count");
+			pending_bucket_label(b, le);
+			printf(" le %s: %" PRIu64, le, cum - prev);
+			prev = cum;
 		}
 		printf("\n");
 	}
-	if (ji(p, "refusedButWritten"))
-		printf("  %lld refused allocations succeeded in the log (no pending time: the log cannot say when they "
-		       "would have)\n", ji(p, "refusedButWritten"));
-	if (!json_array_size(claims))
+	if (rep->refused_but_written)
+		printf("  %" PRIu64 " refused allocations succeeded in the log (no pending time: the log cannot say when "
+		       "they would have)\n", rep->refused_but_written);
+	if (!pending_table_count(rep->held))
 		return;
 	printf("claims still refused at the end of the log\n");
-	text = json_dumps(claims, JSON_COMPACT);
-	if (!text || pending_print_claims(stdout, text, strlen(text), err, sizeof(err)))
-		printf("  (not listed: %s)\n", text ? err : "out of memory");
-	free(text);
+	/* the same printer as dra-guard pending's, which reads the list a replica serves */
+	buf_init(&claims, (size_t)1 << 31);
+	if (pending_table_json(rep->held, rep->held_at_ns, &claims) != 0)
+		printf("  (not listed: out of memory)\n");
+	else if (pending_print_claims(stdout, buf_cstr(&claims), buf_len(&claims), err, sizeof(err)))
+		printf("  (not listed: %s)\n", err);
+	buf_free(&claims);
 }
 
 /* A report built as JSON: printed as it is for --output json (*rep stays
@@ -607,77 +669,87 @@ static int report_out(const char *cmd, const struct buf *out, bool json, json_t 
 	return 0;
 }
 
-static void print_text(json_t *rep, const struct ledger *l)
+static void print_text(const struct replay_report *rep)
 {
-	json_t *w = json_object_get(rep, "window"), *in = json_object_get(rep, "input");
-	json_t *wr = json_object_get(rep, "writes"), *nj = json_object_get(wr, "notJudged");
-	json_t *dv = json_object_get(rep, "divergence"), *fz = json_object_get(rep, "freeze");
-	json_t *x, *e, *lc = json_object_get(dv, "longestClean");
-	size_t i, j;
+	char t1[40], t2[40], settle[TIMEFMT_MAX];
+	uint32_t i, j;
+	bool any = false;
 
-	printf("replay of %lld lines (%lld bytes), %s to %s\n", ji(w, "lines"), ji(w, "bytes"),
-	       json_is_string(json_object_get(w, "from")) ? js(w, "from") : "-",
-	       json_is_string(json_object_get(w, "to")) ? js(w, "to") : "-");
-	printf("  %lld writes of the guarded resources (%lld succeeded, %lld failed); %lld other lines skipped; "
-	       "%lld corrupt; %lld out of order\n", ji(wr, "total"), ji(wr, "succeeded"), ji(wr, "failed"),
-	       ji(in, "skipped"), ji(in, "corrupt"), ji(in, "outOfOrder"));
-	printf("  judged %lld: would deny %lld, would warn %lld; %lld that succeeded would be refused; "
-	       "not judged %lld (old object unknown) + %lld (object not in the log); undecidable %lld\n",
-	       ji(wr, "judged"), ji(wr, "wouldDeny"), ji(wr, "wouldWarn"), ji(wr, "wouldRefuse"),
-	       ji(nj, "oldObjectUnknown"), ji(nj, "objectNotRecorded"), ji(wr, "undecidable"));
-	if (ji(wr, "notApplied"))
-		printf("  %lld writes not applied to the view; the first: %s\n", ji(wr, "notApplied"),
-		       js(wr, "firstNotApplied"));
-	json_array_foreach(json_object_get(in, "corruptLines"), i, x)
-		printf("  corrupt line %lld: %s\n", ji(x, "line"), js(x, "error"));
+	printf("replay of %" PRIu64 " lines (%" PRIu64 " bytes), %s to %s\n", rep->lines, rep->bytes,
+	       time_text(rep->from_ns, t1, "-"), time_text(rep->to_ns, t2, "-"));
+	printf("  %" PRIu64 " writes of the guarded resources (%" PRIu64 " succeeded, %" PRIu64 " failed); %" PRIu64
+	       " other lines skipped; %" PRIu64 " corrupt; %" PRIu64 " out of order\n", rep->writes, rep->succeeded,
+	       rep->failed, rep->skipped, rep->corrupt, rep->out_of_order);
+	printf("  judged %" PRIu64 ": would deny %" PRIu64 ", would warn %" PRIu64 "; %" PRIu64 " that succeeded would "
+	       "be refused; not judged %" PRIu64 " (old object unknown) + %" PRIu64 " (object not in the log); "
+	       "undecidable %" PRIu64 "\n", rep->judged, rep->would_deny, rep->would_warn, rep->would_refuse,
+	       rep->not_judged_old, rep->not_judged_patch, rep->undecidable);
+	if (rep->not_applied)
+		printf("  %" PRIu64 " writes not applied to the view; the first: %s\n", rep->not_applied,
+		       rep->first_not_applied);
+	for (i = 0; i < rep->ncorrupt_lines; i++)
+		printf("  corrupt line %" PRIu64 ": %s\n", rep->corrupt_lines[i].line, rep->corrupt_lines[i].error);
 	printf("\nrules\n");
-	if (json_array_size(json_object_get(rep, "rules")) == 0)
+	for (i = 0; i < RULE_COUNT; i++)
+		any |= rep->rules[i].deny || rep->rules[i].warn || rep->rules[i].dryrun;
+	if (!any)
 		printf("  (no rule objected to any write)\n");
-	json_array_foreach(json_object_get(rep, "rules"), i, x) {
-		printf("  %-28s would deny %lld, would warn %lld, dryrun %lld\n", js(x, "rule"), ji(x, "wouldDeny"),
-		       ji(x, "wouldWarn"), ji(x, "dryrun"));
-		json_array_foreach(json_object_get(x, "events"), j, e) {
-			printf("    %s ", js(e, "action"));
-			print_event(stdout, e, "");
+	for (i = 0; i < RULE_COUNT; i++) {
+		const struct replay_rule_stats *st = &rep->rules[i];
+
+		if (!st->deny && !st->warn && !st->dryrun)
+			continue;
+		printf("  %-28s would deny %" PRIu64 ", would warn %" PRIu64 ", dryrun %" PRIu64 "\n",
+		       rule_name((enum rule_id)i), st->deny, st->warn, st->dryrun);
+		for (j = 0; j < st->nexamples; j++) {
+			printf("    %s ", action_name(st->examples[j].action));
+			print_event(stdout, &st->examples[j], "");
 		}
 	}
-	json_array_foreach(json_object_get(rep, "undecidable"), i, x)
-		print_event(stdout, x, "  undecidable: ");
-	if (json_array_size(json_object_get(rep, "wouldRefuse"))) {
+	for (i = 0; i < rep->nundecidable_ex; i++)
+		print_event(stdout, &rep->undecidable_ex[i], "  undecidable: ");
+	if (rep->nrefused) {
 		printf("\nwrites that succeeded and the policy would refuse\n");
-		json_array_foreach(json_object_get(rep, "wouldRefuse"), i, x)
-			print_event(stdout, x, "  ");
+		for (i = 0; i < rep->nrefused; i++)
+			print_event(stdout, &rep->refused[i], "  ");
 	}
-	printf("\nfreeze: %lld changes, %s at the end\n", ji(fz, "changes"),
-	       json_is_true(json_object_get(fz, "frozenAtEnd")) ? "on" : "off");
-	json_array_foreach(json_object_get(fz, "events"), i, x)
-		printf("  %s at %s\n", json_is_true(json_object_get(x, "freeze")) ? "on " : "off", js(x, "at"));
-	print_pending(json_object_get(rep, "pending"));
-	printf("\nledger: %lld samples; %lld divergences that outlasted the settle window (%s); at most %lld "
-	       "overcommitted and %lld diverging nodes; admitted: %lld duplicate allocations, %lld from a stale pool, "
-	       "%lld NUMA splits\n", ji(dv, "samples"), ji(dv, "divergentIntervals"), js(dv, "settleWindow"),
-	       ji(dv, "maxOvercommittedNodes"), ji(dv, "maxDivergingNodes"), ji(dv, "admittedDuplicates"),
-	       ji(dv, "admittedStalePoolAllocations"), ji(dv, "admittedNumaSplits"));
+	printf("\nfreeze: %" PRIu64 " changes, %s at the end\n", rep->freeze_changes, rep->frozen_at_end ? "on" : "off");
+	for (i = 0; i < rep->nfreeze; i++)
+		printf("  %s at %s\n", rep->freeze[i].on ? "on " : "off", time_text(rep->freeze[i].at, t1, ""));
+	print_pending(rep);
+	timefmt_duration(rep->settle_ns, settle);
+	printf("\nledger: %" PRIu64 " samples; %" PRIu64 " divergences that outlasted the settle window (%s); at most %u "
+	       "overcommitted and %u diverging nodes; admitted: %" PRIu64 " duplicate allocations, %" PRIu64 " from a "
+	       "stale pool, %" PRIu64 " NUMA splits\n", rep->samples, rep->divergent_intervals, settle,
+	       rep->max_overcommitted, rep->max_diverging, rep->admitted_duplicates, rep->admitted_stale_pool,
+	       rep->admitted_numa_splits);
 	printf("  longest window without divergence: %.3fs (%s to %s)\n",
-	       json_real_value(json_object_get(lc, "seconds")),
-	       json_is_string(json_object_get(lc, "from")) ? js(lc, "from") : "-",
-	       json_is_string(json_object_get(lc, "to")) ? js(lc, "to") : "-");
-	json_array_foreach(json_object_get(dv, "timeline"), i, x) {
-		if (!ji(x, "overcommittedNodes") && !ji(x, "divergingNodes"))
+	       (double)(rep->clean_to_ns - rep->clean_from_ns) / 1e9, time_text(rep->clean_from_ns, t1, "-"),
+	       time_text(rep->clean_to_ns, t2, "-"));
+	for (i = 0; i < rep->ntimeline; i++) {
+		const struct replay_interval *iv = &rep->timeline[i];
+		const char *p = iv->nodes;
+
+		if (!iv->overcommitted && !iv->diverging)
 			continue;
-		printf("  %s to %s: %lld overcommitted, %lld diverging%s:", js(x, "from"), js(x, "to"),
-		       ji(x, "overcommittedNodes"), ji(x, "divergingNodes"),
-		       json_is_true(json_object_get(x, "settled")) ? "" : " (within the settle window)");
-		json_array_foreach(json_object_get(x, "nodes"), j, e)
-			printf(" %s", json_string_value(e));
+		printf("  %s to %s: %u overcommitted, %u diverging%s:", time_text(iv->from_ns, t1, ""),
+		       time_text(iv->to_ns, t2, ""), iv->overcommitted, iv->diverging,
+		       replay_interval_settled(rep, iv) ? "" : " (within the settle window)");
+		while (*p) {
+			const char *c = strchr(p, ',');
+			int n = c ? (int)(c - p) : (int)strlen(p);
+
+			printf(" %.*s", n, p);
+			p += n + (c != NULL);
+		}
 		printf("\n");
 	}
-	if (l) {
+	if (rep->ledger) {
 		struct buf t;
 
 		buf_init(&t, (size_t)1 << 30);
 		printf("\nledger at the end\n");
-		if (ledger_table(l, (struct str){ "", 0 }, true, &t) == 0)
+		if (ledger_table(rep->ledger, (struct str){ "", 0 }, true, &t) == 0)
 			fwrite(buf_cstr(&t), 1, buf_len(&t), stdout);
 		buf_free(&t);
 	}
@@ -698,59 +770,91 @@ static void xml(FILE *f, const char *s)
 	}
 }
 
-static void print_junit(json_t *rep)
+/* s cut as snprintf() into n bytes would cut it, then escaped for XML. */
+static void xml_cut(FILE *f, struct buf *b, size_t n)
 {
-	json_t *rules = json_object_get(rep, "rules"), *x, *e, *dv = json_object_get(rep, "divergence");
-	json_t *in = json_object_get(rep, "input");
-	size_t i, j, failures = 0;
-	long long div = ji(dv, "divergentIntervals") + ji(dv, "admittedDuplicates") +
-			ji(dv, "admittedStalePoolAllocations") + ji(dv, "admittedNumaSplits");
+	if (buf_len(b) >= n)
+		buf_truncate(b, n - 1);
+	xml(f, buf_cstr(b));
+}
 
-	json_array_foreach(rules, i, x)
-		failures += ji(x, "wouldDeny") > 0;
+static void print_junit(const struct replay_report *rep)
+{
+	uint32_t i, j, nrules = 0;
+	size_t failures = 0;
+	uint64_t div = rep->divergent_intervals + rep->admitted_duplicates + rep->admitted_stale_pool +
+		       rep->admitted_numa_splits;
+	struct buf line;
+
+	buf_init(&line, (size_t)16 << 20);
+	for (i = 0; i < RULE_COUNT; i++) {
+		const struct replay_rule_stats *st = &rep->rules[i];
+
+		nrules += st->deny || st->warn || st->dryrun;
+		failures += st->deny > 0;
+	}
 	failures += div > 0;
 	printf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	printf("<testsuite name=\"dra-guard replay\" tests=\"%zu\" failures=\"%zu\" errors=\"%d\">\n",
-	       json_array_size(rules) + 2, failures, ji(in, "corrupt") > 0);
-	json_array_foreach(rules, i, x) {
+	printf("<testsuite name=\"dra-guard replay\" tests=\"%u\" failures=\"%zu\" errors=\"%d\">\n", nrules + 2,
+	       failures, rep->corrupt > 0);
+	for (i = 0; i < RULE_COUNT; i++) {
+		const struct replay_rule_stats *st = &rep->rules[i];
+
+		if (!st->deny && !st->warn && !st->dryrun)
+			continue;
 		printf("  <testcase classname=\"rule\" name=\"");
-		xml(stdout, js(x, "rule"));
+		xml(stdout, rule_name((enum rule_id)i));
 		printf("\">\n");
-		if (ji(x, "wouldDeny"))
-			printf("    <failure message=\"would deny %lld writes\">", ji(x, "wouldDeny"));
+		if (st->deny)
+			printf("    <failure message=\"would deny %" PRIu64 " writes\">", st->deny);
 		else
 			printf("    <system-out>");
-		json_array_foreach(json_object_get(x, "events"), j, e) {
-			char line[2048];
+		for (j = 0; j < st->nexamples; j++) {
+			const struct replay_example *e = &st->examples[j];
+			char t[40];
+			int rc;
 
-			snprintf(line, sizeof(line), "%s line %lld %s %s %s/%s/%s by %s: %s\n", js(e, "action"),
-				 ji(e, "line"), js(e, "time"), js(e, "operation"), js(e, "resource"), js(e, "namespace"),
-				 js(e, "name"), js(e, "user"), js(e, "message"));
-			xml(stdout, line);
+			replay_format_time(e->time_ns, t);
+			buf_reset(&line);
+			rc = buf_printf(&line, "%s line %" PRIu64 " %s %s ", action_name(e->action), e->line, t,
+					e->operation);
+			rc = rc ? rc : add_text(&line, e->resource);
+			rc = rc ? rc : buf_add_char(&line, '/');
+			rc = rc ? rc : add_text(&line, e->namespace);
+			rc = rc ? rc : buf_add_char(&line, '/');
+			rc = rc ? rc : add_text(&line, e->name);
+			rc = rc ? rc : buf_add_cstr(&line, " by ");
+			rc = rc ? rc : add_text(&line, e->user);
+			rc = rc ? rc : buf_add_cstr(&line, ": ");
+			rc = rc ? rc : buf_add_str(&line, e->message);
+			rc = rc ? rc : buf_add_char(&line, '\n');
+			if (rc == 0)
+				xml_cut(stdout, &line, 2048);
 		}
-		printf(ji(x, "wouldDeny") ? "</failure>\n" : "</system-out>\n");
+		printf(st->deny ? "</failure>\n" : "</system-out>\n");
 		printf("  </testcase>\n");
 	}
 	printf("  <testcase classname=\"ledger\" name=\"divergence\">\n");
 	if (div)
-		printf("    <failure message=\"%lld divergences\">%lld settled divergent intervals, %lld duplicate "
-		       "allocations, %lld allocations from a stale pool, %lld NUMA splits admitted</failure>\n", div,
-		       ji(dv, "divergentIntervals"), ji(dv, "admittedDuplicates"), ji(dv, "admittedStalePoolAllocations"),
-		       ji(dv, "admittedNumaSplits"));
+		printf("    <failure message=\"%" PRIu64 " divergences\">%" PRIu64 " settled divergent intervals, %" PRIu64
+		       " duplicate allocations, %" PRIu64 " allocations from a stale pool, %" PRIu64 " NUMA splits "
+		       "admitted</failure>\n", div, rep->divergent_intervals, rep->admitted_duplicates,
+		       rep->admitted_stale_pool, rep->admitted_numa_splits);
 	printf("  </testcase>\n");
 	printf("  <testcase classname=\"input\" name=\"corrupt lines\">\n");
-	if (ji(in, "corrupt")) {
-		printf("    <error message=\"%lld corrupt lines\">", ji(in, "corrupt"));
-		json_array_foreach(json_object_get(in, "corruptLines"), i, x) {
-			char line[512];
-
-			snprintf(line, sizeof(line), "line %lld: %s\n", ji(x, "line"), js(x, "error"));
-			xml(stdout, line);
+	if (rep->corrupt) {
+		printf("    <error message=\"%" PRIu64 " corrupt lines\">", rep->corrupt);
+		for (i = 0; i < rep->ncorrupt_lines; i++) {
+			buf_reset(&line);
+			if (buf_printf(&line, "line %" PRIu64 ": %s\n", rep->corrupt_lines[i].line,
+				       rep->corrupt_lines[i].error) == 0)
+				xml_cut(stdout, &line, 512);
 		}
 		printf("</error>\n");
 	}
 	printf("  </testcase>\n");
 	printf("</testsuite>\n");
+	buf_free(&line);
 }
 
 static const char *md_title(const char *name)
@@ -894,6 +998,7 @@ static int run(int argc, char **argv, bool readiness)
 	struct replay *r = NULL;
 	struct reader rd;
 	struct replay_totals t;
+	struct replay_report report;
 	struct buf out;
 	json_t *rep = NULL;
 	size_t i;
@@ -965,17 +1070,20 @@ static int run(int argc, char **argv, bool readiness)
 		code = unreadable ? 2 : go ? 0 : 1;
 		goto out;
 	}
-	rc = replay_report_json(r, !c.no_ledger, &out);
-	if (rc) {
-		fprintf(stderr, "dra-guard replay: the report could not be written (out of memory)\n");
-		goto out;
+	replay_report_get(r, !c.no_ledger, &report);
+	if (c.output == OUTPUT_JSON) {
+		rc = replay_report_write_json(&report, &out);
+		if (rc) {
+			fprintf(stderr, "dra-guard replay: the report could not be written (out of memory)\n");
+			goto out;
+		}
+		fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
+		fputc('\n', stdout);
+	} else if (c.output == OUTPUT_JUNIT) {
+		print_junit(&report);
+	} else {
+		print_text(&report);
 	}
-	if (report_out("replay", &out, c.output == OUTPUT_JSON, &rep) != 0)
-		goto out;
-	if (rep && c.output == OUTPUT_JUNIT)
-		print_junit(rep);
-	else if (rep)
-		print_text(rep, c.no_ledger ? NULL : replay_ledger(r));
 	replay_totals(r, &t);
 	if (unreadable)
 		code = 2;
