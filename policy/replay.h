@@ -241,12 +241,88 @@ void replay_format_time(int64_t ns, char buf[static 40]);
 /* replay_report_get() and replay_report_write_json() in one. */
 int replay_report_json(const struct replay *r, bool with_ledger, struct buf *out);
 
-/* The go/no-go readiness report over the replayed window as JSON into
- * out (docs/replay.md): one verdict per criterion (driver coverage,
- * rollback drill, restarts and upgrades, zero-divergence window, pending
- * SLO, capacity SLO) with its evidence, against the policy's promotion
- * section; *go is true when every criterion is met. Call after
- * replay_finish(). 0, -E2BIG, -ENOMEM. */
-int replay_readiness_json(const struct replay *r, struct buf *out, bool *go);
+/* --- the readiness report ---------------------------------------------------------------------- */
+
+/* A driver's slice writes in the window. */
+struct replay_driver {
+	char name[64];
+	uint64_t writes, denied;
+	bool mappings;                     /* published mappings */
+	uint64_t first_denied_line;
+	char first_denied_rule[64];
+};
+
+/* A freeze turned on and off. */
+struct replay_drill {
+	int64_t on_ns, off_ns;
+	uint64_t divergences_at_on;
+	bool clean;
+};
+
+/* What every criterion has: its verdict and a sentence saying why. */
+struct replay_criterion {
+	const char *name;                  /* "driverCoverage", ...; static */
+	bool go;
+	char summary[512];
+};
+
+/* The go/no-go readiness report (docs/replay.md has its JSON shape): one
+ * verdict per criterion with its evidence, against the policy's promotion
+ * section. Arrays and texts are borrowed from the replay. */
+struct replay_readiness {
+	const char *policy;                /* the policy's sha256 */
+	bool go;                           /* every criterion is met */
+	int64_t from_ns, to_ns;            /* 0: no event */
+	uint64_t lines, writes, corrupt_lines;
+	struct {
+		struct replay_criterion c;
+		const struct replay_driver *drivers;
+		uint32_t ndrivers;
+		const struct string_list *required;
+		uint64_t not_tracked;
+	} drivers;
+	struct {
+		struct replay_criterion c;
+		const struct replay_drill *drills;
+		uint32_t ndrills;
+		bool frozen_at_end, required;
+	} drill;
+	struct {
+		struct replay_criterion c;
+		uint64_t pools_republished, generation_bumps, slice_deletes_by_kubelet, slice_deletes;
+		uint64_t stale_pool_admitted, duplicates_admitted;
+		bool required;
+	} restarts;
+	struct {
+		struct replay_criterion c;
+		int64_t from_ns, to_ns;            /* the longest window without divergence */
+		uint32_t required_seconds;
+		uint64_t divergences;
+	} window;
+	struct {
+		struct replay_criterion c;
+		uint64_t pods;                     /* Pods with claims created and bound */
+		double p50_seconds, p99_seconds;   /* -1: no Pod */
+		double max_seconds;
+		uint64_t still_pending;
+		uint32_t slo_p50_seconds, slo_p99_seconds;
+	} pending;
+	struct {
+		struct replay_criterion c;
+		uint64_t samples;
+		uint32_t max_overcommitted, max_within_headroom, headroom_percent;
+		const char *example;               /* a node within the headroom; "" none */
+	} capacity;
+};
+
+/* The readiness report of r (after replay_finish()). Borrows from r. */
+void replay_readiness_get(const struct replay *r, struct replay_readiness *out);
+
+/* rep as one JSON document into out. 0, -E2BIG, -ENOMEM. */
+int replay_readiness_write_json(const struct replay_readiness *rep, struct buf *out);
+
+/* A figure in seconds as the JSON reports write it (three decimals), read
+ * back: what the text forms print, so they say what the JSON says. */
+double replay_seconds_written(double seconds);
 
 #endif

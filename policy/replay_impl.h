@@ -99,20 +99,6 @@ uint64_t replay_divergences(const struct replay *r);
  * 1 h, 1 min to 24 h, and one bucket above. */
 #define REPLAY_PENDING_BUCKETS (100 + 590 + 3540 + 1380 + 1)
 
-struct replay_driver {
-	char name[64];
-	uint64_t writes, denied;
-	bool mappings;              /* published mappings */
-	uint64_t first_denied_line;
-	char first_denied_rule[64];
-};
-
-struct replay_drill {
-	int64_t on_ns, off_ns;
-	uint64_t divergences_at_on;
-	bool clean;
-};
-
 struct replay_pending {
 	int64_t t;
 	uint64_t seq;

@@ -22,8 +22,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "dryrun_impl.h"
 #include "fileio.h"
@@ -511,18 +509,6 @@ static int replay_log(struct replay *r, const struct replay_options *o, const ch
 
 /* --- printing --------------------------------------------------------------------------------- */
 
-static const char *js(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-
-	return s ? s : "";
-}
-
-static long long ji(json_t *o, const char *k)
-{
-	return (long long)json_integer_value(json_object_get(o, k));
-}
-
 /* The text of a string as the log wrote it (raw, between its quotes)
  * appended to b, escapes resolved. */
 static int add_text(struct buf *b, struct str raw)
@@ -646,27 +632,6 @@ static void print_pending(const struct replay_report *rep)
 	else if (pending_print_claims(stdout, buf_cstr(&claims), buf_len(&claims), err, sizeof(err)))
 		printf("  (not listed: %s)\n", err);
 	buf_free(&claims);
-}
-
-/* A report built as JSON: printed as it is for --output json (*rep stays
- * NULL), else read back for the text, JUnit or Markdown printers. 0, or
- * -EPROTO said on stderr (cmd names the command). */
-static int report_out(const char *cmd, const struct buf *out, bool json, json_t **rep)
-{
-	json_error_t jerr;
-
-	*rep = NULL;
-	if (json) {
-		fwrite(buf_cstr(out), 1, buf_len(out), stdout);
-		fputc('\n', stdout);
-		return 0;
-	}
-	*rep = json_loadb(buf_cstr(out), buf_len(out), 0, &jerr);
-	if (!*rep) {
-		fprintf(stderr, "dra-guard %s: internal: the report does not read back: %s\n", cmd, jerr.text);
-		return -EPROTO;
-	}
-	return 0;
 }
 
 static void print_text(const struct replay_report *rep)
@@ -879,77 +844,81 @@ static void md(const char *s)
 		fputs(*s == '|' ? "\\|" : *s == '\n' ? " " : (char[2]){ *s, 0 }, stdout);
 }
 
-static void print_markdown(json_t *rep)
+static void md_section(const struct replay_criterion *c)
 {
-	json_t *w = json_object_get(rep, "window"), *c, *ev, *x;
-	size_t i, j;
-	bool go = strcmp(js(rep, "verdict"), "go") == 0;
+	printf("\n## %s: %s\n\n", md_title(c->name), c->go ? "go" : "NO-GO");
+}
 
-	printf("# dra-guard readiness: %s\n\n", go ? "GO" : "NO-GO");
-	printf("Window %s to %s (%.0f s): %lld audit lines, %lld writes of the resources the guard reads, "
-	       "%lld corrupt lines. Policy sha256 `%.12s`.\n\n",
-	       json_is_string(json_object_get(w, "from")) ? js(w, "from") : "-",
-	       json_is_string(json_object_get(w, "to")) ? js(w, "to") : "-",
-	       json_real_value(json_object_get(w, "seconds")), ji(w, "lines"), ji(w, "writes"), ji(w, "corruptLines"),
-	       js(rep, "policy"));
+static void print_markdown(const struct replay_readiness *rep)
+{
+	const struct replay_criterion *all[] = { &rep->drivers.c, &rep->drill.c, &rep->restarts.c, &rep->window.c,
+						 &rep->pending.c, &rep->capacity.c };
+	char t1[40], t2[40];
+	size_t i;
+
+	printf("# dra-guard readiness: %s\n\n", rep->go ? "GO" : "NO-GO");
+	printf("Window %s to %s (%.0f s): %" PRIu64 " audit lines, %" PRIu64 " writes of the resources the guard reads, "
+	       "%" PRIu64 " corrupt lines. Policy sha256 `%.12s`.\n\n", time_text(rep->from_ns, t1, "-"),
+	       time_text(rep->to_ns, t2, "-"), replay_seconds_written((double)(rep->to_ns - rep->from_ns) / 1e9),
+	       rep->lines, rep->writes, rep->corrupt_lines, rep->policy);
 	printf("| Criterion | Verdict | Evidence |\n|---|---|---|\n");
-	json_array_foreach(json_object_get(rep, "criteria"), i, c) {
-		printf("| %s | **%s** | ", md_title(js(c, "name")), strcmp(js(c, "verdict"), "go") == 0 ? "go" : "NO-GO");
-		md(js(c, "summary"));
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		printf("| %s | **%s** | ", md_title(all[i]->name), all[i]->go ? "go" : "NO-GO");
+		md(all[i]->summary);
 		printf(" |\n");
 	}
-	json_array_foreach(json_object_get(rep, "criteria"), i, c) {
-		const char *name = js(c, "name");
 
-		ev = json_object_get(c, "evidence");
-		printf("\n## %s: %s\n\n", md_title(name), strcmp(js(c, "verdict"), "go") == 0 ? "go" : "NO-GO");
-		if (strcmp(name, "driverCoverage") == 0) {
-			printf("| Driver | Slice writes | Refused | Published mappings | First refused |\n|---|---|---|---|---|\n");
-			json_array_foreach(json_object_get(ev, "drivers"), j, x) {
-				json_t *f = json_object_get(x, "firstRefused");
+	md_section(&rep->drivers.c);
+	printf("| Driver | Slice writes | Refused | Published mappings | First refused |\n|---|---|---|---|---|\n");
+	for (i = 0; i < rep->drivers.ndrivers; i++) {
+		const struct replay_driver *d = &rep->drivers.drivers[i];
 
-				printf("| ");
-				md(js(x, "name"));
-				printf(" | %lld | %lld | %s | ", ji(x, "sliceWrites"), ji(x, "refused"),
-				       json_is_true(json_object_get(x, "publishedMappings")) ? "yes" : "no");
-				if (f)
-					printf("line %lld, %s", ji(f, "line"), js(f, "rule"));
-				printf(" |\n");
-			}
-		} else if (strcmp(name, "rollbackDrill") == 0) {
-			if (json_array_size(json_object_get(ev, "drills")) == 0)
-				printf("No freeze was turned on and off in the window.\n");
-			json_array_foreach(json_object_get(ev, "drills"), j, x)
-				printf("- freeze on %s, off %s: %s\n", js(x, "on"), js(x, "off"),
-				       json_is_true(json_object_get(x, "clean")) ? "no divergence through it"
-										: "the ledger diverged during it");
-			if (json_is_true(json_object_get(ev, "frozenAtEnd")))
-				printf("- a freeze is still on at the end of the window\n");
-		} else if (strcmp(name, "restartsAndUpgrades") == 0) {
-			printf("- pools that came back after all their slices went: %lld\n- generation bumps: %lld\n"
-			       "- slice deletions by a kubelet (node restarts): %lld of %lld\n"
-			       "- allocations from a pool still settling, admitted: %lld\n- duplicate allocations admitted: %lld\n",
-			       ji(ev, "poolsRepublished"), ji(ev, "generationBumps"), ji(ev, "sliceDeletesByKubelet"),
-			       ji(ev, "sliceDeletes"), ji(ev, "stalePoolAllocationsAdmitted"), ji(ev, "duplicatesAdmitted"));
-		} else if (strcmp(name, "zeroDivergenceWindow") == 0) {
-			printf("- longest: %.1f s, %s to %s (required: %lld s)\n- divergences in the window: %lld\n",
-			       json_real_value(json_object_get(ev, "seconds")),
-			       json_is_string(json_object_get(ev, "from")) ? js(ev, "from") : "-",
-			       json_is_string(json_object_get(ev, "to")) ? js(ev, "to") : "-", ji(ev, "requiredSeconds"),
-			       ji(ev, "divergences"));
-		} else if (strcmp(name, "pendingSLO") == 0) {
-			printf("| Pods with claims bound | p50 | p99 | max | still pending |\n|---|---|---|---|---|\n"
-			       "| %lld | %.2f s (SLO %lld s) | %.2f s (SLO %lld s) | %.2f s | %lld |\n", ji(ev, "pods"),
-			       json_real_value(json_object_get(ev, "p50Seconds")), ji(ev, "sloP50Seconds"),
-			       json_real_value(json_object_get(ev, "p99Seconds")), ji(ev, "sloP99Seconds"),
-			       json_real_value(json_object_get(ev, "maxSeconds")), ji(ev, "stillPending"));
-		} else if (strcmp(name, "capacitySLO") == 0) {
-			printf("- ledger samples: %lld\n- most nodes overcommitted at once: %lld\n"
-			       "- most nodes within %lld %% of allocatable at once: %lld%s%s\n", ji(ev, "samples"),
-			       ji(ev, "maxOvercommittedNodes"), ji(ev, "headroomPercent"), ji(ev, "maxNodesWithinHeadroom"),
-			       *js(ev, "example") ? ", e.g. " : "", js(ev, "example"));
-		}
+		printf("| ");
+		md(d->name);
+		printf(" | %" PRIu64 " | %" PRIu64 " | %s | ", d->writes, d->denied, d->mappings ? "yes" : "no");
+		if (d->denied)
+			printf("line %" PRIu64 ", %s", d->first_denied_line, d->first_denied_rule);
+		printf(" |\n");
 	}
+
+	md_section(&rep->drill.c);
+	if (rep->drill.ndrills == 0)
+		printf("No freeze was turned on and off in the window.\n");
+	for (i = 0; i < rep->drill.ndrills; i++)
+		printf("- freeze on %s, off %s: %s\n", time_text(rep->drill.drills[i].on_ns, t1, ""),
+		       time_text(rep->drill.drills[i].off_ns, t2, ""),
+		       rep->drill.drills[i].clean ? "no divergence through it" : "the ledger diverged during it");
+	if (rep->drill.frozen_at_end)
+		printf("- a freeze is still on at the end of the window\n");
+
+	md_section(&rep->restarts.c);
+	printf("- pools that came back after all their slices went: %" PRIu64 "\n- generation bumps: %" PRIu64 "\n"
+	       "- slice deletions by a kubelet (node restarts): %" PRIu64 " of %" PRIu64 "\n"
+	       "- allocations from a pool still settling, admitted: %" PRIu64 "\n- duplicate allocations admitted: %"
+	       PRIu64 "\n", rep->restarts.pools_republished, rep->restarts.generation_bumps,
+	       rep->restarts.slice_deletes_by_kubelet, rep->restarts.slice_deletes, rep->restarts.stale_pool_admitted,
+	       rep->restarts.duplicates_admitted);
+
+	md_section(&rep->window.c);
+	printf("- longest: %.1f s, %s to %s (required: %u s)\n- divergences in the window: %" PRIu64 "\n",
+	       replay_seconds_written((double)(rep->window.to_ns - rep->window.from_ns) / 1e9),
+	       time_text(rep->window.from_ns, t1, "-"), time_text(rep->window.to_ns, t2, "-"),
+	       rep->window.required_seconds, rep->window.divergences);
+
+	md_section(&rep->pending.c);
+	printf("| Pods with claims bound | p50 | p99 | max | still pending |\n|---|---|---|---|---|\n"
+	       "| %" PRIu64 " | %.2f s (SLO %u s) | %.2f s (SLO %u s) | %.2f s | %" PRIu64 " |\n", rep->pending.pods,
+	       replay_seconds_written(rep->pending.p50_seconds < 0 ? 0 : rep->pending.p50_seconds),
+	       rep->pending.slo_p50_seconds,
+	       replay_seconds_written(rep->pending.p99_seconds < 0 ? 0 : rep->pending.p99_seconds),
+	       rep->pending.slo_p99_seconds, replay_seconds_written(rep->pending.max_seconds),
+	       rep->pending.still_pending);
+
+	md_section(&rep->capacity.c);
+	printf("- ledger samples: %" PRIu64 "\n- most nodes overcommitted at once: %u\n"
+	       "- most nodes within %u %% of allocatable at once: %u%s%s\n", rep->capacity.samples,
+	       rep->capacity.max_overcommitted, rep->capacity.headroom_percent, rep->capacity.max_within_headroom,
+	       *rep->capacity.example ? ", e.g. " : "", rep->capacity.example);
 }
 
 /* --- main ------------------------------------------------------------------------------------ */
@@ -1000,7 +969,6 @@ static int run(int argc, char **argv, bool readiness)
 	struct replay_totals t;
 	struct replay_report report;
 	struct buf out;
-	json_t *rep = NULL;
 	size_t i;
 	int rc, code = 2;
 	bool unreadable = false;
@@ -1056,18 +1024,21 @@ static int run(int argc, char **argv, bool readiness)
 		goto out;
 	}
 	if (c.readiness) {
-		bool go = false;
+		struct replay_readiness rd_rep;
 
-		rc = replay_readiness_json(r, &out, &go);
-		if (rc) {
-			fprintf(stderr, "dra-guard readiness: the report could not be written (out of memory)\n");
-			goto out;
+		replay_readiness_get(r, &rd_rep);
+		if (c.output == OUTPUT_JSON) {
+			rc = replay_readiness_write_json(&rd_rep, &out);
+			if (rc) {
+				fprintf(stderr, "dra-guard readiness: the report could not be written (out of memory)\n");
+				goto out;
+			}
+			fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
+			fputc('\n', stdout);
+		} else {
+			print_markdown(&rd_rep);
 		}
-		if (report_out("readiness", &out, c.output == OUTPUT_JSON, &rep) != 0)
-			goto out;
-		if (rep)
-			print_markdown(rep);
-		code = unreadable ? 2 : go ? 0 : 1;
+		code = unreadable ? 2 : rd_rep.go ? 0 : 1;
 		goto out;
 	}
 	replay_report_get(r, !c.no_ledger, &report);
@@ -1094,7 +1065,6 @@ static int run(int argc, char **argv, bool readiness)
 	else
 		code = 0;
 out:
-	json_decref(rep);
 	buf_free(&out);
 	free(rd.data);
 	replay_free(r);
