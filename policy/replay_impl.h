@@ -185,6 +185,14 @@ struct replay {
 	uint32_t max_near_capacity;
 	char near_capacity_node[256];
 	struct ledger *ledger;            /* the last sample's */
+	/* The event being processed, as the judge decoded it (in arena): its
+	 * object, and the text it was decoded from. Applying that same text
+	 * to the view takes the decoded object instead of decoding it again.
+	 * have_decoded false when the judge decoded none, or not as the text
+	 * alone decodes. */
+	bool have_decoded;
+	struct k8s_object decoded;        /* its pointers are into arena */
+	struct str decoded_text;
 };
 
 /* --- shared by replay.c, replay_judge.c, replay_apply.c ----------------- */

@@ -10,6 +10,7 @@
 #include "decode.h"
 #include "engine.h"
 #include "jscan.h"
+#include "names.h"
 #include "replay_impl.h"
 #include "timefmt.h"
 
@@ -331,6 +332,26 @@ static void note_driver(struct replay *r, struct str obj, bool ok, const struct 
 	}
 }
 
+/* The review's object, for replay_view_apply() of the same text. A review
+ * takes the object's kind from the request; the text alone names its own:
+ * kept only when the two agree, so the view gets what decode_object() of
+ * the text would give. What it points to (in r->arena) lives until the
+ * next event's judgement resets the arena. */
+static void keep_decoded(struct replay *r, const struct admission_request *req, struct str obj)
+{
+	struct str g, v;
+	enum api_version ver = API_VERSION_UNKNOWN;
+
+	if (!obj.len || req->object.kind == OBJECT_OTHER)
+		return;
+	names_split_api_version(req->object.api_version, &g, &v);
+	if (decode_classify(g, v, req->object.kind_name, &ver) != req->object.kind || ver != req->object.version)
+		return;
+	r->decoded = req->object;
+	r->decoded_text = obj;
+	r->have_decoded = true;
+}
+
 int replay_judge(struct replay *r, const struct audit_event *ev, const struct judged *j, uint64_t line_no)
 {
 	struct engine_options opt;
@@ -394,6 +415,7 @@ int replay_judge(struct replay *r, const struct audit_event *ev, const struct ju
 		return rc == -E2BIG ? 0 : rc;
 	}
 	engine_decide(r->o.policy, r->view, &opt, &req, ev->stage_ns, r->arena, &v);
+	keep_decoded(r, &req, obj);
 	if (ev->resource == AUDIT_SLICES)
 		note_driver(r, obj.len ? obj : old, replay_success(ev), &v, line_no);
 	if (!v.allowed && (rc = replay_note_events(r, ev, &req, &v)) != 0)
