@@ -219,6 +219,19 @@ int jw_raw(struct jw *w, const char *json, size_t n)
 	return value_done(w, buf_add(w->out, json, n));
 }
 
+int jw_part(struct jw *w, jw_part_fn *fn, const void *ctx)
+{
+	size_t before = buf_len(w->out);
+	int rc = value_slot(w);
+
+	if (rc)
+		return rc;
+	rc = fn(ctx, w->out);
+	if (rc == 0 && buf_len(w->out) == before)
+		rc = -EINVAL;           /* nothing appended: no value */
+	return value_done(w, rc);
+}
+
 int jw_kstring(struct jw *w, const char *key, const char *s, size_t n)
 {
 	int rc = jw_key(w, key);

@@ -73,6 +73,13 @@ int jw_fixed(struct jw *w, double v, int decimals);
  * copied as it is; the caller vouches for it. */
 int jw_raw(struct jw *w, const char *json, size_t n);
 
+/* A value another encoder appends to the buffer itself (fn(ctx, out),
+ * returning 0 or a negative errno that becomes the writer's error): no
+ * copy of a large part (a ledger, a table). fn must append exactly one
+ * JSON value. */
+typedef int jw_part_fn(const void *ctx, struct buf *out);
+int jw_part(struct jw *w, jw_part_fn *fn, const void *ctx);
+
 /* A key and its value in one call, for the members of a report. */
 int jw_kstring(struct jw *w, const char *key, const char *s, size_t n);
 int jw_kcstr(struct jw *w, const char *key, const char *s);

@@ -235,25 +235,23 @@ static void divergence(struct jw *w, const struct replay_report *rep)
 	jw_object_end(w);
 }
 
-/* A part another encoder writes (the pending table, the ledger) as the
- * value of key. */
-static int part(struct jw *w, const char *key, struct buf *tmp, int rc)
+static int claims_part(const void *ctx, struct buf *out)
 {
-	if (rc == 0) {
-		jw_key(w, key);
-		return jw_raw(w, buf_cstr(tmp), buf_len(tmp));
-	}
-	jw_key(w, key);
-	jw_null(w);
-	return rc;
+	const struct replay_report *rep = ctx;
+
+	return pending_table_json(rep->held, rep->held_at_ns, out);
 }
 
-static int pending(struct jw *w, const struct replay_report *rep, struct buf *tmp)
+static int ledger_part(const void *ctx, struct buf *out)
+{
+	return ledger_json(ctx, (struct str){ "", 0 }, out);
+}
+
+static void pending(struct jw *w, const struct replay_report *rep)
 {
 	char reason[EVENTS_REASON_MAX], le[PENDING_LE_MAX];
 	size_t k, b;
 	uint64_t cum;
-	int rc;
 
 	jw_key(w, "pending");
 	jw_object_begin(w);
@@ -287,20 +285,16 @@ static int pending(struct jw *w, const struct replay_report *rep, struct buf *tm
 	jw_array_end(w);
 	jw_kuint(w, "refusedButWritten", rep->refused_but_written);
 	jw_kuint(w, "maxClaims", rep->max_claims);
-	buf_reset(tmp);
-	rc = part(w, "claims", tmp, pending_table_json(rep->held, rep->held_at_ns, tmp));
+	jw_key(w, "claims");
+	jw_part(w, claims_part, rep);
 	jw_object_end(w);
-	return rc;
 }
 
 int replay_report_write_json(const struct replay_report *rep, struct buf *out)
 {
 	struct jw w;
-	struct buf tmp;
 	uint32_t i;
-	int rc;
 
-	buf_init(&tmp, (size_t)1 << 31);
 	jw_init(&w, out);
 	jw_object_begin(&w);
 	jw_kcstr(&w, "apiVersion", "dra-guard.io/v1alpha1");
@@ -371,14 +365,13 @@ int replay_report_write_json(const struct replay_report *rep, struct buf *out)
 	jw_kuint(&w, "sliceDeletes", rep->slice_deletes);
 	jw_kuint(&w, "sliceDeletesByKubelet", rep->slice_deletes_by_kubelet);
 	jw_object_end(&w);
-	rc = pending(&w, rep, &tmp);
-	if (rc == 0 && rep->ledger) {
-		buf_reset(&tmp);
-		rc = part(&w, "ledger", &tmp, ledger_json(rep->ledger, (struct str){ "", 0 }, &tmp));
+	pending(&w, rep);
+	if (rep->ledger) {
+		jw_key(&w, "ledger");
+		jw_part(&w, ledger_part, rep->ledger);
 	}
 	jw_object_end(&w);
-	buf_free(&tmp);
-	return rc ? rc : jw_finish(&w);
+	return jw_finish(&w);
 }
 
 int replay_report_json(const struct replay *r, bool with_ledger, struct buf *out)

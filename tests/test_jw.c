@@ -203,6 +203,65 @@ static void test_numbers(void **state)
 	buf_free(&b);
 }
 
+static int part_ok(const void *ctx, struct buf *out)
+{
+	return buf_add_cstr(out, ctx);
+}
+
+static int part_nothing(const void *ctx, struct buf *out)
+{
+	(void)ctx;
+	(void)out;
+	return 0;
+}
+
+static int part_fails(const void *ctx, struct buf *out)
+{
+	(void)ctx;
+	(void)out;
+	return -ENOMEM;
+}
+
+/* A part another encoder appends in place takes a value's slot: commas
+ * around it, its error the writer's; appending nothing is an error. */
+static void test_parts(void **state)
+{
+	struct buf b;
+	struct jw w;
+
+	(void)state;
+	buf_init(&b, 4096);
+	jw_init(&w, &b);
+	jw_object_begin(&w);
+	jw_kuint(&w, "a", 1);
+	jw_key(&w, "p");
+	assert_int_equal(jw_part(&w, part_ok, "[1,{\"x\":2}]"), 0);
+	jw_kbool(&w, "z", true);
+	jw_object_end(&w);
+	assert_int_equal(jw_finish(&w), 0);
+	assert_string_equal(buf_cstr(&b), "{\"a\":1,\"p\":[1,{\"x\":2}],\"z\":true}");
+
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_array_begin(&w);
+	assert_int_equal(jw_part(&w, part_nothing, NULL), -EINVAL);
+	assert_int_equal(jw_finish(&w), -EINVAL);
+
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_array_begin(&w);
+	assert_int_equal(jw_part(&w, part_fails, NULL), -ENOMEM);
+	assert_int_equal(jw_array_end(&w), -ENOMEM);
+	assert_int_equal(jw_finish(&w), -ENOMEM);
+
+	/* in an object, a part needs its key first */
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_object_begin(&w);
+	assert_int_equal(jw_part(&w, part_ok, "1"), -EINVAL);
+	buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +269,7 @@ int main(void)
 		cmocka_unit_test(test_depth_cap),
 		cmocka_unit_test(test_buffer_cap),
 		cmocka_unit_test(test_numbers),
+		cmocka_unit_test(test_parts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
