@@ -111,6 +111,27 @@ static void test_binding_sets_the_pods_node(void **state)
 	buf_free(&b);
 }
 
+/* The text forms print a figure as the JSON says it: rounded to three
+ * decimals first, so "%.1f" of 0.04951 s reads 0.1 (0.050), as a reader
+ * of the JSON would print it, not 0.0. */
+static void test_seconds_are_printed_as_written(void **state)
+{
+	static const struct { double in, out; } cases[] = {
+		{ 0.04951, 0.05 }, { 12.3456, 12.346 }, { 0, 0 }, { 1e-4, 0 }, { 2.0005, 2.001 },
+	};
+	char a[32], b[32];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(a, sizeof(a), "%.6f", replay_seconds_written(cases[i].in));
+		snprintf(b, sizeof(b), "%.6f", cases[i].out);
+		assert_string_equal(a, b);
+	}
+	snprintf(a, sizeof(a), "%.1f", replay_seconds_written(0.04951));
+	assert_string_equal(a, "0.1");
+}
+
 /* --- a small log ------------------------------------------------------------------------------ */
 
 #define DRIVER "system:serviceaccount:dra:gpu"
@@ -200,6 +221,64 @@ static void test_a_duplicate_that_got_through_is_named(void **state)
 	assert_non_null(strstr(rep, "\"admittedDuplicates\":1,"));
 	/* both claims are charged in the final ledger: the duplicate did happen */
 	assert_non_null(strstr(rep, "\"claims\":2,"));
+
+	/* The same figures, typed: the report is a struct the JSON and the text are written from. */
+	{
+		struct replay_report rr;
+		const struct replay_example *ex;
+		struct buf again;
+
+		replay_report_get(r, true, &rr);
+		assert_int_equal(rr.lines, 8);
+		assert_int_equal(rr.ncorrupt_lines, 1);
+		assert_int_equal(rr.corrupt_lines[0].line, 5);
+		assert_int_equal(rr.rules[RULE_LEDGER_DEVICE_DUPLICATE].deny, 1);
+		assert_int_equal(rr.admitted_duplicates, 1);
+		assert_int_equal(rr.nrefused, 1);
+		ex = &rr.refused[0];
+		assert_int_equal(ex->kind, REPLAY_EXAMPLE_REFUSED);
+		assert_int_equal(ex->line, 7);
+		assert_int_equal(ex->recorded, 200);
+		assert_string_equal(ex->operation, "UPDATE");
+		assert_true(str_eq_cstr(ex->name, "c2") && str_eq_cstr(ex->subresource, "status"));
+		assert_true(str_eq_cstr(ex->user, "system:kube-scheduler"));
+		assert_true(ex->nrules >= 1 && ex->rules[0] == RULE_LEDGER_DEVICE_DUPLICATE);
+		assert_non_null(rr.ledger);
+		assert_int_equal(rr.ledger->claims, 2);
+		buf_init(&again, 1 << 24);
+		assert_int_equal(replay_report_write_json(&rr, &again), 0);
+		assert_int_equal(buf_len(&again), buf_len(&out));
+		assert_memory_equal(buf_cstr(&again), buf_cstr(&out), buf_len(&out));
+		/* without the ledger: no ledger member, the rest the same */
+		replay_report_get(r, false, &rr);
+		assert_null(rr.ledger);
+		buf_reset(&again);
+		assert_int_equal(replay_report_write_json(&rr, &again), 0);
+		assert_null(strstr(buf_cstr(&again), "\"ledger\":"));
+		assert_memory_equal(buf_cstr(&again), buf_cstr(&out), buf_len(&again) - 1);
+		buf_free(&again);
+	}
+	/* The readiness report, typed the same way: the duplicate that got through fails restarts. */
+	{
+		struct replay_readiness rd;
+		struct buf js;
+
+		replay_readiness_get(r, &rd);
+		assert_int_equal(rd.lines, 8);
+		assert_int_equal(rd.corrupt_lines, 1);
+		assert_int_equal(rd.restarts.duplicates_admitted, 1);
+		assert_false(rd.restarts.c.go);
+		assert_string_equal(rd.restarts.c.name, "restartsAndUpgrades");
+		assert_false(rd.go);
+		assert_int_equal(rd.drivers.ndrivers, 1);
+		assert_string_equal(rd.drivers.drivers[0].name, "gpu.example.com");
+		buf_init(&js, 1 << 20);
+		assert_int_equal(replay_readiness_write_json(&rd, &js), 0);
+		expect_json(buf_cstr(&js), buf_len(&js));
+		assert_non_null(strstr(buf_cstr(&js), "\"verdict\":\"no-go\""));
+		assert_non_null(strstr(buf_cstr(&js), "\"duplicatesAdmitted\":1,"));
+		buf_free(&js);
+	}
 	buf_free(&out);
 	replay_free(r);
 	policy_free(pol);
@@ -444,6 +523,7 @@ int main(void)
 		cmocka_unit_test(test_store_keeps_the_last_text_within_its_cap),
 		cmocka_unit_test(test_meta_tells_a_deletion_that_lingers),
 		cmocka_unit_test(test_binding_sets_the_pods_node),
+		cmocka_unit_test(test_seconds_are_printed_as_written),
 		cmocka_unit_test(test_a_duplicate_that_got_through_is_named),
 		cmocka_unit_test(test_a_claim_no_pod_status_names_is_a_divergence),
 		cmocka_unit_test(test_refusals_and_pending_time_are_the_live_guards),

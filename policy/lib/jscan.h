@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 
 #include "arena.h"
@@ -148,8 +149,22 @@ int jscan_str_decode(const struct jscan_str *raw, struct arena *a, struct str *o
  * -EINVAL, or -E2BIG when an escaped string's raw->len + 1 exceeds cap. */
 int jscan_str_decode_to(const struct jscan_str *raw, char *dst, size_t cap, struct str *out);
 
+/* jscan_str_is() of any string, escaped or not; the comparison of an
+ * escaped one is here. */
+bool jscan_str_is_escaped(const struct jscan_str *raw, const char *lit);
+
 /* True when the raw string, decoded, equals lit (a NUL-terminated ASCII key).
- * Fast path for member names: no allocation. */
-bool jscan_str_is(const struct jscan_str *raw, const char *lit);
+ * Fast path for member names: no allocation. Inline because decoders ask it
+ * of every member name against each key they know: for a literal key the
+ * length is a constant and a name of another length is refused at once. */
+static inline bool jscan_str_is(const struct jscan_str *raw, const char *lit)
+{
+	size_t n;
+
+	if (raw->escaped)
+		return jscan_str_is_escaped(raw, lit);
+	n = strlen(lit);
+	return n == raw->len && memcmp(raw->ptr, lit, n) == 0;
+}
 
 #endif

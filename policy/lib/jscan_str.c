@@ -269,7 +269,7 @@ int jscan_str_decode_to(const struct jscan_str *raw, char *dst, size_t cap, stru
 	return unescape_into(raw, dst, out);
 }
 
-bool jscan_str_is(const struct jscan_str *raw, const char *lit)
+bool jscan_str_is_escaped(const struct jscan_str *raw, const char *lit)
 {
 	const char *p = raw->ptr, *end = raw->ptr + raw->len;
 	const unsigned char *l = (const unsigned char *)lit;

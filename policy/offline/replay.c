@@ -70,8 +70,8 @@ fail:
 
 static void example_free(struct replay_example *e)
 {
-	free(e->json);
-	e->json = NULL;
+	free(e->text);
+	e->text = NULL;
 }
 
 void replay_free(struct replay *r)
@@ -166,7 +166,16 @@ void replay_note_freeze(struct replay *r, bool on, int64_t at)
 int replay_view_apply(struct replay *r, enum view_event ev, struct str text, int64_t t)
 {
 	char err[AUDIT_ERROR_MAX];
-	int rc = view_builder_apply_json(r->builder, ev, text.ptr, text.len, r->scratch, t, err, sizeof(err));
+	enum view_resource vr;
+	int rc;
+
+	if (r->have_decoded && text.ptr == r->decoded_text.ptr && text.len == r->decoded_text.len) {
+		/* the judge decoded this very text a moment ago */
+		vr = view_resource_of(r->decoded.kind);
+		rc = vr == VIEW_RESOURCE_COUNT ? 1 : view_builder_apply(r->builder, vr, ev, &r->decoded, t, err, sizeof(err));
+	} else {
+		rc = view_builder_apply_json(r->builder, ev, text.ptr, text.len, r->scratch, t, err, sizeof(err));
+	}
 
 	if (rc == -ENOMEM || rc == -E2BIG)
 		return rc;
@@ -438,6 +447,8 @@ static int process(struct replay *r, const struct audit_event *ev, uint64_t line
 {
 	struct judged j;
 	int rc;
+
+	r->have_decoded = false;
 
 	if (ev->stage_ns < r->last_t)
 		r->out_of_order++;

@@ -48,8 +48,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audit.h"
 #include "buf.h"
+#include "events.h"
 #include "ledger.h"
+#include "pending.h"
 #include "policy.h"
 #include "str.h"
 
@@ -122,17 +125,204 @@ void replay_totals(const struct replay *r, struct replay_totals *out);
  * NULL before the first. Borrowed from r. */
 const struct ledger *replay_ledger(const struct replay *r);
 
-/* The report as one JSON document into out (docs/replay.md has its
- * shape); with_ledger adds the final ledger. 0, -E2BIG (out's cap),
- * -ENOMEM. */
+/* --- the report ----------------------------------------------------------------------------- */
+
+/* What an example says besides the event: the rule's action and message,
+ * the rules that deny a recorded success and the message, or why the
+ * review could not be decoded. */
+enum replay_example_kind {
+	REPLAY_EXAMPLE_RULE,
+	REPLAY_EXAMPLE_REFUSED,
+	REPLAY_EXAMPLE_UNDECIDABLE,
+};
+
+/* One judged event kept as an example. The recorded fields are the raw
+ * text between the quotes in the log (escapes as the log wrote them), so
+ * the JSON report carries them byte for byte; message is plain text. */
+struct replay_example {
+	enum replay_example_kind kind;
+	uint64_t line;
+	int64_t time_ns;                   /* stageTimestamp */
+	const char *verb, *operation;      /* static */
+	int recorded;                      /* the response code in the log */
+	struct str audit_id, resource, subresource, namespace, name, user;   /* raw */
+	enum action action;                /* REPLAY_EXAMPLE_RULE */
+	uint32_t nrules;                   /* REPLAY_EXAMPLE_REFUSED: the denying rules */
+	enum rule_id rules[RULE_COUNT];
+	struct str message;
+	char *text;                        /* owns the strings above */
+};
+
+struct replay_rule_stats {
+	uint64_t deny, warn, dryrun;
+	uint32_t nexamples;
+	struct replay_example *examples;
+};
+
+/* A stretch of log time over which the ledger's samples said the same. */
+struct replay_interval {
+	int64_t from_ns, to_ns;
+	uint32_t overcommitted, diverging;
+	char nodes[256];                   /* the first nodes, comma-separated */
+};
+
+struct replay_corrupt {
+	uint64_t line;
+	char error[AUDIT_ERROR_MAX];
+};
+
+struct replay_freeze_change {
+	int64_t at;
+	bool on;
+};
+
+/* Why Pods were pending, for one reason the live guard's Events give. */
+struct replay_reason {
+	enum rule_id rule;
+	uint64_t refusals;                 /* refusals that emit this Event */
+	bool holds;                        /* its refusals hold a claim back: pending times */
+	uint64_t allocated;                /* held claims allocated later */
+	double sum_seconds;
+	const uint64_t *counts;            /* PENDING_BUCKETS + 1, per bucket (not cumulative) */
+};
+
+/* The replay report (docs/replay.md has its JSON shape), every figure
+ * typed; arrays and texts are borrowed from the replay it was taken of. */
+struct replay_report {
+	const char *policy;                /* the policy's sha256 */
+	int64_t from_ns, to_ns;            /* 0: no event */
+	uint64_t lines, bytes;
+	uint64_t events, skipped, corrupt, out_of_order;
+	const struct replay_corrupt *corrupt_lines;
+	uint32_t ncorrupt_lines;
+	uint64_t writes, succeeded, failed, applied, not_applied;
+	const char *first_not_applied;
+	uint64_t judged, not_judged_old, not_judged_patch, undecidable, would_deny, would_warn, would_refuse;
+	const struct replay_rule_stats *rules;   /* RULE_COUNT, by rule id */
+	const struct replay_example *undecidable_ex;
+	uint32_t nundecidable_ex;
+	const struct replay_example *refused;
+	uint32_t nrefused;
+	uint64_t freeze_changes;
+	bool frozen_at_end;
+	const struct replay_freeze_change *freeze;
+	uint32_t nfreeze;
+	uint64_t samples;
+	int64_t settle_ns;
+	uint64_t divergent_intervals;
+	uint32_t max_overcommitted, max_diverging;
+	uint64_t admitted_duplicates, admitted_stale_pool, admitted_numa_splits;
+	int64_t clean_from_ns, clean_to_ns;      /* the longest window without divergence */
+	const struct replay_interval *timeline;
+	uint32_t ntimeline;
+	uint64_t timeline_dropped;
+	uint64_t slice_deletes, slice_deletes_by_kubelet;
+	struct replay_reason reasons[EVENTS_RULES];
+	uint64_t refused_but_written;
+	uint32_t max_claims;
+	const struct pending_table *held;        /* claims still held back at held_at_ns */
+	int64_t held_at_ns;
+	const struct ledger *ledger;             /* the final ledger; NULL: left out */
+};
+
+/* The report of r (after replay_finish()); with_ledger adds the final
+ * ledger. Borrows from r, which must outlive *out. */
+void replay_report_get(const struct replay *r, bool with_ledger, struct replay_report *out);
+
+/* Whether an interval counts as a settled divergence under rep's settle window. */
+bool replay_interval_settled(const struct replay_report *rep, const struct replay_interval *iv);
+
+/* rep as one JSON document into out. 0, -E2BIG (out's cap), -ENOMEM. */
+int replay_report_write_json(const struct replay_report *rep, struct buf *out);
+
+/* A log time as the report writes it: "2026-12-01T10:00:00.123Z" into buf. */
+void replay_format_time(int64_t ns, char buf[static 40]);
+
+/* replay_report_get() and replay_report_write_json() in one. */
 int replay_report_json(const struct replay *r, bool with_ledger, struct buf *out);
 
-/* The go/no-go readiness report over the replayed window as JSON into
- * out (docs/replay.md): one verdict per criterion (driver coverage,
- * rollback drill, restarts and upgrades, zero-divergence window, pending
- * SLO, capacity SLO) with its evidence, against the policy's promotion
- * section; *go is true when every criterion is met. Call after
- * replay_finish(). 0, -E2BIG, -ENOMEM. */
-int replay_readiness_json(const struct replay *r, struct buf *out, bool *go);
+/* --- the readiness report ---------------------------------------------------------------------- */
+
+/* A driver's slice writes in the window. */
+struct replay_driver {
+	char name[64];
+	uint64_t writes, denied;
+	bool mappings;                     /* published mappings */
+	uint64_t first_denied_line;
+	char first_denied_rule[64];
+};
+
+/* A freeze turned on and off. */
+struct replay_drill {
+	int64_t on_ns, off_ns;
+	uint64_t divergences_at_on;
+	bool clean;
+};
+
+/* What every criterion has: its verdict and a sentence saying why. */
+struct replay_criterion {
+	const char *name;                  /* "driverCoverage", ...; static */
+	bool go;
+	char summary[512];
+};
+
+/* The go/no-go readiness report (docs/replay.md has its JSON shape): one
+ * verdict per criterion with its evidence, against the policy's promotion
+ * section. Arrays and texts are borrowed from the replay. */
+struct replay_readiness {
+	const char *policy;                /* the policy's sha256 */
+	bool go;                           /* every criterion is met */
+	int64_t from_ns, to_ns;            /* 0: no event */
+	uint64_t lines, writes, corrupt_lines;
+	struct {
+		struct replay_criterion c;
+		const struct replay_driver *drivers;
+		uint32_t ndrivers;
+		const struct string_list *required;
+		uint64_t not_tracked;
+	} drivers;
+	struct {
+		struct replay_criterion c;
+		const struct replay_drill *drills;
+		uint32_t ndrills;
+		bool frozen_at_end, required;
+	} drill;
+	struct {
+		struct replay_criterion c;
+		uint64_t pools_republished, generation_bumps, slice_deletes_by_kubelet, slice_deletes;
+		uint64_t stale_pool_admitted, duplicates_admitted;
+		bool required;
+	} restarts;
+	struct {
+		struct replay_criterion c;
+		int64_t from_ns, to_ns;            /* the longest window without divergence */
+		uint32_t required_seconds;
+		uint64_t divergences;
+	} window;
+	struct {
+		struct replay_criterion c;
+		uint64_t pods;                     /* Pods with claims created and bound */
+		double p50_seconds, p99_seconds;   /* -1: no Pod */
+		double max_seconds;
+		uint64_t still_pending;
+		uint32_t slo_p50_seconds, slo_p99_seconds;
+	} pending;
+	struct {
+		struct replay_criterion c;
+		uint64_t samples;
+		uint32_t max_overcommitted, max_within_headroom, headroom_percent;
+		const char *example;               /* a node within the headroom; "" none */
+	} capacity;
+};
+
+/* The readiness report of r (after replay_finish()). Borrows from r. */
+void replay_readiness_get(const struct replay *r, struct replay_readiness *out);
+
+/* rep as one JSON document into out. 0, -E2BIG, -ENOMEM. */
+int replay_readiness_write_json(const struct replay_readiness *rep, struct buf *out);
+
+/* A figure in seconds as the JSON reports write it (three decimals), read
+ * back: what the text forms print, so they say what the JSON says. */
+double replay_seconds_written(double seconds);
 
 #endif

@@ -77,8 +77,6 @@ int replay_pod_bind(struct str pod, struct str node, struct buf *out);
 /* spec.target.name (or target.name) of a Binding's text, raw. */
 int replay_binding_target(struct str binding, struct str *node);
 
-/* "2026-12-01T10:00:00.123Z" into buf. */
-void replay_format_time(int64_t ns, char buf[static 40]);
 
 /* ns as a quoted replay_format_time() string appended to b, or null for 0.
  * 0 or -E2BIG. */
@@ -100,43 +98,6 @@ uint64_t replay_divergences(const struct replay *r);
 /* Pending-time histogram: 10 ms steps to 1 s, 100 ms to 1 min, 1 s to
  * 1 h, 1 min to 24 h, and one bucket above. */
 #define REPLAY_PENDING_BUCKETS (100 + 590 + 3540 + 1380 + 1)
-
-struct replay_driver {
-	char name[64];
-	uint64_t writes, denied;
-	bool mappings;              /* published mappings */
-	uint64_t first_denied_line;
-	char first_denied_rule[64];
-};
-
-struct replay_drill {
-	int64_t on_ns, off_ns;
-	uint64_t divergences_at_on;
-	bool clean;
-};
-
-/* One event, written out as a JSON object, kept as an example. */
-struct replay_example {
-	char *json;
-	size_t len;
-};
-
-struct replay_rule_stats {
-	uint64_t deny, warn, dryrun;
-	uint32_t nexamples;
-	struct replay_example *examples;
-};
-
-struct replay_interval {
-	int64_t from_ns, to_ns;
-	uint32_t overcommitted, diverging;
-	char nodes[256];            /* the first nodes, comma-separated */
-};
-
-struct replay_corrupt {
-	uint64_t line;
-	char error[AUDIT_ERROR_MAX];
-};
 
 struct replay_pending {
 	int64_t t;
@@ -183,7 +144,7 @@ struct replay {
 	/* the recorded freeze */
 	bool frozen;
 	uint32_t nfreeze;
-	struct { int64_t at; bool on; } freeze[REPLAY_FREEZE_MAX];
+	struct replay_freeze_change freeze[REPLAY_FREEZE_MAX];
 	uint64_t freeze_changes;
 
 	/* ledger samples */
@@ -224,6 +185,14 @@ struct replay {
 	uint32_t max_near_capacity;
 	char near_capacity_node[256];
 	struct ledger *ledger;            /* the last sample's */
+	/* The event being processed, as the judge decoded it (in arena): its
+	 * object, and the text it was decoded from. Applying that same text
+	 * to the view takes the decoded object instead of decoding it again.
+	 * have_decoded false when the judge decoded none, or not as the text
+	 * alone decodes. */
+	bool have_decoded;
+	struct k8s_object decoded;        /* its pointers are into arena */
+	struct str decoded_text;
 };
 
 /* --- shared by replay.c, replay_judge.c, replay_apply.c ----------------- */
@@ -265,7 +234,5 @@ int replay_note_events(struct replay *r, const struct audit_event *ev, const str
 		       const struct verdict *v);
 /* Claims the view shows allocated (or gone) leave the pending table, at t. 0 or the view's error. */
 int replay_sweep_held(struct replay *r, int64_t t);
-/* ,"pending":{...} of the report (docs/replay.md). 0 or out's error. */
-int replay_pending_json(const struct replay *r, struct buf *out);
 
 #endif

@@ -10,6 +10,7 @@
 #include "decode.h"
 #include "engine.h"
 #include "jscan.h"
+#include "names.h"
 #include "replay_impl.h"
 #include "timefmt.h"
 
@@ -65,51 +66,47 @@ int replay_json_time(struct buf *b, int64_t ns)
 	return buf_printf(b, "\"%s\"", t);
 }
 
-/* {"line":..,"time":..,...} of ev, then extra members (already JSON, each
- * starting with ','), then '}', as a malloc'd example. */
-static int example_make(const struct audit_event *ev, uint64_t line_no, const char *op, const char *extra,
-			size_t extra_len, struct replay_example *out)
-{
-	struct buf b;
-	char t[40];
-	int rc;
+/* Longest example kept: the sum of its texts. */
+#define EXAMPLE_MAX ((size_t)1 << 20)
 
-	buf_init(&b, (size_t)1 << 20);
-	replay_format_time(ev->stage_ns, t);
-	rc = buf_printf(&b, "{\"line\":%llu,\"time\":\"%s\",\"auditID\":", (unsigned long long)line_no, t);
-	if (rc == 0)
-		rc = replay_json_raw(&b, ev->audit_id);
-	if (rc == 0)
-		rc = buf_printf(&b, ",\"verb\":\"%s\",\"operation\":\"%s\",\"resource\":", audit_verb_name(ev->verb),
-				op);
-	if (rc == 0)
-		rc = replay_json_raw(&b, ev->resource_name);
-	if (rc == 0)
-		rc = buf_add_cstr(&b, ",\"subresource\":");
-	if (rc == 0)
-		rc = replay_json_raw(&b, ev->subresource);
-	if (rc == 0)
-		rc = buf_add_cstr(&b, ",\"namespace\":");
-	if (rc == 0)
-		rc = replay_json_raw(&b, ev->namespace);
-	if (rc == 0)
-		rc = buf_add_cstr(&b, ",\"name\":");
-	if (rc == 0)
-		rc = replay_json_raw(&b, ev->name);
-	if (rc == 0)
-		rc = buf_add_cstr(&b, ",\"user\":");
-	if (rc == 0)
-		rc = replay_json_raw(&b, replay_user_name(ev->impersonated.len ? ev->impersonated : ev->user));
-	if (rc == 0)
-		rc = buf_printf(&b, ",\"recorded\":%d", (int)ev->code);
-	if (rc == 0 && extra_len)
-		rc = buf_add(&b, extra, extra_len);
-	if (rc == 0)
-		rc = buf_add_char(&b, '}');
-	if (rc == 0)
-		rc = buf_take(&b, &out->json, &out->len);
-	buf_free(&b);
-	return rc;
+/* ev as an example of kind with its message; its texts copied into one
+ * block it owns. -E2BIG past EXAMPLE_MAX (the example is not kept),
+ * -ENOMEM. */
+static int example_make(const struct audit_event *ev, uint64_t line_no, const char *op, enum replay_example_kind kind,
+			struct str message, struct replay_example *out)
+{
+	struct str user = replay_user_name(ev->impersonated.len ? ev->impersonated : ev->user);
+	const struct str *from[] = { &ev->audit_id, &ev->resource_name, &ev->subresource, &ev->namespace, &ev->name,
+				     &user, &message };
+	struct str *to[] = { &out->audit_id, &out->resource, &out->subresource, &out->namespace, &out->name,
+			     &out->user, &out->message };
+	size_t i, len = 0;
+	char *p;
+
+	for (i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+		if (from[i]->len > EXAMPLE_MAX - len)
+			return -E2BIG;
+		len += from[i]->len;
+	}
+	memset(out, 0, sizeof(*out));
+	p = malloc(len + 1);
+	if (!p)
+		return -ENOMEM;
+	out->text = p;
+	for (i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+		if (from[i]->len)
+			memcpy(p, from[i]->ptr, from[i]->len);
+		*to[i] = (struct str){ p, from[i]->len };
+		p += from[i]->len;
+	}
+	*p = '\0';
+	out->kind = kind;
+	out->line = line_no;
+	out->time_ns = ev->stage_ns;
+	out->verb = audit_verb_name(ev->verb);
+	out->operation = op;
+	out->recorded = (int)ev->code;
+	return 0;
 }
 
 /* --- judging ------------------------------------------------------------------ */
@@ -215,7 +212,6 @@ static int make_review(struct replay *r, const struct audit_event *ev, const str
 static int add_example(struct replay_rule_stats *st, uint32_t max, const struct audit_event *ev, uint64_t line_no,
 		       const char *op, enum action act, struct str message)
 {
-	struct buf x;
 	int rc;
 
 	if (st->nexamples >= max)
@@ -225,46 +221,34 @@ static int add_example(struct replay_rule_stats *st, uint32_t max, const struct 
 		if (!st->examples)
 			return -ENOMEM;
 	}
-	buf_init(&x, (size_t)1 << 20);
-	rc = buf_printf(&x, ",\"action\":\"%s\",\"message\":", action_name(act));
+	rc = example_make(ev, line_no, op, REPLAY_EXAMPLE_RULE, message, &st->examples[st->nexamples]);
 	if (rc == 0)
-		rc = buf_add_json_str(&x, message.ptr, message.len);
-	if (rc == 0)
-		rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &st->examples[st->nexamples]);
-	if (rc == 0)
-		st->nexamples++;
-	buf_free(&x);
+		st->examples[st->nexamples++].action = act;
 	return rc == -E2BIG ? 0 : rc;
 }
 
 static int add_refused(struct replay *r, const struct audit_event *ev, uint64_t line_no, const char *op,
 		       const struct verdict *v)
 {
-	struct buf x;
-	uint32_t i, k;
+	struct replay_example *ex;
+	uint32_t i;
 	bool seen[RULE_COUNT] = { false };
 	int rc;
 
 	if (r->nrefused >= r->o.max_refused)
 		return 0;
-	buf_init(&x, (size_t)1 << 20);
-	rc = buf_add_cstr(&x, ",\"rules\":[");
-	for (i = 0, k = 0; rc == 0 && i < v->nviolations; i++) {
+	ex = &r->refused[r->nrefused];
+	rc = example_make(ev, line_no, op, REPLAY_EXAMPLE_REFUSED, v->message, ex);
+	if (rc)
+		return rc == -E2BIG ? 0 : rc;
+	for (i = 0; i < v->nviolations; i++) {
 		if (v->violations[i].action != ACTION_DENY || seen[v->violations[i].rule])
 			continue;
 		seen[v->violations[i].rule] = true;
-		rc = buf_printf(&x, "%s\"%s\"", k++ ? "," : "", rule_name(v->violations[i].rule));
+		ex->rules[ex->nrules++] = v->violations[i].rule;
 	}
-	if (rc == 0)
-		rc = buf_add_cstr(&x, "],\"message\":");
-	if (rc == 0)
-		rc = buf_add_json_str(&x, v->message.ptr, v->message.len);
-	if (rc == 0)
-		rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &r->refused[r->nrefused]);
-	if (rc == 0)
-		r->nrefused++;
-	buf_free(&x);
-	return rc == -E2BIG ? 0 : rc;
+	r->nrefused++;
+	return 0;
 }
 
 static int record(struct replay *r, const struct audit_event *ev, uint64_t line_no, const char *op,
@@ -348,6 +332,26 @@ static void note_driver(struct replay *r, struct str obj, bool ok, const struct 
 	}
 }
 
+/* The review's object, for replay_view_apply() of the same text. A review
+ * takes the object's kind from the request; the text alone names its own:
+ * kept only when the two agree, so the view gets what decode_object() of
+ * the text would give. What it points to (in r->arena) lives until the
+ * next event's judgement resets the arena. */
+static void keep_decoded(struct replay *r, const struct admission_request *req, struct str obj)
+{
+	struct str g, v;
+	enum api_version ver = API_VERSION_UNKNOWN;
+
+	if (!obj.len || req->object.kind == OBJECT_OTHER)
+		return;
+	names_split_api_version(req->object.api_version, &g, &v);
+	if (decode_classify(g, v, req->object.kind_name, &ver) != req->object.kind || ver != req->object.version)
+		return;
+	r->decoded = req->object;
+	r->decoded_text = obj;
+	r->have_decoded = true;
+}
+
 int replay_judge(struct replay *r, const struct audit_event *ev, const struct judged *j, uint64_t line_no)
 {
 	struct engine_options opt;
@@ -398,26 +402,20 @@ int replay_judge(struct replay *r, const struct audit_event *ev, const struct ju
 	r->judged++;
 	rc = decode_review(buf_cstr(&r->review), buf_len(&r->review), NULL, r->arena, &req, &derr);
 	if (rc) {
-		struct buf x;
-
 		r->undecidable++;
 		r->would_deny++;
 		if (replay_success(ev))
 			r->would_refuse++;
 		if (r->nundecidable_ex >= sizeof(r->undecidable_ex) / sizeof(r->undecidable_ex[0]))
 			return 0;
-		buf_init(&x, (size_t)1 << 16);
-		rc = buf_add_cstr(&x, ",\"message\":");
-		if (rc == 0)
-			rc = buf_add_json_str(&x, derr.msg, strlen(derr.msg));
-		if (rc == 0)
-			rc = example_make(ev, line_no, op, buf_cstr(&x), buf_len(&x), &r->undecidable_ex[r->nundecidable_ex]);
+		rc = example_make(ev, line_no, op, REPLAY_EXAMPLE_UNDECIDABLE, str_from_cstr(derr.msg),
+				  &r->undecidable_ex[r->nundecidable_ex]);
 		if (rc == 0)
 			r->nundecidable_ex++;
-		buf_free(&x);
 		return rc == -E2BIG ? 0 : rc;
 	}
 	engine_decide(r->o.policy, r->view, &opt, &req, ev->stage_ns, r->arena, &v);
+	keep_decoded(r, &req, obj);
 	if (ev->resource == AUDIT_SLICES)
 		note_driver(r, obj.len ? obj : old, replay_success(ev), &v, line_no);
 	if (!v.allowed && (rc = replay_note_events(r, ev, &req, &v)) != 0)

@@ -3,8 +3,6 @@
  * and the pending time of the claims they held back, in the live guard's
  * own pending table (pending.h) and histogram buckets. */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "events.h"
@@ -55,40 +53,4 @@ int replay_sweep_held(struct replay *r, int64_t t)
 		return rc;
 	pending_table_sweep(r->held, r->view, t, held_done, r);
 	return 0;
-}
-
-int replay_pending_json(const struct replay *r, struct buf *out)
-{
-	char reason[EVENTS_REASON_MAX], le[PENDING_LE_MAX];
-	size_t k, b;
-	int rc = buf_add_cstr(out, ",\"pending\":{\"reasons\":[");
-
-	for (k = 0; rc == 0 && k < EVENTS_RULES; k++) {
-		enum rule_id rule = events_rule_at(k);
-		uint64_t cum = 0;
-
-		events_reason(rule, reason);
-		rc = buf_printf(out, "%s{\"reason\":\"%s\",\"rule\":\"%s\",\"refusals\":%" PRIu64, k ? "," : "", reason,
-				rule_name(rule), r->refusals[k]);
-		if (rc == 0 && events_rule_holds(rule)) {
-			for (b = 0; b <= PENDING_BUCKETS; b++)
-				cum += r->held_hist.counts[k][b];
-			rc = buf_printf(out, ",\"allocated\":%" PRIu64 ",\"sumSeconds\":%.3f,\"buckets\":[", cum,
-					r->held_hist.sum[k]);
-			cum = 0;
-			for (b = 0; rc == 0 && b <= PENDING_BUCKETS; b++) {
-				cum += r->held_hist.counts[k][b];
-				pending_bucket_label(b, le);
-				rc = buf_printf(out, "%s{\"le\":\"%s\",\"count\":%" PRIu64 "}", b ? "," : "", le, cum);
-			}
-			rc = rc ? rc : buf_add_char(out, ']');
-		}
-		rc = rc ? rc : buf_add_char(out, '}');
-	}
-	if (rc == 0)
-		rc = buf_printf(out, "],\"refusedButWritten\":%" PRIu64 ",\"maxClaims\":%u,\"claims\":",
-				r->held_written, r->o.max_pending);
-	if (rc == 0)
-		rc = pending_table_json(r->held, r->end_ns, out);
-	return rc ? rc : buf_add_char(out, '}');
 }

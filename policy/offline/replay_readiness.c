@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "jw.h"
 #include "replay_impl.h"
 
 /* The pending time at quantile q (0..1) in seconds: the upper bound of
@@ -37,26 +39,19 @@ static double pending_quantile(const struct replay *r, double q)
 	return (double)r->pending_max_ns / 1e9;
 }
 
-struct criterion {
-	const char *name;
-	bool go;
-	char summary[512];
-};
-
-static int open_criterion(struct buf *b, bool first, const struct criterion *c)
+double replay_seconds_written(double seconds)
 {
-	int rc = buf_printf(b, "%s{\"name\":\"%s\",\"verdict\":\"%s\",\"summary\":", first ? "" : ",", c->name,
-			    c->go ? "go" : "no-go");
+	char t[64];
 
-	return rc ? rc : buf_add_json_str(b, c->summary, strlen(c->summary));
+	snprintf(t, sizeof(t), "%.3f", seconds);
+	return strtod(t, NULL);
 }
 
-static int drivers(const struct replay *r, struct buf *b, bool *all_go)
+static void drivers(const struct replay *r, struct replay_readiness *out)
 {
 	const struct string_list *req = &r->o.policy->promotion.drivers;
-	struct criterion c = { "driverCoverage", true, "" };
+	struct replay_criterion *c = &out->drivers.c;
 	uint32_t i, k, published = 0, failing = 0, missing = 0;
-	int rc;
 
 	for (i = 0; i < r->ndrivers; i++) {
 		published += r->drivers[i].mappings;
@@ -69,213 +64,281 @@ static int drivers(const struct replay *r, struct buf *b, bool *all_go)
 			found |= r->drivers[i].mappings && str_eq_cstr(req->items[k], r->drivers[i].name);
 		missing += !found;
 	}
-	c.go = published > 0 && failing == 0 && missing == 0;
-	snprintf(c.summary, sizeof(c.summary), "%u driver%s published mappings; %u of them had slice writes the "
+	c->name = "driverCoverage";
+	c->go = published > 0 && failing == 0 && missing == 0;
+	snprintf(c->summary, sizeof(c->summary), "%u driver%s published mappings; %u of them had slice writes the "
 		 "policy refuses; %u of %zu required driver%s missing", published, published == 1 ? "" : "s", failing,
 		 missing, (size_t)req->n, req->n == 1 ? "" : "s");
-	rc = open_criterion(b, true, &c);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"evidence\":{\"drivers\":[");
-	for (i = 0; rc == 0 && i < r->ndrivers; i++) {
-		const struct replay_driver *d = &r->drivers[i];
-
-		rc = buf_printf(b, "%s{\"name\":", i ? "," : "");
-		if (rc == 0)
-			rc = buf_add_json_str(b, d->name, strlen(d->name));
-		if (rc == 0)
-			rc = buf_printf(b, ",\"sliceWrites\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"publishedMappings\":%s",
-					d->writes, d->denied, d->mappings ? "true" : "false");
-		if (rc == 0 && d->denied)
-			rc = buf_printf(b, ",\"firstRefused\":{\"line\":%" PRIu64 ",\"rule\":\"%s\"}", d->first_denied_line,
-					d->first_denied_rule);
-		if (rc == 0)
-			rc = buf_add_char(b, '}');
-	}
-	if (rc == 0)
-		rc = buf_add_cstr(b, "],\"required\":[");
-	for (k = 0; rc == 0 && k < req->n; k++) {
-		rc = buf_add_cstr(b, k ? "," : "");
-		if (rc == 0)
-			rc = buf_add_json_str(b, req->items[k].ptr, req->items[k].len);
-	}
-	if (rc == 0)
-		rc = buf_printf(b, "],\"driversNotTracked\":%" PRIu64 "}}", r->drivers_dropped);
-	*all_go &= c.go;
-	return rc;
+	out->drivers.drivers = r->drivers;
+	out->drivers.ndrivers = r->ndrivers;
+	out->drivers.required = req;
+	out->drivers.not_tracked = r->drivers_dropped;
 }
 
-static int drill(const struct replay *r, struct buf *b, bool *all_go)
+static void drill(const struct replay *r, struct replay_readiness *out)
 {
-	struct criterion c = { "rollbackDrill", true, "" };
+	struct replay_criterion *c = &out->drill.c;
+	bool required = r->o.policy->promotion.require_rollback_drill;
 	uint32_t i, clean = 0;
-	int rc;
 
 	for (i = 0; i < r->ndrills; i++)
 		clean += r->drills[i].clean;
-	c.go = r->o.policy->promotion.require_rollback_drill ? r->ndrills > 0 && clean == r->ndrills : clean == r->ndrills;
-	snprintf(c.summary, sizeof(c.summary), "%u freeze%s turned on and off in the window, %u with no divergence "
-		 "through it%s%s", r->ndrills, r->ndrills == 1 ? "" : "s", clean, r->frozen ? "; a freeze is still on at the end" : "",
-		 r->o.policy->promotion.require_rollback_drill ? "" : " (a drill is not required)");
-	rc = open_criterion(b, false, &c);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"evidence\":{\"drills\":[");
-	for (i = 0; rc == 0 && i < r->ndrills; i++) {
-		rc = buf_add_cstr(b, i ? ",{\"on\":" : "{\"on\":");
-		if (rc == 0)
-			rc = replay_json_time(b, r->drills[i].on_ns);
-		if (rc == 0)
-			rc = buf_add_cstr(b, ",\"off\":");
-		if (rc == 0)
-			rc = replay_json_time(b, r->drills[i].off_ns);
-		if (rc == 0)
-			rc = buf_printf(b, ",\"clean\":%s}", r->drills[i].clean ? "true" : "false");
-	}
-	if (rc == 0)
-		rc = buf_printf(b, "],\"frozenAtEnd\":%s,\"required\":%s}}", r->frozen ? "true" : "false",
-				r->o.policy->promotion.require_rollback_drill ? "true" : "false");
-	*all_go &= c.go;
-	return rc;
+	c->name = "rollbackDrill";
+	c->go = required ? r->ndrills > 0 && clean == r->ndrills : clean == r->ndrills;
+	snprintf(c->summary, sizeof(c->summary), "%u freeze%s turned on and off in the window, %u with no divergence "
+		 "through it%s%s", r->ndrills, r->ndrills == 1 ? "" : "s", clean,
+		 r->frozen ? "; a freeze is still on at the end" : "", required ? "" : " (a drill is not required)");
+	out->drill.drills = r->drills;
+	out->drill.ndrills = r->ndrills;
+	out->drill.frozen_at_end = r->frozen;
+	out->drill.required = required;
 }
 
-static int restarts(const struct replay *r, struct buf *b, bool *all_go)
+static void restarts(const struct replay *r, struct replay_readiness *out)
 {
-	struct criterion c = { "restartsAndUpgrades", true, "" };
+	struct replay_criterion *c = &out->restarts.c;
 	uint64_t seen = r->slice_deletes_by_node + r->pools_republished + r->generation_bumps;
 	bool clean = r->admitted[0] == 0 && r->admitted[1] == 0;
-	int rc;
 
-	c.go = clean && (seen > 0 || !r->o.policy->promotion.require_restarts);
-	snprintf(c.summary, sizeof(c.summary), "%" PRIu64 " pools came back after all their slices went, %" PRIu64
+	c->name = "restartsAndUpgrades";
+	c->go = clean && (seen > 0 || !r->o.policy->promotion.require_restarts);
+	snprintf(c->summary, sizeof(c->summary), "%" PRIu64 " pools came back after all their slices went, %" PRIu64
 		 " generation bumps, %" PRIu64 " slice deletions by a kubelet; %" PRIu64 " allocations from a pool "
 		 "still settling and %" PRIu64 " duplicate allocations got through", r->pools_republished,
 		 r->generation_bumps, r->slice_deletes_by_node, r->admitted[1], r->admitted[0]);
-	rc = open_criterion(b, false, &c);
-	if (rc == 0)
-		rc = buf_printf(b, ",\"evidence\":{\"poolsRepublished\":%" PRIu64 ",\"generationBumps\":%" PRIu64
-				",\"sliceDeletesByKubelet\":%" PRIu64 ",\"sliceDeletes\":%" PRIu64
-				",\"stalePoolAllocationsAdmitted\":%" PRIu64 ",\"duplicatesAdmitted\":%" PRIu64
-				",\"required\":%s}}", r->pools_republished, r->generation_bumps, r->slice_deletes_by_node,
-				r->slice_deletes, r->admitted[1], r->admitted[0],
-				r->o.policy->promotion.require_restarts ? "true" : "false");
-	*all_go &= c.go;
-	return rc;
+	out->restarts.pools_republished = r->pools_republished;
+	out->restarts.generation_bumps = r->generation_bumps;
+	out->restarts.slice_deletes_by_kubelet = r->slice_deletes_by_node;
+	out->restarts.slice_deletes = r->slice_deletes;
+	out->restarts.stale_pool_admitted = r->admitted[1];
+	out->restarts.duplicates_admitted = r->admitted[0];
+	out->restarts.required = r->o.policy->promotion.require_restarts;
 }
 
-static int window(const struct replay *r, struct buf *b, bool *all_go)
+static void window(const struct replay *r, struct replay_readiness *out)
 {
-	struct criterion c = { "zeroDivergenceWindow", true, "" };
+	struct replay_criterion *c = &out->window.c;
 	int64_t longest = r->best_clean_to - r->best_clean_from;
 	uint32_t need = r->o.policy->promotion.zero_divergence_s;
-	int rc;
 
-	c.go = longest >= (int64_t)need * 1000000000LL;
-	snprintf(c.summary, sizeof(c.summary), "the longest window without a divergence is %.1fs; the policy asks "
+	c->name = "zeroDivergenceWindow";
+	c->go = longest >= (int64_t)need * 1000000000LL;
+	snprintf(c->summary, sizeof(c->summary), "the longest window without a divergence is %.1fs; the policy asks "
 		 "for %us (%" PRIu64 " divergence%s in the whole window)", (double)longest / 1e9, need,
 		 replay_divergences(r), replay_divergences(r) == 1 ? "" : "s");
-	rc = open_criterion(b, false, &c);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"evidence\":{\"from\":");
-	if (rc == 0)
-		rc = replay_json_time(b, r->best_clean_from);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"to\":");
-	if (rc == 0)
-		rc = replay_json_time(b, r->best_clean_to);
-	if (rc == 0)
-		rc = buf_printf(b, ",\"seconds\":%.3f,\"requiredSeconds\":%u,\"divergences\":%" PRIu64 "}}",
-				(double)longest / 1e9, need, replay_divergences(r));
-	*all_go &= c.go;
-	return rc;
+	out->window.from_ns = r->best_clean_from;
+	out->window.to_ns = r->best_clean_to;
+	out->window.required_seconds = need;
+	out->window.divergences = replay_divergences(r);
 }
 
-static int pending(const struct replay *r, struct buf *b, bool *all_go)
+static void pending(const struct replay *r, struct replay_readiness *out)
 {
-	struct criterion c = { "pendingSLO", true, "" };
+	struct replay_criterion *c = &out->pending.c;
 	const struct promotion_policy *p = &r->o.policy->promotion;
 	double p50 = pending_quantile(r, 0.5), p99 = pending_quantile(r, 0.99);
-	int rc;
 
-	c.go = r->pending_count > 0 && p50 <= p->pending_p50_s && p99 <= p->pending_p99_s;
+	c->name = "pendingSLO";
+	c->go = r->pending_count > 0 && p50 <= p->pending_p50_s && p99 <= p->pending_p99_s;
 	if (r->pending_count)
-		snprintf(c.summary, sizeof(c.summary), "%" PRIu64 " Pods with claims bound: p50 %.2fs (SLO %us), "
+		snprintf(c->summary, sizeof(c->summary), "%" PRIu64 " Pods with claims bound: p50 %.2fs (SLO %us), "
 			 "p99 %.2fs (SLO %us); %zu still pending at the end", r->pending_count, p50,
 			 p->pending_p50_s, p99, p->pending_p99_s, r->pending.count);
 	else
-		snprintf(c.summary, sizeof(c.summary), "no Pod with claims was created and bound in the window: "
+		snprintf(c->summary, sizeof(c->summary), "no Pod with claims was created and bound in the window: "
 			 "nothing shows the SLO is met");
-	rc = open_criterion(b, false, &c);
-	if (rc == 0)
-		rc = buf_printf(b, ",\"evidence\":{\"pods\":%" PRIu64 ",\"p50Seconds\":%.3f,\"p99Seconds\":%.3f,"
-				"\"maxSeconds\":%.3f,\"stillPending\":%zu,\"sloP50Seconds\":%u,\"sloP99Seconds\":%u}}",
-				r->pending_count, p50 < 0 ? 0 : p50, p99 < 0 ? 0 : p99,
-				(double)r->pending_max_ns / 1e9, r->pending.count, p->pending_p50_s, p->pending_p99_s);
-	*all_go &= c.go;
-	return rc;
+	out->pending.pods = r->pending_count;
+	out->pending.p50_seconds = p50;
+	out->pending.p99_seconds = p99;
+	out->pending.max_seconds = (double)r->pending_max_ns / 1e9;
+	out->pending.still_pending = r->pending.count;
+	out->pending.slo_p50_seconds = p->pending_p50_s;
+	out->pending.slo_p99_seconds = p->pending_p99_s;
 }
 
-static int capacity(const struct replay *r, struct buf *b, bool *all_go)
+static void capacity(const struct replay *r, struct replay_readiness *out)
 {
-	struct criterion c = { "capacitySLO", true, "" };
+	struct replay_criterion *c = &out->capacity.c;
 	uint32_t pct = r->o.policy->promotion.capacity_headroom_pct;
-	int rc;
 
-	c.go = r->samples > 0 && r->max_overcommitted == 0 && r->max_near_capacity == 0;
-	snprintf(c.summary, sizeof(c.summary), "at most %u nodes overcommitted and %u within %u%% of allocatable "
+	c->name = "capacitySLO";
+	c->go = r->samples > 0 && r->max_overcommitted == 0 && r->max_near_capacity == 0;
+	snprintf(c->summary, sizeof(c->summary), "at most %u nodes overcommitted and %u within %u%% of allocatable "
 		 "in any of %" PRIu64 " ledger samples%s%s", r->max_overcommitted, r->max_near_capacity, pct,
 		 r->samples, r->max_near_capacity ? " (e.g. " : "", r->max_near_capacity ? r->near_capacity_node : "");
 	if (r->max_near_capacity)
-		strncat(c.summary, ")", sizeof(c.summary) - strlen(c.summary) - 1);
-	rc = open_criterion(b, false, &c);
-	if (rc == 0)
-		rc = buf_printf(b, ",\"evidence\":{\"samples\":%" PRIu64 ",\"maxOvercommittedNodes\":%u,"
-				"\"maxNodesWithinHeadroom\":%u,\"headroomPercent\":%u,\"example\":", r->samples,
-				r->max_overcommitted, r->max_near_capacity, pct);
-	if (rc == 0)
-		rc = buf_add_json_str(b, r->near_capacity_node, strlen(r->near_capacity_node));
-	if (rc == 0)
-		rc = buf_add_cstr(b, "}}");
-	*all_go &= c.go;
-	return rc;
+		strncat(c->summary, ")", sizeof(c->summary) - strlen(c->summary) - 1);
+	out->capacity.samples = r->samples;
+	out->capacity.max_overcommitted = r->max_overcommitted;
+	out->capacity.max_within_headroom = r->max_near_capacity;
+	out->capacity.headroom_percent = pct;
+	out->capacity.example = r->near_capacity_node;
 }
 
-int replay_readiness_json(const struct replay *r, struct buf *out, bool *go)
+void replay_readiness_get(const struct replay *r, struct replay_readiness *out)
 {
-	struct buf crit;
-	bool all = true;
-	int rc;
+	memset(out, 0, sizeof(*out));
+	out->policy = r->o.policy->hash;
+	out->from_ns = r->first_ns;
+	out->to_ns = r->end_ns;
+	out->lines = r->lines;
+	out->writes = r->writes;
+	out->corrupt_lines = r->corrupt;
+	drivers(r, out);
+	drill(r, out);
+	restarts(r, out);
+	window(r, out);
+	pending(r, out);
+	capacity(r, out);
+	out->go = out->drivers.c.go && out->drill.c.go && out->restarts.c.go && out->window.c.go &&
+		  out->pending.c.go && out->capacity.c.go;
+}
 
-	buf_init(&crit, (size_t)16 << 20);
-	rc = drivers(r, &crit, &all);
-	if (rc == 0)
-		rc = drill(r, &crit, &all);
-	if (rc == 0)
-		rc = restarts(r, &crit, &all);
-	if (rc == 0)
-		rc = window(r, &crit, &all);
-	if (rc == 0)
-		rc = pending(r, &crit, &all);
-	if (rc == 0)
-		rc = capacity(r, &crit, &all);
-	if (rc == 0)
-		rc = buf_printf(out, "{\"apiVersion\":\"dra-guard.io/v1alpha1\",\"kind\":\"ReadinessReport\","
-				"\"policy\":\"%s\",\"verdict\":\"%s\",\"window\":{\"from\":", r->o.policy->hash,
-				all ? "go" : "no-go");
-	if (rc == 0)
-		rc = replay_json_time(out, r->first_ns);
-	if (rc == 0)
-		rc = buf_add_cstr(out, ",\"to\":");
-	if (rc == 0)
-		rc = replay_json_time(out, r->end_ns);
-	if (rc == 0)
-		rc = buf_printf(out, ",\"seconds\":%.3f,\"lines\":%" PRIu64 ",\"writes\":%" PRIu64
-				",\"corruptLines\":%" PRIu64 "},\"criteria\":[",
-				(double)(r->end_ns - r->first_ns) / 1e9, r->lines, r->writes, r->corrupt);
-	if (rc == 0)
-		rc = buf_add(out, buf_cstr(&crit), buf_len(&crit));
-	if (rc == 0)
-		rc = buf_add_cstr(out, "]}");
-	buf_free(&crit);
-	if (rc == 0)
-		*go = all;
-	return rc;
+/* --- JSON ---------------------------------------------------------------------------------------- */
+
+static int time_value(struct jw *w, const char *key, int64_t ns)
+{
+	char t[40];
+
+	jw_key(w, key);
+	if (!ns)
+		return jw_null(w);
+	replay_format_time(ns, t);
+	return jw_cstr(w, t);
+}
+
+/* {"name","verdict","summary","evidence":{ (left open for the evidence) */
+static void criterion_begin(struct jw *w, const struct replay_criterion *c)
+{
+	jw_object_begin(w);
+	jw_kcstr(w, "name", c->name);
+	jw_kcstr(w, "verdict", c->go ? "go" : "no-go");
+	jw_kcstr(w, "summary", c->summary);
+	jw_key(w, "evidence");
+	jw_object_begin(w);
+}
+
+static void criterion_end(struct jw *w)
+{
+	jw_object_end(w);
+	jw_object_end(w);
+}
+
+static void drivers_json(struct jw *w, const struct replay_readiness *rep)
+{
+	uint32_t i;
+
+	criterion_begin(w, &rep->drivers.c);
+	jw_key(w, "drivers");
+	jw_array_begin(w);
+	for (i = 0; i < rep->drivers.ndrivers; i++) {
+		const struct replay_driver *d = &rep->drivers.drivers[i];
+
+		jw_object_begin(w);
+		jw_kcstr(w, "name", d->name);
+		jw_kuint(w, "sliceWrites", d->writes);
+		jw_kuint(w, "refused", d->denied);
+		jw_kbool(w, "publishedMappings", d->mappings);
+		if (d->denied) {
+			jw_key(w, "firstRefused");
+			jw_object_begin(w);
+			jw_kuint(w, "line", d->first_denied_line);
+			jw_kcstr(w, "rule", d->first_denied_rule);
+			jw_object_end(w);
+		}
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+	jw_key(w, "required");
+	jw_array_begin(w);
+	for (i = 0; i < rep->drivers.required->n; i++)
+		jw_string(w, rep->drivers.required->items[i].ptr, rep->drivers.required->items[i].len);
+	jw_array_end(w);
+	jw_kuint(w, "driversNotTracked", rep->drivers.not_tracked);
+	criterion_end(w);
+}
+
+static void drill_json(struct jw *w, const struct replay_readiness *rep)
+{
+	uint32_t i;
+
+	criterion_begin(w, &rep->drill.c);
+	jw_key(w, "drills");
+	jw_array_begin(w);
+	for (i = 0; i < rep->drill.ndrills; i++) {
+		jw_object_begin(w);
+		time_value(w, "on", rep->drill.drills[i].on_ns);
+		time_value(w, "off", rep->drill.drills[i].off_ns);
+		jw_kbool(w, "clean", rep->drill.drills[i].clean);
+		jw_object_end(w);
+	}
+	jw_array_end(w);
+	jw_kbool(w, "frozenAtEnd", rep->drill.frozen_at_end);
+	jw_kbool(w, "required", rep->drill.required);
+	criterion_end(w);
+}
+
+int replay_readiness_write_json(const struct replay_readiness *rep, struct buf *out)
+{
+	struct jw w;
+
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "apiVersion", "dra-guard.io/v1alpha1");
+	jw_kcstr(&w, "kind", "ReadinessReport");
+	jw_kcstr(&w, "policy", rep->policy);
+	jw_kcstr(&w, "verdict", rep->go ? "go" : "no-go");
+	jw_key(&w, "window");
+	jw_object_begin(&w);
+	time_value(&w, "from", rep->from_ns);
+	time_value(&w, "to", rep->to_ns);
+	jw_kfixed(&w, "seconds", (double)(rep->to_ns - rep->from_ns) / 1e9, 3);
+	jw_kuint(&w, "lines", rep->lines);
+	jw_kuint(&w, "writes", rep->writes);
+	jw_kuint(&w, "corruptLines", rep->corrupt_lines);
+	jw_object_end(&w);
+	jw_key(&w, "criteria");
+	jw_array_begin(&w);
+	drivers_json(&w, rep);
+	drill_json(&w, rep);
+
+	criterion_begin(&w, &rep->restarts.c);
+	jw_kuint(&w, "poolsRepublished", rep->restarts.pools_republished);
+	jw_kuint(&w, "generationBumps", rep->restarts.generation_bumps);
+	jw_kuint(&w, "sliceDeletesByKubelet", rep->restarts.slice_deletes_by_kubelet);
+	jw_kuint(&w, "sliceDeletes", rep->restarts.slice_deletes);
+	jw_kuint(&w, "stalePoolAllocationsAdmitted", rep->restarts.stale_pool_admitted);
+	jw_kuint(&w, "duplicatesAdmitted", rep->restarts.duplicates_admitted);
+	jw_kbool(&w, "required", rep->restarts.required);
+	criterion_end(&w);
+
+	criterion_begin(&w, &rep->window.c);
+	time_value(&w, "from", rep->window.from_ns);
+	time_value(&w, "to", rep->window.to_ns);
+	jw_kfixed(&w, "seconds", (double)(rep->window.to_ns - rep->window.from_ns) / 1e9, 3);
+	jw_kuint(&w, "requiredSeconds", rep->window.required_seconds);
+	jw_kuint(&w, "divergences", rep->window.divergences);
+	criterion_end(&w);
+
+	criterion_begin(&w, &rep->pending.c);
+	jw_kuint(&w, "pods", rep->pending.pods);
+	jw_kfixed(&w, "p50Seconds", rep->pending.p50_seconds < 0 ? 0 : rep->pending.p50_seconds, 3);
+	jw_kfixed(&w, "p99Seconds", rep->pending.p99_seconds < 0 ? 0 : rep->pending.p99_seconds, 3);
+	jw_kfixed(&w, "maxSeconds", rep->pending.max_seconds, 3);
+	jw_kuint(&w, "stillPending", rep->pending.still_pending);
+	jw_kuint(&w, "sloP50Seconds", rep->pending.slo_p50_seconds);
+	jw_kuint(&w, "sloP99Seconds", rep->pending.slo_p99_seconds);
+	criterion_end(&w);
+
+	criterion_begin(&w, &rep->capacity.c);
+	jw_kuint(&w, "samples", rep->capacity.samples);
+	jw_kuint(&w, "maxOvercommittedNodes", rep->capacity.max_overcommitted);
+	jw_kuint(&w, "maxNodesWithinHeadroom", rep->capacity.max_within_headroom);
+	jw_kuint(&w, "headroomPercent", rep->capacity.headroom_percent);
+	jw_kcstr(&w, "example", rep->capacity.example);
+	criterion_end(&w);
+
+	jw_array_end(&w);
+	jw_object_end(&w);
+	return jw_finish(&w);
 }

@@ -21,15 +21,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "dryrun_impl.h"
 #include "fileio.h"
+#include "jscan.h"
 #include "ledger.h"
 #include "options.h"
 #include "policy.h"
 #include "replay.h"
+#include "timefmt.h"
 
 extern char **environ;
 
@@ -356,175 +356,212 @@ static int replay_log(struct replay *r, const struct replay_options *o, const ch
 
 /* --- printing --------------------------------------------------------------------------------- */
 
-static const char *js(json_t *o, const char *k)
+/* The text of a string as the log wrote it (raw, between its quotes)
+ * appended to b, escapes resolved. */
+static int add_text(struct buf *b, struct str raw)
 {
-	const char *s = json_string_value(json_object_get(o, k));
+	struct jscan_str js = { raw.ptr, raw.len, raw.len && memchr(raw.ptr, '\\', raw.len) != NULL };
+	struct str dec;
+	char *d;
+	int rc;
 
-	return s ? s : "";
+	if (!js.escaped)
+		return buf_add_str(b, raw);
+	d = malloc(raw.len + 1);
+	if (!d)
+		return -ENOMEM;
+	rc = jscan_str_decode_to(&js, d, raw.len + 1, &dec);
+	rc = buf_add_str(b, rc == 0 ? dec : raw);
+	free(d);
+	return rc;
 }
 
-static long long ji(json_t *o, const char *k)
+/* A log time; "" for none. */
+static const char *time_text(int64_t ns, char t[static 40], const char *none)
 {
-	return (long long)json_integer_value(json_object_get(o, k));
+	if (!ns)
+		return none;
+	replay_format_time(ns, t);
+	return t;
 }
 
-static void print_event(FILE *f, json_t *e, const char *indent)
+/* "line N TIME OP resource/sub ns/name by USER (recorded CODE) [rules]: message" */
+static int event_text(struct buf *b, const struct replay_example *e, const char *indent)
 {
-	fprintf(f, "%sline %lld %s %s %s%s%s %s%s%s by %s (recorded %lld)", indent, ji(e, "line"), js(e, "time"),
-		js(e, "operation"), js(e, "resource"), *js(e, "subresource") ? "/" : "", js(e, "subresource"),
-		js(e, "namespace"), *js(e, "namespace") ? "/" : "", js(e, "name"), *js(e, "user") ? js(e, "user") : "?",
-		ji(e, "recorded"));
-	if (json_object_get(e, "rules")) {
-		size_t i;
-		json_t *x;
+	char t[40];
+	uint32_t i;
+	int rc;
 
-		fprintf(f, " [");
-		json_array_foreach(json_object_get(e, "rules"), i, x)
-			fprintf(f, "%s%s", i ? ", " : "", json_string_value(x));
-		fprintf(f, "]");
+	replay_format_time(e->time_ns, t);
+	rc = buf_printf(b, "%sline %" PRIu64 " %s %s ", indent, e->line, t, e->operation);
+	rc = rc ? rc : add_text(b, e->resource);
+	if (rc == 0 && e->subresource.len)
+		rc = buf_add_char(b, '/');
+	rc = rc ? rc : add_text(b, e->subresource);
+	rc = rc ? rc : buf_add_char(b, ' ');
+	rc = rc ? rc : add_text(b, e->namespace);
+	if (rc == 0 && e->namespace.len)
+		rc = buf_add_char(b, '/');
+	rc = rc ? rc : add_text(b, e->name);
+	rc = rc ? rc : buf_add_cstr(b, " by ");
+	rc = rc ? rc : e->user.len ? add_text(b, e->user) : buf_add_char(b, '?');
+	rc = rc ? rc : buf_printf(b, " (recorded %d)", e->recorded);
+	if (rc == 0 && e->kind == REPLAY_EXAMPLE_REFUSED) {
+		rc = buf_add_cstr(b, " [");
+		for (i = 0; rc == 0 && i < e->nrules; i++)
+			rc = buf_printf(b, "%s%s", i ? ", " : "", rule_name(e->rules[i]));
+		rc = rc ? rc : buf_add_char(b, ']');
 	}
-	fprintf(f, ": %s\n", js(e, "message"));
+	rc = rc ? rc : buf_add_cstr(b, ": ");
+	rc = rc ? rc : buf_add_str(b, e->message);
+	return rc ? rc : buf_add_char(b, '\n');
+}
+
+static void print_event(FILE *f, const struct replay_example *e, const char *indent)
+{
+	struct buf b;
+
+	buf_init(&b, (size_t)16 << 20);
+	if (event_text(&b, e, indent) == 0)
+		fwrite(buf_cstr(&b), 1, buf_len(&b), f);
+	buf_free(&b);
 }
 
 /* Why Pods were pending: the live guard's Events by reason, the pending
  * times of the claims they held back, and those still held at the end
  * (as dra-guard pending lists a replica's). */
-static void print_pending(json_t *p)
+static void print_pending(const struct replay_report *rep)
 {
-	json_t *x, *b, *claims = json_object_get(p, "claims");
-	long long refusals = 0, allocated = 0;
-	size_t i, j;
-	char *text, err[256];
+	uint64_t refusals = 0, allocated = 0;
+	size_t i, b;
+	char err[256], le[PENDING_LE_MAX], reason[EVENTS_REASON_MAX];
+	struct buf claims;
 
-	json_array_foreach(json_object_get(p, "reasons"), i, x) {
-		refusals += ji(x, "refusals");
-		allocated += ji(x, "allocated");
+	for (i = 0; i < EVENTS_RULES; i++) {
+		refusals += rep->reasons[i].refusals;
+		allocated += rep->reasons[i].holds ? rep->reasons[i].allocated : 0;
 	}
-	printf("\nwhy pending: %lld refusals that emit an Event; %lld claims allocated after a refusal; %zu still "
-	       "refused at the end\n", refusals, allocated, json_array_size(claims));
-	json_array_foreach(json_object_get(p, "reasons"), i, x) {
-		long long prev = 0;
+	printf("\nwhy pending: %" PRIu64 " refusals that emit an Event; %" PRIu64 " claims allocated after a refusal; "
+	       "%u still refused at the end\n", refusals, allocated, pending_table_count(rep->held));
+	for (i = 0; i < EVENTS_RULES; i++) {
+		const struct replay_reason *x = &rep->reasons[i];
+		uint64_t prev = 0, cum = 0;
 
-		printf("  %-22s refusals %lld", js(x, "reason"), ji(x, "refusals"));
-		if (!json_object_get(x, "buckets")) {
+		events_reason(x->rule, reason);
+		printf("  %-22s refusals %" PRIu64, reason, x->refusals);
+		if (!x->holds) {
 			printf(" (a Pod status write: no pending time)\n");
 			continue;
 		}
-		printf(", allocated after %lld", ji(x, "allocated"));
-		if (ji(x, "allocated"))
-			printf(", %.3fs in all;", json_real_value(json_object_get(x, "sumSeconds")));
-		json_array_foreach(json_object_get(x, "buckets"), j, b) {
-			if (ji(b, "count") == prev)
+		printf(", allocated after %" PRIu64, x->allocated);
+		if (x->allocated)
+			printf(", %.3fs in all;", x->sum_seconds);
+		for (b = 0; b <= PENDING_BUCKETS; b++) {
+			cum += x->counts[b];
+			if (cum == prev)
 				continue;
-			printf(" le %s: %lld", js(b, "le"), ji(b, "count") - prev);
-			prev = ji(b, "count");
+			pending_bucket_label(b, le);
+			printf(" le %s: %" PRIu64, le, cum - prev);
+			prev = cum;
 		}
 		printf("\n");
 	}
-	if (ji(p, "refusedButWritten"))
-		printf("  %lld refused allocations succeeded in the log (no pending time: the log cannot say when they "
-		       "would have)\n", ji(p, "refusedButWritten"));
-	if (!json_array_size(claims))
+	if (rep->refused_but_written)
+		printf("  %" PRIu64 " refused allocations succeeded in the log (no pending time: the log cannot say when "
+		       "they would have)\n", rep->refused_but_written);
+	if (!pending_table_count(rep->held))
 		return;
 	printf("claims still refused at the end of the log\n");
-	text = json_dumps(claims, JSON_COMPACT);
-	if (!text || pending_print_claims(stdout, text, strlen(text), err, sizeof(err)))
-		printf("  (not listed: %s)\n", text ? err : "out of memory");
-	free(text);
+	/* the same printer as dra-guard pending's, which reads the list a replica serves */
+	buf_init(&claims, (size_t)1 << 31);
+	if (pending_table_json(rep->held, rep->held_at_ns, &claims) != 0)
+		printf("  (not listed: out of memory)\n");
+	else if (pending_print_claims(stdout, buf_cstr(&claims), buf_len(&claims), err, sizeof(err)))
+		printf("  (not listed: %s)\n", err);
+	buf_free(&claims);
 }
 
-/* A report built as JSON: printed as it is for --output json (*rep stays
- * NULL), else read back for the text, JUnit or Markdown printers. 0, or
- * -EPROTO said on stderr (cmd names the command). */
-static int report_out(const char *cmd, const struct buf *out, bool json, json_t **rep)
+static void print_text(const struct replay_report *rep)
 {
-	json_error_t jerr;
+	char t1[40], t2[40], settle[TIMEFMT_MAX];
+	uint32_t i, j;
+	bool any = false;
 
-	*rep = NULL;
-	if (json) {
-		fwrite(buf_cstr(out), 1, buf_len(out), stdout);
-		fputc('\n', stdout);
-		return 0;
-	}
-	*rep = json_loadb(buf_cstr(out), buf_len(out), 0, &jerr);
-	if (!*rep) {
-		fprintf(stderr, "dra-guard %s: internal: the report does not read back: %s\n", cmd, jerr.text);
-		return -EPROTO;
-	}
-	return 0;
-}
-
-static void print_text(json_t *rep, const struct ledger *l)
-{
-	json_t *w = json_object_get(rep, "window"), *in = json_object_get(rep, "input");
-	json_t *wr = json_object_get(rep, "writes"), *nj = json_object_get(wr, "notJudged");
-	json_t *dv = json_object_get(rep, "divergence"), *fz = json_object_get(rep, "freeze");
-	json_t *x, *e, *lc = json_object_get(dv, "longestClean");
-	size_t i, j;
-
-	printf("replay of %lld lines (%lld bytes), %s to %s\n", ji(w, "lines"), ji(w, "bytes"),
-	       json_is_string(json_object_get(w, "from")) ? js(w, "from") : "-",
-	       json_is_string(json_object_get(w, "to")) ? js(w, "to") : "-");
-	printf("  %lld writes of the guarded resources (%lld succeeded, %lld failed); %lld other lines skipped; "
-	       "%lld corrupt; %lld out of order\n", ji(wr, "total"), ji(wr, "succeeded"), ji(wr, "failed"),
-	       ji(in, "skipped"), ji(in, "corrupt"), ji(in, "outOfOrder"));
-	printf("  judged %lld: would deny %lld, would warn %lld; %lld that succeeded would be refused; "
-	       "not judged %lld (old object unknown) + %lld (object not in the log); undecidable %lld\n",
-	       ji(wr, "judged"), ji(wr, "wouldDeny"), ji(wr, "wouldWarn"), ji(wr, "wouldRefuse"),
-	       ji(nj, "oldObjectUnknown"), ji(nj, "objectNotRecorded"), ji(wr, "undecidable"));
-	if (ji(wr, "notApplied"))
-		printf("  %lld writes not applied to the view; the first: %s\n", ji(wr, "notApplied"),
-		       js(wr, "firstNotApplied"));
-	json_array_foreach(json_object_get(in, "corruptLines"), i, x)
-		printf("  corrupt line %lld: %s\n", ji(x, "line"), js(x, "error"));
+	printf("replay of %" PRIu64 " lines (%" PRIu64 " bytes), %s to %s\n", rep->lines, rep->bytes,
+	       time_text(rep->from_ns, t1, "-"), time_text(rep->to_ns, t2, "-"));
+	printf("  %" PRIu64 " writes of the guarded resources (%" PRIu64 " succeeded, %" PRIu64 " failed); %" PRIu64
+	       " other lines skipped; %" PRIu64 " corrupt; %" PRIu64 " out of order\n", rep->writes, rep->succeeded,
+	       rep->failed, rep->skipped, rep->corrupt, rep->out_of_order);
+	printf("  judged %" PRIu64 ": would deny %" PRIu64 ", would warn %" PRIu64 "; %" PRIu64 " that succeeded would "
+	       "be refused; not judged %" PRIu64 " (old object unknown) + %" PRIu64 " (object not in the log); "
+	       "undecidable %" PRIu64 "\n", rep->judged, rep->would_deny, rep->would_warn, rep->would_refuse,
+	       rep->not_judged_old, rep->not_judged_patch, rep->undecidable);
+	if (rep->not_applied)
+		printf("  %" PRIu64 " writes not applied to the view; the first: %s\n", rep->not_applied,
+		       rep->first_not_applied);
+	for (i = 0; i < rep->ncorrupt_lines; i++)
+		printf("  corrupt line %" PRIu64 ": %s\n", rep->corrupt_lines[i].line, rep->corrupt_lines[i].error);
 	printf("\nrules\n");
-	if (json_array_size(json_object_get(rep, "rules")) == 0)
+	for (i = 0; i < RULE_COUNT; i++)
+		any |= rep->rules[i].deny || rep->rules[i].warn || rep->rules[i].dryrun;
+	if (!any)
 		printf("  (no rule objected to any write)\n");
-	json_array_foreach(json_object_get(rep, "rules"), i, x) {
-		printf("  %-28s would deny %lld, would warn %lld, dryrun %lld\n", js(x, "rule"), ji(x, "wouldDeny"),
-		       ji(x, "wouldWarn"), ji(x, "dryrun"));
-		json_array_foreach(json_object_get(x, "events"), j, e) {
-			printf("    %s ", js(e, "action"));
-			print_event(stdout, e, "");
+	for (i = 0; i < RULE_COUNT; i++) {
+		const struct replay_rule_stats *st = &rep->rules[i];
+
+		if (!st->deny && !st->warn && !st->dryrun)
+			continue;
+		printf("  %-28s would deny %" PRIu64 ", would warn %" PRIu64 ", dryrun %" PRIu64 "\n",
+		       rule_name((enum rule_id)i), st->deny, st->warn, st->dryrun);
+		for (j = 0; j < st->nexamples; j++) {
+			printf("    %s ", action_name(st->examples[j].action));
+			print_event(stdout, &st->examples[j], "");
 		}
 	}
-	json_array_foreach(json_object_get(rep, "undecidable"), i, x)
-		print_event(stdout, x, "  undecidable: ");
-	if (json_array_size(json_object_get(rep, "wouldRefuse"))) {
+	for (i = 0; i < rep->nundecidable_ex; i++)
+		print_event(stdout, &rep->undecidable_ex[i], "  undecidable: ");
+	if (rep->nrefused) {
 		printf("\nwrites that succeeded and the policy would refuse\n");
-		json_array_foreach(json_object_get(rep, "wouldRefuse"), i, x)
-			print_event(stdout, x, "  ");
+		for (i = 0; i < rep->nrefused; i++)
+			print_event(stdout, &rep->refused[i], "  ");
 	}
-	printf("\nfreeze: %lld changes, %s at the end\n", ji(fz, "changes"),
-	       json_is_true(json_object_get(fz, "frozenAtEnd")) ? "on" : "off");
-	json_array_foreach(json_object_get(fz, "events"), i, x)
-		printf("  %s at %s\n", json_is_true(json_object_get(x, "freeze")) ? "on " : "off", js(x, "at"));
-	print_pending(json_object_get(rep, "pending"));
-	printf("\nledger: %lld samples; %lld divergences that outlasted the settle window (%s); at most %lld "
-	       "overcommitted and %lld diverging nodes; admitted: %lld duplicate allocations, %lld from a stale pool, "
-	       "%lld NUMA splits\n", ji(dv, "samples"), ji(dv, "divergentIntervals"), js(dv, "settleWindow"),
-	       ji(dv, "maxOvercommittedNodes"), ji(dv, "maxDivergingNodes"), ji(dv, "admittedDuplicates"),
-	       ji(dv, "admittedStalePoolAllocations"), ji(dv, "admittedNumaSplits"));
+	printf("\nfreeze: %" PRIu64 " changes, %s at the end\n", rep->freeze_changes, rep->frozen_at_end ? "on" : "off");
+	for (i = 0; i < rep->nfreeze; i++)
+		printf("  %s at %s\n", rep->freeze[i].on ? "on " : "off", time_text(rep->freeze[i].at, t1, ""));
+	print_pending(rep);
+	timefmt_duration(rep->settle_ns, settle);
+	printf("\nledger: %" PRIu64 " samples; %" PRIu64 " divergences that outlasted the settle window (%s); at most %u "
+	       "overcommitted and %u diverging nodes; admitted: %" PRIu64 " duplicate allocations, %" PRIu64 " from a "
+	       "stale pool, %" PRIu64 " NUMA splits\n", rep->samples, rep->divergent_intervals, settle,
+	       rep->max_overcommitted, rep->max_diverging, rep->admitted_duplicates, rep->admitted_stale_pool,
+	       rep->admitted_numa_splits);
 	printf("  longest window without divergence: %.3fs (%s to %s)\n",
-	       json_real_value(json_object_get(lc, "seconds")),
-	       json_is_string(json_object_get(lc, "from")) ? js(lc, "from") : "-",
-	       json_is_string(json_object_get(lc, "to")) ? js(lc, "to") : "-");
-	json_array_foreach(json_object_get(dv, "timeline"), i, x) {
-		if (!ji(x, "overcommittedNodes") && !ji(x, "divergingNodes"))
+	       (double)(rep->clean_to_ns - rep->clean_from_ns) / 1e9, time_text(rep->clean_from_ns, t1, "-"),
+	       time_text(rep->clean_to_ns, t2, "-"));
+	for (i = 0; i < rep->ntimeline; i++) {
+		const struct replay_interval *iv = &rep->timeline[i];
+		const char *p = iv->nodes;
+
+		if (!iv->overcommitted && !iv->diverging)
 			continue;
-		printf("  %s to %s: %lld overcommitted, %lld diverging%s:", js(x, "from"), js(x, "to"),
-		       ji(x, "overcommittedNodes"), ji(x, "divergingNodes"),
-		       json_is_true(json_object_get(x, "settled")) ? "" : " (within the settle window)");
-		json_array_foreach(json_object_get(x, "nodes"), j, e)
-			printf(" %s", json_string_value(e));
+		printf("  %s to %s: %u overcommitted, %u diverging%s:", time_text(iv->from_ns, t1, ""),
+		       time_text(iv->to_ns, t2, ""), iv->overcommitted, iv->diverging,
+		       replay_interval_settled(rep, iv) ? "" : " (within the settle window)");
+		while (*p) {
+			const char *c = strchr(p, ',');
+			int n = c ? (int)(c - p) : (int)strlen(p);
+
+			printf(" %.*s", n, p);
+			p += n + (c != NULL);
+		}
 		printf("\n");
 	}
-	if (l) {
+	if (rep->ledger) {
 		struct buf t;
 
 		buf_init(&t, (size_t)1 << 30);
 		printf("\nledger at the end\n");
-		if (ledger_table(l, (struct str){ "", 0 }, true, &t) == 0)
+		if (ledger_table(rep->ledger, (struct str){ "", 0 }, true, &t) == 0)
 			fwrite(buf_cstr(&t), 1, buf_len(&t), stdout);
 		buf_free(&t);
 	}
@@ -545,59 +582,91 @@ static void xml(FILE *f, const char *s)
 	}
 }
 
-static void print_junit(json_t *rep)
+/* s cut as snprintf() into n bytes would cut it, then escaped for XML. */
+static void xml_cut(FILE *f, struct buf *b, size_t n)
 {
-	json_t *rules = json_object_get(rep, "rules"), *x, *e, *dv = json_object_get(rep, "divergence");
-	json_t *in = json_object_get(rep, "input");
-	size_t i, j, failures = 0;
-	long long div = ji(dv, "divergentIntervals") + ji(dv, "admittedDuplicates") +
-			ji(dv, "admittedStalePoolAllocations") + ji(dv, "admittedNumaSplits");
+	if (buf_len(b) >= n)
+		buf_truncate(b, n - 1);
+	xml(f, buf_cstr(b));
+}
 
-	json_array_foreach(rules, i, x)
-		failures += ji(x, "wouldDeny") > 0;
+static void print_junit(const struct replay_report *rep)
+{
+	uint32_t i, j, nrules = 0;
+	size_t failures = 0;
+	uint64_t div = rep->divergent_intervals + rep->admitted_duplicates + rep->admitted_stale_pool +
+		       rep->admitted_numa_splits;
+	struct buf line;
+
+	buf_init(&line, (size_t)16 << 20);
+	for (i = 0; i < RULE_COUNT; i++) {
+		const struct replay_rule_stats *st = &rep->rules[i];
+
+		nrules += st->deny || st->warn || st->dryrun;
+		failures += st->deny > 0;
+	}
 	failures += div > 0;
 	printf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	printf("<testsuite name=\"dra-guard replay\" tests=\"%zu\" failures=\"%zu\" errors=\"%d\">\n",
-	       json_array_size(rules) + 2, failures, ji(in, "corrupt") > 0);
-	json_array_foreach(rules, i, x) {
+	printf("<testsuite name=\"dra-guard replay\" tests=\"%u\" failures=\"%zu\" errors=\"%d\">\n", nrules + 2,
+	       failures, rep->corrupt > 0);
+	for (i = 0; i < RULE_COUNT; i++) {
+		const struct replay_rule_stats *st = &rep->rules[i];
+
+		if (!st->deny && !st->warn && !st->dryrun)
+			continue;
 		printf("  <testcase classname=\"rule\" name=\"");
-		xml(stdout, js(x, "rule"));
+		xml(stdout, rule_name((enum rule_id)i));
 		printf("\">\n");
-		if (ji(x, "wouldDeny"))
-			printf("    <failure message=\"would deny %lld writes\">", ji(x, "wouldDeny"));
+		if (st->deny)
+			printf("    <failure message=\"would deny %" PRIu64 " writes\">", st->deny);
 		else
 			printf("    <system-out>");
-		json_array_foreach(json_object_get(x, "events"), j, e) {
-			char line[2048];
+		for (j = 0; j < st->nexamples; j++) {
+			const struct replay_example *e = &st->examples[j];
+			char t[40];
+			int rc;
 
-			snprintf(line, sizeof(line), "%s line %lld %s %s %s/%s/%s by %s: %s\n", js(e, "action"),
-				 ji(e, "line"), js(e, "time"), js(e, "operation"), js(e, "resource"), js(e, "namespace"),
-				 js(e, "name"), js(e, "user"), js(e, "message"));
-			xml(stdout, line);
+			replay_format_time(e->time_ns, t);
+			buf_reset(&line);
+			rc = buf_printf(&line, "%s line %" PRIu64 " %s %s ", action_name(e->action), e->line, t,
+					e->operation);
+			rc = rc ? rc : add_text(&line, e->resource);
+			rc = rc ? rc : buf_add_char(&line, '/');
+			rc = rc ? rc : add_text(&line, e->namespace);
+			rc = rc ? rc : buf_add_char(&line, '/');
+			rc = rc ? rc : add_text(&line, e->name);
+			rc = rc ? rc : buf_add_cstr(&line, " by ");
+			rc = rc ? rc : add_text(&line, e->user);
+			rc = rc ? rc : buf_add_cstr(&line, ": ");
+			rc = rc ? rc : buf_add_str(&line, e->message);
+			rc = rc ? rc : buf_add_char(&line, '\n');
+			if (rc == 0)
+				xml_cut(stdout, &line, 2048);
 		}
-		printf(ji(x, "wouldDeny") ? "</failure>\n" : "</system-out>\n");
+		printf(st->deny ? "</failure>\n" : "</system-out>\n");
 		printf("  </testcase>\n");
 	}
 	printf("  <testcase classname=\"ledger\" name=\"divergence\">\n");
 	if (div)
-		printf("    <failure message=\"%lld divergences\">%lld settled divergent intervals, %lld duplicate "
-		       "allocations, %lld allocations from a stale pool, %lld NUMA splits admitted</failure>\n", div,
-		       ji(dv, "divergentIntervals"), ji(dv, "admittedDuplicates"), ji(dv, "admittedStalePoolAllocations"),
-		       ji(dv, "admittedNumaSplits"));
+		printf("    <failure message=\"%" PRIu64 " divergences\">%" PRIu64 " settled divergent intervals, %" PRIu64
+		       " duplicate allocations, %" PRIu64 " allocations from a stale pool, %" PRIu64 " NUMA splits "
+		       "admitted</failure>\n", div, rep->divergent_intervals, rep->admitted_duplicates,
+		       rep->admitted_stale_pool, rep->admitted_numa_splits);
 	printf("  </testcase>\n");
 	printf("  <testcase classname=\"input\" name=\"corrupt lines\">\n");
-	if (ji(in, "corrupt")) {
-		printf("    <error message=\"%lld corrupt lines\">", ji(in, "corrupt"));
-		json_array_foreach(json_object_get(in, "corruptLines"), i, x) {
-			char line[512];
-
-			snprintf(line, sizeof(line), "line %lld: %s\n", ji(x, "line"), js(x, "error"));
-			xml(stdout, line);
+	if (rep->corrupt) {
+		printf("    <error message=\"%" PRIu64 " corrupt lines\">", rep->corrupt);
+		for (i = 0; i < rep->ncorrupt_lines; i++) {
+			buf_reset(&line);
+			if (buf_printf(&line, "line %" PRIu64 ": %s\n", rep->corrupt_lines[i].line,
+				       rep->corrupt_lines[i].error) == 0)
+				xml_cut(stdout, &line, 512);
 		}
 		printf("</error>\n");
 	}
 	printf("  </testcase>\n");
 	printf("</testsuite>\n");
+	buf_free(&line);
 }
 
 static const char *md_title(const char *name)
@@ -622,77 +691,81 @@ static void md(const char *s)
 		fputs(*s == '|' ? "\\|" : *s == '\n' ? " " : (char[2]){ *s, 0 }, stdout);
 }
 
-static void print_markdown(json_t *rep)
+static void md_section(const struct replay_criterion *c)
 {
-	json_t *w = json_object_get(rep, "window"), *c, *ev, *x;
-	size_t i, j;
-	bool go = strcmp(js(rep, "verdict"), "go") == 0;
+	printf("\n## %s: %s\n\n", md_title(c->name), c->go ? "go" : "NO-GO");
+}
 
-	printf("# dra-guard readiness: %s\n\n", go ? "GO" : "NO-GO");
-	printf("Window %s to %s (%.0f s): %lld audit lines, %lld writes of the resources the guard reads, "
-	       "%lld corrupt lines. Policy sha256 `%.12s`.\n\n",
-	       json_is_string(json_object_get(w, "from")) ? js(w, "from") : "-",
-	       json_is_string(json_object_get(w, "to")) ? js(w, "to") : "-",
-	       json_real_value(json_object_get(w, "seconds")), ji(w, "lines"), ji(w, "writes"), ji(w, "corruptLines"),
-	       js(rep, "policy"));
+static void print_markdown(const struct replay_readiness *rep)
+{
+	const struct replay_criterion *all[] = { &rep->drivers.c, &rep->drill.c, &rep->restarts.c, &rep->window.c,
+						 &rep->pending.c, &rep->capacity.c };
+	char t1[40], t2[40];
+	size_t i;
+
+	printf("# dra-guard readiness: %s\n\n", rep->go ? "GO" : "NO-GO");
+	printf("Window %s to %s (%.0f s): %" PRIu64 " audit lines, %" PRIu64 " writes of the resources the guard reads, "
+	       "%" PRIu64 " corrupt lines. Policy sha256 `%.12s`.\n\n", time_text(rep->from_ns, t1, "-"),
+	       time_text(rep->to_ns, t2, "-"), replay_seconds_written((double)(rep->to_ns - rep->from_ns) / 1e9),
+	       rep->lines, rep->writes, rep->corrupt_lines, rep->policy);
 	printf("| Criterion | Verdict | Evidence |\n|---|---|---|\n");
-	json_array_foreach(json_object_get(rep, "criteria"), i, c) {
-		printf("| %s | **%s** | ", md_title(js(c, "name")), strcmp(js(c, "verdict"), "go") == 0 ? "go" : "NO-GO");
-		md(js(c, "summary"));
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		printf("| %s | **%s** | ", md_title(all[i]->name), all[i]->go ? "go" : "NO-GO");
+		md(all[i]->summary);
 		printf(" |\n");
 	}
-	json_array_foreach(json_object_get(rep, "criteria"), i, c) {
-		const char *name = js(c, "name");
 
-		ev = json_object_get(c, "evidence");
-		printf("\n## %s: %s\n\n", md_title(name), strcmp(js(c, "verdict"), "go") == 0 ? "go" : "NO-GO");
-		if (strcmp(name, "driverCoverage") == 0) {
-			printf("| Driver | Slice writes | Refused | Published mappings | First refused |\n|---|---|---|---|---|\n");
-			json_array_foreach(json_object_get(ev, "drivers"), j, x) {
-				json_t *f = json_object_get(x, "firstRefused");
+	md_section(&rep->drivers.c);
+	printf("| Driver | Slice writes | Refused | Published mappings | First refused |\n|---|---|---|---|---|\n");
+	for (i = 0; i < rep->drivers.ndrivers; i++) {
+		const struct replay_driver *d = &rep->drivers.drivers[i];
 
-				printf("| ");
-				md(js(x, "name"));
-				printf(" | %lld | %lld | %s | ", ji(x, "sliceWrites"), ji(x, "refused"),
-				       json_is_true(json_object_get(x, "publishedMappings")) ? "yes" : "no");
-				if (f)
-					printf("line %lld, %s", ji(f, "line"), js(f, "rule"));
-				printf(" |\n");
-			}
-		} else if (strcmp(name, "rollbackDrill") == 0) {
-			if (json_array_size(json_object_get(ev, "drills")) == 0)
-				printf("No freeze was turned on and off in the window.\n");
-			json_array_foreach(json_object_get(ev, "drills"), j, x)
-				printf("- freeze on %s, off %s: %s\n", js(x, "on"), js(x, "off"),
-				       json_is_true(json_object_get(x, "clean")) ? "no divergence through it"
-										: "the ledger diverged during it");
-			if (json_is_true(json_object_get(ev, "frozenAtEnd")))
-				printf("- a freeze is still on at the end of the window\n");
-		} else if (strcmp(name, "restartsAndUpgrades") == 0) {
-			printf("- pools that came back after all their slices went: %lld\n- generation bumps: %lld\n"
-			       "- slice deletions by a kubelet (node restarts): %lld of %lld\n"
-			       "- allocations from a pool still settling, admitted: %lld\n- duplicate allocations admitted: %lld\n",
-			       ji(ev, "poolsRepublished"), ji(ev, "generationBumps"), ji(ev, "sliceDeletesByKubelet"),
-			       ji(ev, "sliceDeletes"), ji(ev, "stalePoolAllocationsAdmitted"), ji(ev, "duplicatesAdmitted"));
-		} else if (strcmp(name, "zeroDivergenceWindow") == 0) {
-			printf("- longest: %.1f s, %s to %s (required: %lld s)\n- divergences in the window: %lld\n",
-			       json_real_value(json_object_get(ev, "seconds")),
-			       json_is_string(json_object_get(ev, "from")) ? js(ev, "from") : "-",
-			       json_is_string(json_object_get(ev, "to")) ? js(ev, "to") : "-", ji(ev, "requiredSeconds"),
-			       ji(ev, "divergences"));
-		} else if (strcmp(name, "pendingSLO") == 0) {
-			printf("| Pods with claims bound | p50 | p99 | max | still pending |\n|---|---|---|---|---|\n"
-			       "| %lld | %.2f s (SLO %lld s) | %.2f s (SLO %lld s) | %.2f s | %lld |\n", ji(ev, "pods"),
-			       json_real_value(json_object_get(ev, "p50Seconds")), ji(ev, "sloP50Seconds"),
-			       json_real_value(json_object_get(ev, "p99Seconds")), ji(ev, "sloP99Seconds"),
-			       json_real_value(json_object_get(ev, "maxSeconds")), ji(ev, "stillPending"));
-		} else if (strcmp(name, "capacitySLO") == 0) {
-			printf("- ledger samples: %lld\n- most nodes overcommitted at once: %lld\n"
-			       "- most nodes within %lld %% of allocatable at once: %lld%s%s\n", ji(ev, "samples"),
-			       ji(ev, "maxOvercommittedNodes"), ji(ev, "headroomPercent"), ji(ev, "maxNodesWithinHeadroom"),
-			       *js(ev, "example") ? ", e.g. " : "", js(ev, "example"));
-		}
+		printf("| ");
+		md(d->name);
+		printf(" | %" PRIu64 " | %" PRIu64 " | %s | ", d->writes, d->denied, d->mappings ? "yes" : "no");
+		if (d->denied)
+			printf("line %" PRIu64 ", %s", d->first_denied_line, d->first_denied_rule);
+		printf(" |\n");
 	}
+
+	md_section(&rep->drill.c);
+	if (rep->drill.ndrills == 0)
+		printf("No freeze was turned on and off in the window.\n");
+	for (i = 0; i < rep->drill.ndrills; i++)
+		printf("- freeze on %s, off %s: %s\n", time_text(rep->drill.drills[i].on_ns, t1, ""),
+		       time_text(rep->drill.drills[i].off_ns, t2, ""),
+		       rep->drill.drills[i].clean ? "no divergence through it" : "the ledger diverged during it");
+	if (rep->drill.frozen_at_end)
+		printf("- a freeze is still on at the end of the window\n");
+
+	md_section(&rep->restarts.c);
+	printf("- pools that came back after all their slices went: %" PRIu64 "\n- generation bumps: %" PRIu64 "\n"
+	       "- slice deletions by a kubelet (node restarts): %" PRIu64 " of %" PRIu64 "\n"
+	       "- allocations from a pool still settling, admitted: %" PRIu64 "\n- duplicate allocations admitted: %"
+	       PRIu64 "\n", rep->restarts.pools_republished, rep->restarts.generation_bumps,
+	       rep->restarts.slice_deletes_by_kubelet, rep->restarts.slice_deletes, rep->restarts.stale_pool_admitted,
+	       rep->restarts.duplicates_admitted);
+
+	md_section(&rep->window.c);
+	printf("- longest: %.1f s, %s to %s (required: %u s)\n- divergences in the window: %" PRIu64 "\n",
+	       replay_seconds_written((double)(rep->window.to_ns - rep->window.from_ns) / 1e9),
+	       time_text(rep->window.from_ns, t1, "-"), time_text(rep->window.to_ns, t2, "-"),
+	       rep->window.required_seconds, rep->window.divergences);
+
+	md_section(&rep->pending.c);
+	printf("| Pods with claims bound | p50 | p99 | max | still pending |\n|---|---|---|---|---|\n"
+	       "| %" PRIu64 " | %.2f s (SLO %u s) | %.2f s (SLO %u s) | %.2f s | %" PRIu64 " |\n", rep->pending.pods,
+	       replay_seconds_written(rep->pending.p50_seconds < 0 ? 0 : rep->pending.p50_seconds),
+	       rep->pending.slo_p50_seconds,
+	       replay_seconds_written(rep->pending.p99_seconds < 0 ? 0 : rep->pending.p99_seconds),
+	       rep->pending.slo_p99_seconds, replay_seconds_written(rep->pending.max_seconds),
+	       rep->pending.still_pending);
+
+	md_section(&rep->capacity.c);
+	printf("- ledger samples: %" PRIu64 "\n- most nodes overcommitted at once: %u\n"
+	       "- most nodes within %u %% of allocatable at once: %u%s%s\n", rep->capacity.samples,
+	       rep->capacity.max_overcommitted, rep->capacity.headroom_percent, rep->capacity.max_within_headroom,
+	       *rep->capacity.example ? ", e.g. " : "", rep->capacity.example);
 }
 
 /* --- main ------------------------------------------------------------------------------------ */
@@ -741,8 +814,8 @@ static int run(int argc, char **argv, bool readiness)
 	struct replay *r = NULL;
 	struct reader rd;
 	struct replay_totals t;
+	struct replay_report report;
 	struct buf out;
-	json_t *rep = NULL;
 	size_t i;
 	int rc, code = 2;
 	bool unreadable = false;
@@ -798,31 +871,37 @@ static int run(int argc, char **argv, bool readiness)
 		goto out;
 	}
 	if (c.readiness) {
-		bool go = false;
+		struct replay_readiness rd_rep;
 
-		rc = replay_readiness_json(r, &out, &go);
+		replay_readiness_get(r, &rd_rep);
+		if (c.output == OUTPUT_JSON) {
+			rc = replay_readiness_write_json(&rd_rep, &out);
+			if (rc) {
+				fprintf(stderr, "dra-guard readiness: the report could not be written (out of memory)\n");
+				goto out;
+			}
+			fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
+			fputc('\n', stdout);
+		} else {
+			print_markdown(&rd_rep);
+		}
+		code = unreadable ? 2 : rd_rep.go ? 0 : 1;
+		goto out;
+	}
+	replay_report_get(r, !c.no_ledger, &report);
+	if (c.output == OUTPUT_JSON) {
+		rc = replay_report_write_json(&report, &out);
 		if (rc) {
-			fprintf(stderr, "dra-guard readiness: the report could not be written (out of memory)\n");
+			fprintf(stderr, "dra-guard replay: the report could not be written (out of memory)\n");
 			goto out;
 		}
-		if (report_out("readiness", &out, c.output == OUTPUT_JSON, &rep) != 0)
-			goto out;
-		if (rep)
-			print_markdown(rep);
-		code = unreadable ? 2 : go ? 0 : 1;
-		goto out;
+		fwrite(buf_cstr(&out), 1, buf_len(&out), stdout);
+		fputc('\n', stdout);
+	} else if (c.output == OUTPUT_JUNIT) {
+		print_junit(&report);
+	} else {
+		print_text(&report);
 	}
-	rc = replay_report_json(r, !c.no_ledger, &out);
-	if (rc) {
-		fprintf(stderr, "dra-guard replay: the report could not be written (out of memory)\n");
-		goto out;
-	}
-	if (report_out("replay", &out, c.output == OUTPUT_JSON, &rep) != 0)
-		goto out;
-	if (rep && c.output == OUTPUT_JUNIT)
-		print_junit(rep);
-	else if (rep)
-		print_text(rep, c.no_ledger ? NULL : replay_ledger(r));
 	replay_totals(r, &t);
 	if (unreadable)
 		code = 2;
@@ -833,7 +912,6 @@ static int run(int argc, char **argv, bool readiness)
 	else
 		code = 0;
 out:
-	json_decref(rep);
 	buf_free(&out);
 	free(rd.data);
 	replay_free(r);

@@ -1,0 +1,91 @@
+/* jw.h - the one JSON writer: a document written value by value onto a
+ * capped buffer (buf.h), its object and array nesting tracked.
+ *
+ * The writer puts the commas and the colons; the caller says what comes
+ * next (a key, a value, the start or end of a container). Misuse is an
+ * error, never malformed output: a value where an object wants a key, a
+ * key in an array, an end that does not match its start, a second value at
+ * the top, nesting past JW_MAX_DEPTH.
+ *
+ * Errors are sticky: the first one (-E2BIG past the buffer's cap, -ENOMEM,
+ * -EINVAL for misuse, -ELOOP past the depth, -EDOM for a number JSON cannot
+ * hold) is kept, every call after it writes nothing and returns it, so a
+ * report is written straight through and checked once with jw_finish().
+ * The buffer then holds a prefix of the document that must be discarded.
+ *
+ * Strings are escaped by buf_add_json_str(): control characters as \u00XX,
+ * bytes that are not UTF-8 as U+FFFD, and <, > and & as Go's encoder does.
+ * Pure; a writer belongs to one thread. */
+#ifndef DRA_GUARD_JW_H
+#define DRA_GUARD_JW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "str.h"
+
+/* Containers open at once; a report is a few levels deep. */
+#define JW_MAX_DEPTH 32
+
+struct jw {                    /* fields are private; use the functions below */
+	struct buf *out;
+	int err;
+	uint32_t depth;
+	bool done;                 /* the top-level value is written */
+	bool want_value;           /* a key was written; its value is next */
+	uint8_t level[JW_MAX_DEPTH];   /* per open container: JW_OBJECT | JW_ARRAY, | JW_SOME */
+};
+
+/* A writer appending one document to out (borrowed for the writer's life;
+ * what out holds already is left before it). */
+void jw_init(struct jw *w, struct buf *out);
+
+/* 0 when one whole document was written; else the first error, or -EINVAL
+ * when no value or an unclosed container was written. */
+int jw_finish(const struct jw *w);
+
+/* Containers. Each returns the sticky error (0 while all is well). */
+int jw_object_begin(struct jw *w);
+int jw_object_end(struct jw *w);
+int jw_array_begin(struct jw *w);
+int jw_array_end(struct jw *w);
+
+/* The key of the next member of the open object; escaped as a string. */
+int jw_key(struct jw *w, const char *key);
+
+/* Values. */
+int jw_string(struct jw *w, const char *s, size_t n);
+int jw_cstr(struct jw *w, const char *s);
+/* The text between the quotes of a string as it stood in a JSON input
+ * (already escaped, known to be valid there): copied between quotes as it
+ * is, so a recorded field comes out byte for byte as it went in. */
+int jw_raw_string(struct jw *w, struct str raw);
+int jw_int(struct jw *w, int64_t v);
+int jw_uint(struct jw *w, uint64_t v);
+int jw_bool(struct jw *w, bool v);
+int jw_null(struct jw *w);
+/* v with a fixed number of decimals (0..9), as printf's %.Nf; -EDOM for
+ * NaN and the infinities. */
+int jw_fixed(struct jw *w, double v, int decimals);
+/* A value that is JSON text already (a document another encoder wrote):
+ * copied as it is; the caller vouches for it. */
+int jw_raw(struct jw *w, const char *json, size_t n);
+
+/* A value another encoder appends to the buffer itself (fn(ctx, out),
+ * returning 0 or a negative errno that becomes the writer's error): no
+ * copy of a large part (a ledger, a table). fn must append exactly one
+ * JSON value. */
+typedef int jw_part_fn(const void *ctx, struct buf *out);
+int jw_part(struct jw *w, jw_part_fn *fn, const void *ctx);
+
+/* A key and its value in one call, for the members of a report. */
+int jw_kstring(struct jw *w, const char *key, const char *s, size_t n);
+int jw_kcstr(struct jw *w, const char *key, const char *s);
+int jw_kint(struct jw *w, const char *key, int64_t v);
+int jw_kuint(struct jw *w, const char *key, uint64_t v);
+int jw_kbool(struct jw *w, const char *key, bool v);
+int jw_kfixed(struct jw *w, const char *key, double v, int decimals);
+
+#endif
