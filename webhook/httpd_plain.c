@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics_auth.h"
 #include "serve_config.h"
@@ -180,7 +181,7 @@ static enum MHD_Result answer_debug(struct httpd *h, struct MHD_Connection *c, e
 		struct plain_conn *pc = ci->socket_context;
 
 		deadline_set_limit(h->metrics.dl, &pc->dl, (uint64_t)h->env.cfg->debug_send_timeout_s * 1000000000u);
-		deadline_restart(&pc->dl, admit_now_ns());
+		deadline_restart(&pc->dl, clock_mono_ns());
 	}
 	return ret;
 }
@@ -466,7 +467,7 @@ static void notify_plain(void *cls, struct MHD_Connection *c, void **socket_cont
 				gnutls_session_set_ptr((gnutls_session_t)ci->tls_session, pc);
 		}
 		deadline_add(p->dl, &pc->dl, fdi->connect_fd, deadline_ns(p));
-		deadline_start(&pc->dl, admit_now_ns());
+		deadline_start(&pc->dl, clock_mono_ns());
 		*socket_context = pc;
 		return;
 	}
@@ -496,7 +497,7 @@ static void completed_plain(void *cls, struct MHD_Connection *c, void **req_cls,
 	 * the clock restarted before the limit is lowered, so the checker
 	 * never sees the old start with the short limit (which would close a
 	 * keep-alive connection that just finished). */
-	deadline_restart(&pc->dl, admit_now_ns());
+	deadline_restart(&pc->dl, clock_mono_ns());
 	deadline_set_limit(((struct plain_port *)cls)->dl, &pc->dl, deadline_ns(cls));
 }
 

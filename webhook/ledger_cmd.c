@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "clock.h"
 #include "dryrun_impl.h"
 #include "fileio.h"
 #include "ledger.h"
@@ -78,14 +79,6 @@ int cli_parse_time(const char *s, int64_t *out)
 	return 0;
 }
 
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 enum { OPT_VIEW = 256, OPT_POLICY, OPT_NODE, OPT_OUTPUT, OPT_NOW, OPT_ENTRIES, OPT_HELP };
 
 static const struct option ledger_options[] = {
@@ -109,7 +102,7 @@ int ledger_main(int argc, char **argv)
 	struct ledger *l = NULL;
 	struct buf out;
 	size_t npaths = 0;
-	int64_t now = wall_ns();
+	int64_t now = clock_wall_ns();
 	bool json = false, entries = false;
 	char err[1024], what[1024];
 	int c, rc, code = 2;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "ledger.h"
 #include "ledger_rules.h"
 #include "log.h"
@@ -29,7 +30,7 @@ struct ledger_watch {
 	struct snapshot *psnap;
 	struct ledger *l;
 	double build_s;
-	double built_at;              /* mono_s() when lw->l was built */
+	double built_at;              /* clock_mono_s() when lw->l was built */
 	atomic_uint_fast64_t builds, reused;
 
 	atomic_uint_fast64_t pending[LEDGER_CAUSE_COUNT];
@@ -41,22 +42,6 @@ struct ledger_watch {
 	atomic_uint_fast64_t undecided[NUNDECIDED_RULES][LEDGER_REASON_COUNT];
 	atomic_uint_fast64_t rechecks[2];
 };
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int ledger_watch_new(struct cluster_view *cv, struct policy_source *ps, struct ledger_watch **out)
 {
@@ -92,10 +77,10 @@ void ledger_watch_free(struct ledger_watch *lw)
 
 static int build(const struct view *v, const struct policy *pol, struct ledger **out, double *took)
 {
-	double t0 = mono_s();
-	int rc = ledger_build(v, pol, wall_ns(), LEDGER_WATCH_CAP, out);
+	double t0 = clock_mono_s();
+	int rc = ledger_build(v, pol, clock_wall_ns(), LEDGER_WATCH_CAP, out);
 
-	*took = mono_s() - t0;
+	*took = clock_mono_s() - t0;
 	if (rc) {
 		log_msg_str(LOG_WARN, "ledger: could not be built", "error", rc == -E2BIG ? "over a cap" : "out of memory");
 		return rc;
@@ -128,7 +113,7 @@ static int current(struct ledger_watch *lw, bool may_lag)
 		return -EAGAIN;
 	}
 	if (lw->l && ps == lw->psnap &&
-	    (vs == lw->vsnap || (may_lag && !ledger_watch_rebuild_due(mono_s() - lw->built_at, lw->build_s)))) {
+	    (vs == lw->vsnap || (may_lag && !ledger_watch_rebuild_due(clock_mono_s() - lw->built_at, lw->build_s)))) {
 		if (vs != lw->vsnap)
 			atomic_fetch_add(&lw->reused, 1);
 		snapshot_release(vs);
@@ -146,7 +131,7 @@ static int current(struct ledger_watch *lw, bool may_lag)
 	lw->vsnap = vs;
 	lw->psnap = ps;
 	lw->build_s = took;
-	lw->built_at = mono_s();
+	lw->built_at = clock_mono_s();
 	atomic_fetch_add(&lw->builds, 1);
 	return 0;
 }
@@ -329,7 +314,7 @@ static int node_series(struct buf *out, const char *family, const struct ledger 
 static int render_ledger(struct ledger_watch *lw, struct buf *out)
 {
 	const struct ledger *l = lw->l;
-	int64_t now = wall_ns();
+	int64_t now = clock_wall_ns();
 	uint32_t i;
 	int rc = 0;
 
@@ -402,7 +387,7 @@ static int render_ledger(struct ledger_watch *lw, struct buf *out)
 				"dra_guard_ledger_builds_total{result=\"reused\"} %" PRIu64 "\n",
 				l->claims, l->pending, l->unreserved, l->old_mapping, l->nentries,
 				l->mapping_changed_ns ? (double)(now - l->mapping_changed_ns) / 1e9 : -1.0, lw->build_s,
-				(double)LEDGER_WATCH_DUTY, mono_s() - lw->built_at, (uint64_t)atomic_load(&lw->builds),
+				(double)LEDGER_WATCH_DUTY, clock_mono_s() - lw->built_at, (uint64_t)atomic_load(&lw->builds),
 				(uint64_t)atomic_load(&lw->reused));
 	return rc;
 }

@@ -15,7 +15,7 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 
-#include "admit.h"
+#include "clock.h"
 #include "log.h"
 
 /* A review takes at most this long: the metrics port has one thread, and
@@ -162,7 +162,7 @@ out:
 
 static void warn_error(struct metrics_auth *a, const char *what, const char *why)
 {
-	int64_t now = (int64_t)admit_now_ns();
+	int64_t now = (int64_t)clock_mono_ns();
 	struct log_line l;
 
 	if (a->warned && now - a->last_warn_ns < WARN_EVERY_NS)
@@ -285,7 +285,7 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 	}
 	keyed = cache_key(token, len, path, key) == 0;
 	pthread_mutex_lock(&a->mu);
-	now = (int64_t)admit_now_ns();
+	now = (int64_t)clock_mono_ns();
 	if (keyed && access_cache_get(a->cache, key, now, &o)) {
 		pthread_mutex_unlock(&a->mu);
 		atomic_fetch_add(&a->cache_hits, 1);
@@ -307,7 +307,7 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 		goto count;
 	}
 	r = review(a, token, len, path, why, n);
-	now = (int64_t)admit_now_ns();
+	now = (int64_t)clock_mono_ns();
 	if (r == METRICS_AUTH_ERROR)
 		a->down_until_ns = now + REVIEW_DOWN_NS;
 	/* An API error is never kept: the next request asks again. */
