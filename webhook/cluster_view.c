@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 
+#include "clock.h"
 #include "doc.h"
 #include "log.h"
 #include "view_stream.h"
@@ -196,22 +197,6 @@ struct cluster_view {
 
 /* --- time and jitter --------------------------------------------------------- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static unsigned jitter(struct cluster_view *cv, unsigned n)
 {
 	/* xorshift: spreading retries needs no cryptographic quality. */
@@ -269,7 +254,7 @@ static void publish(struct cluster_view *cv)
 		return;
 	}
 	snapshot_slot_swap(&cv->slot, snap);
-	cv->last_publish_ms = mono_ms();
+	cv->last_publish_ms = clock_mono_ms();
 	cv->published_once = true;
 	pthread_mutex_lock(&cv->mu);
 	atomic_store(&cv->published_seq, view_seq(v));
@@ -410,7 +395,7 @@ static void skip_flush(struct reflector *r)
 		log_end(&l);
 	}
 	r->skip_unlogged = 0;
-	r->skip_logged_ms = mono_ms();
+	r->skip_logged_ms = clock_mono_ms();
 }
 
 /* Count an object left out; log it alone when no line was written for
@@ -418,7 +403,7 @@ static void skip_flush(struct reflector *r)
  * NULL (it did not decode). */
 static void skip_note(struct reflector *r, const char *what, const struct k8s_object *obj, const char *err)
 {
-	int64_t now = mono_ms();
+	int64_t now = clock_mono_ms();
 	struct log_line l;
 
 	atomic_fetch_add(&r->skipped, 1);
@@ -446,7 +431,7 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 	char err[512];
 	int rc;
 
-	atomic_store(&r->last_event_ns, wall_ns());
+	atomic_store(&r->last_event_ns, clock_wall_ns());
 	if (r->res == RES_CONFIGMAP) {
 		if (!str_eq_cstr(obj->meta.name, cv->cfg.cm_name))
 			return 0;
@@ -461,7 +446,7 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 		return 0;
 	}
 	if (r->listing || (r->streaming && ev == VIEW_ADDED))
-		rc = view_builder_relist_add(cv->b, (enum view_resource)r->res, obj, wall_ns(), err, sizeof(err));
+		rc = view_builder_relist_add(cv->b, (enum view_resource)r->res, obj, clock_wall_ns(), err, sizeof(err));
 	else if (r->streaming) {
 		/* Only ADDED events come before the initial events end. */
 		snprintf(err, sizeof(err), "a %s event among a streaming list's initial events",
@@ -469,7 +454,7 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 		rc = -EBADMSG;
 	}
 	else
-		rc = view_builder_apply(cv->b, (enum view_resource)r->res, ev, obj, wall_ns(), err, sizeof(err));
+		rc = view_builder_apply(cv->b, (enum view_resource)r->res, ev, obj, clock_wall_ns(), err, sizeof(err));
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc)
@@ -552,8 +537,8 @@ static int client_auth(struct cluster_view *cv, CURL *e, struct curl_slist **hea
 	int rc;
 
 	pthread_mutex_lock(&cv->kube_mu);
-	kube_config_token_refresh(k, mono_ms(), false);
-	kube_config_ca_refresh(k, mono_ms(), false);
+	kube_config_token_refresh(k, clock_mono_ms(), false);
+	kube_config_ca_refresh(k, clock_mono_ms(), false);
 	if (k->ca_pem) {
 		struct curl_blob blob = { k->ca_pem, k->ca_len, CURL_BLOB_COPY };
 
@@ -590,7 +575,7 @@ static void ca_verify_failed(struct cluster_view *cv, CURLcode res)
 	if (res != CURLE_PEER_FAILED_VERIFICATION && res != CURLE_SSL_CACERT_BADFILE)
 		return;
 	pthread_mutex_lock(&cv->kube_mu);
-	if (kube_config_ca_refresh(&cv->cfg.kube, mono_ms(), true) == 1) {
+	if (kube_config_ca_refresh(&cv->cfg.kube, clock_mono_ms(), true) == 1) {
 		struct log_line l;
 
 		if (log_begin(&l, LOG_WARN, "cluster view: the API server's CA changed; read again")) {
@@ -629,7 +614,7 @@ int cluster_view_client_setup(struct cluster_view *cv, CURL *e, const char *path
 void cluster_view_client_unauthorized(struct cluster_view *cv)
 {
 	pthread_mutex_lock(&cv->kube_mu);
-	kube_config_token_refresh(&cv->cfg.kube, mono_ms(), true);
+	kube_config_token_refresh(&cv->cfg.kube, clock_mono_ms(), true);
 	pthread_mutex_unlock(&cv->kube_mu);
 }
 
@@ -662,13 +647,13 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		if (!r->in_relist && r->res != RES_CONFIGMAP) {
 			if ((rc = view_builder_relist_begin(cv->b, (enum view_resource)r->res)) != 0) {
 				r->streaming = false;
-				r->next_ms = mono_ms() + 1000;
+				r->next_ms = clock_mono_ms() + 1000;
 				return;
 			}
 			r->in_relist = true;
 		}
 		if (!r->cont[0]) {
-			r->list_start_ms = mono_ms();
+			r->list_start_ms = clock_mono_ms();
 			atomic_fetch_add(&r->relists[r->reason], 1);
 			if (r->res == RES_CONFIGMAP)
 				cm_clear(&r->cm_list);
@@ -698,7 +683,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 			esc = tmp ? curl_easy_escape(tmp, r->cont, 0) : NULL;
 			curl_easy_cleanup(tmp);
 			if (!esc) {
-				r->next_ms = mono_ms() + 1000;
+				r->next_ms = clock_mono_ms() + 1000;
 				return;
 			}
 			n += (size_t)snprintf(url + n, sizeof(url) - n, "&continue=%s", esc);
@@ -714,7 +699,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		timeout = (long)t + 30;
 	}
 	if (n >= sizeof(url)) {
-		r->next_ms = mono_ms() + 1000;
+		r->next_ms = clock_mono_ms() + 1000;
 		return;
 	}
 	view_stream_free(r->stream);
@@ -722,7 +707,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 	if (view_stream_new(r->listing ? VIEW_STREAM_LIST : VIEW_STREAM_WATCH, res_kinds[r->res],
 			    r->res == RES_SLICES || r->res == RES_CLAIMS ? cv->api_version : API_V1, cv->cfg.max_object,
 			    &r->stream) != 0 || !(r->easy = curl_easy_init())) {
-		r->next_ms = mono_ms() + 1000;
+		r->next_ms = clock_mono_ms() + 1000;
 		return;
 	}
 	r->headers = NULL;
@@ -734,7 +719,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		r->easy = NULL;
 		curl_slist_free_all(r->headers);
 		r->headers = NULL;
-		r->next_ms = mono_ms() + 1000;
+		r->next_ms = clock_mono_ms() + 1000;
 		return;
 	}
 	if (!r->listing && !r->streaming && cv->cfg.watch_silence_s) {
@@ -745,7 +730,7 @@ static void send_request(struct cluster_view *cv, struct reflector *r)
 		curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, (long)cv->cfg.watch_silence_s);
 	}
-	r->req_start_ms = mono_ms();
+	r->req_start_ms = clock_mono_ms();
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
@@ -775,13 +760,13 @@ static void fail_backoff(struct cluster_view *cv, struct reflector *r, const cha
 	if (r->backoff_ms > BACKOFF_MAX_MS)
 		r->backoff_ms = BACKOFF_MAX_MS;
 	/* Full jitter over the upper half: replicas do not retry in step. */
-	r->next_ms = mono_ms() + r->backoff_ms / 2 + jitter(cv, r->backoff_ms / 2 + 1);
+	r->next_ms = clock_mono_ms() + r->backoff_ms / 2 + jitter(cv, r->backoff_ms / 2 + 1);
 	snprintf(r->last_error, sizeof(r->last_error), "%s: %.400s", what, detail);
 	if (log_begin(&l, LOG_WARN, "cluster view: request failed")) {
 		log_str(&l, "resource", res_names[r->res]);
 		log_str(&l, "request", r->listing ? "list" : "watch");
 		log_str(&l, "error", r->last_error);
-		log_uint(&l, "retry_ms", (uint64_t)(r->next_ms - mono_ms()));
+		log_uint(&l, "retry_ms", (uint64_t)(r->next_ms - clock_mono_ms()));
 		log_end(&l);
 	}
 }
@@ -802,7 +787,7 @@ static void start_relist(struct cluster_view *cv, struct reflector *r, enum reli
  * the expiry backoff. */
 static void expired(struct cluster_view *cv, struct reflector *r, const char *detail)
 {
-	int64_t now = mono_ms();
+	int64_t now = clock_mono_ms();
 
 	if (!r->last_expiry_ms || now - r->last_expiry_ms > EXPIRY_BACKOFF_RESET_MS)
 		r->expiry_backoff_ms = EXPIRY_BACKOFF_MIN_MS;
@@ -876,7 +861,7 @@ static void stream_fallback(struct cluster_view *cv, struct reflector *r, const 
 static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_mode mode)
 {
 	const struct view_stream_info *info = view_stream_info(r->stream);
-	int64_t took = mono_ms() - r->list_start_ms;
+	int64_t took = clock_mono_ms() - r->list_start_ms;
 	struct log_line l;
 	int i;
 
@@ -885,7 +870,7 @@ static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_m
 		r->cm = r->cm_list;
 		memset(&r->cm_list, 0, sizeof(r->cm_list));
 		cm_offer(cv, &r->cm, "list");
-	} else if (view_builder_relist_commit(cv->b, (enum view_resource)r->res, wall_ns()) != 0) {
+	} else if (view_builder_relist_commit(cv->b, (enum view_resource)r->res, clock_wall_ns()) != 0) {
 		start_relist(cv, r, RELIST_ERROR);
 		fail_backoff(cv, r, "list", "out of memory swapping the new table in");
 		return -ENOMEM;
@@ -899,7 +884,7 @@ static int list_commit(struct cluster_view *cv, struct reflector *r, enum list_m
 	r->backoff_ms = 0;
 	r->next_ms = 0;
 	atomic_store(&r->synced_pub, true);
-	atomic_store(&r->last_event_ns, wall_ns());
+	atomic_store(&r->last_event_ns, clock_wall_ns());
 	for (i = 0; i < LIST_BUCKETS && (double)took / 1000.0 > list_bucket_s[i]; i++)
 		;
 	atomic_fetch_add(&r->list_hist[i], 1);
@@ -940,7 +925,7 @@ static void count_events(struct reflector *r)
 		}
 	}
 	if (any) {
-		int64_t now = wall_ns();
+		int64_t now = clock_wall_ns();
 
 		atomic_store(&r->last_event_ns, now);
 		if (r->res != RES_CONFIGMAP)
@@ -992,7 +977,7 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 	src = res == CURLE_OK ? view_stream_end(r->stream, &sink) : 0;
 	ca_verify_failed(cv, res);
 	if (res == CURLE_OPERATION_TIMEDOUT && !r->listing && !r->streaming && answered == 200 &&
-	    cv->cfg.watch_silence_s && mono_ms() - r->req_start_ms < (int64_t)cv->cfg.watch_timeout_s * 1000) {
+	    cv->cfg.watch_silence_s && clock_mono_ms() - r->req_start_ms < (int64_t)cv->cfg.watch_timeout_s * 1000) {
 		/* Cut by the silence limit, not by the WATCH's own timeout, nor
 		 * before an answer came (a connect timeout is a failure, backed
 		 * off below). */
@@ -1049,9 +1034,9 @@ static void request_done(struct cluster_view *cv, struct reflector *r, CURLcode 
 	/* Ended by its timeout: resume at once. Ended at once with nothing
 	 * on it: the server (or something before it) closes watches; resume
 	 * from the same resourceVersion, but after a backoff. */
-	if (mono_ms() - r->req_start_ms < SHORT_WATCH_MS && !stream_had_events(info)) {
+	if (clock_mono_ms() - r->req_start_ms < SHORT_WATCH_MS && !stream_had_events(info)) {
 		snprintf(detail, sizeof(detail), "very short watch: it ended after %lld ms with no event; "
-			 "resuming from resourceVersion %.100s", (long long)(mono_ms() - r->req_start_ms), r->rv);
+			 "resuming from resourceVersion %.100s", (long long)(clock_mono_ms() - r->req_start_ms), r->rv);
 		atomic_fetch_add(&r->restarts[RESTART_SHORT], 1);
 		fail_backoff(cv, r, "watch", detail);
 		return;
@@ -1150,7 +1135,7 @@ static void update_readiness(struct cluster_view *cv)
 		all = all && cv->r[k].synced;
 	pthread_mutex_lock(&cv->mu);
 	if (all && !cv->synced_ns)
-		cv->synced_ns = wall_ns();
+		cv->synced_ns = clock_wall_ns();
 	pthread_mutex_unlock(&cv->mu);
 	set_why(cv);
 }
@@ -1188,7 +1173,7 @@ static void *run(void *arg)
 	if (!atomic_load(&cv->stop))
 		log_msg_str(LOG_INFO, "cluster view: watching", "resource_k8s_io_version", cv->version);
 	while (!atomic_load(&cv->stop)) {
-		int64_t now = mono_ms(), wait = 1000;
+		int64_t now = clock_mono_ms(), wait = 1000;
 		int running = 0, left;
 		CURLMsg *msg;
 
@@ -1217,7 +1202,7 @@ static void *run(void *arg)
 		}
 		for (k = 0; k < RES_COUNT; k++)
 			count_events(&cv->r[k]);
-		now = mono_ms();
+		now = clock_mono_ms();
 		if (view_builder_dirty(cv->b)) {
 			bool all = cv->r[RES_SLICES].synced && cv->r[RES_CLAIMS].synced && cv->r[RES_PODS].synced &&
 				   cv->r[RES_NODES].synced;
@@ -1255,7 +1240,7 @@ int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct 
 	memset(&cfg->kube, 0, sizeof(cfg->kube));
 	cv->m = m;
 	cv->ps = ps;
-	cv->rand_state = (unsigned)wall_ns() | 1u;
+	cv->rand_state = (unsigned)clock_wall_ns() | 1u;
 	snprintf(cv->why_not, sizeof(cv->why_not), "cluster view: not synced yet");
 	pthread_mutex_init(&cv->mu, NULL);
 	pthread_mutex_init(&cv->kube_mu, NULL);
@@ -1371,7 +1356,7 @@ static int stale(struct cluster_view *cv, int64_t now)
 int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 {
 	struct view_stats st;
-	int64_t now = wall_ns();
+	int64_t now = clock_wall_ns();
 	int rc, k, sv = stale(cv, now);
 
 	pthread_mutex_lock(&cv->mu);
@@ -1509,7 +1494,7 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 {
 	struct cluster_view *cv = ctx;
 	struct view_stats st;
-	int64_t now = wall_ns();
+	int64_t now = clock_wall_ns();
 	int rc, k, i;
 
 	pthread_mutex_lock(&cv->mu);
@@ -1640,17 +1625,12 @@ struct snapshot *cluster_view_acquire_newer(struct cluster_view *cv, uint64_t se
 
 	pthread_mutex_lock(&cv->mu);
 	while (atomic_load(&cv->published_seq) <= seq) {
-		now = mono_ms();
+		now = clock_mono_ms();
 		if (now >= deadline_ms)
 			break;
 		/* The condition's clock is the wall clock: wait in short steps
 		 * of the monotonic one so a clock step cannot stretch a wait. */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)((deadline_ms - now < 50 ? deadline_ms - now : 50) * 1000000);
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = clock_after(CLOCK_REALTIME, (deadline_ms - now < 50 ? deadline_ms - now : 50) * 1000000);
 		pthread_cond_timedwait(&cv->published, &cv->mu, &ts);
 	}
 	pthread_mutex_unlock(&cv->mu);

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "gate.h"
 #include "log.h"
 
@@ -94,26 +95,10 @@ struct gate_release {
 	atomic_int_fast64_t last_release_ns;    /* wall clock of the last release after it */
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* A MicroTime as the API server writes it: 2026-12-01T10:00:00.123456Z. */
 static void micro_time(char out[96])
 {
-	int64_t ns = wall_ns();
+	int64_t ns = clock_wall_ns();
 	time_t t = (time_t)(ns / 1000000000);
 	struct tm tm;
 
@@ -216,7 +201,7 @@ static int parse_lease(struct gate_release *g, const struct buf *b)
 	g->rec_transitions = trans;
 	g->have_record = true;
 	if (changed)
-		g->observed_ms = mono_ms();
+		g->observed_ms = clock_mono_ms();
 	json_decref(root);   /* holder pointed into it: copy from the record */
 	set_holder(g, g->rec_holder);
 	return 0;
@@ -301,7 +286,7 @@ static enum gate_holder holder_kind(struct gate_release *g, struct buf *resp)
 	if (named_peer(g, g->rec_holder))
 		return GATE_HOLDER_PEER;
 	if (strcmp(g->rec_holder, g->checked_holder) == 0 && g->checked != GATE_HOLDER_UNCHECKED &&
-	    mono_ms() - g->checked_ms < HOLDER_RECHECK_MS)
+	    clock_mono_ms() - g->checked_ms < HOLDER_RECHECK_MS)
 		return g->checked;
 	if (gate_holder_pod((struct str){ g->rec_holder, strlen(g->rec_holder) }, &pod) != 0)
 		h = GATE_HOLDER_FOREIGN;    /* no replica writes that shape */
@@ -309,7 +294,7 @@ static enum gate_holder holder_kind(struct gate_release *g, struct buf *resp)
 		h = lookup_peer(g, pod, resp);
 	snprintf(g->checked_holder, sizeof(g->checked_holder), "%s", g->rec_holder);
 	g->checked = h;
-	g->checked_ms = mono_ms();
+	g->checked_ms = clock_mono_ms();
 	return h;
 }
 
@@ -380,7 +365,7 @@ static void lease_write(struct gate_release *g, bool create, long transitions, s
 			}
 		}
 		if (parse_lease(g, resp) == 0)
-			lease_judge(g, GATE_HOLDER_SELF, mono_ms());
+			lease_judge(g, GATE_HOLDER_SELF, clock_mono_ms());
 		atomic_store(&g->leading_until_ms, start_ms + (int64_t)g->cfg.lease_s * 2000 / 3);
 		return;
 	}
@@ -390,7 +375,7 @@ static void lease_write(struct gate_release *g, bool create, long transitions, s
 
 static void lease_tick(struct gate_release *g, struct buf *resp)
 {
-	int64_t start = mono_ms();
+	int64_t start = clock_mono_ms();
 	char path[512];
 	long code = 0;
 
@@ -410,7 +395,7 @@ static void lease_tick(struct gate_release *g, struct buf *resp)
 	} else {
 		lease_warn(g, "get", code, resp);
 	}
-	atomic_store(&g->leading, mono_ms() < atomic_load(&g->leading_until_ms));
+	atomic_store(&g->leading, clock_mono_ms() < atomic_load(&g->leading_until_ms));
 }
 
 /* Give the Lease up on the way out, so another replica need not wait. */
@@ -545,13 +530,13 @@ struct patch_slot {
 static void patch_done(struct gate_release *g, struct patch_slot *s, CURLcode res)
 {
 	long code = 0;
-	int64_t now = mono_ms();
+	int64_t now = clock_mono_ms();
 
 	if (res == CURLE_OK)
 		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (code == 200) {
 		atomic_fetch_add(&g->released, 1);
-		atomic_store(&g->last_release_ns, wall_ns());
+		atomic_store(&g->last_release_ns, clock_wall_ns());
 		recent_add(g, g->todo[s->pod].uid, now);
 	} else if (code == 404) {
 		recent_add(g, g->todo[s->pod].uid, now);   /* gone: nothing to release */
@@ -617,10 +602,10 @@ static void lease_due(struct gate_release *g, struct buf *resp)
 
 	if (tick_ms < 200)
 		tick_ms = 200;
-	if (mono_ms() < g->next_lease_ms)
+	if (clock_mono_ms() < g->next_lease_ms)
 		return;
 	lease_tick(g, resp);
-	g->next_lease_ms = mono_ms() + tick_ms;
+	g->next_lease_ms = clock_mono_ms() + tick_ms;
 }
 
 /* Patch g->todo, GATE_RELEASE_PARALLEL at a time, stopping early when the
@@ -637,7 +622,7 @@ static void release_all(struct gate_release *g)
 		CURLMsg *msg;
 		int left;
 
-		go = atomic_load(&g->leading) && mono_ms() < atomic_load(&g->leading_until_ms) &&
+		go = atomic_load(&g->leading) && clock_mono_ms() < atomic_load(&g->leading_until_ms) &&
 		     !atomic_load(&g->frozen);
 
 		for (i = 0; go && i < GATE_RELEASE_PARALLEL && next < g->ntodo; i++) {
@@ -683,7 +668,7 @@ static void follow_freeze(struct gate_release *g)
 	if (!st.serving)
 		return;
 	if (g->was_frozen && !st.frozen) {
-		atomic_store(&g->freeze_end_ns, wall_ns());
+		atomic_store(&g->freeze_end_ns, clock_wall_ns());
 		atomic_store(&g->last_release_ns, 0);
 	}
 	g->was_frozen = st.frozen;
@@ -695,7 +680,7 @@ static void follow_freeze(struct gate_release *g)
 static uint64_t pass(struct gate_release *g)
 {
 	struct snapshot *s = cluster_view_acquire(g->cv);
-	struct collect_ctx c = { g, mono_ms(), 0 };
+	struct collect_ctx c = { g, clock_mono_ms(), 0 };
 	uint64_t seq = 0;
 
 	if (!s)
@@ -735,7 +720,7 @@ static void *run(void *arg)
 		bool can;
 		int64_t now;
 
-		now = mono_ms();
+		now = clock_mono_ms();
 		atomic_store(&g->leading, now < atomic_load(&g->leading_until_ms));
 		follow_freeze(g);
 		can = atomic_load(&g->leading) && !atomic_load(&g->frozen);
@@ -748,14 +733,14 @@ static void *run(void *arg)
 			seen = pass(g);
 			could = can;
 			more = g->ntodo >= GATE_RELEASE_PASS_MAX;
-			retry_ms = atomic_load(&g->patch_errors) != errors ? mono_ms() + RETRY_MS : 0;
+			retry_ms = atomic_load(&g->patch_errors) != errors ? clock_mono_ms() + RETRY_MS : 0;
 			if (more)
 				continue;
 		}
 		/* Wait for a newer view or FREEZE_POLL_MS: the end of a freeze
 		 * reaches us through the policy source, which wakes no one, and
 		 * the release starts from it. */
-		if (seen && (s = cluster_view_acquire_newer(g->cv, seen, mono_ms() + FREEZE_POLL_MS)) != NULL)
+		if (seen && (s = cluster_view_acquire_newer(g->cv, seen, clock_mono_ms() + FREEZE_POLL_MS)) != NULL)
 			snapshot_release(s);
 		else if (!seen) {
 			struct timespec ts = { 0, FREEZE_POLL_MS * 1000000L };
@@ -848,7 +833,7 @@ bool gate_release_live(struct gate_release *g)
 {
 	int64_t until = atomic_load(&g->live_until_ms);
 
-	return until && mono_ms() < until;
+	return until && clock_mono_ms() < until;
 }
 
 int gate_release_status_json(struct gate_release *g, struct buf *out)
