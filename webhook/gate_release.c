@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "gate.h"
+#include "hmap.h"
 #include "log.h"
 
 #define BODY_MAX (256 * 1024)
@@ -23,7 +24,9 @@
 #define RECENT_MS 30000
 /* Most Pods remembered as recently released; past it, a Pod may be
  * patched twice (harmless: the patch is idempotent). */
-#define RECENT_MAX (1u << 22)
+#define RECENT_MAX ((1u << 21) - 1)
+/* Released Pods remembered before the first sweep of the expired ones. */
+#define RECENT_SWEEP_MIN 511
 /* How often the freeze's state is read while nothing else wakes the
  * thread: the delay before a release starts. */
 #define FREEZE_POLL_MS 20
@@ -37,7 +40,7 @@
 
 struct recent {
 	uint8_t uid[16];
-	int64_t at_ms;                /* 0: free slot */
+	int64_t at_ms;
 };
 
 struct gated_pod {
@@ -76,8 +79,10 @@ struct gate_release {
 
 	/* release state (the release thread's) */
 	bool was_frozen;
-	struct recent *recent;
-	uint32_t recent_cap, recent_n;
+	struct recent *recent;        /* [0..recent_n) */
+	uint32_t recent_n, recent_alloc;
+	uint32_t recent_sweep_at;     /* sweep the expired ones when this many are held */
+	struct hmap recent_index;     /* uid -> position in recent */
 	struct gated_pod *todo;
 	uint32_t ntodo;
 
@@ -417,78 +422,71 @@ static void lease_give_up(struct gate_release *g, struct buf *resp)
 
 /* --- recently released Pods ------------------------------------------------------ */
 
-static uint32_t uid_hash(const uint8_t uid[16])
+static bool recent_eq(const void *ctx, uint32_t val, const void *key)
 {
-	uint32_t h = 2166136261u;
-	int i;
+	const struct gate_release *g = ctx;
 
-	for (i = 0; i < 16; i++)
-		h = (h ^ uid[i]) * 16777619u;
-	return h;
+	return memcmp(g->recent[val].uid, key, 16) == 0;
 }
 
-static struct recent *recent_find(struct gate_release *g, const uint8_t uid[16], bool insert)
+static struct recent *recent_find(struct gate_release *g, const uint8_t uid[16])
 {
-	uint32_t i, mask = g->recent_cap - 1;
+	uint32_t at;
 
-	if (!g->recent)
+	if (hmap_find(&g->recent_index, hmap_hash(uid, 16), uid, &at) != 0)
 		return NULL;
-	for (i = uid_hash(uid) & mask;; i = (i + 1) & mask) {
-		struct recent *r = &g->recent[i];
-
-		if (r->at_ms == 0)
-			return insert ? r : NULL;
-		if (memcmp(r->uid, uid, 16) == 0)
-			return r;
-	}
+	return &g->recent[at];
 }
 
-/* Forget entries older than RECENT_MS (rebuild), and grow when half full. */
+/* Forget entries older than RECENT_MS, and sweep again when twice as many
+ * as are left are held. */
 static void recent_sweep(struct gate_release *g, int64_t now)
 {
-	struct recent *old = g->recent, *nr;
-	uint32_t oldcap = g->recent_cap, cap = oldcap ? oldcap : 1024, i, live = 0;
+	uint32_t i, live = 0;
 
-	for (i = 0; i < oldcap; i++)
-		if (old[i].at_ms && now - old[i].at_ms < RECENT_MS)
-			live++;
-	/* Room for the entry about to be added, too: a table rebuilt exactly
-	 * half full would refuse it, and its Pod be patched again. */
-	while ((live + 1) * 2 >= cap && cap < RECENT_MAX)
-		cap *= 2;
-	if ((live + 1) * 2 >= cap)
-		return;  /* at the cap: keep what there is */
-	if (!(nr = calloc(cap, sizeof(*nr))))
-		return;
-	g->recent = nr;
-	g->recent_cap = cap;
-	g->recent_n = 0;
-	for (i = 0; i < oldcap; i++)
-		if (old[i].at_ms && now - old[i].at_ms < RECENT_MS) {
-			*recent_find(g, old[i].uid, true) = old[i];
-			g->recent_n++;
-		}
-	free(old);
+	for (i = 0; i < g->recent_n; i++)
+		if (now - g->recent[i].at_ms < RECENT_MS)
+			g->recent[live++] = g->recent[i];
+	g->recent_n = live;
+	hmap_clear(&g->recent_index);
+	/* Fewer entries than the index held: no growth, nothing can fail. */
+	for (i = 0; i < live; i++)
+		hmap_put(&g->recent_index, hmap_hash(g->recent[i].uid, 16), g->recent[i].uid, i);
+	g->recent_sweep_at = live * 2 > RECENT_SWEEP_MIN ? live * 2 : RECENT_SWEEP_MIN;
+	if (g->recent_sweep_at > RECENT_MAX)
+		g->recent_sweep_at = RECENT_MAX;
 }
 
 static void recent_add(struct gate_release *g, const uint8_t uid[16], int64_t now)
 {
 	struct recent *r;
 
-	if (!g->recent || (g->recent_n + 1) * 2 >= g->recent_cap)
+	if (g->recent_n >= g->recent_sweep_at)
 		recent_sweep(g, now);
-	if (!g->recent || (g->recent_n + 1) * 2 >= g->recent_cap)
+	if (g->recent_n >= g->recent_sweep_at)
+		return;  /* at the cap: keep what there is */
+	if ((r = recent_find(g, uid)) != NULL) {
+		r->at_ms = now;
 		return;
-	r = recent_find(g, uid, true);
-	if (r->at_ms == 0)
-		g->recent_n++;
+	}
+	if (g->recent_n == g->recent_alloc) {
+		uint32_t n = g->recent_alloc ? g->recent_alloc * 2 : 1024;
+
+		if (!(r = realloc(g->recent, (size_t)n * sizeof(*r))))
+			return;
+		g->recent = r;
+		g->recent_alloc = n;
+	}
+	r = &g->recent[g->recent_n];
 	memcpy(r->uid, uid, 16);
 	r->at_ms = now;
+	if (hmap_put(&g->recent_index, hmap_hash(uid, 16), uid, g->recent_n) == 0)
+		g->recent_n++;
 }
 
 static bool recent_has(struct gate_release *g, const uint8_t uid[16], int64_t now)
 {
-	struct recent *r = recent_find(g, uid, false);
+	struct recent *r = recent_find(g, uid);
 
 	return r && now - r->at_ms < RECENT_MS;
 }
@@ -786,7 +784,8 @@ int gate_release_new(const struct gate_release_config *cfg, struct cluster_view 
 	g->todo = calloc(GATE_RELEASE_PASS_MAX, sizeof(*g->todo));
 	g->multi = curl_multi_init();
 	g->easy = curl_easy_init();
-	if (!g->todo || !g->multi || !g->easy) {
+	g->recent_sweep_at = RECENT_SWEEP_MIN;
+	if (!g->todo || !g->multi || !g->easy || hmap_init(&g->recent_index, RECENT_MAX, recent_eq, g) != 0) {
 		gate_release_free(g);
 		return -ENOMEM;
 	}
@@ -825,6 +824,7 @@ void gate_release_free(struct gate_release *g)
 		curl_easy_cleanup(g->easy);
 	free(g->todo);
 	free(g->recent);
+	hmap_fini(&g->recent_index);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 }
