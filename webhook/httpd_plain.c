@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "log.h"
 #include "metrics_auth.h"
+#include "prom.h"
 #include "serve_config.h"
 #include "snapshot.h"
 
@@ -213,15 +214,14 @@ static int render_metrics(struct httpd *h, struct buf *b)
 	int i;
 
 	if (rc == 0)
-		rc = buf_printf(b, "# HELP dra_guard_debug_memory_bytes Bytes of /debug/* answers held now"
-				" (--debug-memory-budget).\n# TYPE dra_guard_debug_memory_bytes gauge\n"
-				"dra_guard_debug_memory_bytes %zu\n"
-				"# HELP dra_guard_debug_refused_total /debug/* requests refused: busy (another answer of"
-				" the path in flight), budget (past --debug-memory-budget).\n"
-				"# TYPE dra_guard_debug_refused_total counter\n", atomic_load(&h->debug_in_use));
+		rc = prom_header(b, PROM_DEBUG_MEMORY_BYTES);
+	if (rc == 0)
+		rc = prom_sample(b, PROM_DEBUG_MEMORY_BYTES, NULL, "%zu", atomic_load(&h->debug_in_use));
+	if (rc == 0)
+		rc = prom_header(b, PROM_DEBUG_REFUSED_TOTAL);
 	for (i = 0; rc == 0 && i < HTTPD_DEBUG_REFUSALS; i++)
-		rc = buf_printf(b, "dra_guard_debug_refused_total{reason=\"%s\"} %llu\n", debug_refusal_names[i],
-				(unsigned long long)atomic_load(&h->debug_refused[i]));
+		rc = prom_sample(b, PROM_DEBUG_REFUSED_TOTAL, &debug_refusal_names[i], "%llu",
+				 (unsigned long long)atomic_load(&h->debug_refused[i]));
 	if (rc == 0 && h->auth)
 		rc = metrics_auth_render_metrics(h->auth, b);
 	return rc;

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "prom.h"
 
 /* A review takes at most this long: the metrics port has one thread, and
  * a scrape's timeout is about 10 s. */
@@ -324,20 +325,16 @@ count:
 
 int metrics_auth_render_metrics(struct metrics_auth *a, struct buf *out)
 {
-	int rc = buf_add_cstr(out, "# HELP dra_guard_metrics_auth_total Requests to the metrics port by the outcome"
-				   " of their token and access check (error: the API server could not review; throttled: past 20 reviews"
-				   " a second; both denied).\n"
-				   "# TYPE dra_guard_metrics_auth_total counter\n");
+	int rc = prom_header(out, PROM_METRICS_AUTH_TOTAL);
 	int i;
 
 	for (i = 0; rc == 0 && i < METRICS_AUTH_RESULT_COUNT; i++)
-		rc = buf_printf(out, "dra_guard_metrics_auth_total{result=\"%s\"} %llu\n", result_names[i],
-				(unsigned long long)atomic_load(&a->results[i]));
+		rc = prom_sample(out, PROM_METRICS_AUTH_TOTAL, &result_names[i], "%llu",
+				 (unsigned long long)atomic_load(&a->results[i]));
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_metrics_auth_cache_hits_total Metrics port checks answered from"
-				" the cache of review outcomes.\n"
-				"# TYPE dra_guard_metrics_auth_cache_hits_total counter\n"
-				"dra_guard_metrics_auth_cache_hits_total %llu\n",
-				(unsigned long long)atomic_load(&a->cache_hits));
+		rc = prom_header(out, PROM_METRICS_AUTH_CACHE_HITS_TOTAL);
+	if (rc == 0)
+		rc = prom_sample(out, PROM_METRICS_AUTH_CACHE_HITS_TOTAL, NULL, "%llu",
+				 (unsigned long long)atomic_load(&a->cache_hits));
 	return rc;
 }
