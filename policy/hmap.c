@@ -5,19 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HMAP_EMPTY UINT32_MAX
+/* A slot stores its value plus one: zeroed memory is an empty table, so
+ * calloc'd slots cost no page until they are used. */
+#define HMAP_EMPTY 0u
 #define HMAP_MIN_SLOTS 16u
 
 static struct hmap_slot *slots_new(uint32_t n)
 {
-	struct hmap_slot *s = malloc((size_t)n * sizeof(*s));
-	uint32_t i;
-
-	if (!s)
-		return NULL;
-	for (i = 0; i < n; i++)
-		s[i].val = HMAP_EMPTY;
-	return s;
+	return calloc(n, sizeof(struct hmap_slot));
 }
 
 int hmap_init(struct hmap *m, uint32_t cap, hmap_eq_fn *eq, const void *ctx)
@@ -43,10 +38,8 @@ void hmap_fini(struct hmap *m)
 
 void hmap_clear(struct hmap *m)
 {
-	uint32_t i;
-
-	for (i = 0; m->slot && i <= m->mask; i++)
-		m->slot[i].val = HMAP_EMPTY;
+	if (m->slot)
+		memset(m->slot, 0, ((size_t)m->mask + 1) * sizeof(*m->slot));
 	m->count = 0;
 }
 
@@ -62,6 +55,13 @@ uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n)
 
 	for (i = 0; i < n; i++)
 		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+uint32_t hmap_hash_add_cstr(uint32_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
 	return h;
 }
 
@@ -88,7 +88,7 @@ static uint32_t probe(const struct hmap *m, uint32_t hash, const void *key)
 
 		if (s->val == HMAP_EMPTY)
 			return i;
-		if (s->hash == hash && m->eq(m->ctx, s->val, key))
+		if (s->hash == hash && m->eq(m->ctx, s->val - 1, key))
 			return i;
 	}
 }
@@ -102,15 +102,16 @@ int hmap_find(const struct hmap *m, uint32_t hash, const void *key, uint32_t *va
 	i = probe(m, hash, key);
 	if (m->slot[i].val == HMAP_EMPTY)
 		return -ENOENT;
-	*val = m->slot[i].val;
+	*val = m->slot[i].val - 1;
 	return 0;
 }
 
-/* Twice the slots; entries move by their stored hash, no key is compared. */
-static int grow(struct hmap *m)
+/* n slots (a power of two, more than twice the entries); entries move by
+ * their stored hash, no key is compared. */
+static int resize(struct hmap *m, uint32_t n)
 {
-	uint32_t n = (m->mask + 1) * 2, i, j;
 	struct hmap_slot *s = slots_new(n);
+	uint32_t i, j;
 
 	if (!s)
 		return -ENOMEM;
@@ -127,28 +128,41 @@ static int grow(struct hmap *m)
 	return 0;
 }
 
+int hmap_reserve(struct hmap *m, uint32_t n)
+{
+	uint32_t slots = m->mask + 1;
+
+	if (!m->slot)
+		return -EINVAL;
+	if (n > m->cap)
+		n = m->cap;
+	while ((uint64_t)n * 2 > slots)
+		slots *= 2;
+	return slots == m->mask + 1 ? 0 : resize(m, slots);
+}
+
 int hmap_put(struct hmap *m, uint32_t hash, const void *key, uint32_t val)
 {
 	uint32_t i;
 	int rc;
 
-	if (val == HMAP_EMPTY || !m->slot)
+	if (val == UINT32_MAX || !m->slot)
 		return -EINVAL;
 	i = probe(m, hash, key);
 	if (m->slot[i].val != HMAP_EMPTY) {
-		m->slot[i].val = val;
+		m->slot[i].val = val + 1;
 		return 0;
 	}
 	if (m->count >= m->cap)
 		return -E2BIG;
 	/* At most half full: runs stay short and a free slot always ends one. */
 	if ((m->count + 1) * 2 > m->mask + 1) {
-		if ((rc = grow(m)) != 0)
+		if ((rc = resize(m, (m->mask + 1) * 2)) != 0)
 			return rc;
 		i = probe(m, hash, key);
 	}
 	m->slot[i].hash = hash;
-	m->slot[i].val = val;
+	m->slot[i].val = val + 1;
 	m->count++;
 	return 0;
 }
@@ -163,7 +177,7 @@ int hmap_del(struct hmap *m, uint32_t hash, const void *key, uint32_t *val)
 	if (m->slot[i].val == HMAP_EMPTY)
 		return -ENOENT;
 	if (val)
-		*val = m->slot[i].val;
+		*val = m->slot[i].val - 1;
 	/* Shift back every later entry of the run whose home is not between
 	 * the hole and it (cyclically), so no lookup meets an early gap. */
 	for (j = (i + 1) & m->mask; m->slot[j].val != HMAP_EMPTY; j = (j + 1) & m->mask) {

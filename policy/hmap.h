@@ -11,7 +11,8 @@
  * rest of the run back (no tombstones), so a lookup stops at the first
  * empty slot. The table starts small and doubles as it fills, up to the cap
  * given at init: an insert past cap entries is -E2BIG, never a silent
- * growth. Slots are malloc'd; nothing else is allocated.
+ * growth. Slots are calloc'd (an empty slot is zero, so a reserved table
+ * costs pages only as it fills); nothing else is allocated.
  *
  * Hashes are FNV-1a over bytes (hmap_hash, or hmap_hash_add for keys made
  * of several parts), finished with a mix because probing uses the low bits.
@@ -32,7 +33,7 @@ typedef bool hmap_eq_fn(const void *ctx, uint32_t val, const void *key);
 
 struct hmap_slot {
 	uint32_t hash;
-	uint32_t val;                 /* HMAP_EMPTY: free */
+	uint32_t val;                 /* the value + 1; 0: free */
 };
 
 struct hmap {                     /* fields are private; use the functions below */
@@ -51,7 +52,12 @@ int hmap_init(struct hmap *m, uint32_t cap, hmap_eq_fn *eq, const void *ctx);
 /* Frees the slots; the map may be initialised again. A zeroed map is fine. */
 void hmap_fini(struct hmap *m);
 
-/* Forget every entry, keep the slots. */
+/* Room for n entries (at most the cap) without growing: for a table whose
+ * size is known, or to keep puts from failing later. 0, -ENOMEM (the map
+ * is unchanged), -EINVAL for a map not initialised. */
+int hmap_reserve(struct hmap *m, uint32_t n);
+
+/* Forget every entry, keep the slots. O(slots). */
 void hmap_clear(struct hmap *m);
 
 /* Entries held. */
@@ -59,6 +65,9 @@ uint32_t hmap_count(const struct hmap *m);
 
 /* FNV-1a of p[0..n) continued from h (HMAP_HASH_INIT to start). */
 uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n);
+
+/* hmap_hash_add() of the C string s, without its NUL: one pass. */
+uint32_t hmap_hash_add_cstr(uint32_t h, const char *s);
 
 /* The hash to pass the functions below: h from hmap_hash_add, mixed. */
 uint32_t hmap_hash_finish(uint32_t h);

@@ -25,10 +25,7 @@ struct pending_table {
 	uint32_t max, n;
 	int64_t idle_ns;
 	struct pending_claim *claims; /* [0..n), in order of since_ns */
-	/* (namespace, name) -> position in claims; rebuilt when a sweep
-	 * removes (the table grows with the claims held, so clearing it costs
-	 * what reinserting them does) */
-	struct hmap index;
+	struct hmap index;            /* (namespace, name) -> position in claims */
 };
 
 static const double bucket_s[PENDING_BUCKETS] = { 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600 };
@@ -65,10 +62,10 @@ struct claim_key {
 
 static uint32_t key_hash(const char *ns, const char *name)
 {
-	uint32_t h = hmap_hash_add(HMAP_HASH_INIT, ns, strlen(ns));
+	uint32_t h = hmap_hash_add_cstr(HMAP_HASH_INIT, ns);
 
 	h = hmap_hash_add(h, "/", 1);
-	return hmap_hash_finish(hmap_hash_add(h, name, strlen(name)));
+	return hmap_hash_finish(hmap_hash_add_cstr(h, name));
 }
 
 static bool claim_eq(const void *ctx, uint32_t val, const void *key)
@@ -79,19 +76,21 @@ static bool claim_eq(const void *ctx, uint32_t val, const void *key)
 	return strcmp(t->claims[val].namespace, k->ns) == 0 && strcmp(t->claims[val].name, k->name) == 0;
 }
 
-/* After a sweep moved the kept claims down: index them again. Fails only
- * for memory, and not at all here: the kept claims fit the slots that held
- * more of them. */
-static void reindex(struct pending_table *t)
+/* The claim at position i leaves the index (to_pos UINT32_MAX) or moves
+ * down to to_pos. A sweep calls this in increasing i, and every entry of
+ * the index then names a position that holds its own claim: the ones not
+ * reached yet are where they were, the ones moved are where they went (a
+ * position below i held a claim that left or moved further down). So the
+ * index is kept in O(claims removed or moved), never cleared whole. */
+static void reindex_one(struct pending_table *t, uint32_t i, uint32_t to_pos)
 {
-	uint32_t i;
+	struct claim_key k = { t->claims[i].namespace, t->claims[i].name };
+	uint32_t h = key_hash(k.ns, k.name);
 
-	hmap_clear(&t->index);
-	for (i = 0; i < t->n; i++) {
-		struct claim_key k = { t->claims[i].namespace, t->claims[i].name };
-
-		hmap_put(&t->index, key_hash(k.ns, k.name), &k, i);
-	}
+	if (to_pos == UINT32_MAX)
+		hmap_del(&t->index, h, &k, NULL);
+	else
+		hmap_put(&t->index, h, &k, to_pos);  /* a replacement: cannot fail */
 }
 
 int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out)
@@ -105,7 +104,9 @@ int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out)
 	if (!t)
 		return -ENOMEM;
 	t->claims = calloc(max, sizeof(*t->claims));
-	if (!t->claims || hmap_init(&t->index, max, claim_eq, t) != 0) {
+	/* Sized for max claims at once, as the table is: calloc'd slots cost
+	 * pages only as claims come. */
+	if (!t->claims || hmap_init(&t->index, max, claim_eq, t) != 0 || hmap_reserve(&t->index, max) != 0) {
 		pending_table_free(t);
 		return -ENOMEM;
 	}
@@ -184,18 +185,20 @@ uint32_t pending_table_sweep(struct pending_table *t, const struct view *v, int6
 
 			if (done)
 				done(ctx, p->rule, at > p->since_ns ? (double)(at - p->since_ns) / 1e9 : 0.0);
+			reindex_one(t, i, UINT32_MAX);
 			continue;
 		}
-		if (other || (!c && now_ns - p->last_ns >= t->idle_ns))
+		if (other || (!c && now_ns - p->last_ns >= t->idle_ns)) {
+			reindex_one(t, i, UINT32_MAX);
 			continue;
-		if (kept != i)
+		}
+		if (kept != i) {
+			reindex_one(t, i, kept);
 			t->claims[kept] = *p;
+		}
 		kept++;
 	}
-	if (kept != t->n) {
-		t->n = kept;
-		reindex(t);
-	}
+	t->n = kept;
 	return kept;
 }
 

@@ -31,8 +31,11 @@ struct replay_store_entry {
 
 /* A store's address is its index's context: it is not moved once made. */
 struct replay_store {
-	struct replay_store_entry **e;  /* [0..count); a deleted one's place takes the last */
-	size_t count, alloc;
+	struct replay_store_entry **e;  /* [0..used), NULL where one was deleted */
+	size_t used, alloc;
+	uint32_t *holes;              /* positions of e that are NULL, reused first */
+	size_t nholes;
+	size_t count;
 	struct hmap index;            /* key -> position in e */
 	size_t bytes;
 	size_t cap;

@@ -39,21 +39,26 @@ static bool key_eq(const void *ctx, uint32_t val, const void *key)
 
 int replay_store_init(struct replay_store *s, size_t cap)
 {
+	int rc;
+
 	memset(s, 0, sizeof(*s));
 	s->cap = cap;
 	/* The byte cap bounds the texts; the index's cap bounds the keys. */
-	return hmap_init(&s->index, HMAP_CAP_MAX, key_eq, s);
+	rc = hmap_init(&s->index, HMAP_CAP_MAX, key_eq, s);
+	return rc ? rc : hmap_reserve(&s->index, 1024);
 }
 
 void replay_store_fini(struct replay_store *s)
 {
 	size_t i;
 
-	for (i = 0; i < s->count; i++) {
-		free(s->e[i]->text);
+	for (i = 0; i < s->used; i++) {
+		if (s->e[i])
+			free(s->e[i]->text);
 		free(s->e[i]);
 	}
 	free(s->e);
+	free(s->holes);
 	hmap_fini(&s->index);
 	memset(s, 0, sizeof(*s));
 }
@@ -70,19 +75,23 @@ const struct replay_store_entry *replay_store_get(const struct replay_store *s, 
 	return s->e[at];
 }
 
-/* A new entry for key at the end of e, indexed; NULL for memory or the
- * index's cap. */
+/* A new entry for key in a hole of e or at its end, indexed; NULL for
+ * memory or the index's cap. */
 static struct replay_store_entry *add(struct replay_store *s, const struct store_key *k, uint32_t h)
 {
 	struct replay_store_entry *e;
+	size_t at;
 
-	if (s->count == s->alloc) {
+	if (!s->nholes && s->used == s->alloc) {
 		size_t n = s->alloc ? s->alloc * 2 : 1024;
 		struct replay_store_entry **ne = realloc(s->e, n * sizeof(*ne));
+		uint32_t *nh = ne ? realloc(s->holes, n * sizeof(*nh)) : NULL;
 
-		if (!ne)
+		if (ne)
+			s->e = ne;
+		if (!nh)
 			return NULL;
-		s->e = ne;
+		s->holes = nh;
 		s->alloc = n;
 	}
 	e = malloc(sizeof(*e) + k->len);
@@ -92,11 +101,17 @@ static struct replay_store_entry *add(struct replay_store *s, const struct store
 	memcpy(e->key, k->p, k->len);
 	e->text = NULL;
 	e->text_len = 0;
-	s->e[s->count] = e;
-	if (hmap_put(&s->index, h, k, (uint32_t)s->count) != 0) {
+	at = s->nholes ? s->holes[s->nholes - 1] : s->used;
+	s->e[at] = e;
+	if (hmap_put(&s->index, h, k, (uint32_t)at) != 0) {
+		s->e[at] = NULL;
 		free(e);
 		return NULL;
 	}
+	if (s->nholes)
+		s->nholes--;
+	else
+		s->used++;
 	s->count++;
 	return e;
 }
@@ -137,7 +152,7 @@ void replay_store_del(struct replay_store *s, enum audit_resource res, struct st
 {
 	char key[1024];
 	struct store_key k = { key, make_key(key, sizeof(key), res, ns, name) };
-	struct replay_store_entry *e, *last;
+	struct replay_store_entry *e;
 	uint32_t at;
 
 	if (!k.len || hmap_del(&s->index, hmap_hash(key, k.len), &k, &at) != 0)
@@ -146,15 +161,10 @@ void replay_store_del(struct replay_store *s, enum audit_resource res, struct st
 	s->bytes -= e->text_len;
 	free(e->text);
 	free(e);
-	last = s->e[--s->count];
-	if (at != s->count) {
-		/* The last entry moves into the hole: its value changes, its key
-		 * stays (found through its own record, which is still in place). */
-		struct store_key lk = { last->key, last->key_len };
-
-		s->e[at] = last;
-		hmap_put(&s->index, hmap_hash(lk.p, lk.len), &lk, at);
-	}
+	/* holes has room for every position of e. */
+	s->e[at] = NULL;
+	s->holes[s->nholes++] = at;
+	s->count--;
 }
 
 enum audit_resource replay_resource_of_kind(struct str kind)

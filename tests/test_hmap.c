@@ -206,6 +206,33 @@ static void test_growth_keeps_every_entry(void **state)
 	check_many(end_hash, 300);
 }
 
+/* A reserved map takes its entries without growing; a reservation past
+ * the cap is the cap. */
+static void test_reserve(void **state)
+{
+	struct hmap m;
+	uint32_t i, v;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(hmap_reserve(&m, 10), -EINVAL);
+	assert_int_equal(hmap_init(&m, 1000, name_eq, &recs), 0);
+	assert_int_equal(hmap_reserve(&m, 1u << 30), 0);
+	assert_int_equal(m.mask + 1, 2048);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(hmap_put(&m, h_of(i), recs.names[i], i), 0);
+	assert_int_equal(m.mask + 1, 2048);
+	assert_int_equal(hmap_put(&m, h_of(1000), recs.names[1000], 1000), -E2BIG);
+	for (i = 0; i < 1000; i++) {
+		assert_int_equal(hmap_find(&m, h_of(i), recs.names[i], &v), 0);
+		assert_int_equal(v, i);
+	}
+	/* Value 0 is a value like any other (slots store it plus one). */
+	assert_int_equal(hmap_find(&m, h_of(0), recs.names[0], &v), 0);
+	assert_int_equal(v, 0);
+	hmap_fini(&m);
+}
+
 static void test_hash_is_fnv1a(void **state)
 {
 	static const struct {
@@ -221,6 +248,7 @@ static void test_hash_is_fnv1a(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		assert_int_equal(hmap_hash_add(HMAP_HASH_INIT, cases[i].s, strlen(cases[i].s)), cases[i].fnv);
+		assert_int_equal(hmap_hash_add_cstr(HMAP_HASH_INIT, cases[i].s), cases[i].fnv);
 		assert_int_equal(hmap_hash(cases[i].s, strlen(cases[i].s)), hmap_hash_finish(cases[i].fnv));
 	}
 	/* Parts hash as their concatenation. */
@@ -252,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_cap_refuses_new_keys_only),
 		cmocka_unit_test(test_collisions_survive_deletion),
 		cmocka_unit_test(test_growth_keeps_every_entry),
+		cmocka_unit_test(test_reserve),
 		cmocka_unit_test(test_hash_is_fnv1a),
 		cmocka_unit_test(test_bad_arguments),
 	};
