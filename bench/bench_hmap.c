@@ -11,7 +11,8 @@
  * does not land on one side; still, only the ratio means anything.
  *
  *   pending      (namespace, name) -> claim: a 4-byte index of positions,
- *                2x the cap, strcmp on every probe (hmap: reserved for the cap)
+ *                2x the cap, strcmp on every probe (hmap: 1024 reserved, then
+ *                grown)
  *   replay_store "<res>/<ns>/<name>" -> text: chained buckets, one malloc'd
  *                entry per key, doubled when count reaches the buckets (from
  *                1024; hmap: 1024 entries reserved)
@@ -146,7 +147,7 @@ static void run_new_pending(const struct keys *k)
 
 	t.key = calloc(k->n, sizeof(*t.key));
 	hmap_init(&t.m, k->n, new_pending_eq, &t);
-	hmap_reserve(&t.m, k->n);
+	hmap_reserve(&t.m, 1024);
 	for (i = 0; i < k->n; i++) {
 		struct pkey pk = { k->ns[i], k->name[i] };
 

@@ -10,6 +10,9 @@
 #include "hmap.h"
 #include "timefmt.h"
 
+/* Claims indexed before the index first grows. */
+#define PENDING_INDEX_RESERVE 1024
+
 struct pending_claim {
 	char namespace[64];
 	char name[254];
@@ -104,9 +107,10 @@ int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out)
 	if (!t)
 		return -ENOMEM;
 	t->claims = calloc(max, sizeof(*t->claims));
-	/* Sized for max claims at once, as the table is: calloc'd slots cost
-	 * pages only as claims come. */
-	if (!t->claims || hmap_init(&t->index, max, claim_eq, t) != 0 || hmap_reserve(&t->index, max) != 0) {
+	/* Room for the usual few without growing; more grow the index as
+	 * they come, up to max (the claims array is max long already). */
+	if (!t->claims || hmap_init(&t->index, max, claim_eq, t) != 0 ||
+	    hmap_reserve(&t->index, PENDING_INDEX_RESERVE) != 0) {
 		pending_table_free(t);
 		return -ENOMEM;
 	}
