@@ -381,7 +381,7 @@ run: dra-guard
 
 # Knobs (DURATION, CONNS, SIZES, SCALE_THREADS, BENCH_COMPARE, ...): tools/bench.sh.
 bench: $(BUILD)/release/dra-guard $(BUILD)/release/bench/bench_engine $(BUILD)/release/bench/bench_replay \
-		$(BUILD)/release/bench/bench_view $(BUILD)/release/bench/bench_ledger | deps-bench
+		$(BUILD)/release/bench/bench_view $(BUILD)/release/bench/bench_ledger $(BUILD)/release/bench/bench_hmap | deps-bench
 	@BUILD=$(BUILD) tools/bench.sh
 
 # BENCH_BASE=REV also runs the release of REV side by side (the base step).

@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "admission.h"
+#include "clock.h"
 #include "decode.h"
 #include "engine.h"
 #include "fileio.h"
@@ -70,14 +71,6 @@ struct bench {
  * shared with other work (the figures then leave out time spent waiting). */
 static clockid_t bench_clock = CLOCK_MONOTONIC;
 
-static double now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(bench_clock, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 static int run_phase(struct bench *b, const struct body *body, enum phase p)
 {
 	struct admission_result res;
@@ -111,7 +104,7 @@ static int run_phase(struct bench *b, const struct body *body, enum phase p)
 /* One round: repeat the phase until min_ms have passed; ns per operation. */
 static double time_round(struct bench *b, const struct body *body, enum phase p, double min_ms)
 {
-	double start = now_ns(), elapsed;
+	double start = (double)clock_ns(bench_clock), elapsed;
 	unsigned long n = 0, batch = 16, i;
 
 	do {
@@ -121,7 +114,7 @@ static double time_round(struct bench *b, const struct body *body, enum phase p,
 				exit(1);
 			}
 		n += batch;
-		elapsed = now_ns() - start;
+		elapsed = (double)clock_ns(bench_clock) - start;
 	} while (elapsed < min_ms * 1e6);
 	return elapsed / (double)n;
 }

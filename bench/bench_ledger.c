@@ -25,6 +25,7 @@
 
 #include "arena.h"
 #include "buf.h"
+#include "clock.h"
 #include "ledger.h"
 #include "policy.h"
 #include "view.h"
@@ -32,10 +33,7 @@
 
 static double cpu_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_ns(CLOCK_THREAD_CPUTIME_ID) / 1e9;
 }
 
 static void slice(struct buf *b, unsigned n)

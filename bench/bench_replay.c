@@ -17,17 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fileio.h"
 #include "policy.h"
 #include "replay.h"
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -81,7 +74,7 @@ int main(int argc, char **argv)
 		o.sample_ns = (int64_t)(sample_s * 1e9);
 		if (replay_new(&o, &r))
 			return 2;
-		t0 = cpu_seconds();
+		t0 = ((double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9);
 		while (p < end) {
 			const char *nl = memchr(p, '\n', (size_t)(end - p));
 			size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -92,7 +85,7 @@ int main(int argc, char **argv)
 		}
 		if (replay_finish(r))
 			return 2;
-		secs[i] = cpu_seconds() - t0;
+		secs[i] = ((double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9) - t0;
 		replay_totals(r, &t);
 		replay_free(r);
 	}

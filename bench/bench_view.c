@@ -25,18 +25,11 @@
 #include <malloc.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "view.h"
 #include "view_stream.h"
 
 #define CHUNK 16384
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void claim(struct buf *b, unsigned i, unsigned rv, bool kind)
 {
@@ -144,13 +137,13 @@ static int one_device(unsigned n)
 	c.b = b;
 	c.list = true;
 	c.publish_every = 1;
-	t0 = now_s();
+	t0 = clock_mono_s();
 	if (feed(s, &text, &c) != 0 || view_builder_relist_commit(b, VIEW_CLAIMS, 1) != 0 ||
 	    view_builder_publish(b, &v) != 0) {
 		fprintf(stderr, "list failed: %s\n", view_stream_error(s));
 		goto out;
 	}
-	dt = now_s() - t0;
+	dt = clock_mono_s() - t0;
 	h = view_hold_get(v, (struct str){ "nic.example.com", 15 }, (struct str){ "worker-00000", 12 },
 			  (struct str){ "nic-0", 5 });
 	if (!h || h->nholders != n) {
@@ -337,12 +330,12 @@ int main(int argc, char **argv)
 	c.b = b;
 	c.list = true;
 	c.publish_every = every;
-	t0 = now_s();
+	t0 = clock_mono_s();
 	if (feed(s, &text, &c) != 0 || view_builder_relist_commit(b, VIEW_CLAIMS, 1) != 0) {
 		fprintf(stderr, "list failed: %s\n", view_stream_error(s));
 		return 1;
 	}
-	dt = now_s() - t0;
+	dt = clock_mono_s() - t0;
 	view_builder_stats(b, &st);
 	printf("list   claims=%u bytes=%zu seconds=%.3f claims_per_s=%.0f MB_per_s=%.1f view_bytes_per_claim=%.0f\n",
 	       nclaims, buf_len(&text), dt, nclaims / dt, (double)buf_len(&text) / dt / 1e6,
@@ -365,12 +358,12 @@ int main(int argc, char **argv)
 	if (view_stream_new(VIEW_STREAM_WATCH, OBJECT_RESOURCE_CLAIM, API_V1, 3u << 20, &s) != 0)
 		return 1;
 	c.list = false;
-	t0 = now_s();
+	t0 = clock_mono_s();
 	if (feed(s, &text, &c) != 0) {
 		fprintf(stderr, "watch failed: %s\n", view_stream_error(s));
 		return 1;
 	}
-	dt = now_s() - t0;
+	dt = clock_mono_s() - t0;
 	view_builder_stats(b, &st);
 	printf("watch  events=%u bytes=%zu seconds=%.3f events_per_s=%.0f publish_every=%u snapshots_out=%u retired=%zu\n",
 	       nevents, buf_len(&text), dt, nevents / dt, every, st.snapshots, st.retired);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "clock.h"
 #include "log.h"
 #include "testmetrics.h"
 #include "testutil.h"
@@ -107,7 +108,7 @@ static void test_allowed_review_is_answered_and_counted(void **state)
 	char *body = slice_review(f, "uid-allow", NULL);
 	json_t *j;
 
-	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, clock_mono_ns()), 200);
 	j = answer(f);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "response"), "uid")), "uid-allow");
 	assert_true(json_is_true(json_object_get(json_object_get(j, "response"), "allowed")));
@@ -118,7 +119,7 @@ static void test_allowed_review_is_answered_and_counted(void **state)
 	assert_true(testmetrics_sample(f->m, "dra_guard_request_duration_seconds_count{endpoint=\"validate\",result=\"allowed\"}") == 1);
 
 	/* The mutating endpoint answers with a patch. */
-	assert_int_equal(admit_review(&f->a, true, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_int_equal(admit_review(&f->a, true, body, strlen(body), &f->out, clock_mono_ns()), 200);
 	j = answer(f);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "response"), "patchType")),
 			    "JSONPatch");
@@ -132,7 +133,7 @@ static void test_denial_counts_its_violations(void **state)
 	char *body = slice_review(f, "uid-deny", "pods");
 	json_t *j;
 
-	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, clock_mono_ns()), 200);
 	j = answer(f);
 	assert_false(json_is_true(json_object_get(json_object_get(j, "response"), "allowed")));
 	json_decref(j);
@@ -142,13 +143,13 @@ static void test_denial_counts_its_violations(void **state)
 	/* By the slice's driver: "other" until the driver has a label of its own. */
 	assert_true(testmetrics_sample(f->m, "dra_guard_slice_denials_total{driver=\"other\"}") == 1);
 	metrics_slice_driver_add(f->m, "dra.example.com", strlen("dra.example.com"));
-	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, clock_mono_ns()), 200);
 	assert_true(testmetrics_sample(f->m, "dra_guard_slice_denials_total{driver=\"dra.example.com\"}") == 1);
 	assert_true(testmetrics_sample(f->m, "dra_guard_slice_denials_total{driver=\"other\"}") == 1);
 	free(body);
 	/* An allowed slice is no denial. */
 	body = slice_review(f, "uid-allow-2", NULL);
-	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_int_equal(admit_review(&f->a, false, body, strlen(body), &f->out, clock_mono_ns()), 200);
 	assert_true(testmetrics_sample(f->m, "dra_guard_slice_denials_total{driver=\"dra.example.com\"}") == 1);
 	free(body);
 }
@@ -162,7 +163,7 @@ static void test_not_a_review_is_400_and_an_error(void **state)
 	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
 		json_t *j;
 
-		assert_int_equal(admit_review(&f->a, i % 2, bodies[i], strlen(bodies[i]), &f->out, admit_now_ns()),
+		assert_int_equal(admit_review(&f->a, i % 2, bodies[i], strlen(bodies[i]), &f->out, clock_mono_ns()),
 				 400);
 		j = answer(f);
 		assert_int_equal(json_integer_value(json_object_get(j, "code")), 400);
@@ -194,7 +195,7 @@ static void *race(void *arg)
 
 		snprintf(uid, sizeof(uid), "r%d-%d", r->id, i);
 		body = slice_review(r->f, uid, i % 2 ? "pods" : NULL);
-		if (admit_review(&r->f->a, false, body, strlen(body), &out, admit_now_ns()) != 200)
+		if (admit_review(&r->f->a, false, body, strlen(body), &out, clock_mono_ns()) != 200)
 			r->wrong++;
 		j = json_loads(buf_cstr(&out), 0, NULL);
 		if (!j || strcmp(json_string_value(json_object_get(json_object_get(j, "response"), "uid")), uid) != 0 ||
@@ -239,17 +240,17 @@ static void test_no_policy_is_answered_inside_a_review(void **state)
 	assert_int_equal(policy_source_new(POLICY_SOURCE_DIR, "/nonexistent/dra-guard", f->m, &empty), 0);
 	assert_true(policy_source_reload(empty, "start") < 0);
 	assert_int_equal(admit_init(&a, &f->cfg, f->m, empty, NULL), 0);
-	assert_int_equal(admit_review(&a, false, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_int_equal(admit_review(&a, false, body, strlen(body), &f->out, clock_mono_ns()), 200);
 	out = buf_cstr(&f->out);
 	assert_non_null(strstr(out, "\"uid\":\"uid-none\",\"allowed\":false"));
 	assert_non_null(strstr(out, "\"code\":503"));
 	assert_non_null(strstr(out, "no valid policy loaded"));
-	assert_int_equal(admit_review(&a, true, body, strlen(body), &f->out, admit_now_ns()), 200);
+	assert_int_equal(admit_review(&a, true, body, strlen(body), &f->out, clock_mono_ns()), 200);
 	out = buf_cstr(&f->out);
 	assert_non_null(strstr(out, "\"uid\":\"uid-none\",\"allowed\":true}"));
 	assert_null(strstr(out, "patch"));
 	assert_true(testmetrics_sample(f->m, "dra_guard_http_errors_total{code=\"503\"}") == 0);
-	assert_int_equal(admit_review(&a, false, not_review, strlen(not_review), &f->out, admit_now_ns()), 503);
+	assert_int_equal(admit_review(&a, false, not_review, strlen(not_review), &f->out, clock_mono_ns()), 503);
 	assert_int_equal(buf_len(&f->out), 0);
 	assert_true(testmetrics_sample(f->m, "dra_guard_http_errors_total{code=\"503\"}") == 1);
 	admit_fini(&a);

@@ -565,6 +565,50 @@ static void test_rate_limit_per_object(void **state)
 	event_cache_free(c);
 }
 
+/* max_objects buckets: a new object is limited while every bucket is
+ * spending, and takes the place of one that is full again (which loses
+ * nothing: a full bucket is what a new one is). */
+static void test_rate_limit_buckets_are_bounded(void **state)
+{
+	struct event_cache_limits l;
+	struct event_cache *c = NULL;
+	struct events_report r;
+	struct event_send send;
+
+	(void)state;
+	event_cache_limits_default(&l);
+	l.max_objects = 2;
+	l.burst = 2;
+	assert_int_equal(event_cache_new(&l, &c), 0);
+	sample_report(&r, "p0");
+	assert_int_equal(event_cache_observe(c, &r, T0, &send), EVENT_STEP_CREATE);
+	event_cache_sent(c, send.slot, 1, EVENT_SENT_OK, T0);
+	sample_report(&r, "p1");
+	assert_int_equal(event_cache_observe(c, &r, T0, &send), EVENT_STEP_CREATE);
+	event_cache_sent(c, send.slot, 1, EVENT_SENT_OK, T0);
+	sample_report(&r, "p2");
+	assert_int_equal(event_cache_observe(c, &r, T0, &send), EVENT_STEP_LIMITED);
+	/* p0's and p1's buckets are full again after one refill: p2 takes one. */
+	assert_int_equal(event_cache_observe(c, &r, T0 + 300 * S, &send), EVENT_STEP_CREATE);
+	event_cache_sent(c, send.slot, 1, EVENT_SENT_OK, T0 + 300 * S);
+	/* p2 kept its bucket: one token left of two, then limited. */
+	snprintf(r.action, sizeof(r.action), "B1");
+	assert_int_equal(event_cache_observe(c, &r, T0 + 300 * S, &send), EVENT_STEP_CREATE);
+	event_cache_sent(c, send.slot, 1, EVENT_SENT_OK, T0 + 300 * S);
+	snprintf(r.action, sizeof(r.action), "B2");
+	assert_int_equal(event_cache_observe(c, &r, T0 + 300 * S, &send), EVENT_STEP_LIMITED);
+	/* p2 took p0's bucket; p0 now takes p1's, full again, not p2's. */
+	sample_report(&r, "p0");
+	snprintf(r.action, sizeof(r.action), "B3");
+	assert_int_equal(event_cache_observe(c, &r, T0 + 300 * S, &send), EVENT_STEP_CREATE);
+	event_cache_sent(c, send.slot, 1, EVENT_SENT_OK, T0 + 300 * S);
+	/* And p2 is still limited: its bucket was not the one given away. */
+	sample_report(&r, "p2");
+	snprintf(r.action, sizeof(r.action), "B4");
+	assert_int_equal(event_cache_observe(c, &r, T0 + 300 * S, &send), EVENT_STEP_LIMITED);
+	event_cache_free(c);
+}
+
 static void test_bounded_series_and_failures(void **state)
 {
 	struct event_cache_limits l;
@@ -848,6 +892,7 @@ int main(void)
 		cmocka_unit_test(test_a_thousand_refusals_are_one_series_of_a_thousand),
 		cmocka_unit_test(test_patches_are_spaced_by_the_interval),
 		cmocka_unit_test(test_rate_limit_per_object),
+		cmocka_unit_test(test_rate_limit_buckets_are_bounded),
 		cmocka_unit_test(test_bounded_series_and_failures),
 		cmocka_unit_test(test_pending_from_first_refusal_to_allocation),
 		cmocka_unit_test(test_pending_is_bounded_and_forgets_gone_claims),

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "prom.h"
 
 /* The value of the sample line that starts with prefix (name and labels,
  * up to the space), or -1 when there is none. */
@@ -274,7 +275,7 @@ static void test_label_values_are_escaped(void **state)
 		struct buf b;
 
 		buf_init(&b, 256);
-		assert_int_equal(metrics_escape_label(&b, cases[i].in, strlen(cases[i].in)), 0);
+		assert_int_equal(prom_escape_label(&b, cases[i].in, strlen(cases[i].in)), 0);
 		assert_string_equal(buf_cstr(&b) ? buf_cstr(&b) : "", cases[i].out);
 		buf_free(&b);
 	}

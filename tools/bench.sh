@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh - `make bench` and `make bench-compare`: how fast dra-guard decides.
 #
-#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare replay view ledger gate report
-#                                (default: engine e2e profile [perf] [compare] replay view ledger gate report)
+#   tools/bench.sh [STEP...]     steps: engine e2e profile perf compare replay view ledger hmap gate report
+#                                (default: engine e2e profile [perf] [compare] replay view ledger hmap gate report)
 #
 #   engine   bench_engine on deterministic bodies (bench/gen_bodies.py --seed 1):
 #            ns per scan / decode / decide / encode / whole request, per body;
@@ -34,6 +34,8 @@
 #            brought up to date after 1, 100 and 10,000 claim changes against a whole build of the
 #            same snapshot (CPU time, alternating in one run: the ratio), one node's /debug/ledger,
 #            and the gauges' lag -> ledger.txt
+#   hmap     bench_hmap -n HMAP_KEYS: the hash index (policy/hmap) beside a copy of each table
+#            it replaced, alternating, the ratio hmap/old per table -> hmap.txt
 #   gate     tools/bench_gate.py against a real API server (KUBE_APISERVER): GATE_PODS Pods
 #            gated by a freeze, the freeze lifted, the time until two replicas released them,
 #            beside the API server's own time for the same PATCHes, GATE_ROUNDS rounds -> gate.json
@@ -60,7 +62,7 @@
 #   COMPARE_PEERS ["peer-go peer-go-fast"]  COMPARE_DURATION [10s]  COMPARE_CONNS ["16 64"]
 #   COMPARE_ROUNDS [2]  COMPARE_SIZES [$SIZES]  COMPARE_PORTS ["18543 18544"]
 #   REPLAY_COPIES [200]  REPLAY_OTHER [20]  REPLAY_ROUNDS [5]
-#   VIEW_ONE_DEVICE [100000]
+#   VIEW_ONE_DEVICE [100000]  HMAP_KEYS [50000]
 #   GATE_PODS [1000]  GATE_ROUNDS [3]
 #   PEER_DIR [/tmp/dra-bench]  DRA_GUARD_SHARED [../shared]
 set -euo pipefail
@@ -110,17 +112,17 @@ if [ ${#steps[@]} -eq 0 ]; then
 	steps=(engine e2e profile)
 	[ "${PERF:-1}" = 1 ] && steps+=(perf)
 	[ "$BENCH_COMPARE" = 1 ] && steps+=(compare)
-	steps+=(replay view ledger gate report)
+	steps+=(replay view ledger hmap gate report)
 fi
 for s in "${steps[@]}"; do
-	case "$s" in engine | e2e | profile | perf | compare | base | replay | view | ledger | gate | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare base replay view ledger gate report)" ;; esac
+	case "$s" in engine | e2e | profile | perf | compare | base | replay | view | ledger | hmap | gate | report) ;; *) die "unknown step '$s' (engine e2e profile perf compare base replay view ledger hmap gate report)" ;; esac
 done
 
 tools/deps.sh build bench
 if [ "${BENCH_BUILD:-1}" = 1 ]; then
 	make -s BUILD="$BUILD" "$BUILD/release/dra-guard" "$BUILD/release/bench/bench_engine" \
 		"$BUILD/release/bench/bench_replay" "$BUILD/release/bench/bench_view" \
-		"$BUILD/release/bench/bench_ledger" >/dev/null
+		"$BUILD/release/bench/bench_ledger" "$BUILD/release/bench/bench_hmap" >/dev/null
 fi
 [ -x "$bin" ] && [ -x "$engine" ] || die "no $bin or $engine (run make BUILD=$BUILD first)"
 mkdir -p "$out"
@@ -275,6 +277,11 @@ for k in ("cli_replay_mixed_log","cli_replay_mixed_log_gz","cli_same_cluster_20"
 			"(kept up to date vs a whole build, CPU time, one run)"
 		"$root/$BUILD/release/bench/bench_ledger" "${LEDGER_NODES:-5000}" "${LEDGER_CLAIMS:-100000}" \
 			"${LEDGER_ROUNDS:-3}" | tee "$out/ledger.txt" || status=1
+		echo
+		;;
+	hmap)
+		echo "== hmap: bench_hmap -n ${HMAP_KEYS:-50000} (the hash index beside each table it replaced; ratio < 1: faster)"
+		"$root/$BUILD/release/bench/bench_hmap" -n "${HMAP_KEYS:-50000}" | tee "$out/hmap.txt" || status=1
 		echo
 		;;
 	gate)

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
+
 struct series {
-	uint64_t hash;
+	uint32_t hash;                /* hmap_hash() of key */
 	char key[EVENTS_KEY_MAX];
 	struct events_report report;
 	char name[254];
@@ -29,7 +31,10 @@ struct event_cache {
 	struct event_cache_limits l;
 	struct series **series;       /* max_series slots, NULL when free */
 	uint32_t nseries;
-	struct bucket *buckets;       /* max_objects */
+	struct hmap series_index;     /* key -> slot of series */
+	struct bucket *buckets;       /* max_objects; [0..nbuckets) used, never freed */
+	uint32_t nbuckets;
+	struct hmap bucket_index;     /* hash of events_object_key() -> bucket */
 };
 
 void event_cache_limits_default(struct event_cache_limits *l)
@@ -42,7 +47,7 @@ void event_cache_limits_default(struct event_cache_limits *l)
 	l->finish_ns = (int64_t)360 * 1000000000;
 }
 
-/* FNV-1a. */
+/* FNV-1a, 64 bits: a rate-limit bucket is known by this hash alone. */
 static uint64_t hash_of(const char *s)
 {
 	uint64_t h = 1469598103934665603u;
@@ -50,6 +55,20 @@ static uint64_t hash_of(const char *s)
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211u;
 	return h;
+}
+
+static bool series_eq(const void *ctx, uint32_t val, const void *key)
+{
+	const struct event_cache *c = ctx;
+
+	return strcmp(c->series[val]->key, key) == 0;
+}
+
+static bool bucket_eq(const void *ctx, uint32_t val, const void *key)
+{
+	const struct event_cache *c = ctx;
+
+	return c->buckets[val].hash == *(const uint64_t *)key;
 }
 
 int event_cache_new(const struct event_cache_limits *l, struct event_cache **out)
@@ -66,7 +85,8 @@ int event_cache_new(const struct event_cache_limits *l, struct event_cache **out
 	c->l = *l;
 	c->series = calloc(l->max_series, sizeof(*c->series));
 	c->buckets = calloc(l->max_objects, sizeof(*c->buckets));
-	if (!c->series || !c->buckets) {
+	if (!c->series || !c->buckets || hmap_init(&c->series_index, l->max_series, series_eq, c) != 0 ||
+	    hmap_init(&c->bucket_index, l->max_objects, bucket_eq, c) != 0) {
 		event_cache_free(c);
 		return -ENOMEM;
 	}
@@ -84,6 +104,8 @@ void event_cache_free(struct event_cache *c)
 		free(c->series[i]);
 	free(c->series);
 	free(c->buckets);
+	hmap_fini(&c->series_index);
+	hmap_fini(&c->bucket_index);
 	free(c);
 }
 
@@ -94,6 +116,7 @@ uint32_t event_cache_series(const struct event_cache *c)
 
 static void forget(struct event_cache *c, uint32_t slot)
 {
+	hmap_del(&c->series_index, c->series[slot]->hash, c->series[slot]->key, NULL);
 	free(c->series[slot]);
 	c->series[slot] = NULL;
 	c->nseries--;
@@ -117,22 +140,26 @@ static struct bucket *bucket_of(struct event_cache *c, uint64_t h, int64_t now_n
 	struct bucket *free_b = NULL;
 	uint32_t i;
 
-	for (i = 0; i < c->l.max_objects; i++) {
-		struct bucket *b = &c->buckets[i];
-
-		if (b->used && b->hash == h)
-			return b;
-		if (!free_b && !b->used)
-			free_b = b;
-	}
+	if (hmap_find(&c->bucket_index, (uint32_t)h, &h, &i) == 0)
+		return &c->buckets[i];
+	if (c->nbuckets < c->l.max_objects)
+		free_b = &c->buckets[c->nbuckets];
 	/* A full bucket is what a new one would be: forgetting it loses nothing. */
 	for (i = 0; !free_b && i < c->l.max_objects; i++) {
 		refill(c, &c->buckets[i], now_ns);
-		if (c->buckets[i].credit_ns >= max)
+		if (c->buckets[i].credit_ns >= max) {
 			free_b = &c->buckets[i];
+			hmap_del(&c->bucket_index, (uint32_t)free_b->hash, &free_b->hash, NULL);
+		}
 	}
 	if (!free_b)
 		return NULL;
+	/* Only memory can fail it (fewer than max_objects are indexed here);
+	 * then the object is limited, as when no bucket is free. */
+	if (hmap_put(&c->bucket_index, (uint32_t)h, &h, (uint32_t)(free_b - c->buckets)) != 0)
+		return NULL;
+	if (!free_b->used)
+		c->nbuckets++;
 	free_b->used = true;
 	free_b->hash = h;
 	free_b->credit_ns = max;
@@ -160,28 +187,24 @@ enum event_step event_cache_observe(struct event_cache *c, const struct events_r
 	char key[EVENTS_KEY_MAX];
 	struct series *s;
 	struct bucket *b;
-	uint64_t h;
-	uint32_t i, slot = UINT32_MAX;
+	uint32_t h, slot;
 
 	events_key(r, key);
-	h = hash_of(key);
-	for (i = 0; i < c->l.max_series; i++) {
-		s = c->series[i];
-		if (!s) {
-			if (slot == UINT32_MAX)
-				slot = i;
-			continue;
-		}
-		if (s->hash == h && strcmp(s->key, key) == 0) {
-			s->count++;
-			if (now_ns > s->last_ns)
-				s->last_ns = now_ns;
-			s->finishing = false;
-			return EVENT_STEP_NONE;
-		}
+	h = hmap_hash(key, strlen(key));
+	if (hmap_find(&c->series_index, h, key, &slot) == 0) {
+		s = c->series[slot];
+		s->count++;
+		if (now_ns > s->last_ns)
+			s->last_ns = now_ns;
+		s->finishing = false;
+		return EVENT_STEP_NONE;
 	}
-	if (slot == UINT32_MAX)
+	if (c->nseries >= c->l.max_series)
 		return EVENT_STEP_FULL;
+	/* The lowest free slot, as before the index: event_cache_next() sends
+	 * in slot order. */
+	for (slot = 0; c->series[slot]; slot++)
+		;
 	events_object_key(r, key);
 	b = bucket_of(c, hash_of(key), now_ns);
 	if (!b)
@@ -192,14 +215,20 @@ enum event_step event_cache_observe(struct event_cache *c, const struct events_r
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return EVENT_STEP_FULL;
-	b->credit_ns -= c->l.refill_ns;
 	events_key(r, s->key);
+	c->series[slot] = s;
+	/* Only memory can fail it: fewer than max_series series are held. */
+	if (hmap_put(&c->series_index, h, s->key, slot) != 0) {
+		c->series[slot] = NULL;
+		free(s);
+		return EVENT_STEP_FULL;
+	}
+	b->credit_ns -= c->l.refill_ns;
 	s->hash = h;
 	s->report = *r;
 	s->first_ns = s->last_ns = now_ns;
 	s->count = 1;
 	events_name(r, now_ns, s->name);
-	c->series[slot] = s;
 	c->nseries++;
 	fill_send(c, slot, send);
 	return EVENT_STEP_CREATE;

@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "timefmt.h"
+
+/* Claims indexed before the index first grows. */
+#define PENDING_INDEX_RESERVE 1024
 
 struct pending_claim {
 	char namespace[64];
@@ -18,18 +22,13 @@ struct pending_claim {
 	int64_t since_ns;             /* the first refusal */
 	int64_t last_ns;              /* the last refusal */
 	uint64_t refusals;
-	uint32_t slot;                /* its slot in the index */
 };
 
 struct pending_table {
 	uint32_t max, n;
 	int64_t idle_ns;
 	struct pending_claim *claims; /* [0..n), in order of since_ns */
-	/* (namespace, name) -> position + 1 in claims, 0 empty; open
-	 * addressing, at most half full, rebuilt when a sweep removes (in
-	 * O(claims): each knows its slot, so the index is never cleared whole) */
-	uint32_t *index;
-	uint32_t mask;
+	struct hmap index;            /* (namespace, name) -> position in claims */
 };
 
 static const double bucket_s[PENDING_BUCKETS] = { 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600 };
@@ -60,71 +59,62 @@ void pending_hist_observe(struct pending_hist *h, enum rule_id rule, double seco
 	h->sum[k] += seconds;
 }
 
+struct claim_key {
+	const char *ns, *name;
+};
+
 static uint32_t key_hash(const char *ns, const char *name)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = hmap_hash_add_cstr(HMAP_HASH_INIT, ns);
 
-	for (; *ns; ns++)
-		h = (h ^ (unsigned char)*ns) * 16777619u;
-	h = (h ^ '/') * 16777619u;
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 16777619u;
-	return h;
+	h = hmap_hash_add(h, "/", 1);
+	return hmap_hash_finish(hmap_hash_add_cstr(h, name));
 }
 
-/* The slot holding (ns, name), or the empty slot where it would go. */
-static uint32_t *slot_of(const struct pending_table *t, const char *ns, const char *name)
+static bool claim_eq(const void *ctx, uint32_t val, const void *key)
 {
-	uint32_t i = key_hash(ns, name) & t->mask;
+	const struct pending_table *t = ctx;
+	const struct claim_key *k = key;
 
-	for (;; i = (i + 1) & t->mask) {
-		const struct pending_claim *p;
-
-		if (!t->index[i])
-			return &t->index[i];
-		p = &t->claims[t->index[i] - 1];
-		if (strcmp(p->namespace, ns) == 0 && strcmp(p->name, name) == 0)
-			return &t->index[i];
-	}
+	return strcmp(t->claims[val].namespace, k->ns) == 0 && strcmp(t->claims[val].name, k->name) == 0;
 }
 
-/* After a sweep removed claims: every slot the claims held before it is
- * already empty (removed) or emptied here (kept, now moved), so the kept
- * ones go in again as into a new index. */
-static void reindex(struct pending_table *t)
+/* The claim at position i leaves the index (to_pos UINT32_MAX) or moves
+ * down to to_pos. A sweep calls this in increasing i, and every entry of
+ * the index then names a position that holds its own claim: the ones not
+ * reached yet are where they were, the ones moved are where they went (a
+ * position below i held a claim that left or moved further down). So the
+ * index is kept in O(claims removed or moved), never cleared whole. */
+static void reindex_one(struct pending_table *t, uint32_t i, uint32_t to_pos)
 {
-	uint32_t i, *slot;
+	struct claim_key k = { t->claims[i].namespace, t->claims[i].name };
+	uint32_t h = key_hash(k.ns, k.name);
 
-	for (i = 0; i < t->n; i++)
-		t->index[t->claims[i].slot] = 0;
-	for (i = 0; i < t->n; i++) {
-		slot = slot_of(t, t->claims[i].namespace, t->claims[i].name);
-		*slot = i + 1;
-		t->claims[i].slot = (uint32_t)(slot - t->index);
-	}
+	if (to_pos == UINT32_MAX)
+		hmap_del(&t->index, h, &k, NULL);
+	else
+		hmap_put(&t->index, h, &k, to_pos);  /* a replacement: cannot fail */
 }
 
 int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out)
 {
 	struct pending_table *t;
-	size_t slots = 2;
 
 	*out = NULL;
 	if (!max || max > (1u << 28) || idle_ns <= 0)
 		return -EINVAL;
-	while (slots < (size_t)max * 2)
-		slots *= 2;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->claims = calloc(max, sizeof(*t->claims));
-	t->index = calloc(slots, sizeof(*t->index));
-	if (!t->claims || !t->index) {
+	/* Room for the usual few without growing; more grow the index as
+	 * they come, up to max (the claims array is max long already). */
+	if (!t->claims || hmap_init(&t->index, max, claim_eq, t) != 0 ||
+	    hmap_reserve(&t->index, PENDING_INDEX_RESERVE) != 0) {
 		pending_table_free(t);
 		return -ENOMEM;
 	}
 	t->max = max;
-	t->mask = (uint32_t)(slots - 1);
 	t->idle_ns = idle_ns;
 	*out = t;
 	return 0;
@@ -134,7 +124,7 @@ void pending_table_free(struct pending_table *t)
 {
 	if (!t)
 		return;
-	free(t->index);
+	hmap_fini(&t->index);
 	free(t->claims);
 	free(t);
 }
@@ -146,14 +136,16 @@ uint32_t pending_table_count(const struct pending_table *t)
 
 int pending_table_refused(struct pending_table *t, const struct events_report *r)
 {
+	struct claim_key k = { r->claim.namespace, r->claim.name };
+	uint32_t h, at;
 	struct pending_claim *p;
-	uint32_t *slot;
+	int rc;
 
 	if (!r->pending)
 		return 0;
-	slot = slot_of(t, r->claim.namespace, r->claim.name);
-	if (*slot) {
-		p = &t->claims[*slot - 1];
+	h = key_hash(k.ns, k.name);
+	if (hmap_find(&t->index, h, &k, &at) == 0) {
+		p = &t->claims[at];
 		p->rule = r->rule;
 		if (r->observed_ns > p->last_ns)
 			p->last_ns = r->observed_ns;
@@ -166,8 +158,8 @@ int pending_table_refused(struct pending_table *t, const struct events_report *r
 	}
 	if (t->n == t->max)
 		return -E2BIG;
-	*slot = t->n + 1;
-	p = &t->claims[t->n++];
+	/* The record first: the map's compare reads it. */
+	p = &t->claims[t->n];
 	memset(p, 0, sizeof(*p));
 	memcpy(p->namespace, r->claim.namespace, sizeof(p->namespace));
 	memcpy(p->name, r->claim.name, sizeof(p->name));
@@ -176,7 +168,9 @@ int pending_table_refused(struct pending_table *t, const struct events_report *r
 	p->rule = r->rule;
 	p->since_ns = p->last_ns = r->observed_ns;
 	p->refusals = 1;
-	p->slot = (uint32_t)(slot - t->index);
+	if ((rc = hmap_put(&t->index, h, &k, t->n)) != 0)
+		return rc;
+	t->n++;
 	return 0;
 }
 
@@ -195,21 +189,20 @@ uint32_t pending_table_sweep(struct pending_table *t, const struct view *v, int6
 
 			if (done)
 				done(ctx, p->rule, at > p->since_ns ? (double)(at - p->since_ns) / 1e9 : 0.0);
-			t->index[p->slot] = 0;
+			reindex_one(t, i, UINT32_MAX);
 			continue;
 		}
 		if (other || (!c && now_ns - p->last_ns >= t->idle_ns)) {
-			t->index[p->slot] = 0;
+			reindex_one(t, i, UINT32_MAX);
 			continue;
 		}
-		if (kept != i)
+		if (kept != i) {
+			reindex_one(t, i, kept);
 			t->claims[kept] = *p;
+		}
 		kept++;
 	}
-	if (kept != t->n) {
-		t->n = kept;
-		reindex(t);
-	}
+	t->n = kept;
 	return kept;
 }
 

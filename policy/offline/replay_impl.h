@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "audit.h"
 #include "buf.h"
+#include "hmap.h"
 #include "model.h"
 #include "ledger.h"
 #include "pending.h"
@@ -22,18 +23,20 @@
 /* --- the stored object texts (replay_store.c) ------------------------------ */
 
 struct replay_store_entry {
-	struct replay_store_entry *next;
-	uint32_t hash;
 	uint32_t key_len;
 	size_t text_len;
 	char *text;
 	char key[];
 };
 
+/* A store's address is its index's context: it is not moved once made. */
 struct replay_store {
-	struct replay_store_entry **buckets;
-	size_t nbuckets;            /* a power of two */
+	struct replay_store_entry **e;  /* [0..used), NULL where one was deleted */
+	size_t used, alloc;
+	uint32_t *holes;              /* positions of e that are NULL, reused first */
+	size_t nholes;
 	size_t count;
+	struct hmap index;            /* key -> position in e */
 	size_t bytes;
 	size_t cap;
 };

@@ -7,16 +7,6 @@
 #include "jscan.h"
 #include "replay_impl.h"
 
-static uint32_t hash_key(const char *k, size_t n)
-{
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ (uint8_t)k[i]) * 16777619u;
-	return h;
-}
-
 /* "<res>/<ns>/<name>" into buf (n bytes); the length, or 0 when too long. */
 static size_t make_key(char *buf, size_t n, enum audit_resource res, struct str ns, struct str name)
 {
@@ -34,111 +24,121 @@ static size_t make_key(char *buf, size_t n, enum audit_resource res, struct str 
 	return len;
 }
 
+struct store_key {
+	const char *p;
+	size_t len;
+};
+
+static bool key_eq(const void *ctx, uint32_t val, const void *key)
+{
+	const struct replay_store *s = ctx;
+	const struct store_key *k = key;
+
+	return s->e[val]->key_len == k->len && memcmp(s->e[val]->key, k->p, k->len) == 0;
+}
+
 int replay_store_init(struct replay_store *s, size_t cap)
 {
+	int rc;
+
 	memset(s, 0, sizeof(*s));
-	s->nbuckets = 1024;
 	s->cap = cap;
-	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
-	return s->buckets ? 0 : -ENOMEM;
+	/* The byte cap bounds the texts; the index's cap bounds the keys. */
+	rc = hmap_init(&s->index, HMAP_CAP_MAX, key_eq, s);
+	return rc ? rc : hmap_reserve(&s->index, 1024);
 }
 
 void replay_store_fini(struct replay_store *s)
 {
 	size_t i;
 
-	for (i = 0; s->buckets && i < s->nbuckets; i++) {
-		struct replay_store_entry *e = s->buckets[i], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			free(e->text);
-			free(e);
-		}
+	for (i = 0; i < s->used; i++) {
+		if (s->e[i])
+			free(s->e[i]->text);
+		free(s->e[i]);
 	}
-	free(s->buckets);
+	free(s->e);
+	free(s->holes);
+	hmap_fini(&s->index);
 	memset(s, 0, sizeof(*s));
-}
-
-static struct replay_store_entry **find(const struct replay_store *s, const char *key, size_t len, uint32_t h)
-{
-	struct replay_store_entry **p = &s->buckets[h & (s->nbuckets - 1)];
-
-	for (; *p; p = &(*p)->next)
-		if ((*p)->hash == h && (*p)->key_len == len && memcmp((*p)->key, key, len) == 0)
-			return p;
-	return p;
 }
 
 const struct replay_store_entry *replay_store_get(const struct replay_store *s, enum audit_resource res,
 						  struct str ns, struct str name)
 {
 	char key[1024];
-	size_t len = make_key(key, sizeof(key), res, ns, name);
+	struct store_key k = { key, make_key(key, sizeof(key), res, ns, name) };
+	uint32_t at;
 
-	if (!len)
+	if (!k.len || hmap_find(&s->index, hmap_hash(key, k.len), &k, &at) != 0)
 		return NULL;
-	return *find(s, key, len, hash_key(key, len));
+	return s->e[at];
 }
 
-static int grow(struct replay_store *s)
+/* A new entry for key in a hole of e or at its end, indexed; NULL for
+ * memory or the index's cap. */
+static struct replay_store_entry *add(struct replay_store *s, const struct store_key *k, uint32_t h)
 {
-	size_t n = s->nbuckets * 2, i;
-	struct replay_store_entry **b = calloc(n, sizeof(*b));
+	struct replay_store_entry *e;
+	size_t at;
 
-	if (!b)
-		return -ENOMEM;
-	for (i = 0; i < s->nbuckets; i++) {
-		struct replay_store_entry *e = s->buckets[i], *next;
+	if (!s->nholes && s->used == s->alloc) {
+		size_t n = s->alloc ? s->alloc * 2 : 1024;
+		struct replay_store_entry **ne = realloc(s->e, n * sizeof(*ne));
+		uint32_t *nh = ne ? realloc(s->holes, n * sizeof(*nh)) : NULL;
 
-		for (; e; e = next) {
-			next = e->next;
-			e->next = b[e->hash & (n - 1)];
-			b[e->hash & (n - 1)] = e;
-		}
+		if (ne)
+			s->e = ne;
+		if (!nh)
+			return NULL;
+		s->holes = nh;
+		s->alloc = n;
 	}
-	free(s->buckets);
-	s->buckets = b;
-	s->nbuckets = n;
-	return 0;
+	e = malloc(sizeof(*e) + k->len);
+	if (!e)
+		return NULL;
+	e->key_len = (uint32_t)k->len;
+	memcpy(e->key, k->p, k->len);
+	e->text = NULL;
+	e->text_len = 0;
+	at = s->nholes ? s->holes[s->nholes - 1] : s->used;
+	s->e[at] = e;
+	if (hmap_put(&s->index, h, k, (uint32_t)at) != 0) {
+		s->e[at] = NULL;
+		free(e);
+		return NULL;
+	}
+	if (s->nholes)
+		s->nholes--;
+	else
+		s->used++;
+	s->count++;
+	return e;
 }
 
 int replay_store_put(struct replay_store *s, enum audit_resource res, struct str ns, struct str name,
 		     struct str text)
 {
 	char key[1024];
-	size_t len = make_key(key, sizeof(key), res, ns, name);
-	uint32_t h;
-	struct replay_store_entry **p, *e;
+	struct store_key k = { key, make_key(key, sizeof(key), res, ns, name) };
+	struct replay_store_entry *e = NULL;
+	uint32_t h, at;
 	char *copy;
 
-	if (!len)
+	if (!k.len)
 		return -E2BIG;
-	h = hash_key(key, len);
-	p = find(s, key, len, h);
-	e = *p;
+	h = hmap_hash(key, k.len);
+	if (hmap_find(&s->index, h, &k, &at) == 0)
+		e = s->e[at];
 	if (s->bytes - (e ? e->text_len : 0) + text.len > s->cap)
 		return -E2BIG;
 	copy = malloc(text.len ? text.len : 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, text.ptr, text.len);
-	if (!e) {
-		if (s->count >= s->nbuckets && grow(s) == 0)
-			p = find(s, key, len, h);
-		e = malloc(sizeof(*e) + len);
-		if (!e) {
-			free(copy);
-			return -ENOMEM;
-		}
-		e->hash = h;
-		e->key_len = (uint32_t)len;
-		memcpy(e->key, key, len);
-		e->text = NULL;
-		e->text_len = 0;
-		e->next = NULL;
-		*p = e;
-		s->count++;
+	if (!e && !(e = add(s, &k, h))) {
+		free(copy);
+		return -ENOMEM;
 	}
 	s->bytes -= e->text_len;
 	free(e->text);
@@ -151,20 +151,20 @@ int replay_store_put(struct replay_store *s, enum audit_resource res, struct str
 void replay_store_del(struct replay_store *s, enum audit_resource res, struct str ns, struct str name)
 {
 	char key[1024];
-	size_t len = make_key(key, sizeof(key), res, ns, name);
-	struct replay_store_entry **p, *e;
+	struct store_key k = { key, make_key(key, sizeof(key), res, ns, name) };
+	struct replay_store_entry *e;
+	uint32_t at;
 
-	if (!len)
+	if (!k.len || hmap_del(&s->index, hmap_hash(key, k.len), &k, &at) != 0)
 		return;
-	p = find(s, key, len, hash_key(key, len));
-	e = *p;
-	if (!e)
-		return;
-	*p = e->next;
+	e = s->e[at];
 	s->bytes -= e->text_len;
-	s->count--;
 	free(e->text);
 	free(e);
+	/* holes has room for every position of e. */
+	s->e[at] = NULL;
+	s->holes[s->nholes++] = at;
+	s->count--;
 }
 
 enum audit_resource replay_resource_of_kind(struct str kind)

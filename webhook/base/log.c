@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 /* Room kept at the end of every line for the dropped-field count and "}\n". */
 #define LOG_TAIL_RESERVE 64
 
@@ -81,7 +83,6 @@ void log_format_time(int64_t ns, char buf[static LOG_TIME_MAX])
 bool log_begin(struct log_line *l, enum log_level level, const char *msg)
 {
 	char ts[LOG_TIME_MAX];
-	struct timespec now;
 	int rc;
 
 	l->on = false;
@@ -89,8 +90,7 @@ bool log_begin(struct log_line *l, enum log_level level, const char *msg)
 	buf_init(&l->b, LOG_LINE_MAX);
 	if (!log_enabled(level))
 		return false;
-	clock_gettime(CLOCK_REALTIME, &now);
-	log_format_time((int64_t)now.tv_sec * 1000000000 + now.tv_nsec, ts);
+	log_format_time(clock_wall_ns(), ts);
 	rc = buf_printf(&l->b, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":", ts, log_level_name(level));
 	if (rc == 0)
 		rc = buf_add_json_str(&l->b, msg ? msg : "", msg ? strlen(msg) : 0);

@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "prom.h"
 
 /* Longest string kept for a string-labelled gauge (the freeze reason is
  * capped at POLICY_FREEZE_REASON_MAX already; this is a second fence). */
@@ -333,88 +336,58 @@ void metrics_ready(struct metrics *m, bool ready)
 	atomic_store(&m->ready, ready ? 1 : 0);
 }
 
-int metrics_escape_label(struct buf *out, const char *v, size_t n)
-{
-	size_t i, run = 0;
-	int rc = 0;
-
-	for (i = 0; i < n && rc == 0; i++) {
-		const char *esc = NULL;
-
-		switch (v[i]) {
-		case '\\':
-			esc = "\\\\";
-			break;
-		case '"':
-			esc = "\\\"";
-			break;
-		case '\n':
-			esc = "\\n";
-			break;
-		default:
-			run++;
-			continue;
-		}
-		rc = buf_add(out, v + i - run, run);
-		run = 0;
-		if (rc == 0)
-			rc = buf_add_cstr(out, esc);
-	}
-	if (rc == 0)
-		rc = buf_add(out, v + n - run, run);
-	return rc;
-}
-
-static int family(struct buf *out, const char *name, const char *type, const char *help)
-{
-	return buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* name{label="value"} v, value escaped. */
-static int labelled_gauge(struct buf *out, const char *name, const char *label, const char *value,
-			  const char *v)
-{
-	int rc = buf_printf(out, "%s{%s=\"", name, label);
-
-	if (rc == 0)
-		rc = metrics_escape_label(out, value, strlen(value));
-	if (rc == 0)
-		rc = buf_printf(out, "\"} %s\n", v);
-	return rc;
-}
-
 /* Nanoseconds as seconds with millisecond precision ("12.345"). */
-static int seconds(struct buf *out, int64_t ns)
+static void seconds(int64_t ns, char out[32])
 {
 	if (ns == 0)
-		return buf_add_char(out, '0');
-	return buf_printf(out, "%" PRId64 ".%03" PRId64, ns / 1000000000,
-			  (ns % 1000000000) / 1000000);
+		snprintf(out, 32, "0");
+	else
+		snprintf(out, 32, "%" PRId64 ".%03" PRId64, ns / 1000000000, (ns % 1000000000) / 1000000);
 }
 
 static int render_requests(struct metrics *m, struct buf *out)
 {
 	int rc, e, r, o, s;
 
-	rc = family(out, "dra_guard_requests_total", "counter",
-		    "Admission requests answered, by endpoint, resource, operation and result.");
+	rc = prom_header(out, PROM_REQUESTS_TOTAL);
 	for (e = 0; rc == 0 && e < METRICS_EP_COUNT; e++)
 		for (r = 0; rc == 0 && r < METRICS_RES_COUNT; r++)
 			for (o = 0; rc == 0 && o < METRICS_OP_COUNT; o++)
 				for (s = 0; rc == 0 && s < METRICS_RESULT_COUNT; s++)
-					rc = buf_printf(out, "dra_guard_requests_total{endpoint=\"%s\","
-							"resource=\"%s\",operation=\"%s\",result=\"%s\"} %" PRIu64 "\n",
-							endpoint_names[e], resource_names[r], op_names[o],
-							result_names[s], get(&m->requests[e][r][o][s]));
+					rc = prom_sample(out, PROM_REQUESTS_TOTAL,
+							 (const char *const[]){ endpoint_names[e], resource_names[r],
+										op_names[o], result_names[s] },
+							 "%" PRIu64, get(&m->requests[e][r][o][s]));
 	return rc;
+}
+
+/* One sample of the duration histogram: le NULL for _sum and _count. */
+static int duration_line(struct buf *out, const char *suffix, const char *ep, const char *res, const char *le,
+			 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int duration_line(struct buf *out, const char *suffix, const char *ep, const char *res, const char *le,
+			 const char *fmt, ...)
+{
+	struct prom_line l;
+	char v[64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof(v), fmt, ap);
+	va_end(ap);
+	prom_line_begin(&l, out, PROM_REQUEST_DURATION_SECONDS, suffix);
+	prom_line_label(&l, ep, strlen(ep));
+	prom_line_label(&l, res, strlen(res));
+	if (le)
+		prom_line_le(&l, le);
+	return prom_line_end(&l, "%s", v);
 }
 
 static int render_duration(struct metrics *m, struct buf *out)
 {
 	int rc, e, r, i;
 
-	rc = family(out, "dra_guard_request_duration_seconds", "histogram",
-		    "Time from the request's headers to its answer, by endpoint and result.");
+	rc = prom_header(out, PROM_REQUEST_DURATION_SECONDS);
 	for (e = 0; rc == 0 && e < METRICS_EP_COUNT; e++) {
 		for (r = 0; rc == 0 && r < METRICS_RESULT_COUNT; r++) {
 			struct histogram *h = &m->duration[e][r];
@@ -423,21 +396,17 @@ static int render_duration(struct metrics *m, struct buf *out)
 
 			for (i = 0; rc == 0 && i < METRICS_BUCKETS; i++) {
 				cum += get(&h->bucket[i]);
-				rc = buf_printf(out, "dra_guard_request_duration_seconds_bucket{endpoint=\"%s\","
-						"result=\"%s\",le=\"%s\"} %" PRIu64 "\n", ep, res, bucket_le[i], cum);
+				rc = duration_line(out, "_bucket", ep, res, bucket_le[i], "%" PRIu64, cum);
 			}
 			/* Read apart from the buckets: keep the series monotone and +Inf >= every bucket. */
 			if (count < cum)
 				count = cum;
 			if (rc == 0)
-				rc = buf_printf(out, "dra_guard_request_duration_seconds_bucket{endpoint=\"%s\","
-						"result=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", ep, res, count);
+				rc = duration_line(out, "_bucket", ep, res, "+Inf", "%" PRIu64, count);
 			if (rc == 0)
-				rc = buf_printf(out, "dra_guard_request_duration_seconds_sum{endpoint=\"%s\","
-						"result=\"%s\"} %.9f\n", ep, res, (double)sum / 1e9);
+				rc = duration_line(out, "_sum", ep, res, NULL, "%.9f", (double)sum / 1e9);
 			if (rc == 0)
-				rc = buf_printf(out, "dra_guard_request_duration_seconds_count{endpoint=\"%s\","
-						"result=\"%s\"} %" PRIu64 "\n", ep, res, count);
+				rc = duration_line(out, "_count", ep, res, NULL, "%" PRIu64, count);
 		}
 	}
 	return rc;
@@ -448,92 +417,72 @@ static int render_counters(struct metrics *m, struct buf *out)
 	int rc, i, a;
 	size_t n;
 
-	rc = family(out, "dra_guard_violations_total", "counter",
-		    "Rule violations found, by rule id and the action the policy gave it.");
+	rc = prom_header(out, PROM_VIOLATIONS_TOTAL);
 	for (i = 0; rc == 0 && i < RULE_COUNT; i++)
 		for (a = 0; rc == 0 && a <= ACTION_DRYRUN; a++)
-			rc = buf_printf(out, "dra_guard_violations_total{rule=\"%s\",action=\"%s\"} %" PRIu64 "\n",
-					rule_name((enum rule_id)i), action_name((enum action)a),
-					get(&m->violations[i][a]));
+			rc = prom_sample(out, PROM_VIOLATIONS_TOTAL,
+					 (const char *const[]){ rule_name((enum rule_id)i), action_name((enum action)a) },
+					 "%" PRIu64, get(&m->violations[i][a]));
 	if (rc == 0)
-		rc = family(out, "dra_guard_break_glass_total", "counter",
-			    "Requests let through by a break-glass identity, by resource.");
+		rc = prom_header(out, PROM_BREAK_GLASS_TOTAL);
 	for (i = 0; rc == 0 && i < METRICS_RES_COUNT; i++)
-		rc = buf_printf(out, "dra_guard_break_glass_total{resource=\"%s\"} %" PRIu64 "\n",
-				resource_names[i], get(&m->break_glass[i]));
+		rc = prom_sample(out, PROM_BREAK_GLASS_TOTAL, &resource_names[i], "%" PRIu64, get(&m->break_glass[i]));
 	if (rc == 0)
-		rc = family(out, "dra_guard_gate_withheld_total", "counter",
-			    "New Pods the freeze would have held at its scheduling gate but did not, because no "
-			    "replica could release them (none runs --gate-release, or its Lease has no live holder).");
+		rc = prom_header(out, PROM_GATE_WITHHELD_TOTAL);
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_gate_withheld_total %" PRIu64 "\n", get(&m->gate_withheld));
+		rc = prom_sample(out, PROM_GATE_WITHHELD_TOTAL, NULL, "%" PRIu64, get(&m->gate_withheld));
 	if (rc == 0)
-		rc = family(out, "dra_guard_slice_denials_total", "counter",
-			    "Denied ResourceSlice writes, by spec.driver: a driver the policy lists, or other.");
+		rc = prom_header(out, PROM_SLICE_DENIALS_TOTAL);
 	n = atomic_load_explicit(&m->ndrivers, memory_order_acquire);
-	for (i = 0; rc == 0 && i < (int)n; i++) {
-		char v[32];
+	for (i = 0; rc == 0 && i < (int)n; i++)
+		rc = prom_sample(out, PROM_SLICE_DENIALS_TOTAL, (const char *const[]){ m->drivers[i].name },
+				 "%" PRIu64, get(&m->drivers[i].denials));
+	if (rc == 0)
+		rc = prom_sample(out, PROM_SLICE_DENIALS_TOTAL, (const char *const[]){ "other" }, "%" PRIu64,
+				 get(&m->other_driver_denials));
+	if (rc == 0)
+		rc = prom_header(out, PROM_HTTP_ERRORS_TOTAL);
+	for (i = 0; rc == 0 && i < METRICS_HTTP_COUNT; i++) {
+		char code[16];
 
-		snprintf(v, sizeof(v), "%" PRIu64, get(&m->drivers[i].denials));
-		rc = labelled_gauge(out, "dra_guard_slice_denials_total", "driver", m->drivers[i].name, v);
+		snprintf(code, sizeof(code), "%u", http_codes[i]);
+		rc = prom_sample(out, PROM_HTTP_ERRORS_TOTAL, (const char *const[]){ code }, "%" PRIu64,
+				 get(&m->http_errors[i]));
 	}
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_slice_denials_total{driver=\"other\"} %" PRIu64 "\n",
-				get(&m->other_driver_denials));
+		rc = prom_header(out, PROM_REQUESTS_IN_FLIGHT);
 	if (rc == 0)
-		rc = family(out, "dra_guard_http_errors_total", "counter",
-			    "HTTP error answers on the webhook port, by status code.");
-	for (i = 0; rc == 0 && i < METRICS_HTTP_COUNT; i++)
-		rc = buf_printf(out, "dra_guard_http_errors_total{code=\"%u\"} %" PRIu64 "\n",
-				http_codes[i], get(&m->http_errors[i]));
+		rc = prom_sample(out, PROM_REQUESTS_IN_FLIGHT, NULL, "%" PRId64, (int64_t)atomic_load(&m->in_flight));
 	if (rc == 0)
-		rc = family(out, "dra_guard_requests_in_flight", "gauge",
-			    "Admission requests being answered right now.");
-	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_requests_in_flight %" PRId64 "\n",
-				(int64_t)atomic_load(&m->in_flight));
-	if (rc == 0)
-		rc = family(out, "dra_guard_policy_reload_total", "counter",
-			    "Policy loads and reloads, by result; a failed one keeps the last good policy.");
+		rc = prom_header(out, PROM_POLICY_RELOAD_TOTAL);
 	for (i = 0; rc == 0 && i < METRICS_RELOAD_COUNT; i++)
-		rc = buf_printf(out, "dra_guard_policy_reload_total{result=\"%s\"} %" PRIu64 "\n",
-				reload_names[i], get(&m->policy_reload[i]));
+		rc = prom_sample(out, PROM_POLICY_RELOAD_TOTAL, &reload_names[i], "%" PRIu64,
+				 get(&m->policy_reload[i]));
 	if (rc == 0)
-		rc = family(out, "dra_guard_policy_last_reload_successful", "gauge",
-			    "1 when the last policy load attempt loaded; 0 while a broken input is held back.");
+		rc = prom_header(out, PROM_POLICY_LAST_RELOAD_SUCCESSFUL);
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_policy_last_reload_successful %d\n",
-				atomic_load(&m->policy_last_ok));
+		rc = prom_sample(out, PROM_POLICY_LAST_RELOAD_SUCCESSFUL, NULL, "%d", atomic_load(&m->policy_last_ok));
 	if (rc == 0)
-		rc = family(out, "dra_guard_policy_input_missing", "gauge",
-			    "1 while the policy's source (the ConfigMap in the API, the file, the directory's "
-			    "policy.yaml) is gone and the last good policy keeps serving.");
+		rc = prom_header(out, PROM_POLICY_INPUT_MISSING);
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_policy_input_missing %d\n",
-				atomic_load(&m->policy_input_missing));
+		rc = prom_sample(out, PROM_POLICY_INPUT_MISSING, NULL, "%d", atomic_load(&m->policy_input_missing));
 	if (rc == 0)
-		rc = family(out, "dra_guard_freeze_alert_after_seconds", "gauge",
-			    "The serving policy's freeze.alertAfter: how long a freeze may last before it is alerted on.");
+		rc = prom_header(out, PROM_FREEZE_ALERT_AFTER_SECONDS);
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_freeze_alert_after_seconds %" PRIu32 "\n",
-				(uint32_t)atomic_load(&m->freeze_alert_after_s));
+		rc = prom_sample(out, PROM_FREEZE_ALERT_AFTER_SECONDS, NULL, "%" PRIu32,
+				 (uint32_t)atomic_load(&m->freeze_alert_after_s));
 	if (rc == 0)
-		rc = family(out, "dra_guard_tls_reload_total", "counter",
-			    "Certificate loads and reloads, by result; a failed one keeps the serving pair.");
+		rc = prom_header(out, PROM_TLS_RELOAD_TOTAL);
 	for (i = 0; rc == 0 && i < METRICS_RELOAD_COUNT; i++)
-		rc = buf_printf(out, "dra_guard_tls_reload_total{result=\"%s\"} %" PRIu64 "\n",
-				reload_names[i], get(&m->tls_reload[i]));
+		rc = prom_sample(out, PROM_TLS_RELOAD_TOTAL, &reload_names[i], "%" PRIu64, get(&m->tls_reload[i]));
 	if (rc == 0)
-		rc = family(out, "dra_guard_tls_cert_not_after_timestamp_seconds", "gauge",
-			    "Expiry of the serving certificate, Unix time.");
+		rc = prom_header(out, PROM_TLS_CERT_NOT_AFTER);
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_tls_cert_not_after_timestamp_seconds %" PRId64 "\n",
-				(int64_t)atomic_load(&m->tls_not_after_s));
+		rc = prom_sample(out, PROM_TLS_CERT_NOT_AFTER, NULL, "%" PRId64, (int64_t)atomic_load(&m->tls_not_after_s));
 	if (rc == 0)
-		rc = family(out, "dra_guard_ready", "gauge",
-			    "1 when a certificate and a valid policy are loaded (what /readyz answers).");
+		rc = prom_header(out, PROM_READY);
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_ready %d\n", atomic_load(&m->ready));
+		rc = prom_sample(out, PROM_READY, NULL, "%d", atomic_load(&m->ready));
 	return rc;
 }
 
@@ -542,71 +491,57 @@ static int render_memory(struct metrics *m, struct buf *out)
 	const struct reqmem *rm = atomic_load(&m->memory);
 	int rc, i;
 
-	rc = family(out, "dra_guard_memory_budget_bytes", "gauge",
-		    "Bytes of request bodies and answers the server may hold at once (--memory-budget).");
+	rc = prom_header(out, PROM_MEMORY_BUDGET_BYTES);
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_memory_budget_bytes %zu\n", rm ? reqmem_budget(rm) : 0);
+		rc = prom_sample(out, PROM_MEMORY_BUDGET_BYTES, NULL, "%zu", rm ? reqmem_budget(rm) : 0);
 	if (rc == 0)
-		rc = family(out, "dra_guard_memory_in_use_bytes", "gauge",
-			    "Bytes of request bodies received and answers not yet sent, over every connection.");
+		rc = prom_header(out, PROM_MEMORY_IN_USE_BYTES);
 	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_memory_in_use_bytes %zu\n", rm ? reqmem_in_use(rm) : 0);
+		rc = prom_sample(out, PROM_MEMORY_IN_USE_BYTES, NULL, "%zu", rm ? reqmem_in_use(rm) : 0);
 	if (rc == 0)
-		rc = family(out, "dra_guard_memory_refusals_total", "counter",
-			    "Requests answered 503 because their body or answer did not fit in the memory budget.");
+		rc = prom_header(out, PROM_MEMORY_REFUSALS_TOTAL);
 	for (i = 0; rc == 0 && i < REQMEM_KIND_COUNT; i++)
-		rc = buf_printf(out, "dra_guard_memory_refusals_total{kind=\"%s\"} %" PRIu64 "\n",
-				memory_kind_names[i], get(&m->memory_refusals[i]));
+		rc = prom_sample(out, PROM_MEMORY_REFUSALS_TOTAL, &memory_kind_names[i], "%" PRIu64,
+				 get(&m->memory_refusals[i]));
 	return rc;
 }
 
 /* The string-labelled gauges, under the mutex. */
 static int render_state(struct metrics *m, struct buf *out)
 {
+	char t[32];
 	int rc;
 
 	pthread_mutex_lock(&m->mu);
-	rc = family(out, "dra_guard_build_info", "gauge", "The running build; the value is always 1.");
+	rc = prom_header(out, PROM_BUILD_INFO);
 	if (rc == 0)
-		rc = labelled_gauge(out, "dra_guard_build_info", "version", m->version, "1");
+		rc = prom_sample(out, PROM_BUILD_INFO, (const char *const[]){ m->version }, "1");
 	if (rc == 0)
-		rc = family(out, "dra_guard_policy_info", "gauge",
-			    "The serving policy, by its SHA-256 hash; absent while no policy is loaded.");
+		rc = prom_header(out, PROM_POLICY_INFO);
 	if (rc == 0 && m->policy_hash[0])
-		rc = labelled_gauge(out, "dra_guard_policy_info", "hash", m->policy_hash, "1");
+		rc = prom_sample(out, PROM_POLICY_INFO, (const char *const[]){ m->policy_hash }, "1");
 	if (rc == 0)
-		rc = family(out, "dra_guard_policy_source", "gauge",
-			    "Where the serving policy came from (api, directory, file, built-in); the value is always 1.");
+		rc = prom_header(out, PROM_POLICY_SOURCE);
 	if (rc == 0 && m->policy_source[0])
-		rc = labelled_gauge(out, "dra_guard_policy_source", "source", m->policy_source, "1");
+		rc = prom_sample(out, PROM_POLICY_SOURCE, (const char *const[]){ m->policy_source }, "1");
 	if (rc == 0)
-		rc = family(out, "dra_guard_policy_last_reload_success_timestamp_seconds", "gauge",
-			    "When the serving policy was loaded, Unix time; 0 while none is.");
+		rc = prom_header(out, PROM_POLICY_LAST_RELOAD_SUCCESS_TIMESTAMP);
+	seconds(m->policy_loaded_ns, t);
 	if (rc == 0)
-		rc = buf_add_cstr(out, "dra_guard_policy_last_reload_success_timestamp_seconds ");
+		rc = prom_sample(out, PROM_POLICY_LAST_RELOAD_SUCCESS_TIMESTAMP, NULL, "%s", t);
 	if (rc == 0)
-		rc = seconds(out, m->policy_loaded_ns);
+		rc = prom_header(out, PROM_FREEZE_ACTIVE);
 	if (rc == 0)
-		rc = buf_add_char(out, '\n');
+		rc = prom_sample(out, PROM_FREEZE_ACTIVE, NULL, "%d", m->freeze_active ? 1 : 0);
 	if (rc == 0)
-		rc = family(out, "dra_guard_freeze_active", "gauge",
-			    "1 while the serving policy holds a rollback freeze.");
-	if (rc == 0)
-		rc = buf_printf(out, "dra_guard_freeze_active %d\n", m->freeze_active ? 1 : 0);
-	if (rc == 0)
-		rc = family(out, "dra_guard_freeze_info", "gauge",
-			    "The active freeze's reason; absent while no freeze is active.");
+		rc = prom_header(out, PROM_FREEZE_INFO);
 	if (rc == 0 && m->freeze_active)
-		rc = labelled_gauge(out, "dra_guard_freeze_info", "reason", m->freeze_reason, "1");
+		rc = prom_sample(out, PROM_FREEZE_INFO, (const char *const[]){ m->freeze_reason }, "1");
 	if (rc == 0)
-		rc = family(out, "dra_guard_freeze_since_timestamp_seconds", "gauge",
-			    "When the active freeze began, Unix time; 0 while none is active.");
+		rc = prom_header(out, PROM_FREEZE_SINCE_TIMESTAMP);
+	seconds(m->freeze_since_ns, t);
 	if (rc == 0)
-		rc = buf_add_cstr(out, "dra_guard_freeze_since_timestamp_seconds ");
-	if (rc == 0)
-		rc = seconds(out, m->freeze_since_ns);
-	if (rc == 0)
-		rc = buf_add_char(out, '\n');
+		rc = prom_sample(out, PROM_FREEZE_SINCE_TIMESTAMP, NULL, "%s", t);
 	pthread_mutex_unlock(&m->mu);
 	return rc;
 }

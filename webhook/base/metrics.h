@@ -162,7 +162,4 @@ void metrics_add_extra(struct metrics *m, int (*fn)(void *ctx, struct buf *out),
  * small, -ENOMEM. Safe while other threads update. */
 int metrics_render(struct metrics *m, struct buf *out);
 
-/* Append v as an escaped label value (without the quotes). */
-int metrics_escape_label(struct buf *out, const char *v, size_t n);
-
 #endif

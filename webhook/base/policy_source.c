@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "mountdir.h"
 #include "policy.h"
@@ -56,14 +57,6 @@ static const char *const dir_keys[] = {
 static void policy_obj_free(void *obj)
 {
 	policy_free(obj);
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int policy_source_new(enum policy_source_kind kind, const char *path, struct metrics *m,
@@ -281,7 +274,7 @@ static void track_freeze(struct policy_source *ps, const struct policy *p, bool 
 	if (!changed && !first)
 		return;
 	if (p->frozen && !ps->frozen) {
-		int64_t since = wall_ns();
+		int64_t since = clock_wall_ns();
 
 		pthread_mutex_lock(&ps->mu);
 		ps->freeze_since_ns = since;
@@ -359,7 +352,7 @@ static int install(struct policy_source *ps, struct policy *p, const char *why, 
 	ps->source = source;
 	pthread_mutex_unlock(&ps->mu);
 	metrics_policy_reload(ps->m, METRICS_RELOAD_SUCCESS);
-	metrics_policy_loaded(ps->m, ps->hash, wall_ns());
+	metrics_policy_loaded(ps->m, ps->hash, clock_wall_ns());
 	metrics_freeze_alert_after(ps->m, alert_after_s);
 	metrics_policy_source(ps->m, source);
 	set_why_not(ps, "");

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "decode.h"
 #include "doc.h"
 #include "dryrun_impl.h"
@@ -258,13 +259,6 @@ static int parse_args(struct dryrun *d, int argc, char **argv, int *ninputs)
 	return -1;
 }
 
-static int64_t wall_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* The cluster view from --view, and what it holds on stderr. */
 static int load_view(struct dryrun *d)
@@ -306,7 +300,7 @@ int dryrun_main(int argc, char **argv)
 	d.who.extras = d.extras;
 	d.namespace = "default";
 	d.subresource = "";
-	d.now_ns = wall_now_ns();
+	d.now_ns = clock_wall_ns();
 	d.opt.mutate = true;
 	d.opt.self_namespace = STR_LIT("dra-guard");
 	d.opt.self_name = STR_LIT("dra-guard-policy");

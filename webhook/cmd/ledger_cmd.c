@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "clock.h"
 #include "dryrun_impl.h"
 #include "fileio.h"
 #include "ledger.h"
@@ -36,13 +37,6 @@ int cli_usage_error(const char *command)
 	return 2;
 }
 
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 struct ledger_args {
 	const char *paths[LEDGER_PATHS_MAX];
@@ -104,7 +98,7 @@ int ledger_main(int argc, char **argv)
 
 	memset(&args, 0, sizeof(args));
 	args.node = "";
-	args.now = wall_ns();
+	args.now = clock_wall_ns();
 	rc = options_cli(&ledger_command, argc, argv, NULL, &args, &nargs);
 	if (rc >= 0)
 		return rc;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cert_source.h"
+#include "clock.h"
 #include <curl/curl.h>
 
 #include "cli.h"
@@ -63,14 +64,6 @@ struct server {
 	uint32_t cert_bits;           /* watch ids of the certificate directories */
 	uint32_t policy_bits;         /* ... and of the policy directory */
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void update_ready(struct server *s)
 {
@@ -160,12 +153,12 @@ static int block_signals(sigset_t *set)
 /* Serve until SIGTERM/SIGINT. */
 static void main_loop(struct server *s)
 {
-	int64_t next_poll = now_ms() + POLL_INTERVAL_MS, settle_at = -1;
+	int64_t next_poll = clock_mono_ms() + POLL_INTERVAL_MS, settle_at = -1;
 	uint32_t pending = 0;
 
 	for (;;) {
 		struct pollfd pfd[2];
-		int64_t now = now_ms(), deadline = next_poll;
+		int64_t now = clock_mono_ms(), deadline = next_poll;
 		int nfds = 1, rc;
 
 		if (settle_at >= 0 && settle_at < deadline)
@@ -211,10 +204,10 @@ static void main_loop(struct server *s)
 			if (changed) {
 				pending |= changed;
 				if (settle_at < 0)
-					settle_at = now_ms() + RELOAD_SETTLE_MS;
+					settle_at = clock_mono_ms() + RELOAD_SETTLE_MS;
 			}
 		}
-		now = now_ms();
+		now = clock_mono_ms();
 		if (settle_at >= 0 && now >= settle_at) {
 			if (pending & s->cert_bits)
 				reload_certs(s, "change");
@@ -239,13 +232,13 @@ static void main_loop(struct server *s)
 /* Stop accepting, let what is in progress finish (bounded), stop. */
 static void drain(struct server *s)
 {
-	int64_t deadline = now_ms() + (int64_t)s->cfg.shutdown_timeout_s * 1000;
+	int64_t deadline = clock_mono_ms() + (int64_t)s->cfg.shutdown_timeout_s * 1000;
 	unsigned left;
 	struct log_line l;
 
 	httpd_drain(s->httpd);
 	metrics_ready(s->m, false);
-	while ((left = httpd_in_flight(s->httpd)) > 0 && now_ms() < deadline) {
+	while ((left = httpd_in_flight(s->httpd)) > 0 && clock_mono_ms() < deadline) {
 		struct timespec ts = { 0, DRAIN_TICK_MS * 1000000L };
 
 		nanosleep(&ts, NULL);

@@ -16,6 +16,7 @@
 #include <malloc.h>
 #endif
 
+#include "clock.h"
 #include "doc.h"
 #include "log.h"
 #include "reflector.h"
@@ -102,21 +103,7 @@ struct cluster_view {
 
 /* --- time and jitter --------------------------------------------------------- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static unsigned jitter(struct cluster_view *cv, unsigned n)
 {
@@ -174,7 +161,7 @@ static void publish(struct cluster_view *cv)
 		return;
 	}
 	snapshot_slot_swap(&cv->slot, snap);
-	cv->last_publish_ms = mono_ms();
+	cv->last_publish_ms = clock_mono_ms();
 	cv->published_once = true;
 	pthread_mutex_lock(&cv->mu);
 	atomic_store(&cv->published_seq, view_seq(v));
@@ -322,7 +309,7 @@ static int view_commit(void *ctx)
 	struct resource *x = ctx;
 
 	x->cv->trim_due = true;
-	return view_builder_relist_commit(x->cv->b, (enum view_resource)x->res, wall_ns());
+	return view_builder_relist_commit(x->cv->b, (enum view_resource)x->res, clock_wall_ns());
 }
 
 static int view_object(void *ctx, bool listed, enum view_event ev, const struct k8s_object *obj, char *err,
@@ -331,8 +318,8 @@ static int view_object(void *ctx, bool listed, enum view_event ev, const struct 
 	struct resource *x = ctx;
 
 	if (listed)
-		return view_builder_relist_add(x->cv->b, (enum view_resource)x->res, obj, wall_ns(), err, n);
-	return view_builder_apply(x->cv->b, (enum view_resource)x->res, ev, obj, wall_ns(), err, n);
+		return view_builder_relist_add(x->cv->b, (enum view_resource)x->res, obj, clock_wall_ns(), err, n);
+	return view_builder_apply(x->cv->b, (enum view_resource)x->res, ev, obj, clock_wall_ns(), err, n);
 }
 
 static void view_touch(void *ctx, int64_t now_ns)
@@ -466,7 +453,7 @@ static void update_readiness(struct cluster_view *cv)
 		all = all && reflector_synced(cv->r[k].r);
 	pthread_mutex_lock(&cv->mu);
 	if (all && !cv->synced_ns)
-		cv->synced_ns = wall_ns();
+		cv->synced_ns = clock_wall_ns();
 	pthread_mutex_unlock(&cv->mu);
 	set_why(cv);
 }
@@ -492,9 +479,9 @@ static void *run(void *arg)
 		backoff = backoff ? (backoff * 2 > REFLECTOR_BACKOFF_MAX_MS ? REFLECTOR_BACKOFF_MAX_MS : backoff * 2)
 				  : REFLECTOR_BACKOFF_MIN_MS;
 		/* Asleep until then, or until cluster_view_stop() wakes the multi. */
-		until = mono_ms() + backoff / 2 + jitter(cv, backoff / 2 + 1);
-		while (!atomic_load(&cv->stop) && mono_ms() < until)
-			curl_multi_poll(cv->multi, NULL, 0, (int)(until - mono_ms()), NULL);
+		until = clock_mono_ms() + backoff / 2 + jitter(cv, backoff / 2 + 1);
+		while (!atomic_load(&cv->stop) && clock_mono_ms() < until)
+			curl_multi_poll(cv->multi, NULL, 0, (int)(until - clock_mono_ms()), NULL);
 	}
 	for (k = 0; k < RES_COUNT; k++) {
 		collection(cv, (enum res)k, path, sizeof(path));
@@ -520,7 +507,7 @@ static void *run(void *arg)
 		}
 		for (k = 0; k < RES_COUNT; k++)
 			reflector_count_events(cv->r[k].r);
-		now = mono_ms();
+		now = clock_mono_ms();
 		if (view_builder_dirty(cv->b)) {
 			bool all = reflector_synced(cv->r[RES_SLICES].r) && reflector_synced(cv->r[RES_CLAIMS].r) &&
 				   reflector_synced(cv->r[RES_PODS].r) && reflector_synced(cv->r[RES_NODES].r);
@@ -564,7 +551,7 @@ int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct 
 	cv->cfg = *cfg;
 	cv->m = m;
 	cv->ps = ps;
-	cv->rand_state = (unsigned)wall_ns() | 1u;
+	cv->rand_state = (unsigned)clock_wall_ns() | 1u;
 	snprintf(cv->why_not, sizeof(cv->why_not), "cluster view: not synced yet");
 	pthread_mutex_init(&cv->mu, NULL);
 	pthread_cond_init(&cv->published, NULL);
@@ -681,7 +668,7 @@ static int stale(struct cluster_view *cv, int64_t now)
 int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 {
 	struct view_stats st;
-	int64_t now = wall_ns();
+	int64_t now = clock_wall_ns();
 	int rc, k, sv = stale(cv, now);
 
 	pthread_mutex_lock(&cv->mu);
@@ -820,7 +807,7 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 	struct cluster_view *cv = ctx;
 	struct reflector *rs[RES_COUNT];
 	struct view_stats st;
-	int64_t now = wall_ns();
+	int64_t now = clock_wall_ns();
 	int rc, k;
 
 	pthread_mutex_lock(&cv->mu);
@@ -869,17 +856,12 @@ struct snapshot *cluster_view_acquire_newer(struct cluster_view *cv, uint64_t se
 
 	pthread_mutex_lock(&cv->mu);
 	while (atomic_load(&cv->published_seq) <= seq) {
-		now = mono_ms();
+		now = clock_mono_ms();
 		if (now >= deadline_ms)
 			break;
 		/* The condition's clock is the wall clock: wait in short steps
 		 * of the monotonic one so a clock step cannot stretch a wait. */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)((deadline_ms - now < 50 ? deadline_ms - now : 50) * 1000000);
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = clock_after(CLOCK_REALTIME, (deadline_ms - now < 50 ? deadline_ms - now : 50) * 1000000);
 		pthread_cond_timedwait(&cv->published, &cv->mu, &ts);
 	}
 	pthread_mutex_unlock(&cv->mu);

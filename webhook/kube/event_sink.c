@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "pending.h"
 #include "snapshot.h"
@@ -51,14 +52,6 @@ struct event_sink {
 	atomic_uint_fast64_t dropped[DROP_COUNT];
 	atomic_uint_fast32_t series;
 };
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void event_sink_config_default(struct event_sink_config *cfg, const char *instance)
 {
@@ -190,11 +183,11 @@ static void send_create(struct event_sink *es, const struct event_send *s)
 	/* 409: a retry of a create the server had already taken. */
 	if (rc == 0 && (code == 201 || code == 200 || code == 409)) {
 		atomic_fetch_add(&es->created, 1);
-		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_OK, wall_ns());
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_OK, clock_wall_ns());
 	} else {
 		atomic_fetch_add(&es->dropped[DROP_API], 1);
 		log_api_error("event not created", s, code, &ans);
-		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_FAILED, wall_ns());
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_FAILED, clock_wall_ns());
 	}
 	buf_free(&body);
 	buf_free(&ans);
@@ -216,14 +209,14 @@ static void send_patch(struct event_sink *es, const struct event_send *s)
 		rc = api_write(es, "PATCH", path, "application/merge-patch+json", &body, &code, &ans);
 	if (rc == 0 && code == 200) {
 		atomic_fetch_add(&es->patched, 1);
-		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_OK, wall_ns());
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_OK, clock_wall_ns());
 	} else if (rc == 0 && code == 404) {
 		/* Expired (the API server keeps Events an hour) or deleted. */
-		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_GONE, wall_ns());
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_GONE, clock_wall_ns());
 	} else {
 		atomic_fetch_add(&es->dropped[DROP_API], 1);
 		log_api_error("event series not patched", s, code, &ans);
-		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_FAILED, wall_ns());
+		event_cache_sent(es->cache, s->slot, s->count, EVENT_SENT_FAILED, clock_wall_ns());
 	}
 	buf_free(&body);
 	buf_free(&ans);
@@ -263,7 +256,7 @@ static void flush(struct event_sink *es)
 	struct event_send s;
 	enum event_step step;
 
-	while ((step = event_cache_next(es->cache, wall_ns(), &s)) != EVENT_STEP_NONE) {
+	while ((step = event_cache_next(es->cache, clock_wall_ns(), &s)) != EVENT_STEP_NONE) {
 		if (step == EVENT_STEP_CREATE)
 			send_create(es, &s);
 		else if (step == EVENT_STEP_PATCH)
@@ -287,7 +280,7 @@ static void sweep(struct event_sink *es)
 	if (!snap)
 		return;
 	pthread_mutex_lock(&es->pmu);
-	pending_table_sweep(es->pending, cluster_view_get(snap), wall_ns(), pending_done, es);
+	pending_table_sweep(es->pending, cluster_view_get(snap), clock_wall_ns(), pending_done, es);
 	pthread_mutex_unlock(&es->pmu);
 	snapshot_release(snap);
 }
@@ -310,10 +303,8 @@ static void *run(void *arg)
 
 		pthread_mutex_lock(&es->qmu);
 		if (!es->qlen && !es->stop) {
-			struct timespec ts;
+			struct timespec ts = clock_after(CLOCK_REALTIME, 1000000000);
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
 			pthread_cond_timedwait(&es->qcond, &es->qmu, &ts);
 		}
 		if (es->stop) {
@@ -329,7 +320,7 @@ static void *run(void *arg)
 		for (i = 0; i < n; i++)
 			observe(es, &batch[i]);
 		flush(es);
-		now = wall_ns();
+		now = clock_wall_ns();
 		if (now - last_sweep >= 1000000000) {
 			sweep(es);
 			last_sweep = now;
@@ -383,7 +374,7 @@ int event_sink_pending_json(struct event_sink *es, struct buf *out)
 	rc = rc ? rc : buf_add_cstr(out, ",\"claims\":");
 	if (rc == 0) {
 		pthread_mutex_lock(&es->pmu);
-		rc = pending_table_json(es->pending, wall_ns(), out);
+		rc = pending_table_json(es->pending, clock_wall_ns(), out);
 		pthread_mutex_unlock(&es->pmu);
 	}
 	return rc ? rc : buf_add_char(out, '}');

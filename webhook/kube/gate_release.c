@@ -12,7 +12,9 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "gate.h"
+#include "hmap.h"
 #include "log.h"
 
 #define BODY_MAX (256 * 1024)
@@ -22,7 +24,9 @@
 #define RECENT_MS 30000
 /* Most Pods remembered as recently released; past it, a Pod may be
  * patched twice (harmless: the patch is idempotent). */
-#define RECENT_MAX (1u << 22)
+#define RECENT_MAX ((1u << 21) - 1)
+/* Released Pods remembered before the first sweep of the expired ones. */
+#define RECENT_SWEEP_MIN 511
 /* The release thread, woken by whatever can change a pass, still looks
  * this often when nothing woke it. */
 #define IDLE_MAX_MS 1000
@@ -36,7 +40,7 @@
 
 struct recent {
 	uint8_t uid[16];
-	int64_t at_ms;                /* 0: free slot */
+	int64_t at_ms;
 };
 
 struct gated_pod {
@@ -77,8 +81,10 @@ struct gate_release {
 
 	/* release state (the release thread's) */
 	bool was_frozen;
-	struct recent *recent;
-	uint32_t recent_cap, recent_n;
+	struct recent *recent;        /* [0..recent_n) */
+	uint32_t recent_n, recent_alloc;
+	uint32_t recent_sweep_at;     /* sweep the expired ones when this many are held */
+	struct hmap recent_index;     /* uid -> position in recent */
 	struct gated_pod *todo;
 	uint32_t ntodo;
 
@@ -101,26 +107,10 @@ struct gate_release {
 	atomic_int_fast64_t last_release_ns;    /* wall clock of the last release after it */
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* A MicroTime as the API server writes it: 2026-12-01T10:00:00.123456Z. */
 static void micro_time(char out[96])
 {
-	int64_t ns = wall_ns();
+	int64_t ns = clock_wall_ns();
 	time_t t = (time_t)(ns / 1000000000);
 	struct tm tm;
 
@@ -194,7 +184,7 @@ static int parse_lease(struct gate_release *g, const struct buf *b)
 	g->rec_transitions = trans;
 	g->have_record = true;
 	if (changed)
-		g->observed_ms = mono_ms();
+		g->observed_ms = clock_mono_ms();
 	json_decref(root);   /* holder pointed into it: copy from the record */
 	set_holder(g, g->rec_holder);
 	return 0;
@@ -279,7 +269,7 @@ static enum gate_holder holder_kind(struct gate_release *g, struct buf *resp)
 	if (named_peer(g, g->rec_holder))
 		return GATE_HOLDER_PEER;
 	if (strcmp(g->rec_holder, g->checked_holder) == 0 && g->checked != GATE_HOLDER_UNCHECKED &&
-	    mono_ms() - g->checked_ms < HOLDER_RECHECK_MS)
+	    clock_mono_ms() - g->checked_ms < HOLDER_RECHECK_MS)
 		return g->checked;
 	if (gate_holder_pod((struct str){ g->rec_holder, strlen(g->rec_holder) }, &pod) != 0)
 		h = GATE_HOLDER_FOREIGN;    /* no replica writes that shape */
@@ -287,7 +277,7 @@ static enum gate_holder holder_kind(struct gate_release *g, struct buf *resp)
 		h = lookup_peer(g, pod, resp);
 	snprintf(g->checked_holder, sizeof(g->checked_holder), "%s", g->rec_holder);
 	g->checked = h;
-	g->checked_ms = mono_ms();
+	g->checked_ms = clock_mono_ms();
 	return h;
 }
 
@@ -358,7 +348,7 @@ static void lease_write(struct gate_release *g, bool create, long transitions, s
 			}
 		}
 		if (parse_lease(g, resp) == 0)
-			lease_judge(g, GATE_HOLDER_SELF, mono_ms());
+			lease_judge(g, GATE_HOLDER_SELF, clock_mono_ms());
 		atomic_store(&g->leading_until_ms, start_ms + (int64_t)g->cfg.lease_s * 2000 / 3);
 		return;
 	}
@@ -368,7 +358,7 @@ static void lease_write(struct gate_release *g, bool create, long transitions, s
 
 static void lease_tick(struct gate_release *g, struct buf *resp)
 {
-	int64_t start = mono_ms();
+	int64_t start = clock_mono_ms();
 	char path[512];
 	long code = 0;
 
@@ -388,7 +378,7 @@ static void lease_tick(struct gate_release *g, struct buf *resp)
 	} else {
 		lease_warn(g, "get", code, resp);
 	}
-	atomic_store(&g->leading, mono_ms() < atomic_load(&g->leading_until_ms));
+	atomic_store(&g->leading, clock_mono_ms() < atomic_load(&g->leading_until_ms));
 }
 
 /* Give the Lease up on the way out, so another replica need not wait. */
@@ -410,78 +400,71 @@ static void lease_give_up(struct gate_release *g, struct buf *resp)
 
 /* --- recently released Pods ------------------------------------------------------ */
 
-static uint32_t uid_hash(const uint8_t uid[16])
+static bool recent_eq(const void *ctx, uint32_t val, const void *key)
 {
-	uint32_t h = 2166136261u;
-	int i;
+	const struct gate_release *g = ctx;
 
-	for (i = 0; i < 16; i++)
-		h = (h ^ uid[i]) * 16777619u;
-	return h;
+	return memcmp(g->recent[val].uid, key, 16) == 0;
 }
 
-static struct recent *recent_find(struct gate_release *g, const uint8_t uid[16], bool insert)
+static struct recent *recent_find(struct gate_release *g, const uint8_t uid[16])
 {
-	uint32_t i, mask = g->recent_cap - 1;
+	uint32_t at;
 
-	if (!g->recent)
+	if (hmap_find(&g->recent_index, hmap_hash(uid, 16), uid, &at) != 0)
 		return NULL;
-	for (i = uid_hash(uid) & mask;; i = (i + 1) & mask) {
-		struct recent *r = &g->recent[i];
-
-		if (r->at_ms == 0)
-			return insert ? r : NULL;
-		if (memcmp(r->uid, uid, 16) == 0)
-			return r;
-	}
+	return &g->recent[at];
 }
 
-/* Forget entries older than RECENT_MS (rebuild), and grow when half full. */
+/* Forget entries older than RECENT_MS, and sweep again when twice as many
+ * as are left are held. */
 static void recent_sweep(struct gate_release *g, int64_t now)
 {
-	struct recent *old = g->recent, *nr;
-	uint32_t oldcap = g->recent_cap, cap = oldcap ? oldcap : 1024, i, live = 0;
+	uint32_t i, live = 0;
 
-	for (i = 0; i < oldcap; i++)
-		if (old[i].at_ms && now - old[i].at_ms < RECENT_MS)
-			live++;
-	/* Room for the entry about to be added, too: a table rebuilt exactly
-	 * half full would refuse it, and its Pod be patched again. */
-	while ((live + 1) * 2 >= cap && cap < RECENT_MAX)
-		cap *= 2;
-	if ((live + 1) * 2 >= cap)
-		return;  /* at the cap: keep what there is */
-	if (!(nr = calloc(cap, sizeof(*nr))))
-		return;
-	g->recent = nr;
-	g->recent_cap = cap;
-	g->recent_n = 0;
-	for (i = 0; i < oldcap; i++)
-		if (old[i].at_ms && now - old[i].at_ms < RECENT_MS) {
-			*recent_find(g, old[i].uid, true) = old[i];
-			g->recent_n++;
-		}
-	free(old);
+	for (i = 0; i < g->recent_n; i++)
+		if (now - g->recent[i].at_ms < RECENT_MS)
+			g->recent[live++] = g->recent[i];
+	g->recent_n = live;
+	hmap_clear(&g->recent_index);
+	/* Fewer entries than the index held: no growth, nothing can fail. */
+	for (i = 0; i < live; i++)
+		hmap_put(&g->recent_index, hmap_hash(g->recent[i].uid, 16), g->recent[i].uid, i);
+	g->recent_sweep_at = live * 2 > RECENT_SWEEP_MIN ? live * 2 : RECENT_SWEEP_MIN;
+	if (g->recent_sweep_at > RECENT_MAX)
+		g->recent_sweep_at = RECENT_MAX;
 }
 
 static void recent_add(struct gate_release *g, const uint8_t uid[16], int64_t now)
 {
 	struct recent *r;
 
-	if (!g->recent || (g->recent_n + 1) * 2 >= g->recent_cap)
+	if (g->recent_n >= g->recent_sweep_at)
 		recent_sweep(g, now);
-	if (!g->recent || (g->recent_n + 1) * 2 >= g->recent_cap)
+	if (g->recent_n >= g->recent_sweep_at)
+		return;  /* at the cap: keep what there is */
+	if ((r = recent_find(g, uid)) != NULL) {
+		r->at_ms = now;
 		return;
-	r = recent_find(g, uid, true);
-	if (r->at_ms == 0)
-		g->recent_n++;
+	}
+	if (g->recent_n == g->recent_alloc) {
+		uint32_t n = g->recent_alloc ? g->recent_alloc * 2 : 1024;
+
+		if (!(r = realloc(g->recent, (size_t)n * sizeof(*r))))
+			return;
+		g->recent = r;
+		g->recent_alloc = n;
+	}
+	r = &g->recent[g->recent_n];
 	memcpy(r->uid, uid, 16);
 	r->at_ms = now;
+	if (hmap_put(&g->recent_index, hmap_hash(uid, 16), uid, g->recent_n) == 0)
+		g->recent_n++;
 }
 
 static bool recent_has(struct gate_release *g, const uint8_t uid[16], int64_t now)
 {
-	struct recent *r = recent_find(g, uid, false);
+	struct recent *r = recent_find(g, uid);
 
 	return r && now - r->at_ms < RECENT_MS;
 }
@@ -523,14 +506,14 @@ struct patch_slot {
 static void patch_done(struct gate_release *g, struct patch_slot *s, CURLcode res)
 {
 	long code = 0;
-	int64_t now = mono_ms();
+	int64_t now = clock_mono_ms();
 
 	if (res == CURLE_OK)
 		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
 	kube_client_answered(g->client, res, code);
 	if (code == 200) {
 		atomic_fetch_add(&g->released, 1);
-		atomic_store(&g->last_release_ns, wall_ns());
+		atomic_store(&g->last_release_ns, clock_wall_ns());
 		recent_add(g, g->todo[s->pod].uid, now);
 	} else if (code == 404) {
 		recent_add(g, g->todo[s->pod].uid, now);   /* gone: nothing to release */
@@ -591,10 +574,10 @@ static bool lease_due(struct gate_release *g, struct buf *resp)
 
 	if (tick_ms < 200)
 		tick_ms = 200;
-	if (mono_ms() < g->next_lease_ms)
+	if (clock_mono_ms() < g->next_lease_ms)
 		return false;
 	lease_tick(g, resp);
-	g->next_lease_ms = mono_ms() + tick_ms;
+	g->next_lease_ms = clock_mono_ms() + tick_ms;
 	return true;
 }
 
@@ -623,7 +606,7 @@ static void release_sleep(struct gate_release *g, uint64_t *seen, int64_t until_
 	struct timespec ts = mono_ts(until_ms);
 
 	pthread_mutex_lock(&g->wake_mu);
-	while (g->kicks == *seen && !atomic_load(&g->stop) && mono_ms() < until_ms)
+	while (g->kicks == *seen && !atomic_load(&g->stop) && clock_mono_ms() < until_ms)
 		pthread_cond_timedwait(&g->release_wake, &g->wake_mu, &ts);
 	*seen = g->kicks;
 	pthread_mutex_unlock(&g->wake_mu);
@@ -643,7 +626,7 @@ static void release_all(struct gate_release *g)
 		CURLMsg *msg;
 		int left;
 
-		go = atomic_load(&g->leading) && mono_ms() < atomic_load(&g->leading_until_ms) &&
+		go = atomic_load(&g->leading) && clock_mono_ms() < atomic_load(&g->leading_until_ms) &&
 		     !atomic_load(&g->frozen);
 
 		for (i = 0; go && i < GATE_RELEASE_PARALLEL && next < g->ntodo; i++) {
@@ -689,7 +672,7 @@ static void follow_freeze(struct gate_release *g)
 	if (!st.serving)
 		return;
 	if (g->was_frozen && !st.frozen) {
-		atomic_store(&g->freeze_end_ns, wall_ns());
+		atomic_store(&g->freeze_end_ns, clock_wall_ns());
 		atomic_store(&g->last_release_ns, 0);
 	}
 	g->was_frozen = st.frozen;
@@ -701,7 +684,7 @@ static void follow_freeze(struct gate_release *g)
 static uint64_t pass(struct gate_release *g)
 {
 	struct snapshot *s = cluster_view_acquire(g->cv);
-	struct collect_ctx c = { g, mono_ms(), 0 };
+	struct collect_ctx c = { g, clock_mono_ms(), 0 };
 	uint64_t seq = 0;
 
 	if (!s)
@@ -741,7 +724,7 @@ static void *run(void *arg)
 		int64_t now, until, lead;
 		bool can;
 
-		now = mono_ms();
+		now = clock_mono_ms();
 		atomic_store(&g->leading, now < atomic_load(&g->leading_until_ms));
 		follow_freeze(g);
 		can = atomic_load(&g->leading) && !atomic_load(&g->frozen);
@@ -754,14 +737,14 @@ static void *run(void *arg)
 			seen = pass(g);
 			could = can;
 			more = g->ntodo >= GATE_RELEASE_PASS_MAX;
-			retry_ms = atomic_load(&g->patch_errors) != errors ? mono_ms() + RETRY_MS : 0;
+			retry_ms = atomic_load(&g->patch_errors) != errors ? clock_mono_ms() + RETRY_MS : 0;
 			if (more)
 				continue;
 		}
 		/* Asleep until something a pass depends on changes - a new
 		 * view, the freeze's state, a Lease tick: each kicks - or the
 		 * failed patches' retry or the end of the lead come due. */
-		now = mono_ms();
+		now = clock_mono_ms();
 		until = now + IDLE_MAX_MS;
 		if (retry_ms && retry_ms < until)
 			until = retry_ms;
@@ -813,7 +796,7 @@ static void *lease_run(void *arg)
 		if (lease_due(g, &resp))
 			kick(g);
 		pthread_mutex_lock(&g->wake_mu);
-		if (atomic_load(&g->stop) || mono_ms() >= g->next_lease_ms)
+		if (atomic_load(&g->stop) || clock_mono_ms() >= g->next_lease_ms)
 			continue;
 		ts = mono_ts(g->next_lease_ms);
 		pthread_cond_timedwait(&g->wake, &g->wake_mu, &ts);
@@ -847,7 +830,8 @@ int gate_release_new(const struct gate_release_config *cfg, struct kube_client *
 	g->todo = calloc(GATE_RELEASE_PASS_MAX, sizeof(*g->todo));
 	g->multi = curl_multi_init();
 	g->easy = curl_easy_init();
-	if (!g->todo || !g->multi || !g->easy) {
+	g->recent_sweep_at = RECENT_SWEEP_MIN;
+	if (!g->todo || !g->multi || !g->easy || hmap_init(&g->recent_index, RECENT_MAX, recent_eq, g) != 0) {
 		gate_release_free(g);
 		return -ENOMEM;
 	}
@@ -903,6 +887,7 @@ void gate_release_free(struct gate_release *g)
 		curl_easy_cleanup(g->easy);
 	free(g->todo);
 	free(g->recent);
+	hmap_fini(&g->recent_index);
 	pthread_mutex_destroy(&g->mu);
 	pthread_cond_destroy(&g->wake);
 	pthread_cond_destroy(&g->release_wake);
@@ -914,7 +899,7 @@ bool gate_release_live(struct gate_release *g)
 {
 	int64_t until = atomic_load(&g->live_until_ms);
 
-	return until && mono_ms() < until;
+	return until && clock_mono_ms() < until;
 }
 
 int gate_release_status_json(struct gate_release *g, struct buf *out)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 struct kube_client {
@@ -19,13 +20,6 @@ struct kube_client {
 	char connect_to[320];         /* "::ADDR:PORT" for CURLOPT_CONNECT_TO, or "" */
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* --- paths ------------------------------------------------------------------------ */
 
@@ -151,8 +145,8 @@ static int set_auth(struct kube_client *c, CURL *e, struct curl_slist **headers)
 	int rc;
 
 	pthread_mutex_lock(&c->mu);
-	kube_config_token_refresh(k, mono_ms(), false);
-	kube_config_ca_refresh(k, mono_ms(), false);
+	kube_config_token_refresh(k, clock_mono_ms(), false);
+	kube_config_ca_refresh(k, clock_mono_ms(), false);
 	if (k->ca_pem) {
 		struct curl_blob blob = { k->ca_pem, k->ca_len, CURL_BLOB_COPY };
 
@@ -227,13 +221,13 @@ void kube_client_answered(struct kube_client *c, CURLcode res, long status)
 {
 	if (status == 401) {
 		pthread_mutex_lock(&c->mu);
-		kube_config_token_refresh(&c->cfg, mono_ms(), true);
+		kube_config_token_refresh(&c->cfg, clock_mono_ms(), true);
 		pthread_mutex_unlock(&c->mu);
 	}
 	/* The CA may have rotated under the guard: its file is read again at once. */
 	if (res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE) {
 		pthread_mutex_lock(&c->mu);
-		if (kube_config_ca_refresh(&c->cfg, mono_ms(), true) == 1) {
+		if (kube_config_ca_refresh(&c->cfg, clock_mono_ms(), true) == 1) {
 			struct log_line l;
 
 			if (log_begin(&l, LOG_WARN, "API client: the API server's CA changed; read again")) {

@@ -11,16 +11,9 @@
 
 #include <openssl/evp.h>
 
+#include "clock.h"
 #include "doc.h"
 #include "fileio.h"
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void kube_config_free(struct kube_config *cfg)
 {
@@ -126,7 +119,7 @@ static void ca_file_set(struct kube_config *cfg, const char *path)
 	struct stat st;
 
 	snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", path);
-	cfg->ca_checked_ms = mono_ms();
+	cfg->ca_checked_ms = clock_mono_ms();
 	if (stat(path, &st) == 0)
 		ca_stat_take(cfg, &st);
 }
@@ -179,7 +172,7 @@ static int in_cluster(char *(*getenv_fn)(const char *), const char *sa_dir, stru
 		return rc;
 	ca_file_set(cfg, path);
 	snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/token", sa_dir);
-	if ((rc = kube_config_token_refresh(cfg, mono_ms(), true)) != 0) {
+	if ((rc = kube_config_token_refresh(cfg, clock_mono_ms(), true)) != 0) {
 		snprintf(err, KUBE_CONFIG_ERROR_MAX, "cannot read the ServiceAccount token %.300s: %s",
 			 cfg->token_file, strerror(-rc));
 		return rc;
@@ -401,7 +394,7 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
 				snprintf(cfg->token_file, sizeof(cfg->token_file), "%s", s);
 			else
 				snprintf(cfg->token_file, sizeof(cfg->token_file), "%.2000s/%.2000s", dir, s);
-			if ((rc = kube_config_token_refresh(cfg, mono_ms(), true)) != 0) {
+			if ((rc = kube_config_token_refresh(cfg, clock_mono_ms(), true)) != 0) {
 				snprintf(err, KUBE_CONFIG_ERROR_MAX, "%.200s: cannot read tokenFile %.200s: %s", path,
 					 cfg->token_file, strerror(-rc));
 				goto fail;

@@ -9,11 +9,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "ledger.h"
 #include "ledger_rules.h"
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
+#include "prom.h"
 
 /* The rules whose undecided cases are counted, by label. */
 static const enum rule_id undecided_rules[] = {
@@ -31,7 +33,7 @@ struct ledger_watch {
 	double build_s;               /* the last whole build */
 	double update_s;              /* the last update from a view change */
 	uint32_t update_nodes;        /* node accounts it counted again */
-	double built_at;              /* mono_s() when lw->inc was last brought up to date */
+	double built_at;              /* clock_mono_s() when lw->inc was last brought up to date */
 	bool failed;                  /* the last whole build failed, at built_at */
 	atomic_uint_fast64_t builds, updates;
 
@@ -45,21 +47,7 @@ struct ledger_watch {
 	atomic_uint_fast64_t rechecks[2];
 };
 
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int ledger_watch_new(struct cluster_view *cv, struct policy_source *ps, struct ledger_watch **out)
 {
@@ -128,11 +116,11 @@ static int current(struct ledger_watch *lw, bool may_lag)
 			snapshot_release(vs);
 			return 0;
 		}
-		t0 = mono_s();
+		t0 = clock_mono_s();
 		/* the old view is held until the update has read what changed */
-		rc = ledger_inc_update(lw->inc, cluster_view_get(vs), wall_ns());
-		lw->update_s = mono_s() - t0;
-		lw->built_at = mono_s();
+		rc = ledger_inc_update(lw->inc, cluster_view_get(vs), clock_wall_ns());
+		lw->update_s = clock_mono_s() - t0;
+		lw->built_at = clock_mono_s();
 		snapshot_release(lw->vsnap);
 		lw->vsnap = vs;
 		if (rc) {
@@ -145,18 +133,18 @@ static int current(struct ledger_watch *lw, bool may_lag)
 		atomic_fetch_add(&lw->updates, 1);
 		return 0;
 	}
-	if (may_lag && !lw->inc && lw->failed && !ledger_watch_rebuild_due(mono_s() - lw->built_at, lw->build_s)) {
+	if (may_lag && !lw->inc && lw->failed && !ledger_watch_rebuild_due(clock_mono_s() - lw->built_at, lw->build_s)) {
 		snapshot_release(vs);
 		snapshot_release(ps);
 		return -EAGAIN;
 	}
 	drop_cache(lw);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	rc = ledger_inc_new(snapshot_get(ps), LEDGER_WATCH_CAP, &inc);
 	if (rc == 0)
-		rc = ledger_inc_update(inc, cluster_view_get(vs), wall_ns());
-	lw->build_s = mono_s() - t0;
-	lw->built_at = mono_s();
+		rc = ledger_inc_update(inc, cluster_view_get(vs), clock_wall_ns());
+	lw->build_s = clock_mono_s() - t0;
+	lw->built_at = clock_mono_s();
 	lw->failed = rc != 0;
 	if (rc) {
 		build_failed(rc);
@@ -191,7 +179,7 @@ int ledger_watch_json(struct ledger_watch *lw, const char *node, bool at_freeze,
 			snapshot_release(vs);
 			return -EAGAIN;
 		}
-		rc = ledger_build(cluster_view_get(vs), snapshot_get(ps), wall_ns(), LEDGER_WATCH_CAP, &l);
+		rc = ledger_build(cluster_view_get(vs), snapshot_get(ps), clock_wall_ns(), LEDGER_WATCH_CAP, &l);
 		if (rc == 0) {
 			/* The ledger as it stood when the freeze began. */
 			l->now_ns = since;
@@ -341,11 +329,11 @@ static int node_series(struct buf *out, const char *family, const struct ledger 
 
 		rc = buf_printf(out, "%s{node=\"", family);
 		if (rc == 0)
-			rc = metrics_escape_label(out, top[i].n->name.ptr, top[i].n->name.len);
+			rc = prom_escape_label(out, top[i].n->name.ptr, top[i].n->name.len);
 		if (rc == 0)
 			rc = buf_add_cstr(out, "\",resource=\"");
 		if (rc == 0)
-			rc = metrics_escape_label(out, a->resource.ptr, a->resource.len);
+			rc = prom_escape_label(out, a->resource.ptr, a->resource.len);
 		if (rc == 0)
 			rc = buf_printf(out, "\"%s} %.17g\n", kind == SERIES_OMITTED ? ",cause=\"omitted\"" : "",
 					base(a->resource, v));
@@ -358,7 +346,7 @@ static int render_ledger(struct ledger_watch *lw, struct buf *out)
 {
 	struct ledger *l = NULL;
 	struct ledger_inc_stats st;
-	int64_t now = wall_ns();
+	int64_t now = clock_wall_ns();
 	uint32_t i;
 	int rc;
 
@@ -446,7 +434,7 @@ static int render_ledger(struct ledger_watch *lw, struct buf *out)
 				"dra_guard_ledger_builds_total{result=\"updated\"} %" PRIu64 "\n",
 				l->claims, l->pending, l->unreserved, l->old_mapping, l->all_entries,
 				l->mapping_changed_ns ? (double)(now - l->mapping_changed_ns) / 1e9 : -1.0, lw->build_s,
-				lw->update_s, lw->update_nodes, st.bytes, mono_s() - lw->built_at,
+				lw->update_s, lw->update_nodes, st.bytes, clock_mono_s() - lw->built_at,
 				(uint64_t)atomic_load(&lw->builds), (uint64_t)atomic_load(&lw->updates));
 	ledger_free(l);
 	return rc;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 static const char *const state_names[REFLECTOR_STATE_COUNT] = {
@@ -274,21 +275,7 @@ struct reflector {
 	atomic_bool synced_pub;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static unsigned jitter(struct reflector *r, unsigned n)
 {
@@ -324,7 +311,7 @@ int reflector_new(const struct reflector_config *cfg, const struct reflector_sin
 	r->sink = *sink;
 	r->client = client;
 	r->multi = multi;
-	r->rand_state = ((unsigned)wall_ns() ^ (unsigned)(uintptr_t)r) | 1u;
+	r->rand_state = ((unsigned)clock_wall_ns() ^ (unsigned)(uintptr_t)r) | 1u;
 	reflector_fsm_init(&r->fsm);
 	buf_init(&r->errbody, ERRBODY_MAX + 1);
 	*out = r;
@@ -412,7 +399,7 @@ static void skip_flush(struct reflector *r)
 		log_end(&l);
 	}
 	r->skip_unlogged = 0;
-	r->skip_logged_ms = mono_ms();
+	r->skip_logged_ms = clock_mono_ms();
 }
 
 /* Count an object left out; log it alone when no line was written for
@@ -420,7 +407,7 @@ static void skip_flush(struct reflector *r)
  * NULL (it did not decode). */
 static void skip_note(struct reflector *r, const char *what, const struct k8s_object *obj, const char *err)
 {
-	int64_t now = mono_ms();
+	int64_t now = clock_mono_ms();
 	struct log_line l;
 
 	atomic_fetch_add(&r->skipped, 1);
@@ -447,7 +434,7 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 	char err[512];
 	int rc;
 
-	atomic_store(&r->last_event_ns, wall_ns());
+	atomic_store(&r->last_event_ns, clock_wall_ns());
 	if (is_listing(r) || (is_streaming(r) && ev == VIEW_ADDED)) {
 		rc = r->sink.object(r->sink.ctx, true, ev, obj, err, sizeof(err));
 	} else if (is_streaming(r)) {
@@ -550,7 +537,7 @@ static void send_request(struct reflector *r, unsigned act)
 	}
 	if (act & REFLECTOR_ACT_COUNT_LIST) {
 		r->cont[0] = '\0';
-		r->list_start_ms = mono_ms();
+		r->list_start_ms = clock_mono_ms();
 		atomic_fetch_add(&r->relists[r->fsm.reason], 1);
 	}
 	if (request_path(r, &path, &timeout) != 0) {
@@ -579,7 +566,7 @@ static void send_request(struct reflector *r, unsigned act)
 		curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, (long)r->cfg.watch_silence_s);
 	}
-	r->req_start_ms = mono_ms();
+	r->req_start_ms = clock_mono_ms();
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
@@ -601,7 +588,7 @@ static void note_error(struct reflector *r, bool list, const char *detail)
 		log_str(&l, "resource", r->cfg.name);
 		log_str(&l, "request", list ? "list" : "watch");
 		log_str(&l, "error", r->last_error);
-		log_uint(&l, "retry_ms", (uint64_t)(r->fsm.due_ms - mono_ms()));
+		log_uint(&l, "retry_ms", (uint64_t)(r->fsm.due_ms - clock_mono_ms()));
 		log_end(&l);
 	}
 }
@@ -627,7 +614,7 @@ static unsigned step(struct reflector *r, const struct reflector_event *ev, cons
 	enum reflector_state was = r->fsm.state;
 	unsigned act;
 
-	act = reflector_step(&r->fsm, ev, mono_ms(), jitter(r, ~0u));
+	act = reflector_step(&r->fsm, ev, clock_mono_ms(), jitter(r, ~0u));
 	if (act & REFLECTOR_ACT_ABORT)
 		r->sink.abort(r->sink.ctx);
 	if (act & REFLECTOR_ACT_NO_STREAM)
@@ -651,7 +638,7 @@ static unsigned step_kind(struct reflector *r, enum reflector_event_kind kind, c
 int64_t reflector_poll(struct reflector *r, int64_t max_ms)
 {
 	struct reflector_event ev = { .kind = REFLECTOR_EV_SEND, .stream = r->cfg.stream };
-	int64_t now = mono_ms();
+	int64_t now = clock_mono_ms();
 	unsigned act;
 
 	if (!r->collection[0])
@@ -693,7 +680,7 @@ static int stream_initial_end(void *ctx)
 static int list_commit(struct reflector *r, enum list_mode mode)
 {
 	const struct view_stream_info *info = view_stream_info(r->stream);
-	int64_t took = mono_ms() - r->list_start_ms;
+	int64_t took = clock_mono_ms() - r->list_start_ms;
 	struct log_line l;
 	int i;
 
@@ -706,7 +693,7 @@ static int list_commit(struct reflector *r, enum list_mode mode)
 	snprintf(r->rv, sizeof(r->rv), "%s", info->resource_version);
 	r->last_error[0] = '\0';
 	atomic_store(&r->synced_pub, true);
-	atomic_store(&r->last_event_ns, wall_ns());
+	atomic_store(&r->last_event_ns, clock_wall_ns());
 	for (i = 0; i < LIST_BUCKETS && (double)took / 1000.0 > list_bucket_s[i]; i++)
 		;
 	atomic_fetch_add(&r->list_hist[i], 1);
@@ -745,7 +732,7 @@ void reflector_count_events(struct reflector *r)
 	}
 	/* Any event, bookmarks included, shows the watch is alive. */
 	if (any) {
-		int64_t now = wall_ns();
+		int64_t now = clock_wall_ns();
 
 		atomic_store(&r->last_event_ns, now);
 		if (r->sink.touch)
@@ -789,7 +776,7 @@ static enum reflector_event_kind classify(struct reflector *r, CURLcode res, lon
 	}
 	src = res == CURLE_OK ? view_stream_end(r->stream, &sink) : 0;
 	if (res == CURLE_OPERATION_TIMEDOUT && r->fsm.state == REFLECTOR_WATCHING && answered == 200 &&
-	    r->cfg.watch_silence_s && mono_ms() - r->req_start_ms < (int64_t)r->cfg.watch_timeout_s * 1000)
+	    r->cfg.watch_silence_s && clock_mono_ms() - r->req_start_ms < (int64_t)r->cfg.watch_timeout_s * 1000)
 		/* Cut by the silence limit, not by the WATCH's own timeout, nor
 		 * before an answer came (a connect timeout is a failure). */
 		return REFLECTOR_EV_SILENT;
@@ -822,9 +809,9 @@ static enum reflector_event_kind classify(struct reflector *r, CURLcode res, lon
 	/* Ended at once with nothing on it: the server (or something before
 	 * it) closes watches; resumed from the same resourceVersion, but
 	 * after a backoff. */
-	if (mono_ms() - r->req_start_ms < SHORT_WATCH_MS && !stream_had_events(info)) {
+	if (clock_mono_ms() - r->req_start_ms < SHORT_WATCH_MS && !stream_had_events(info)) {
 		snprintf(detail, n, "very short watch: it ended after %lld ms with no event; "
-			 "resuming from resourceVersion %.100s", (long long)(mono_ms() - r->req_start_ms), r->rv);
+			 "resuming from resourceVersion %.100s", (long long)(clock_mono_ms() - r->req_start_ms), r->rv);
 		return REFLECTOR_EV_SHORT;
 	}
 	return REFLECTOR_EV_ENDED;
@@ -873,7 +860,7 @@ void reflector_done(struct reflector *r, CURLcode res)
 
 int reflector_render_metrics(struct reflector *const *rs, size_t n, struct buf *out)
 {
-	int64_t now = wall_ns();
+	int64_t now = clock_wall_ns();
 	size_t k;
 	int rc, i;
 

@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "admission.h"
 #include "arena.h"
+#include "clock.h"
 #include "ledger_rules.h"
 #include "log.h"
 #include "policy.h"
@@ -22,22 +22,6 @@
 struct worker {
 	struct arena *arena;
 };
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-uint64_t admit_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void worker_destroy(void *p)
 {
@@ -86,7 +70,7 @@ void admit_set_gate(struct admit *a, struct gate_release *gate)
  * may see many new Pods, and the cause is the same for all). */
 static void gate_withheld(struct admit *a, const struct admission_result *res)
 {
-	int64_t now = (int64_t)(admit_now_ns() / 1000000u), last = atomic_load(&a->gate_warned_ms);
+	int64_t now = clock_mono_ms(), last = atomic_load(&a->gate_warned_ms);
 	struct log_line l;
 
 	metrics_gate_withheld(a->m);
@@ -319,11 +303,6 @@ static bool decide_again(const struct admission_result *res)
 	return worth_rechecking(res) || waits_for_claim(res);
 }
 
-static int64_t mono_ms(void)
-{
-	return (int64_t)(admit_now_ns() / 1000000u);
-}
-
 /* Decide again on newer views until the denial goes or the wait is over
  * (the watch delivers a release or a slice the scheduler has already seen
  * within milliseconds); *vsnap and *view follow the view used. */
@@ -331,7 +310,7 @@ static int recheck(struct admit *a, const struct policy *pol, bool mutate, const
 		   struct arena *arena, struct buf *out, struct admission_result *res, struct snapshot **vsnap,
 		   const struct view **view)
 {
-	int64_t deadline = mono_ms() + a->recheck_ms;
+	int64_t deadline = clock_mono_ms() + a->recheck_ms;
 	int rc = 0;
 
 	if (atomic_fetch_add(&a->rechecking, 1) >= a->recheck_max) {
@@ -348,7 +327,7 @@ static int recheck(struct admit *a, const struct policy *pol, bool mutate, const
 		*view = cluster_view_get(newer);
 		arena_reset(arena);
 		buf_reset(out);
-		rc = admission_handle(pol, *view, wall_ns(), mutate ? &a->opt_mutate : &a->opt_validate, &a->lim,
+		rc = admission_handle(pol, *view, clock_wall_ns(), mutate ? &a->opt_mutate : &a->opt_validate, &a->lim,
 				      body, len, arena, out, res);
 		if (rc || !decide_again(res))
 			break;
@@ -422,7 +401,7 @@ int admit_refuse(struct admit *a, bool mutate, const char *text, size_t len, int
 	buf_init_in(&b, outn, arena);
 	rc = encode_unjudged(mutate, uid, code, message, &b);
 	if (rc == 0) {
-		dur = admit_now_ns() - start_ns;
+		dur = clock_mono_ns() - start_ns;
 		if (!counted)
 			metrics_request(a->m, mutate ? METRICS_EP_MUTATE : METRICS_EP_VALIDATE, METRICS_RES_UNKNOWN,
 					ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR, dur);
@@ -460,7 +439,7 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		static const char no_policy[] = "dra-guard has no valid policy loaded yet (its /readyz says why); "
 						"this review was not judged; retry";
 
-		dur = admit_now_ns() - start_ns;
+		dur = clock_mono_ns() - start_ns;
 		if (unjudged_uid(body, len, tmp, sizeof(tmp), &uid) &&
 		    encode_unjudged(mutate, uid, 503, no_policy, out) == 0) {
 			metrics_request(a->m, ep, METRICS_RES_UNKNOWN, ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR, dur);
@@ -485,7 +464,7 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		/* Read per request: the Lease's holder comes and goes. */
 		mo.gate_unreleasable = !a->gate || !gate_release_live(a->gate);
 		arena_reset(arena);
-		rc = admission_handle(pol, view, wall_ns(), mutate ? &mo : &a->opt_validate,
+		rc = admission_handle(pol, view, clock_wall_ns(), mutate ? &mo : &a->opt_validate,
 				      &a->lim, body, len, arena, out, &res);
 		if (rc == 0 && view && a->recheck_ms && decide_again(&res))
 			rc = recheck(a, pol, mutate, body, len, arena, out, &res, &vsnap, &view);
@@ -493,7 +472,7 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 	if (rc == 0)
 		status = (unsigned)res.http_status;
 	result = result_of(&res, rc);
-	dur = admit_now_ns() - start_ns;
+	dur = clock_mono_ns() - start_ns;
 	if (rc != 0 && unjudged_uid(body, len, tmp, sizeof(tmp), &uid)) {
 		char msg[160];
 
@@ -520,7 +499,7 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 	 * decision, so only one of the two emits. An allowed review emits only
 	 * by a warning that tells the Pod (ledger.pod.omitted). */
 	if (a->events && !mutate && rc == 0 && status == 200 && res.decoded)
-		event_sink_offer(a->events, &res.req, &res.verdict, wall_ns());
+		event_sink_offer(a->events, &res.req, &res.verdict, clock_wall_ns());
 	if (rc != 0) {
 		log_msg_str(LOG_ERROR, "admission answer could not be built", "error", strerror(-rc));
 		buf_reset(out);

@@ -104,7 +104,4 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 int admit_refuse(struct admit *a, bool mutate, const char *text, size_t len, int32_t code,
 		 const char *message, bool counted, char *out, size_t outn, size_t *outlen, uint64_t start_ns);
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t admit_now_ns(void);
-
 #endif

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "mountdir.h"
 
@@ -157,7 +157,7 @@ int cert_source_reload(struct cert_source *cs, const char *why)
 		rc = 0;
 		goto out;
 	}
-	rc = tls_check(&pair, cs->service_name, (int64_t)time(NULL), &info, err);
+	rc = tls_check(&pair, cs->service_name, clock_wall_ns() / 1000000000, &info, err);
 	if (rc != 0)
 		goto fail;
 	rc = tls_cred_new(&pair, &info, &cred, err);

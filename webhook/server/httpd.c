@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics_auth.h"
 #include "serve_config.h"
@@ -336,7 +337,7 @@ static ssize_t conn_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
 		conn->rpos = 0;
 		conn->rlen = (size_t)got;
 		if (!deadline_running(&conn->dl))
-			deadline_start(&conn->dl, admit_now_ns());
+			deadline_start(&conn->dl, clock_mono_ns());
 	}
 	n = conn->rlen - conn->rpos < len ? conn->rlen - conn->rpos : len;
 	memcpy(data, conn->rbuf + conn->rpos, n);
@@ -586,19 +587,14 @@ static void *keeper_main(void *arg)
 
 	pthread_mutex_lock(&h->keeper_mu);
 	while (!h->keeper_stop) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += KEEPER_TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = clock_after(CLOCK_MONOTONIC, (int64_t)KEEPER_TICK_MS * 1000000);
 		pthread_cond_timedwait(&h->keeper_cv, &h->keeper_mu, &ts);
 		if (h->keeper_stop)
 			break;
 		pthread_mutex_unlock(&h->keeper_mu);
-		sweep_webhook(h, admit_now_ns());
-		sweep_plain(&h->metrics, admit_now_ns());
-		sweep_plain(&h->probe, admit_now_ns());
+		sweep_webhook(h, clock_mono_ns());
+		sweep_plain(&h->metrics, clock_mono_ns());
+		sweep_plain(&h->probe, clock_mono_ns());
 		if (reqmem_trim(h->mem, TRIM_PEAK))
 			log_msg(LOG_DEBUG, "memory given back to the system after a burst");
 		pthread_mutex_lock(&h->keeper_mu);

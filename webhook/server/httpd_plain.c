@@ -30,8 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics_auth.h"
+#include "prom.h"
 #include "serve_config.h"
 #include "snapshot.h"
 
@@ -180,7 +182,7 @@ static enum MHD_Result answer_debug(struct httpd *h, struct MHD_Connection *c, e
 		struct plain_conn *pc = ci->socket_context;
 
 		deadline_set_limit(h->metrics.dl, &pc->dl, (uint64_t)h->env.cfg->debug_send_timeout_s * 1000000000u);
-		deadline_restart(&pc->dl, admit_now_ns());
+		deadline_restart(&pc->dl, clock_mono_ns());
 	}
 	return ret;
 }
@@ -212,15 +214,14 @@ static int render_metrics(struct httpd *h, struct buf *b)
 	int i;
 
 	if (rc == 0)
-		rc = buf_printf(b, "# HELP dra_guard_debug_memory_bytes Bytes of /debug/* answers held now"
-				" (--debug-memory-budget).\n# TYPE dra_guard_debug_memory_bytes gauge\n"
-				"dra_guard_debug_memory_bytes %zu\n"
-				"# HELP dra_guard_debug_refused_total /debug/* requests refused: busy (another answer of"
-				" the path in flight), budget (past --debug-memory-budget).\n"
-				"# TYPE dra_guard_debug_refused_total counter\n", atomic_load(&h->debug_in_use));
+		rc = prom_header(b, PROM_DEBUG_MEMORY_BYTES);
+	if (rc == 0)
+		rc = prom_sample(b, PROM_DEBUG_MEMORY_BYTES, NULL, "%zu", atomic_load(&h->debug_in_use));
+	if (rc == 0)
+		rc = prom_header(b, PROM_DEBUG_REFUSED_TOTAL);
 	for (i = 0; rc == 0 && i < HTTPD_DEBUG_REFUSALS; i++)
-		rc = buf_printf(b, "dra_guard_debug_refused_total{reason=\"%s\"} %llu\n", debug_refusal_names[i],
-				(unsigned long long)atomic_load(&h->debug_refused[i]));
+		rc = prom_sample(b, PROM_DEBUG_REFUSED_TOTAL, &debug_refusal_names[i], "%llu",
+				 (unsigned long long)atomic_load(&h->debug_refused[i]));
 	if (rc == 0 && h->auth)
 		rc = metrics_auth_render_metrics(h->auth, b);
 	return rc;
@@ -466,7 +467,7 @@ static void notify_plain(void *cls, struct MHD_Connection *c, void **socket_cont
 				gnutls_session_set_ptr((gnutls_session_t)ci->tls_session, pc);
 		}
 		deadline_add(p->dl, &pc->dl, fdi->connect_fd, deadline_ns(p));
-		deadline_start(&pc->dl, admit_now_ns());
+		deadline_start(&pc->dl, clock_mono_ns());
 		*socket_context = pc;
 		return;
 	}
@@ -496,7 +497,7 @@ static void completed_plain(void *cls, struct MHD_Connection *c, void **req_cls,
 	 * the clock restarted before the limit is lowered, so the checker
 	 * never sees the old start with the short limit (which would close a
 	 * keep-alive connection that just finished). */
-	deadline_restart(&pc->dl, admit_now_ns());
+	deadline_restart(&pc->dl, clock_mono_ns());
 	deadline_set_limit(((struct plain_port *)cls)->dl, &pc->dl, deadline_ns(cls));
 }
 

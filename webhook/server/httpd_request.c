@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "clock.h"
 #include "log.h"
 #include "serve_config.h"
 
@@ -370,7 +371,7 @@ static void begin_request(struct conn *conn)
 	conn->refusal_counted = false;
 	conn->seen = 0;
 	conn->prefix_len = 0;
-	conn->start_ns = admit_now_ns();
+	conn->start_ns = clock_mono_ns();
 	conn->in_flight = true;
 	atomic_fetch_add(&conn->h->in_flight, 1);
 }
@@ -625,7 +626,7 @@ void httpd_request_completed(void *cls, struct MHD_Connection *c, void **req_cls
 	 * read ahead starts it now. An idle connection keeps no read-ahead. */
 	deadline_stop(&conn->dl);
 	if (conn->rpos < conn->rlen) {
-		deadline_start(&conn->dl, admit_now_ns());
+		deadline_start(&conn->dl, clock_mono_ns());
 	} else {
 		free(conn->rbuf);
 		conn->rbuf = NULL;

@@ -15,8 +15,9 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 
-#include "admit.h"
+#include "clock.h"
 #include "log.h"
+#include "prom.h"
 
 /* A review takes at most this long: the metrics port has one thread, and
  * a scrape's timeout is about 10 s. */
@@ -117,7 +118,7 @@ static int post_review(struct metrics_auth *a, const char *path, const struct bu
 
 static void warn_error(struct metrics_auth *a, const char *what, const char *why)
 {
-	int64_t now = (int64_t)admit_now_ns();
+	int64_t now = (int64_t)clock_mono_ns();
 	struct log_line l;
 
 	if (a->warned && now - a->last_warn_ns < WARN_EVERY_NS)
@@ -239,7 +240,7 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 	}
 	keyed = cache_key(token, len, path, key) == 0;
 	pthread_mutex_lock(&a->mu);
-	now = (int64_t)admit_now_ns();
+	now = (int64_t)clock_mono_ns();
 	if (keyed && access_cache_get(a->cache, key, now, &o)) {
 		pthread_mutex_unlock(&a->mu);
 		atomic_fetch_add(&a->cache_hits, 1);
@@ -261,7 +262,7 @@ enum metrics_auth_result metrics_auth_check(struct metrics_auth *a, const char *
 		goto count;
 	}
 	r = review(a, token, len, path, why, n);
-	now = (int64_t)admit_now_ns();
+	now = (int64_t)clock_mono_ns();
 	if (r == METRICS_AUTH_ERROR)
 		a->down_until_ns = now + REVIEW_DOWN_NS;
 	/* An API error is never kept: the next request asks again. */
@@ -278,20 +279,16 @@ count:
 
 int metrics_auth_render_metrics(struct metrics_auth *a, struct buf *out)
 {
-	int rc = buf_add_cstr(out, "# HELP dra_guard_metrics_auth_total Requests to the metrics port by the outcome"
-				   " of their token and access check (error: the API server could not review; throttled: past 20 reviews"
-				   " a second; both denied).\n"
-				   "# TYPE dra_guard_metrics_auth_total counter\n");
+	int rc = prom_header(out, PROM_METRICS_AUTH_TOTAL);
 	int i;
 
 	for (i = 0; rc == 0 && i < METRICS_AUTH_RESULT_COUNT; i++)
-		rc = buf_printf(out, "dra_guard_metrics_auth_total{result=\"%s\"} %llu\n", result_names[i],
-				(unsigned long long)atomic_load(&a->results[i]));
+		rc = prom_sample(out, PROM_METRICS_AUTH_TOTAL, &result_names[i], "%llu",
+				 (unsigned long long)atomic_load(&a->results[i]));
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_metrics_auth_cache_hits_total Metrics port checks answered from"
-				" the cache of review outcomes.\n"
-				"# TYPE dra_guard_metrics_auth_cache_hits_total counter\n"
-				"dra_guard_metrics_auth_cache_hits_total %llu\n",
-				(unsigned long long)atomic_load(&a->cache_hits));
+		rc = prom_header(out, PROM_METRICS_AUTH_CACHE_HITS_TOTAL);
+	if (rc == 0)
+		rc = prom_sample(out, PROM_METRICS_AUTH_CACHE_HITS_TOTAL, NULL, "%llu",
+				 (unsigned long long)atomic_load(&a->cache_hits));
 	return rc;
 }

@@ -1,0 +1,90 @@
+/* hmap.h - the one hash index: keys to 32-bit values, open addressing.
+ *
+ * The map holds no keys. Each slot is (hash, value); the value names the
+ * caller's record (an index into its array, a slot number), and the caller's
+ * equality function compares a probe key with the record a value names. So
+ * records keep their own keys in whatever form they have (a struct str, a
+ * fixed array, several fields), the map costs 8 bytes a slot, and a lookup
+ * compares keys only on a full 32-bit hash match.
+ *
+ * Linear probing over 2^k slots, at most half full; deletion shifts the
+ * rest of the run back (no tombstones), so a lookup stops at the first
+ * empty slot. The table starts small and doubles as it fills, up to the cap
+ * given at init: an insert past cap entries is -E2BIG, never a silent
+ * growth. Slots are calloc'd (an empty slot is zero, so a reserved table
+ * costs pages only as it fills); nothing else is allocated.
+ *
+ * Hashes are FNV-1a over bytes (hmap_hash, or hmap_hash_add for keys made
+ * of several parts), finished with a mix because probing uses the low bits.
+ *
+ * Pure; not thread-safe (one writer, or readers under the owner's lock). */
+#ifndef DRA_GUARD_HMAP_H
+#define DRA_GUARD_HMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HMAP_CAP_MAX (1u << 30)       /* the largest cap hmap_init() takes */
+#define HMAP_HASH_INIT 2166136261u    /* FNV-1a's offset basis, for hmap_hash_add() */
+
+/* Does the record val names have the key key points to? */
+typedef bool hmap_eq_fn(const void *ctx, uint32_t val, const void *key);
+
+struct hmap_slot {
+	uint32_t hash;
+	uint32_t val;                 /* the value + 1; 0: free */
+};
+
+struct hmap {                     /* fields are private; use the functions below */
+	struct hmap_slot *slot;
+	uint32_t mask;                /* slots - 1 */
+	uint32_t count;
+	uint32_t cap;
+	hmap_eq_fn *eq;
+	const void *ctx;
+};
+
+/* Empty map of at most cap entries (1..HMAP_CAP_MAX); eq(ctx, val, key)
+ * compares keys. 0, -EINVAL, -ENOMEM. */
+int hmap_init(struct hmap *m, uint32_t cap, hmap_eq_fn *eq, const void *ctx);
+
+/* Frees the slots; the map may be initialised again. A zeroed map is fine. */
+void hmap_fini(struct hmap *m);
+
+/* Room for n entries (at most the cap) without growing: for a table whose
+ * size is known, or to keep puts from failing later. 0, -ENOMEM (the map
+ * is unchanged), -EINVAL for a map not initialised. */
+int hmap_reserve(struct hmap *m, uint32_t n);
+
+/* Forget every entry, keep the slots. O(slots). */
+void hmap_clear(struct hmap *m);
+
+/* Entries held. */
+uint32_t hmap_count(const struct hmap *m);
+
+/* FNV-1a of p[0..n) continued from h (HMAP_HASH_INIT to start). */
+uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n);
+
+/* hmap_hash_add() of the C string s, without its NUL: one pass. */
+uint32_t hmap_hash_add_cstr(uint32_t h, const char *s);
+
+/* The hash to pass the functions below: h from hmap_hash_add, mixed. */
+uint32_t hmap_hash_finish(uint32_t h);
+
+/* hmap_hash_finish(hmap_hash_add(HMAP_HASH_INIT, p, n)). */
+uint32_t hmap_hash(const void *p, size_t n);
+
+/* The value stored under key (hash its hash) into *val: 0, or -ENOENT. */
+int hmap_find(const struct hmap *m, uint32_t hash, const void *key, uint32_t *val);
+
+/* Store val (< UINT32_MAX) under key, replacing the value of an equal key.
+ * 0; -E2BIG when the key is new and cap entries are held; -ENOMEM when the
+ * table could not grow (the map is unchanged either way); -EINVAL for
+ * val UINT32_MAX. */
+int hmap_put(struct hmap *m, uint32_t hash, const void *key, uint32_t val);
+
+/* Remove key; its value into *val when val is not NULL. 0, or -ENOENT. */
+int hmap_del(struct hmap *m, uint32_t hash, const void *key, uint32_t *val);
+
+#endif

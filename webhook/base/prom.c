@@ -1,0 +1,205 @@
+/* prom.c - see prom.h. */
+#include "prom.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+
+#define L(...) { __VA_ARGS__ }
+
+static const struct prom_family families[PROM_ID_COUNT] = {
+	[PROM_REQUESTS_TOTAL] = { "dra_guard_requests_total", PROM_COUNTER,
+		"Admission requests answered, by endpoint, resource, operation and result.",
+		L("endpoint", "resource", "operation", "result") },
+	[PROM_REQUEST_DURATION_SECONDS] = { "dra_guard_request_duration_seconds", PROM_HISTOGRAM,
+		"Time from the request's headers to its answer, by endpoint and result.", L("endpoint", "result") },
+	[PROM_VIOLATIONS_TOTAL] = { "dra_guard_violations_total", PROM_COUNTER,
+		"Rule violations found, by rule id and the action the policy gave it.", L("rule", "action") },
+	[PROM_BREAK_GLASS_TOTAL] = { "dra_guard_break_glass_total", PROM_COUNTER,
+		"Requests let through by a break-glass identity, by resource.", L("resource") },
+	[PROM_GATE_WITHHELD_TOTAL] = { "dra_guard_gate_withheld_total", PROM_COUNTER,
+		"New Pods the freeze would have held at its scheduling gate but did not, because no replica could "
+		"release them (none runs --gate-release, or its Lease has no live holder).", { NULL } },
+	[PROM_SLICE_DENIALS_TOTAL] = { "dra_guard_slice_denials_total", PROM_COUNTER,
+		"Denied ResourceSlice writes, by spec.driver: a driver the policy lists, or other.", L("driver") },
+	[PROM_HTTP_ERRORS_TOTAL] = { "dra_guard_http_errors_total", PROM_COUNTER,
+		"HTTP error answers on the webhook port, by status code.", L("code") },
+	[PROM_REQUESTS_IN_FLIGHT] = { "dra_guard_requests_in_flight", PROM_GAUGE,
+		"Admission requests being answered right now.", { NULL } },
+	[PROM_POLICY_RELOAD_TOTAL] = { "dra_guard_policy_reload_total", PROM_COUNTER,
+		"Policy loads and reloads, by result; a failed one keeps the last good policy.", L("result") },
+	[PROM_POLICY_LAST_RELOAD_SUCCESSFUL] = { "dra_guard_policy_last_reload_successful", PROM_GAUGE,
+		"1 when the last policy load attempt loaded; 0 while a broken input is held back.", { NULL } },
+	[PROM_POLICY_INPUT_MISSING] = { "dra_guard_policy_input_missing", PROM_GAUGE,
+		"1 while the policy's source (the ConfigMap in the API, the file, the directory's policy.yaml) is "
+		"gone and the last good policy keeps serving.", { NULL } },
+	[PROM_FREEZE_ALERT_AFTER_SECONDS] = { "dra_guard_freeze_alert_after_seconds", PROM_GAUGE,
+		"The serving policy's freeze.alertAfter: how long a freeze may last before it is alerted on.", { NULL } },
+	[PROM_TLS_RELOAD_TOTAL] = { "dra_guard_tls_reload_total", PROM_COUNTER,
+		"Certificate loads and reloads, by result; a failed one keeps the serving pair.", L("result") },
+	[PROM_TLS_CERT_NOT_AFTER] = { "dra_guard_tls_cert_not_after_timestamp_seconds", PROM_GAUGE,
+		"Expiry of the serving certificate, Unix time.", { NULL } },
+	[PROM_READY] = { "dra_guard_ready", PROM_GAUGE,
+		"1 when a certificate and a valid policy are loaded (what /readyz answers).", { NULL } },
+	[PROM_MEMORY_BUDGET_BYTES] = { "dra_guard_memory_budget_bytes", PROM_GAUGE,
+		"Bytes of request bodies and answers the server may hold at once (--memory-budget).", { NULL } },
+	[PROM_MEMORY_IN_USE_BYTES] = { "dra_guard_memory_in_use_bytes", PROM_GAUGE,
+		"Bytes of request bodies received and answers not yet sent, over every connection.", { NULL } },
+	[PROM_MEMORY_REFUSALS_TOTAL] = { "dra_guard_memory_refusals_total", PROM_COUNTER,
+		"Requests answered 503 because their body or answer did not fit in the memory budget.", L("kind") },
+	[PROM_BUILD_INFO] = { "dra_guard_build_info", PROM_GAUGE, "The running build; the value is always 1.",
+		L("version") },
+	[PROM_POLICY_INFO] = { "dra_guard_policy_info", PROM_GAUGE,
+		"The serving policy, by its SHA-256 hash; absent while no policy is loaded.", L("hash") },
+	[PROM_POLICY_SOURCE] = { "dra_guard_policy_source", PROM_GAUGE,
+		"Where the serving policy came from (api, directory, file, built-in); the value is always 1.",
+		L("source") },
+	[PROM_POLICY_LAST_RELOAD_SUCCESS_TIMESTAMP] = { "dra_guard_policy_last_reload_success_timestamp_seconds",
+		PROM_GAUGE, "When the serving policy was loaded, Unix time; 0 while none is.", { NULL } },
+	[PROM_FREEZE_ACTIVE] = { "dra_guard_freeze_active", PROM_GAUGE,
+		"1 while the serving policy holds a rollback freeze.", { NULL } },
+	[PROM_FREEZE_INFO] = { "dra_guard_freeze_info", PROM_GAUGE,
+		"The active freeze's reason; absent while no freeze is active.", L("reason") },
+	[PROM_FREEZE_SINCE_TIMESTAMP] = { "dra_guard_freeze_since_timestamp_seconds", PROM_GAUGE,
+		"When the active freeze began, Unix time; 0 while none is active.", { NULL } },
+
+	[PROM_DEBUG_MEMORY_BYTES] = { "dra_guard_debug_memory_bytes", PROM_GAUGE,
+		"Bytes of /debug/* answers held now (--debug-memory-budget).", { NULL } },
+	[PROM_DEBUG_REFUSED_TOTAL] = { "dra_guard_debug_refused_total", PROM_COUNTER,
+		"/debug/* requests refused: busy (another answer of the path in flight), budget (past "
+		"--debug-memory-budget).", L("reason") },
+	[PROM_METRICS_AUTH_TOTAL] = { "dra_guard_metrics_auth_total", PROM_COUNTER,
+		"Requests to the metrics port by the outcome of their token and access check (error: the API server "
+		"could not review; throttled: past 20 reviews a second; both denied).", L("result") },
+	[PROM_METRICS_AUTH_CACHE_HITS_TOTAL] = { "dra_guard_metrics_auth_cache_hits_total", PROM_COUNTER,
+		"Metrics port checks answered from the cache of review outcomes.", { NULL } },
+
+};
+
+static const char *const type_names[] = { "counter", "gauge", "histogram" };
+
+const struct prom_family *prom_family(enum prom_id id)
+{
+	return (unsigned)id < PROM_ID_COUNT ? &families[id] : NULL;
+}
+
+int prom_header(struct buf *out, enum prom_id id)
+{
+	const struct prom_family *f = prom_family(id);
+
+	if (!f)
+		return -EINVAL;
+	return buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, type_names[f->type]);
+}
+
+int prom_escape_label(struct buf *out, const char *v, size_t n)
+{
+	size_t i, run = 0;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		const char *esc = NULL;
+
+		switch (v[i]) {
+		case '\\':
+			esc = "\\\\";
+			break;
+		case '"':
+			esc = "\\\"";
+			break;
+		case '\n':
+			esc = "\\n";
+			break;
+		default:
+			run++;
+			continue;
+		}
+		rc = buf_add(out, v + i - run, run);
+		run = 0;
+		if (rc == 0)
+			rc = buf_add_cstr(out, esc);
+	}
+	if (rc == 0)
+		rc = buf_add(out, v + n - run, run);
+	return rc;
+}
+
+void prom_line_begin(struct prom_line *l, struct buf *out, enum prom_id id, const char *suffix)
+{
+	l->out = out;
+	l->f = prom_family(id);
+	l->nlabels = 0;
+	l->rc = l->f ? buf_add_cstr(out, l->f->name) : -EINVAL;
+	if (l->rc == 0 && suffix)
+		l->rc = buf_add_cstr(out, suffix);
+}
+
+static void label(struct prom_line *l, const char *name, const char *value, size_t len)
+{
+	if (l->rc == 0)
+		l->rc = buf_add_char(l->out, l->nlabels ? ',' : '{');
+	if (l->rc == 0)
+		l->rc = buf_add_cstr(l->out, name);
+	if (l->rc == 0)
+		l->rc = buf_add(l->out, "=\"", 2);
+	if (l->rc == 0)
+		l->rc = prom_escape_label(l->out, value, len);
+	if (l->rc == 0)
+		l->rc = buf_add_char(l->out, '"');
+	l->nlabels++;
+}
+
+void prom_line_label(struct prom_line *l, const char *value, size_t len)
+{
+	/* A label the row does not name is the caller's bug: refuse the line. */
+	if (l->rc == 0 && (l->nlabels >= PROM_LABELS_MAX || !l->f->labels[l->nlabels]))
+		l->rc = -EINVAL;
+	if (l->rc == 0)
+		label(l, l->f->labels[l->nlabels], value, len);
+}
+
+void prom_line_le(struct prom_line *l, const char *le)
+{
+	label(l, "le", le, strlen(le));
+}
+
+static int line_end(struct prom_line *l, const char *fmt, va_list ap)
+{
+	if (l->rc == 0 && l->nlabels)
+		l->rc = buf_add_char(l->out, '}');
+	if (l->rc == 0)
+		l->rc = buf_add_char(l->out, ' ');
+	if (l->rc == 0)
+		l->rc = buf_vprintf(l->out, fmt, ap);
+	if (l->rc == 0)
+		l->rc = buf_add_char(l->out, '\n');
+	return l->rc;
+}
+
+int prom_line_end(struct prom_line *l, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = line_end(l, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int prom_sample(struct buf *out, enum prom_id id, const char *const *values, const char *fmt, ...)
+{
+	struct prom_line l;
+	va_list ap;
+	unsigned i;
+	int rc;
+
+	prom_line_begin(&l, out, id, NULL);
+	for (i = 0; values && l.rc == 0 && i < PROM_LABELS_MAX && l.f->labels[i]; i++)
+		prom_line_label(&l, values[i], strlen(values[i]));
+	va_start(ap, fmt);
+	rc = line_end(&l, fmt, ap);
+	va_end(ap);
+	return rc;
+}

@@ -1,0 +1,104 @@
+/* prom.h - Prometheus text exposition: the table of metric families the
+ * server exports, and the one writer of their lines.
+ *
+ * Every family is one row of prom_families (prom.c): name, type, HELP
+ * text and label names, in the order its samples carry them. A module that
+ * exports metrics keeps its own counters and, when /metrics is scraped,
+ * writes prom_header() for each family and a prom_line per sample; the
+ * names, the HELP text and the label names come from the row, so they are
+ * written in one place, and docs/monitoring.md has one table to match.
+ *
+ * To export a new family: add its id to enum prom_id and its row to
+ * prom_families, then render it with the calls below. Label values are
+ * escaped as the text format asks (backslash, double quote, newline).
+ *
+ * No state; safe from any thread (each call writes the caller's buf). */
+#ifndef DRA_GUARD_PROM_H
+#define DRA_GUARD_PROM_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+#define PROM_LABELS_MAX 4
+
+/* A number in a HELP text, from a #define of a plain literal. */
+#define PROM_STR(x) PROM_STR_(x)
+#define PROM_STR_(x) #x
+
+enum prom_type { PROM_COUNTER, PROM_GAUGE, PROM_HISTOGRAM };
+
+struct prom_family {
+	const char *name;
+	enum prom_type type;
+	const char *help;
+	const char *labels[PROM_LABELS_MAX];  /* in sample order; NULL after the last unless all are used */
+};
+
+enum prom_id {
+	/* the registry (metrics.c) */
+	PROM_REQUESTS_TOTAL,
+	PROM_REQUEST_DURATION_SECONDS,
+	PROM_VIOLATIONS_TOTAL,
+	PROM_BREAK_GLASS_TOTAL,
+	PROM_GATE_WITHHELD_TOTAL,
+	PROM_SLICE_DENIALS_TOTAL,
+	PROM_HTTP_ERRORS_TOTAL,
+	PROM_REQUESTS_IN_FLIGHT,
+	PROM_POLICY_RELOAD_TOTAL,
+	PROM_POLICY_LAST_RELOAD_SUCCESSFUL,
+	PROM_POLICY_INPUT_MISSING,
+	PROM_FREEZE_ALERT_AFTER_SECONDS,
+	PROM_TLS_RELOAD_TOTAL,
+	PROM_TLS_CERT_NOT_AFTER,
+	PROM_READY,
+	PROM_MEMORY_BUDGET_BYTES,
+	PROM_MEMORY_IN_USE_BYTES,
+	PROM_MEMORY_REFUSALS_TOTAL,
+	PROM_BUILD_INFO,
+	PROM_POLICY_INFO,
+	PROM_POLICY_SOURCE,
+	PROM_POLICY_LAST_RELOAD_SUCCESS_TIMESTAMP,
+	PROM_FREEZE_ACTIVE,
+	PROM_FREEZE_INFO,
+	PROM_FREEZE_SINCE_TIMESTAMP,
+	/* the HTTP listeners (httpd_plain.c) and the metrics port's checks (metrics_auth.c) */
+	PROM_DEBUG_MEMORY_BYTES,
+	PROM_DEBUG_REFUSED_TOTAL,
+	PROM_METRICS_AUTH_TOTAL,
+	PROM_METRICS_AUTH_CACHE_HITS_TOTAL,
+	PROM_ID_COUNT
+};
+
+/* The row of id; NULL for an id out of range. */
+const struct prom_family *prom_family(enum prom_id id);
+
+/* "# HELP <name> <help>\n# TYPE <name> <type>\n". 0 or buf's error. */
+int prom_header(struct buf *out, enum prom_id id);
+
+/* One sample line, written in three steps: prom_line_begin() writes the
+ * name (and suffix: "_bucket", "_sum", "_count" or ""), each
+ * prom_line_label() the family's next label, prom_line_le() a histogram
+ * bucket's bound, and prom_line_end() the value as fmt formats it. The
+ * first error sticks and prom_line_end() returns it. */
+struct prom_line {                /* fields are private */
+	struct buf *out;
+	const struct prom_family *f;
+	unsigned nlabels;
+	int rc;
+};
+
+void prom_line_begin(struct prom_line *l, struct buf *out, enum prom_id id, const char *suffix);
+void prom_line_label(struct prom_line *l, const char *value, size_t len);
+void prom_line_le(struct prom_line *l, const char *le);
+int prom_line_end(struct prom_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A whole sample of a family whose label values are C strings: values
+ * holds one per label of the family (NULL when it has none). */
+int prom_sample(struct buf *out, enum prom_id id, const char *const *values, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* v[0..n) escaped for a label value (\\, \", \n). 0 or buf's error. */
+int prom_escape_label(struct buf *out, const char *v, size_t n);
+
+#endif
