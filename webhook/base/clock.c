@@ -43,3 +43,14 @@ struct timespec clock_after(clockid_t id, int64_t add_ns)
 	}
 	return ts;
 }
+
+unsigned clock_jitter(unsigned *state, unsigned n)
+{
+	unsigned x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*state = x;
+	return n ? x % n : 0;
+}

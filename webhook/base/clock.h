@@ -6,7 +6,7 @@
  * (log lines, Events, Lease renewals, report timestamps). The policy/ side
  * never reads a clock: callers pass the time in.
  *
- * No state; safe from any thread. */
+ * No state of its own; safe from any thread. */
 #ifndef DRA_GUARD_CLOCK_H
 #define DRA_GUARD_CLOCK_H
 
@@ -31,5 +31,11 @@ int64_t clock_wall_ns(void);
 /* The absolute time add_ns from now on clock id, as pthread_cond_timedwait
  * (CLOCK_REALTIME, or the condition's clock) wants it. */
 struct timespec clock_after(clockid_t id, int64_t add_ns);
+
+/* A number below n (0 when n is 0) from the xorshift state *state (never
+ * 0: seed it with an odd value), for spreading retries and timeouts: no
+ * cryptographic quality is needed. The state is the caller's; one thread
+ * at a time. */
+unsigned clock_jitter(unsigned *state, unsigned n);
 
 #endif

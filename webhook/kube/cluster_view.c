@@ -101,22 +101,6 @@ struct cluster_view {
 	bool freeze_waits;            /* a freeze began before the first view: keep that one */
 };
 
-/* --- time and jitter --------------------------------------------------------- */
-
-
-
-static unsigned jitter(struct cluster_view *cv, unsigned n)
-{
-	/* xorshift: spreading retries needs no cryptographic quality. */
-	unsigned x = cv->rand_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	cv->rand_state = x;
-	return n ? x % n : 0;
-}
-
 void cluster_view_config_default(struct cluster_view_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -479,7 +463,7 @@ static void *run(void *arg)
 		backoff = backoff ? (backoff * 2 > REFLECTOR_BACKOFF_MAX_MS ? REFLECTOR_BACKOFF_MAX_MS : backoff * 2)
 				  : REFLECTOR_BACKOFF_MIN_MS;
 		/* Asleep until then, or until cluster_view_stop() wakes the multi. */
-		until = clock_mono_ms() + backoff / 2 + jitter(cv, backoff / 2 + 1);
+		until = clock_mono_ms() + backoff / 2 + clock_jitter(&cv->rand_state, backoff / 2 + 1);
 		while (!atomic_load(&cv->stop) && clock_mono_ms() < until)
 			curl_multi_poll(cv->multi, NULL, 0, (int)(until - clock_mono_ms()), NULL);
 	}

@@ -275,20 +275,6 @@ struct reflector {
 	atomic_bool synced_pub;
 };
 
-
-
-static unsigned jitter(struct reflector *r, unsigned n)
-{
-	/* xorshift: spreading retries needs no cryptographic quality. */
-	unsigned x = r->rand_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	r->rand_state = x;
-	return n ? x % n : 0;
-}
-
 static bool is_listing(const struct reflector *r)
 {
 	return r->fsm.state == REFLECTOR_LISTING;
@@ -490,7 +476,7 @@ static int request_path(struct reflector *r, struct kube_client_path *p, long *t
 	if ((rc = kube_client_path_add(p, "%s", r->collection)) != 0)
 		return rc;
 	if (is_streaming(r)) {
-		unsigned t = r->cfg.watch_timeout_s + jitter(r, r->cfg.watch_timeout_s / 10 + 1);
+		unsigned t = r->cfg.watch_timeout_s + clock_jitter(&r->rand_state, r->cfg.watch_timeout_s / 10 + 1);
 
 		/* No resourceVersion: the initial events are the objects as of
 		 * a consistent read (after a 410 too). */
@@ -515,7 +501,7 @@ static int request_path(struct reflector *r, struct kube_client_path *p, long *t
 		return rc;
 	}
 	{
-		unsigned t = r->cfg.watch_timeout_s + jitter(r, r->cfg.watch_timeout_s / 10 + 1);
+		unsigned t = r->cfg.watch_timeout_s + clock_jitter(&r->rand_state, r->cfg.watch_timeout_s / 10 + 1);
 
 		*timeout = (long)t + 30;
 		return kube_client_path_add(p, "watch=true&allowWatchBookmarks=true&timeoutSeconds=%u&resourceVersion=%s",
@@ -614,7 +600,7 @@ static unsigned step(struct reflector *r, const struct reflector_event *ev, cons
 	enum reflector_state was = r->fsm.state;
 	unsigned act;
 
-	act = reflector_step(&r->fsm, ev, clock_mono_ms(), jitter(r, ~0u));
+	act = reflector_step(&r->fsm, ev, clock_mono_ms(), clock_jitter(&r->rand_state, ~0u));
 	if (act & REFLECTOR_ACT_ABORT)
 		r->sink.abort(r->sink.ctx);
 	if (act & REFLECTOR_ACT_NO_STREAM)
