@@ -69,6 +69,25 @@ static void test_header_and_samples(void **state)
 	buf_free(&b);
 }
 
+/* A family without labels in one call: its header, then its one sample;
+ * a number in the HELP text comes from the #define it names. */
+static void test_scalar_family(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 4096);
+	assert_int_equal(prom_scalar(&b, PROM_LEDGER_ENTRIES, "%u", 12u), 0);
+	assert_string_equal(buf_cstr(&b), "# HELP dra_guard_ledger_entries Ledger entries (node, claim, allocation "
+					  "result).\n# TYPE dra_guard_ledger_entries gauge\ndra_guard_ledger_entries 12\n");
+	buf_free(&b);
+	assert_non_null(strstr(prom_family(PROM_LEDGER_NODE_OVERCOMMIT)->help, "(the 20 largest)"));
+	/* The cap is an error for the sample too, after a whole header. */
+	buf_init(&b, 120);
+	assert_int_not_equal(prom_scalar(&b, PROM_LEDGER_ENTRIES, "%u", 12u), 0);
+	buf_free(&b);
+}
+
 static void test_histogram_lines_and_label_count(void **state)
 {
 	struct prom_line l;
@@ -105,6 +124,7 @@ int main(void)
 		cmocka_unit_test(test_every_family_has_a_complete_row),
 		cmocka_unit_test(test_header_and_samples),
 		cmocka_unit_test(test_histogram_lines_and_label_count),
+		cmocka_unit_test(test_scalar_family),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
 
 
 #define L(...) { __VA_ARGS__ }
+#define NSER PROM_STR(PROM_LEDGER_NODE_SERIES)
 
 static const struct prom_family families[PROM_ID_COUNT] = {
 	[PROM_REQUESTS_TOTAL] = { "dra_guard_requests_total", PROM_COUNTER,
@@ -74,6 +75,76 @@ static const struct prom_family families[PROM_ID_COUNT] = {
 		"could not review; throttled: past 20 reviews a second; both denied).", L("result") },
 	[PROM_METRICS_AUTH_CACHE_HITS_TOTAL] = { "dra_guard_metrics_auth_cache_hits_total", PROM_COUNTER,
 		"Metrics port checks answered from the cache of review outcomes.", { NULL } },
+
+	[PROM_LEDGER_CAPACITY] = { "dra_guard_ledger_capacity", PROM_GAUGE,
+		"Allocatable over every node in the ledger, by resource (cores, bytes).", L("resource") },
+	[PROM_LEDGER_USAGE] = { "dra_guard_ledger_usage", PROM_GAUGE,
+		"What the scheduler counts against it, by resource and source (pods: the Pods' own requests; dra: "
+		"claims' node-allocatable amounts).", L("resource", "source") },
+	[PROM_LEDGER_OVERCOMMITTED_NODES] = { "dra_guard_ledger_overcommitted_nodes", PROM_GAUGE,
+		"Nodes whose Pod requests and DRA amounts exceed their allocatable (ledger.node.overcommit).", { NULL } },
+	[PROM_LEDGER_UNBALANCED_NODES] = { "dra_guard_ledger_unbalanced_nodes", PROM_GAUGE,
+		"Nodes where the ledger's DRA amounts and what the Pod statuses say differ.", { NULL } },
+	[PROM_LEDGER_NODE_OVERCOMMIT] = { "dra_guard_ledger_node_overcommit", PROM_GAUGE,
+		"How far an overcommitted node is over, by resource (the " NSER " largest).", L("node", "resource") },
+	[PROM_LEDGER_NODE_DIVERGENCE] = { "dra_guard_ledger_node_divergence", PROM_GAUGE,
+		"The ledger's DRA amount for the claims the node's Pod statuses name, minus what those statuses say, "
+		"by resource (the " NSER " largest).", L("node", "resource") },
+	[PROM_LEDGER_UNDERCOUNTED_NODES] = { "dra_guard_ledger_undercounted_nodes", PROM_GAUGE,
+		"Nodes where a claim a Pod on the node reserves, and whose devices carry mappings, is in none of the "
+		"node's Pod statuses: the scheduler counts the node that much less than it is committed "
+		"(kube-scheduler 1.36 counts only claims allocated in the cycle that binds the Pod).", { NULL } },
+	[PROM_LEDGER_NODE_UNCOUNTED] = { "dra_guard_ledger_node_uncounted", PROM_GAUGE,
+		"What the mappings commit on a node that the scheduler does not count, by resource and cause "
+		"(omitted: a claim reserved by a Pod on the node that no Pod status names; the " NSER " largest).",
+		L("node", "resource", "cause") },
+	[PROM_LEDGER_CLAIMS] = { "dra_guard_ledger_claims", PROM_GAUGE,
+		"Allocated claims, by state (charged: on a node; pending: a device not in the view yet; unreserved: "
+		"a multi-node claim no Pod on a node reserves; old_mapping: charged at a mapping its device no "
+		"longer has).", L("state") },
+	[PROM_LEDGER_ENTRIES] = { "dra_guard_ledger_entries", PROM_GAUGE,
+		"Ledger entries (node, claim, allocation result).", { NULL } },
+	[PROM_LEDGER_MAPPING_AGE_SECONDS] = { "dra_guard_ledger_mapping_age_seconds", PROM_GAUGE,
+		"Seconds since the view last saw a mapping change; -1 when it saw none.", { NULL } },
+	[PROM_LEDGER_BUILD_SECONDS] = { "dra_guard_ledger_build_seconds", PROM_GAUGE,
+		"How long the last whole ledger build took (the first scrape, a new policy).", { NULL } },
+	[PROM_LEDGER_UPDATE_SECONDS] = { "dra_guard_ledger_update_seconds", PROM_GAUGE,
+		"How long the last update of the ledger from a view change took: how far the ledger gauges were "
+		"behind the view when served.", { NULL } },
+	[PROM_LEDGER_UPDATE_NODES] = { "dra_guard_ledger_update_nodes", PROM_GAUGE,
+		"Node accounts the last update counted again (the nodes whose Node, Pods or charged claims "
+		"changed).", { NULL } },
+	[PROM_LEDGER_MEMORY_BYTES] = { "dra_guard_ledger_memory_bytes", PROM_GAUGE,
+		"Memory of the kept ledger: node accounts, entries, indexes.", { NULL } },
+	[PROM_LEDGER_AGE_SECONDS] = { "dra_guard_ledger_age_seconds", PROM_GAUGE,
+		"Seconds since the ledger these figures come from was brought up to the view (every scrape and "
+		"/debug/ledger request does).", { NULL } },
+	[PROM_LEDGER_BUILDS_TOTAL] = { "dra_guard_ledger_builds_total", PROM_COUNTER,
+		"Ledger builds by kind (built: whole, for the first scrape or a new policy; updated: from what "
+		"changed in the view since the last).", L("result") },
+	[PROM_LEDGER_PENDING_TOTAL] = { "dra_guard_ledger_pending_total", PROM_COUNTER,
+		"Allocations ledger.pool.fresh found, by cause (the Pod stays pending while the rule denies).",
+		L("cause") },
+	[PROM_LEDGER_DUPLICATES_TOTAL] = { "dra_guard_ledger_duplicates_total", PROM_COUNTER,
+		"Allocations of a device another live claim holds (ledger.device.duplicate).", { NULL } },
+	[PROM_LEDGER_NUMA_SPLIT_TOTAL] = { "dra_guard_ledger_numa_split_total", PROM_COUNTER,
+		"Allocations whose devices span NUMA zones where the policy asks for one (ledger.numa.split).",
+		{ NULL } },
+	[PROM_LEDGER_POD_AMOUNTS_TOTAL] = { "dra_guard_ledger_pod_amounts_total", PROM_COUNTER,
+		"Pod status writes whose amounts differ from the ledger's (ledger.pod.amounts).", { NULL } },
+	[PROM_LEDGER_POD_OMITTED_TOTAL] = { "dra_guard_ledger_pod_omitted_total", PROM_COUNTER,
+		"Pod status writes that leave out a claim reserved for the Pod whose devices carry mappings "
+		"(ledger.pod.omitted): the scheduler does not count it on the node.", { NULL } },
+	[PROM_LEDGER_POD_AMOUNTS_AMBIGUOUS_TOTAL] = { "dra_guard_ledger_pod_amounts_ambiguous_total", PROM_COUNTER,
+		"Pod status writes whose amounts differ from the ledger's but are what kube-scheduler 1.36 computes "
+		"from another device of the same pool and device name (another driver's, an older generation's): "
+		"allowed with a warning (ledger.pod.amounts).", { NULL } },
+	[PROM_LEDGER_UNDECIDED_TOTAL] = { "dra_guard_ledger_undecided_total", PROM_COUNTER,
+		"Requests a rule that reads the view let through because the view could not decide, by rule and "
+		"reason.", L("rule", "reason") },
+	[PROM_LEDGER_RECHECKS_TOTAL] = { "dra_guard_ledger_rechecks_total", PROM_COUNTER,
+		"Denials by a rule that reads the view, decided again on a newer view before they stood, by result.",
+		L("result") },
 
 };
 
@@ -184,6 +255,21 @@ int prom_line_end(struct prom_line *l, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	rc = line_end(l, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int prom_scalar(struct buf *out, enum prom_id id, const char *fmt, ...)
+{
+	struct prom_line l;
+	va_list ap;
+	int rc;
+
+	if ((rc = prom_header(out, id)) != 0)
+		return rc;
+	prom_line_begin(&l, out, id, NULL);
+	va_start(ap, fmt);
+	rc = line_end(&l, fmt, ap);
 	va_end(ap);
 	return rc;
 }
