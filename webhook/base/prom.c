@@ -146,6 +146,44 @@ static const struct prom_family families[PROM_ID_COUNT] = {
 		"Denials by a rule that reads the view, decided again on a newer view before they stood, by result.",
 		L("result") },
 
+	[PROM_WATCH_EVENTS_TOTAL] = { "dra_guard_watch_events_total", PROM_COUNTER,
+		"WATCH events applied, by resource and type.", L("resource", "type") },
+	[PROM_WATCH_RELISTS_TOTAL] = { "dra_guard_watch_relists_total", PROM_COUNTER,
+		"LISTs started, by resource and reason (start, expired: 410, error: connection or server, decode: a "
+		"body not as the API server sends).", L("resource", "reason") },
+	[PROM_WATCH_ERRORS_TOTAL] = { "dra_guard_watch_errors_total", PROM_COUNTER,
+		"Requests to the API server that failed and were retried after a backoff, by resource and request "
+		"(discovery, list, watch).", L("resource", "request") },
+	[PROM_WATCH_LISTS_TOTAL] = { "dra_guard_watch_lists_total", PROM_COUNTER,
+		"LISTs completed, by resource and mode (stream: a WATCH with sendInitialEvents; pages: LIST with "
+		"limit and continue).", L("resource", "mode") },
+	[PROM_WATCH_RESTARTS_TOTAL] = { "dra_guard_watch_restarts_total", PROM_COUNTER,
+		"WATCHes sent again from the same resourceVersion, without a LIST, by resource and reason (silent: "
+		"nothing on it for --watch-silence; short: it ended within a second with no event, retried after a "
+		"backoff).", L("resource", "reason") },
+	[PROM_WATCH_BYTES_TOTAL] = { "dra_guard_watch_bytes_total", PROM_COUNTER,
+		"Bytes of LIST and WATCH bodies decoded, by resource.", L("resource") },
+	[PROM_WATCH_SKIPPED_OBJECTS_TOTAL] = { "dra_guard_watch_skipped_objects_total", PROM_COUNTER,
+		"Objects that did not decode or were refused by a cap, by resource (logged).", L("resource") },
+	[PROM_WATCH_SYNCED] = { "dra_guard_watch_synced", PROM_GAUGE,
+		"1 once the resource's first LIST completed.", L("resource") },
+	[PROM_WATCH_LAST_EVENT_AGE_SECONDS] = { "dra_guard_watch_last_event_age_seconds", PROM_GAUGE,
+		"Seconds since the last LIST, event or bookmark of the resource; -1 before the first.", L("resource") },
+	[PROM_WATCH_LIST_DURATION_SECONDS] = { "dra_guard_watch_list_duration_seconds", PROM_HISTOGRAM,
+		"Time from a LIST's first page to its swap into the view, by resource.", L("resource") },
+	[PROM_VIEW_OBJECTS] = { "dra_guard_view_objects", PROM_GAUGE,
+		"Objects held in the cluster view, by resource.", L("resource") },
+	[PROM_VIEW_MEMORY_BYTES] = { "dra_guard_view_memory_bytes", PROM_GAUGE,
+		"Bytes the view's records and interned atoms take.", L("part") },
+	[PROM_VIEW_STALE] = { "dra_guard_view_stale", PROM_GAUGE,
+		"1 while a watched resource was last heard of longer ago than the policy's clusterView.maxAge (rules "
+		"that need a fresh view cannot decide).", { NULL } },
+	[PROM_VIEW_MAX_AGE_SECONDS] = { "dra_guard_view_max_age_seconds", PROM_GAUGE,
+		"The serving policy's clusterView.maxAge: how long a watched resource may go unheard before the view "
+		"is stale.", { NULL } },
+	[PROM_VIEW_SNAPSHOTS] = { "dra_guard_view_snapshots", PROM_GAUGE,
+		"Published snapshots still read by a request.", { NULL } },
+
 };
 
 static const char *const type_names[] = { "counter", "gauge", "histogram" };
