@@ -184,6 +184,23 @@ static const struct prom_family families[PROM_ID_COUNT] = {
 	[PROM_VIEW_SNAPSHOTS] = { "dra_guard_view_snapshots", PROM_GAUGE,
 		"Published snapshots still read by a request.", { NULL } },
 
+	[PROM_GATE_PODS_GATED] = { "dra_guard_gate_pods_gated", PROM_GAUGE,
+		"Pods the cluster view holds with the freeze's scheduling gate.", { NULL } },
+	[PROM_GATE_PODS_RELEASED_TOTAL] = { "dra_guard_gate_pods_released_total", PROM_COUNTER,
+		"Pods this replica released from the freeze's gate.", { NULL } },
+	[PROM_GATE_RELEASE_ERRORS_TOTAL] = { "dra_guard_gate_release_errors_total", PROM_COUNTER,
+		"Release patches that failed (retried).", { NULL } },
+	[PROM_GATE_RELEASE_SECONDS] = { "dra_guard_gate_release_seconds", PROM_GAUGE,
+		"From the end of the last freeze to the last release this replica made after it.", { NULL } },
+	[PROM_GATE_LEADER] = { "dra_guard_gate_leader", PROM_GAUGE,
+		"1 while this replica holds the gate's Lease.", { NULL } },
+	[PROM_GATE_LEASE_ERRORS_TOTAL] = { "dra_guard_gate_lease_errors_total", PROM_COUNTER,
+		"Lease requests that failed.", { NULL } },
+	[PROM_GATE_LEASE_ACQUIRED_TOTAL] = { "dra_guard_gate_lease_acquired_total", PROM_COUNTER,
+		"Times this replica took the Lease.", { NULL } },
+	[PROM_GATE_LEASE_FOREIGN] = { "dra_guard_gate_lease_foreign", PROM_GAUGE,
+		"1 while the Lease names a holder that is no replica of the guard, or a leaseDurationSeconds beyond "
+		"--gate-lease-duration: no Pod is gated for it.", { NULL } },
 };
 
 static const char *const type_names[] = { "counter", "gauge", "histogram" };
