@@ -201,6 +201,20 @@ static const struct prom_family families[PROM_ID_COUNT] = {
 	[PROM_GATE_LEASE_FOREIGN] = { "dra_guard_gate_lease_foreign", PROM_GAUGE,
 		"1 while the Lease names a holder that is no replica of the guard, or a leaseDurationSeconds beyond "
 		"--gate-lease-duration: no Pod is gated for it.", { NULL } },
+	[PROM_EVENTS_REFUSALS_TOTAL] = { "dra_guard_events_refusals_total", PROM_COUNTER,
+		"Refusals that asked for an Event (one per rule and review), by reason.", L("reason") },
+	[PROM_EVENTS_SENT_TOTAL] = { "dra_guard_events_sent_total", PROM_COUNTER,
+		"Requests that wrote an Event: create (a new series) and patch (its count).", L("request") },
+	[PROM_EVENTS_DROPPED_TOTAL] = { "dra_guard_events_dropped_total", PROM_COUNTER,
+		"Events not written, by cause (queue_full, rate_limited, cache_full, api_error).", L("cause") },
+	[PROM_EVENTS_SERIES] = { "dra_guard_events_series", PROM_GAUGE, "Event series held in memory.", { NULL } },
+	[PROM_PENDING_CLAIMS] = { "dra_guard_pending_claims", PROM_GAUGE,
+		"Claims refused now (GET /debug/pending).", { NULL } },
+	[PROM_PENDING_DROPPED_TOTAL] = { "dra_guard_pending_dropped_total", PROM_COUNTER,
+		"Refused claims not tracked: the pending table was full.", { NULL } },
+	[PROM_PENDING_SECONDS] = { "dra_guard_pending_seconds", PROM_HISTOGRAM,
+		"Time from a claim's first refused allocation to its allocation (as the cluster view saw it), by the "
+		"reason that held it last.", L("reason") },
 };
 
 static const char *const type_names[] = { "counter", "gauge", "histogram" };
