@@ -48,6 +48,17 @@ static void test_header_and_samples(void **state)
 		{ PROM_READY, { NULL }, "dra_guard_ready 7\n" },
 		{ PROM_BREAK_GLASS_TOTAL, { "pods" }, "dra_guard_break_glass_total{resource=\"pods\"} 7\n" },
 		{ PROM_VIOLATIONS_TOTAL, { "a.b", "deny" }, "dra_guard_violations_total{rule=\"a.b\",action=\"deny\"} 7\n" },
+		/* The families the kube modules wrote by hand before the table: the
+		 * same names and labels, in the order their samples carried them. */
+		{ PROM_LEDGER_NODE_UNCOUNTED, { "node-1", "cpu", "omitted" },
+		  "dra_guard_ledger_node_uncounted{node=\"node-1\",resource=\"cpu\",cause=\"omitted\"} 7\n" },
+		{ PROM_LEDGER_NODE_DIVERGENCE, { "node-1", "memory" },
+		  "dra_guard_ledger_node_divergence{node=\"node-1\",resource=\"memory\"} 7\n" },
+		{ PROM_LEDGER_UNDECIDED_TOTAL, { "r", "stale" }, "dra_guard_ledger_undecided_total{rule=\"r\",reason=\"stale\"} 7\n" },
+		{ PROM_WATCH_EVENTS_TOTAL, { "pods", "ADDED" }, "dra_guard_watch_events_total{resource=\"pods\",type=\"ADDED\"} 7\n" },
+		{ PROM_VIEW_MEMORY_BYTES, { "atoms" }, "dra_guard_view_memory_bytes{part=\"atoms\"} 7\n" },
+		{ PROM_GATE_LEASE_FOREIGN, { NULL }, "dra_guard_gate_lease_foreign 7\n" },
+		{ PROM_EVENTS_SENT_TOTAL, { "patch" }, "dra_guard_events_sent_total{request=\"patch\"} 7\n" },
 		/* Label values are escaped: backslash, double quote, newline. */
 		{ PROM_FREEZE_INFO, { "say \"no\"\\\nnow" },
 		  "dra_guard_freeze_info{reason=\"say \\\"no\\\"\\\\\\nnow\"} 7\n" },
@@ -107,6 +118,12 @@ static void test_histogram_lines_and_label_count(void **state)
 	assert_string_equal(buf_cstr(&b),
 			    "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"allowed\",le=\"+Inf\"} 3\n"
 			    "dra_guard_request_duration_seconds_sum{endpoint=\"validate\",result=\"allowed\"} 0.500000000\n");
+	buf_reset(&b);
+	prom_line_begin(&l, &b, PROM_PENDING_SECONDS, "_bucket");
+	prom_line_label(&l, "Pending", 7);
+	prom_line_le(&l, "30");
+	assert_int_equal(prom_line_end(&l, "%u", 2u), 0);
+	assert_string_equal(buf_cstr(&b), "dra_guard_pending_seconds_bucket{reason=\"Pending\",le=\"30\"} 2\n");
 	/* A label the family does not have is refused, not written nameless. */
 	prom_line_begin(&l, &b, PROM_READY, NULL);
 	prom_line_label(&l, "x", 1);
