@@ -48,6 +48,17 @@ static void test_header_and_samples(void **state)
 		{ PROM_READY, { NULL }, "dra_guard_ready 7\n" },
 		{ PROM_BREAK_GLASS_TOTAL, { "pods" }, "dra_guard_break_glass_total{resource=\"pods\"} 7\n" },
 		{ PROM_VIOLATIONS_TOTAL, { "a.b", "deny" }, "dra_guard_violations_total{rule=\"a.b\",action=\"deny\"} 7\n" },
+		/* The families the kube modules wrote by hand before the table: the
+		 * same names and labels, in the order their samples carried them. */
+		{ PROM_LEDGER_NODE_UNCOUNTED, { "node-1", "cpu", "omitted" },
+		  "dra_guard_ledger_node_uncounted{node=\"node-1\",resource=\"cpu\",cause=\"omitted\"} 7\n" },
+		{ PROM_LEDGER_NODE_DIVERGENCE, { "node-1", "memory" },
+		  "dra_guard_ledger_node_divergence{node=\"node-1\",resource=\"memory\"} 7\n" },
+		{ PROM_LEDGER_UNDECIDED_TOTAL, { "r", "stale" }, "dra_guard_ledger_undecided_total{rule=\"r\",reason=\"stale\"} 7\n" },
+		{ PROM_WATCH_EVENTS_TOTAL, { "pods", "ADDED" }, "dra_guard_watch_events_total{resource=\"pods\",type=\"ADDED\"} 7\n" },
+		{ PROM_VIEW_MEMORY_BYTES, { "atoms" }, "dra_guard_view_memory_bytes{part=\"atoms\"} 7\n" },
+		{ PROM_GATE_LEASE_FOREIGN, { NULL }, "dra_guard_gate_lease_foreign 7\n" },
+		{ PROM_EVENTS_SENT_TOTAL, { "patch" }, "dra_guard_events_sent_total{request=\"patch\"} 7\n" },
 		/* Label values are escaped: backslash, double quote, newline. */
 		{ PROM_FREEZE_INFO, { "say \"no\"\\\nnow" },
 		  "dra_guard_freeze_info{reason=\"say \\\"no\\\"\\\\\\nnow\"} 7\n" },
@@ -66,6 +77,25 @@ static void test_header_and_samples(void **state)
 	assert_int_equal(prom_header(&b, PROM_READY), 0);
 	assert_string_equal(buf_cstr(&b), "# HELP dra_guard_ready 1 when a certificate and a valid policy are loaded "
 					  "(what /readyz answers).\n# TYPE dra_guard_ready gauge\n");
+	buf_free(&b);
+}
+
+/* A family without labels in one call: its header, then its one sample;
+ * a number in the HELP text comes from the #define it names. */
+static void test_scalar_family(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 4096);
+	assert_int_equal(prom_scalar(&b, PROM_LEDGER_ENTRIES, "%u", 12u), 0);
+	assert_string_equal(buf_cstr(&b), "# HELP dra_guard_ledger_entries Ledger entries (node, claim, allocation "
+					  "result).\n# TYPE dra_guard_ledger_entries gauge\ndra_guard_ledger_entries 12\n");
+	buf_free(&b);
+	assert_non_null(strstr(prom_family(PROM_LEDGER_NODE_OVERCOMMIT)->help, "(the 20 largest)"));
+	/* The cap is an error for the sample too, after a whole header. */
+	buf_init(&b, 120);
+	assert_int_not_equal(prom_scalar(&b, PROM_LEDGER_ENTRIES, "%u", 12u), 0);
 	buf_free(&b);
 }
 
@@ -88,6 +118,12 @@ static void test_histogram_lines_and_label_count(void **state)
 	assert_string_equal(buf_cstr(&b),
 			    "dra_guard_request_duration_seconds_bucket{endpoint=\"validate\",result=\"allowed\",le=\"+Inf\"} 3\n"
 			    "dra_guard_request_duration_seconds_sum{endpoint=\"validate\",result=\"allowed\"} 0.500000000\n");
+	buf_reset(&b);
+	prom_line_begin(&l, &b, PROM_PENDING_SECONDS, "_bucket");
+	prom_line_label(&l, "Pending", 7);
+	prom_line_le(&l, "30");
+	assert_int_equal(prom_line_end(&l, "%u", 2u), 0);
+	assert_string_equal(buf_cstr(&b), "dra_guard_pending_seconds_bucket{reason=\"Pending\",le=\"30\"} 2\n");
 	/* A label the family does not have is refused, not written nameless. */
 	prom_line_begin(&l, &b, PROM_READY, NULL);
 	prom_line_label(&l, "x", 1);
@@ -105,6 +141,7 @@ int main(void)
 		cmocka_unit_test(test_every_family_has_a_complete_row),
 		cmocka_unit_test(test_header_and_samples),
 		cmocka_unit_test(test_histogram_lines_and_label_count),
+		cmocka_unit_test(test_scalar_family),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

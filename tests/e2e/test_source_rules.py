@@ -121,6 +121,37 @@ def test_engine_does_not_classify_again():
         guard.check("decode_classify(" not in f.read(), "engine.c classifies the kind the decoder classified")
 
 
+STRINGS = re.compile(r'"(\\.|[^"\\\n])*"')
+EXPOSITION = re.compile(r"# HELP|# TYPE|\bdra_guard_[a-z]")
+
+
+def exposition_writers(files):
+    """Files other than prom.c whose string literals write exposition by hand."""
+    bad = []
+    for p, t in files:
+        if p == os.path.join("webhook", "base", "prom.c"):
+            continue
+        code = re.sub(r"/\*.*?\*/", "", t, flags=re.S)
+        for m in STRINGS.finditer(code):
+            if EXPOSITION.search(m.group(0)):
+                bad.append("%s: %s" % (p, m.group(0)[:60]))
+                break
+    return bad
+
+
+def test_metric_families_come_from_the_table():
+    # Every family's name, HELP and TYPE is a row of webhook/base/prom.c:
+    # a HELP, TYPE or metric name in a string anywhere else is a family
+    # written by hand, which docs/monitoring.md and the table do not see.
+    bad = exposition_writers(sources("webhook", "policy"))
+    guard.check(not bad, "exposition written by hand, not through prom.h:\n" + "\n".join(bad))
+    probe = [("webhook/kube/probe.c", 'buf_add_cstr(out, "# HELP dra_guard_x X.\\n");\n'),
+             ("webhook/kube/probe2.c", 'buf_printf(out, "dra_guard_x{a=\\"%s\\"} %d\\n", a, 1);\n'),
+             ("webhook/kube/probe3.c", "/* # HELP in a comment */\n")]
+    guard.check([b.split(":")[0] for b in exposition_writers(probe)] == ["webhook/kube/probe.c", "webhook/kube/probe2.c"],
+                "the check does not see a family written by hand")
+
+
 def test_folders_include_only_downwards():
     allowed = layers()
     # The table itself: acyclic, policy/ never above webhook/, every folder
@@ -155,4 +186,5 @@ if __name__ == "__main__":
         test_rules_see_only_the_check,
         test_engine_does_not_classify_again,
         test_folders_include_only_downwards,
+        test_metric_families_come_from_the_table,
     ])

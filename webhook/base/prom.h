@@ -22,6 +22,10 @@
 
 #define PROM_LABELS_MAX 4
 
+/* The node series a ledger family keeps (the largest first); the HELP
+ * texts say it. LEDGER_WATCH_NODE_SERIES (webhook/kube) is this. */
+#define PROM_LEDGER_NODE_SERIES 20
+
 /* A number in a HELP text, from a #define of a plain literal. */
 #define PROM_STR(x) PROM_STR_(x)
 #define PROM_STR_(x) #x
@@ -67,6 +71,65 @@ enum prom_id {
 	PROM_DEBUG_REFUSED_TOTAL,
 	PROM_METRICS_AUTH_TOTAL,
 	PROM_METRICS_AUTH_CACHE_HITS_TOTAL,
+	/* the ledger's gauges and the view rules' counters (ledger_watch.c) */
+	PROM_LEDGER_CAPACITY,
+	PROM_LEDGER_USAGE,
+	PROM_LEDGER_OVERCOMMITTED_NODES,
+	PROM_LEDGER_UNBALANCED_NODES,
+	PROM_LEDGER_NODE_OVERCOMMIT,
+	PROM_LEDGER_NODE_DIVERGENCE,
+	PROM_LEDGER_UNDERCOUNTED_NODES,
+	PROM_LEDGER_NODE_UNCOUNTED,
+	PROM_LEDGER_CLAIMS,
+	PROM_LEDGER_ENTRIES,
+	PROM_LEDGER_MAPPING_AGE_SECONDS,
+	PROM_LEDGER_BUILD_SECONDS,
+	PROM_LEDGER_UPDATE_SECONDS,
+	PROM_LEDGER_UPDATE_NODES,
+	PROM_LEDGER_MEMORY_BYTES,
+	PROM_LEDGER_AGE_SECONDS,
+	PROM_LEDGER_BUILDS_TOTAL,
+	PROM_LEDGER_PENDING_TOTAL,
+	PROM_LEDGER_DUPLICATES_TOTAL,
+	PROM_LEDGER_NUMA_SPLIT_TOTAL,
+	PROM_LEDGER_POD_AMOUNTS_TOTAL,
+	PROM_LEDGER_POD_OMITTED_TOTAL,
+	PROM_LEDGER_POD_AMOUNTS_AMBIGUOUS_TOTAL,
+	PROM_LEDGER_UNDECIDED_TOTAL,
+	PROM_LEDGER_RECHECKS_TOTAL,
+	/* the watches (reflector.c) and the cluster view (cluster_view.c) */
+	PROM_WATCH_EVENTS_TOTAL,
+	PROM_WATCH_RELISTS_TOTAL,
+	PROM_WATCH_ERRORS_TOTAL,
+	PROM_WATCH_LISTS_TOTAL,
+	PROM_WATCH_RESTARTS_TOTAL,
+	PROM_WATCH_BYTES_TOTAL,
+	PROM_WATCH_SKIPPED_OBJECTS_TOTAL,
+	PROM_WATCH_SYNCED,
+	PROM_WATCH_LAST_EVENT_AGE_SECONDS,
+	PROM_WATCH_LIST_DURATION_SECONDS,
+	PROM_VIEW_OBJECTS,
+	PROM_VIEW_MEMORY_BYTES,
+	PROM_VIEW_STALE,
+	PROM_VIEW_MAX_AGE_SECONDS,
+	PROM_VIEW_SNAPSHOTS,
+	/* the gate's release and Lease (gate_release.c) */
+	PROM_GATE_PODS_GATED,
+	PROM_GATE_PODS_RELEASED_TOTAL,
+	PROM_GATE_RELEASE_ERRORS_TOTAL,
+	PROM_GATE_RELEASE_SECONDS,
+	PROM_GATE_LEADER,
+	PROM_GATE_LEASE_ERRORS_TOTAL,
+	PROM_GATE_LEASE_ACQUIRED_TOTAL,
+	PROM_GATE_LEASE_FOREIGN,
+	/* Events and the pending claims (event_sink.c) */
+	PROM_EVENTS_REFUSALS_TOTAL,
+	PROM_EVENTS_SENT_TOTAL,
+	PROM_EVENTS_DROPPED_TOTAL,
+	PROM_EVENTS_SERIES,
+	PROM_PENDING_CLAIMS,
+	PROM_PENDING_DROPPED_TOTAL,
+	PROM_PENDING_SECONDS,
 	PROM_ID_COUNT
 };
 
@@ -97,6 +160,10 @@ int prom_line_end(struct prom_line *l, const char *fmt, ...) __attribute__((form
  * holds one per label of the family (NULL when it has none). */
 int prom_sample(struct buf *out, enum prom_id id, const char *const *values, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* A family without labels and its one sample: prom_header() then the
+ * sample, its value as fmt formats it. 0 or buf's error. */
+int prom_scalar(struct buf *out, enum prom_id id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* v[0..n) escaped for a label value (\\, \", \n). 0 or buf's error. */
 int prom_escape_label(struct buf *out, const char *v, size_t n);

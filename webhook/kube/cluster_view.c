@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "doc.h"
 #include "log.h"
+#include "prom.h"
 #include "reflector.h"
 #include "view_stream.h"
 
@@ -788,6 +789,8 @@ int cluster_view_dump_json(struct cluster_view *cv, struct buf *out)
 
 int cluster_view_render_metrics(void *ctx, struct buf *out)
 {
+	static const char *const object_names[] = { "resourceslices", "resourceclaims", "pods",
+						    "nodes", "pools", "pool_tombstones" };
 	struct cluster_view *cv = ctx;
 	struct reflector *rs[RES_COUNT];
 	struct view_stats st;
@@ -799,35 +802,26 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 	pthread_mutex_unlock(&cv->mu);
 	for (k = 0; k < RES_COUNT; k++)
 		rs[k] = cv->r[k].r;
+	unsigned objects[] = { st.objects[VIEW_SLICES], st.objects[VIEW_CLAIMS], st.objects[VIEW_PODS],
+			       st.objects[VIEW_NODES], st.pools, st.pool_tombstones };
+
 	rc = reflector_render_metrics(rs, RES_COUNT, out);
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_view_objects Objects held in the cluster view, by resource.\n"
-				"# TYPE dra_guard_view_objects gauge\n"
-				"dra_guard_view_objects{resource=\"resourceslices\"} %u\n"
-				"dra_guard_view_objects{resource=\"resourceclaims\"} %u\n"
-				"dra_guard_view_objects{resource=\"pods\"} %u\n"
-				"dra_guard_view_objects{resource=\"nodes\"} %u\n"
-				"dra_guard_view_objects{resource=\"pools\"} %u\n"
-				"dra_guard_view_objects{resource=\"pool_tombstones\"} %u\n"
-				"# HELP dra_guard_view_memory_bytes Bytes the view's records and interned atoms take.\n"
-				"# TYPE dra_guard_view_memory_bytes gauge\n"
-				"dra_guard_view_memory_bytes{part=\"records\"} %zu\n"
-				"dra_guard_view_memory_bytes{part=\"atoms\"} %zu\n"
-				"# HELP dra_guard_view_stale 1 while a watched resource was last heard of longer ago "
-				"than the policy's clusterView.maxAge (rules that need a fresh view cannot decide).\n"
-				"# TYPE dra_guard_view_stale gauge\n"
-				"dra_guard_view_stale %d\n"
-				"# HELP dra_guard_view_max_age_seconds The serving policy's clusterView.maxAge: how long "
-				"a watched resource may go unheard before the view is stale.\n"
-				"# TYPE dra_guard_view_max_age_seconds gauge\n"
-				"dra_guard_view_max_age_seconds %" PRId64 "\n"
-				"# HELP dra_guard_view_snapshots Published snapshots still read by a request.\n"
-				"# TYPE dra_guard_view_snapshots gauge\n"
-				"dra_guard_view_snapshots %u\n",
-				st.objects[VIEW_SLICES], st.objects[VIEW_CLAIMS], st.objects[VIEW_PODS],
-				st.objects[VIEW_NODES], st.pools, st.pool_tombstones,
-				st.record_bytes, st.atom_bytes, stale(cv, now) == 1 ? 1 : 0,
-				max_age_ns(cv) / 1000000000, st.snapshots);
+		rc = prom_header(out, PROM_VIEW_OBJECTS);
+	for (k = 0; rc == 0 && k < (int)(sizeof(objects) / sizeof(objects[0])); k++)
+		rc = prom_sample(out, PROM_VIEW_OBJECTS, &object_names[k], "%u", objects[k]);
+	if (rc == 0)
+		rc = prom_header(out, PROM_VIEW_MEMORY_BYTES);
+	if (rc == 0)
+		rc = prom_sample(out, PROM_VIEW_MEMORY_BYTES, (const char *const[]){ "records" }, "%zu", st.record_bytes);
+	if (rc == 0)
+		rc = prom_sample(out, PROM_VIEW_MEMORY_BYTES, (const char *const[]){ "atoms" }, "%zu", st.atom_bytes);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_VIEW_STALE, "%d", stale(cv, now) == 1 ? 1 : 0);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_VIEW_MAX_AGE_SECONDS, "%" PRId64, max_age_ns(cv) / 1000000000);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_VIEW_SNAPSHOTS, "%u", st.snapshots);
 	return rc;
 }
 

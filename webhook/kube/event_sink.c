@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "prom.h"
 #include "pending.h"
 #include "snapshot.h"
 
@@ -395,55 +396,59 @@ int event_sink_render_metrics(void *ctx, struct buf *out)
 	full = es->pending_full;
 	held = pending_table_count(es->pending);
 	pthread_mutex_unlock(&es->pmu);
-	rc = buf_add_cstr(out, "# HELP dra_guard_events_refusals_total Refusals that asked for an Event (one per rule "
-			  "and review), by reason.\n# TYPE dra_guard_events_refusals_total counter\n");
+	rc = prom_header(out, PROM_EVENTS_REFUSALS_TOTAL);
 	for (k = 0; rc == 0 && k < EVENTS_RULES; k++) {
 		events_reason(events_rule_at(k), reason);
-		rc = buf_printf(out, "dra_guard_events_refusals_total{reason=\"%s\"} %" PRIu64 "\n", reason,
-				(uint64_t)atomic_load(&es->observed[k]));
+		rc = prom_sample(out, PROM_EVENTS_REFUSALS_TOTAL, (const char *const[]){ reason }, "%" PRIu64,
+				 (uint64_t)atomic_load(&es->observed[k]));
 	}
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_events_sent_total Requests that wrote an Event: create (a new "
-				"series) and patch (its count).\n# TYPE dra_guard_events_sent_total counter\n"
-				"dra_guard_events_sent_total{request=\"create\"} %" PRIu64 "\n"
-				"dra_guard_events_sent_total{request=\"patch\"} %" PRIu64 "\n",
-				(uint64_t)atomic_load(&es->created), (uint64_t)atomic_load(&es->patched));
+		rc = prom_header(out, PROM_EVENTS_SENT_TOTAL);
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_events_dropped_total Events not written, by cause (queue_full, "
-				  "rate_limited, cache_full, api_error).\n# TYPE dra_guard_events_dropped_total counter\n");
+		rc = prom_sample(out, PROM_EVENTS_SENT_TOTAL, (const char *const[]){ "create" }, "%" PRIu64,
+				 (uint64_t)atomic_load(&es->created));
+	if (rc == 0)
+		rc = prom_sample(out, PROM_EVENTS_SENT_TOTAL, (const char *const[]){ "patch" }, "%" PRIu64,
+				 (uint64_t)atomic_load(&es->patched));
+	if (rc == 0)
+		rc = prom_header(out, PROM_EVENTS_DROPPED_TOTAL);
 	for (k = 0; rc == 0 && k < DROP_COUNT; k++)
-		rc = buf_printf(out, "dra_guard_events_dropped_total{cause=\"%s\"} %" PRIu64 "\n", drop_names[k],
-				(uint64_t)atomic_load(&es->dropped[k]));
+		rc = prom_sample(out, PROM_EVENTS_DROPPED_TOTAL, &drop_names[k], "%" PRIu64,
+				 (uint64_t)atomic_load(&es->dropped[k]));
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_events_series Event series held in memory.\n"
-				"# TYPE dra_guard_events_series gauge\ndra_guard_events_series %u\n"
-				"# HELP dra_guard_pending_claims Claims refused now (GET /debug/pending).\n"
-				"# TYPE dra_guard_pending_claims gauge\ndra_guard_pending_claims %u\n"
-				"# HELP dra_guard_pending_dropped_total Refused claims not tracked: the pending table was full.\n"
-				"# TYPE dra_guard_pending_dropped_total counter\ndra_guard_pending_dropped_total %" PRIu64 "\n",
-				(unsigned)atomic_load(&es->series), held, full);
+		rc = prom_scalar(out, PROM_EVENTS_SERIES, "%u", (unsigned)atomic_load(&es->series));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_pending_seconds Time from a claim's first refused allocation to "
-				  "its allocation (as the cluster view saw it), by the reason that held it last.\n"
-				  "# TYPE dra_guard_pending_seconds histogram\n");
+		rc = prom_scalar(out, PROM_PENDING_CLAIMS, "%u", held);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_PENDING_DROPPED_TOTAL, "%" PRIu64, full);
+	if (rc == 0)
+		rc = prom_header(out, PROM_PENDING_SECONDS);
 	for (k = 0; rc == 0 && k < EVENTS_RULES; k++) {
+		struct prom_line l;
 		uint64_t cum = 0;
 
 		if (!events_rule_holds(events_rule_at(k)))
 			continue;     /* not an allocation */
 		events_reason(events_rule_at(k), reason);
-		for (b = 0; rc == 0 && b < PENDING_BUCKETS; b++) {
+		for (b = 0; rc == 0 && b <= PENDING_BUCKETS; b++) {
 			cum += hist.counts[k][b];
-			pending_bucket_label(b, le);
-			rc = buf_printf(out, "dra_guard_pending_seconds_bucket{reason=\"%s\",le=\"%s\"} %" PRIu64 "\n",
-					reason, le, cum);
+			if (b < PENDING_BUCKETS)
+				pending_bucket_label(b, le);
+			prom_line_begin(&l, out, PROM_PENDING_SECONDS, "_bucket");
+			prom_line_label(&l, reason, strlen(reason));
+			prom_line_le(&l, b < PENDING_BUCKETS ? le : "+Inf");
+			rc = prom_line_end(&l, "%" PRIu64, cum);
 		}
-		cum += hist.counts[k][PENDING_BUCKETS];
-		if (rc == 0)
-			rc = buf_printf(out, "dra_guard_pending_seconds_bucket{reason=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
-					"dra_guard_pending_seconds_sum{reason=\"%s\"} %.3f\n"
-					"dra_guard_pending_seconds_count{reason=\"%s\"} %" PRIu64 "\n",
-					reason, cum, reason, hist.sum[k], reason, cum);
+		if (rc == 0) {
+			prom_line_begin(&l, out, PROM_PENDING_SECONDS, "_sum");
+			prom_line_label(&l, reason, strlen(reason));
+			rc = prom_line_end(&l, "%.3f", hist.sum[k]);
+		}
+		if (rc == 0) {
+			prom_line_begin(&l, out, PROM_PENDING_SECONDS, "_count");
+			prom_line_label(&l, reason, strlen(reason));
+			rc = prom_line_end(&l, "%" PRIu64, cum);
+		}
 	}
 	return rc;
 }

@@ -16,6 +16,7 @@
 #include "gate.h"
 #include "hmap.h"
 #include "log.h"
+#include "prom.h"
 
 #define BODY_MAX (256 * 1024)
 #define REQUEST_TIMEOUT_S 10
@@ -930,37 +931,20 @@ int gate_release_render_metrics(void *ctx, struct buf *out)
 	int64_t end = atomic_load(&g->freeze_end_ns), last = atomic_load(&g->last_release_ns);
 	int rc;
 
-	rc = buf_printf(out,
-			"# HELP dra_guard_gate_pods_gated Pods the cluster view holds with the freeze's scheduling gate.\n"
-			"# TYPE dra_guard_gate_pods_gated gauge\n"
-			"dra_guard_gate_pods_gated %" PRIu64 "\n"
-			"# HELP dra_guard_gate_pods_released_total Pods this replica released from the freeze's gate.\n"
-			"# TYPE dra_guard_gate_pods_released_total counter\n"
-			"dra_guard_gate_pods_released_total %" PRIu64 "\n"
-			"# HELP dra_guard_gate_release_errors_total Release patches that failed (retried).\n"
-			"# TYPE dra_guard_gate_release_errors_total counter\n"
-			"dra_guard_gate_release_errors_total %" PRIu64 "\n"
-			"# HELP dra_guard_gate_release_seconds From the end of the last freeze to the last release "
-			"this replica made after it.\n"
-			"# TYPE dra_guard_gate_release_seconds gauge\n"
-			"dra_guard_gate_release_seconds %.3f\n"
-			"# HELP dra_guard_gate_leader 1 while this replica holds the gate's Lease.\n"
-			"# TYPE dra_guard_gate_leader gauge\n"
-			"dra_guard_gate_leader %d\n"
-			"# HELP dra_guard_gate_lease_errors_total Lease requests that failed.\n"
-			"# TYPE dra_guard_gate_lease_errors_total counter\n"
-			"dra_guard_gate_lease_errors_total %" PRIu64 "\n"
-			"# HELP dra_guard_gate_lease_acquired_total Times this replica took the Lease.\n"
-			"# TYPE dra_guard_gate_lease_acquired_total counter\n"
-			"dra_guard_gate_lease_acquired_total %" PRIu64 "\n"
-			"# HELP dra_guard_gate_lease_foreign 1 while the Lease names a holder that is no replica of the "
-			"guard, or a leaseDurationSeconds beyond --gate-lease-duration: no Pod is gated for it.\n"
-			"# TYPE dra_guard_gate_lease_foreign gauge\n"
-			"dra_guard_gate_lease_foreign %d\n",
-			(uint64_t)atomic_load(&g->gated_now), (uint64_t)atomic_load(&g->released),
-			(uint64_t)atomic_load(&g->patch_errors),
-			end && last > end ? (double)(last - end) / 1e9 : 0.0, atomic_load(&g->leading) ? 1 : 0,
-			(uint64_t)atomic_load(&g->lease_errors), (uint64_t)atomic_load(&g->takeovers),
-			atomic_load(&g->foreign) ? 1 : 0);
+	rc = prom_scalar(out, PROM_GATE_PODS_GATED, "%" PRIu64, (uint64_t)atomic_load(&g->gated_now));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_GATE_PODS_RELEASED_TOTAL, "%" PRIu64, (uint64_t)atomic_load(&g->released));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_GATE_RELEASE_ERRORS_TOTAL, "%" PRIu64, (uint64_t)atomic_load(&g->patch_errors));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_GATE_RELEASE_SECONDS, "%.3f", end && last > end ? (double)(last - end) / 1e9 : 0.0);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_GATE_LEADER, "%d", atomic_load(&g->leading) ? 1 : 0);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_GATE_LEASE_ERRORS_TOTAL, "%" PRIu64, (uint64_t)atomic_load(&g->lease_errors));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_GATE_LEASE_ACQUIRED_TOTAL, "%" PRIu64, (uint64_t)atomic_load(&g->takeovers));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_GATE_LEASE_FOREIGN, "%d", atomic_load(&g->foreign) ? 1 : 0);
 	return rc;
 }

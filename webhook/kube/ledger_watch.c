@@ -291,7 +291,10 @@ static bool series_node(enum series k, const struct ledger_node *nd)
 	return k == SERIES_OVERCOMMIT ? nd->overcommitted : k == SERIES_DIVERGENCE ? nd->diverging : nd->undercounted;
 }
 
-static int node_series(struct buf *out, const char *family, const struct ledger *l, enum series kind)
+/* prom.c's HELP texts name the number of node series. */
+_Static_assert(LEDGER_WATCH_NODE_SERIES == PROM_LEDGER_NODE_SERIES, "prom.c's HELP texts say how many node series");
+
+static int node_series(struct buf *out, enum prom_id family, const struct ledger *l, enum series kind)
 {
 	struct top *top = NULL;
 	uint32_t n = 0, cap = 0, i, j;
@@ -323,27 +326,38 @@ static int node_series(struct buf *out, const char *family, const struct ledger 
 	}
 	if (n)
 		qsort(top, n, sizeof(*top), cmp_top);
+	if (rc == 0)
+		rc = prom_header(out, family);
 	for (i = 0; rc == 0 && i < n && i < LEDGER_WATCH_NODE_SERIES; i++) {
 		const struct ledger_amount *a = top[i].a;
-		int64_t v = series_value(kind, a);
+		struct prom_line pl;
 
-		rc = buf_printf(out, "%s{node=\"", family);
-		if (rc == 0)
-			rc = prom_escape_label(out, top[i].n->name.ptr, top[i].n->name.len);
-		if (rc == 0)
-			rc = buf_add_cstr(out, "\",resource=\"");
-		if (rc == 0)
-			rc = prom_escape_label(out, a->resource.ptr, a->resource.len);
-		if (rc == 0)
-			rc = buf_printf(out, "\"%s} %.17g\n", kind == SERIES_OMITTED ? ",cause=\"omitted\"" : "",
-					base(a->resource, v));
+		prom_line_begin(&pl, out, family, NULL);
+		prom_line_label(&pl, top[i].n->name.ptr, top[i].n->name.len);
+		prom_line_label(&pl, a->resource.ptr, a->resource.len);
+		if (kind == SERIES_OMITTED)
+			prom_line_label(&pl, "omitted", strlen("omitted"));
+		rc = prom_line_end(&pl, "%.17g", base(a->resource, series_value(kind, a)));
 	}
 	free(top);
 	return rc;
 }
 
+/* A sample labelled by a resource (and source) of the ledger's totals. */
+static int resource_sample(struct buf *out, enum prom_id id, struct str resource, const char *source, double v)
+{
+	struct prom_line pl;
+
+	prom_line_begin(&pl, out, id, NULL);
+	prom_line_label(&pl, resource.ptr, resource.len);
+	if (source)
+		prom_line_label(&pl, source, strlen(source));
+	return prom_line_end(&pl, "%.17g", v);
+}
+
 static int render_ledger(struct ledger_watch *lw, struct buf *out)
 {
+	static const char *const states[] = { "charged", "pending", "unreserved", "old_mapping" };
 	struct ledger *l = NULL;
 	struct ledger_inc_stats st;
 	int64_t now = clock_wall_ns();
@@ -355,93 +369,67 @@ static int render_ledger(struct ledger_watch *lw, struct buf *out)
 		return rc;
 	ledger_inc_stats(lw->inc, &st);
 
-	rc = buf_add_cstr(out, "# HELP dra_guard_ledger_capacity Allocatable over every node in the ledger, by "
-			  "resource (cores, bytes).\n# TYPE dra_guard_ledger_capacity gauge\n");
+	uint32_t claims[] = { l->claims, l->pending, l->unreserved, l->old_mapping };
+
+	rc = prom_header(out, PROM_LEDGER_CAPACITY);
 	for (i = 0; rc == 0 && i < l->ntotals; i++)
-		rc = buf_printf(out, "dra_guard_ledger_capacity{resource=\"%.*s\"} %.17g\n", STR_FMT(l->totals[i].resource),
-				base(l->totals[i].resource, l->totals[i].allocatable));
+		rc = resource_sample(out, PROM_LEDGER_CAPACITY, l->totals[i].resource, NULL,
+				     base(l->totals[i].resource, l->totals[i].allocatable));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_ledger_usage What the scheduler counts against it, by resource "
-				  "and source (pods: the Pods' own requests; dra: claims' node-allocatable amounts).\n"
-				  "# TYPE dra_guard_ledger_usage gauge\n");
-	for (i = 0; rc == 0 && i < l->ntotals; i++)
-		rc = buf_printf(out, "dra_guard_ledger_usage{resource=\"%.*s\",source=\"pods\"} %.17g\n"
-				"dra_guard_ledger_usage{resource=\"%.*s\",source=\"dra\"} %.17g\n",
-				STR_FMT(l->totals[i].resource), base(l->totals[i].resource, l->totals[i].pods),
-				STR_FMT(l->totals[i].resource), base(l->totals[i].resource, l->totals[i].dra));
+		rc = prom_header(out, PROM_LEDGER_USAGE);
+	for (i = 0; rc == 0 && i < l->ntotals; i++) {
+		rc = resource_sample(out, PROM_LEDGER_USAGE, l->totals[i].resource, "pods",
+				     base(l->totals[i].resource, l->totals[i].pods));
+		if (rc == 0)
+			rc = resource_sample(out, PROM_LEDGER_USAGE, l->totals[i].resource, "dra",
+					     base(l->totals[i].resource, l->totals[i].dra));
+	}
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_ledger_overcommitted_nodes Nodes whose Pod requests and DRA "
-				"amounts exceed their allocatable (ledger.node.overcommit).\n"
-				"# TYPE dra_guard_ledger_overcommitted_nodes gauge\ndra_guard_ledger_overcommitted_nodes %u\n"
-				"# HELP dra_guard_ledger_unbalanced_nodes Nodes where the ledger's DRA amounts and what the "
-				"Pod statuses say differ.\n# TYPE dra_guard_ledger_unbalanced_nodes gauge\n"
-				"dra_guard_ledger_unbalanced_nodes %u\n"
-				"# HELP dra_guard_ledger_node_overcommit How far an overcommitted node is over, by resource "
-				"(the %d largest).\n# TYPE dra_guard_ledger_node_overcommit gauge\n",
-				l->overcommitted, l->diverging, LEDGER_WATCH_NODE_SERIES);
+		rc = prom_scalar(out, PROM_LEDGER_OVERCOMMITTED_NODES, "%u", l->overcommitted);
 	if (rc == 0)
-		rc = node_series(out, "dra_guard_ledger_node_overcommit", l, SERIES_OVERCOMMIT);
+		rc = prom_scalar(out, PROM_LEDGER_UNBALANCED_NODES, "%u", l->diverging);
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_ledger_node_divergence The ledger's DRA amount for the claims the "
-				"node's Pod statuses name, minus what those statuses say, by resource (the %d largest).\n"
-				"# TYPE dra_guard_ledger_node_divergence gauge\n", LEDGER_WATCH_NODE_SERIES);
+		rc = node_series(out, PROM_LEDGER_NODE_OVERCOMMIT, l, SERIES_OVERCOMMIT);
 	if (rc == 0)
-		rc = node_series(out, "dra_guard_ledger_node_divergence", l, SERIES_DIVERGENCE);
+		rc = node_series(out, PROM_LEDGER_NODE_DIVERGENCE, l, SERIES_DIVERGENCE);
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_ledger_undercounted_nodes Nodes where a claim a Pod on the node "
-				"reserves, and whose devices carry mappings, is in none of the node's Pod statuses: the "
-				"scheduler counts the node that much less than it is committed (kube-scheduler 1.36 counts "
-				"only claims allocated in the cycle that binds the Pod).\n"
-				"# TYPE dra_guard_ledger_undercounted_nodes gauge\ndra_guard_ledger_undercounted_nodes %u\n"
-				"# HELP dra_guard_ledger_node_uncounted What the mappings commit on a node that the scheduler "
-				"does not count, by resource and cause (omitted: a claim reserved by a Pod on the node that "
-				"no Pod status names; the %d largest).\n"
-				"# TYPE dra_guard_ledger_node_uncounted gauge\n", l->undercounted, LEDGER_WATCH_NODE_SERIES);
+		rc = prom_scalar(out, PROM_LEDGER_UNDERCOUNTED_NODES, "%u", l->undercounted);
 	if (rc == 0)
-		rc = node_series(out, "dra_guard_ledger_node_uncounted", l, SERIES_OMITTED);
+		rc = node_series(out, PROM_LEDGER_NODE_UNCOUNTED, l, SERIES_OMITTED);
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_ledger_claims Allocated claims, by state (charged: on a node; "
-				"pending: a device not in the view yet; unreserved: a multi-node claim no Pod on a node "
-				"reserves; old_mapping: charged at a mapping its device no longer has).\n"
-				"# TYPE dra_guard_ledger_claims gauge\n"
-				"dra_guard_ledger_claims{state=\"charged\"} %u\ndra_guard_ledger_claims{state=\"pending\"} %u\n"
-				"dra_guard_ledger_claims{state=\"unreserved\"} %u\n"
-				"dra_guard_ledger_claims{state=\"old_mapping\"} %u\n"
-				"# HELP dra_guard_ledger_entries Ledger entries (node, claim, allocation result).\n"
-				"# TYPE dra_guard_ledger_entries gauge\ndra_guard_ledger_entries %u\n"
-				"# HELP dra_guard_ledger_mapping_age_seconds Seconds since the view last saw a mapping "
-				"change; -1 when it saw none.\n# TYPE dra_guard_ledger_mapping_age_seconds gauge\n"
-				"dra_guard_ledger_mapping_age_seconds %.3f\n"
-				"# HELP dra_guard_ledger_build_seconds How long the last whole ledger build took (the first "
-				"scrape, a new policy).\n"
-				"# TYPE dra_guard_ledger_build_seconds gauge\ndra_guard_ledger_build_seconds %.6f\n"
-				"# HELP dra_guard_ledger_update_seconds How long the last update of the ledger from a view "
-				"change took: how far the ledger gauges were behind the view when served.\n"
-				"# TYPE dra_guard_ledger_update_seconds gauge\ndra_guard_ledger_update_seconds %.6f\n"
-				"# HELP dra_guard_ledger_update_nodes Node accounts the last update counted again (the nodes "
-				"whose Node, Pods or charged claims changed).\n"
-				"# TYPE dra_guard_ledger_update_nodes gauge\ndra_guard_ledger_update_nodes %u\n"
-				"# HELP dra_guard_ledger_memory_bytes Memory of the kept ledger: node accounts, entries, "
-				"indexes.\n"
-				"# TYPE dra_guard_ledger_memory_bytes gauge\ndra_guard_ledger_memory_bytes %zu\n"
-				"# HELP dra_guard_ledger_age_seconds Seconds since the ledger these figures come from was "
-				"brought up to the view (every scrape and /debug/ledger request does).\n"
-				"# TYPE dra_guard_ledger_age_seconds gauge\ndra_guard_ledger_age_seconds %.3f\n"
-				"# HELP dra_guard_ledger_builds_total Ledger builds by kind (built: whole, for the first "
-				"scrape or a new policy; updated: from what changed in the view since the last).\n"
-				"# TYPE dra_guard_ledger_builds_total counter\n"
-				"dra_guard_ledger_builds_total{result=\"built\"} %" PRIu64 "\n"
-				"dra_guard_ledger_builds_total{result=\"updated\"} %" PRIu64 "\n",
-				l->claims, l->pending, l->unreserved, l->old_mapping, l->all_entries,
-				l->mapping_changed_ns ? (double)(now - l->mapping_changed_ns) / 1e9 : -1.0, lw->build_s,
-				lw->update_s, lw->update_nodes, st.bytes, clock_mono_s() - lw->built_at,
-				(uint64_t)atomic_load(&lw->builds), (uint64_t)atomic_load(&lw->updates));
+		rc = prom_header(out, PROM_LEDGER_CLAIMS);
+	for (i = 0; rc == 0 && i < sizeof(states) / sizeof(states[0]); i++)
+		rc = prom_sample(out, PROM_LEDGER_CLAIMS, &states[i], "%u", claims[i]);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_ENTRIES, "%u", l->all_entries);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_MAPPING_AGE_SECONDS, "%.3f",
+				 l->mapping_changed_ns ? (double)(now - l->mapping_changed_ns) / 1e9 : -1.0);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_BUILD_SECONDS, "%.6f", lw->build_s);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_UPDATE_SECONDS, "%.6f", lw->update_s);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_UPDATE_NODES, "%u", lw->update_nodes);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_MEMORY_BYTES, "%zu", st.bytes);
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_AGE_SECONDS, "%.3f", clock_mono_s() - lw->built_at);
+	if (rc == 0)
+		rc = prom_header(out, PROM_LEDGER_BUILDS_TOTAL);
+	if (rc == 0)
+		rc = prom_sample(out, PROM_LEDGER_BUILDS_TOTAL, (const char *const[]){ "built" }, "%" PRIu64,
+				 (uint64_t)atomic_load(&lw->builds));
+	if (rc == 0)
+		rc = prom_sample(out, PROM_LEDGER_BUILDS_TOTAL, (const char *const[]){ "updated" }, "%" PRIu64,
+				 (uint64_t)atomic_load(&lw->updates));
 	ledger_free(l);
 	return rc;
 }
 
 int ledger_watch_render_metrics(void *ctx, struct buf *out)
 {
+	static const char *const rechecks[] = { "allowed", "denied" };
 	struct ledger_watch *lw = ctx;
 	uint32_t i, k;
 	int rc;
@@ -451,48 +439,32 @@ int ledger_watch_render_metrics(void *ctx, struct buf *out)
 	rc = rc == 0 ? render_ledger(lw, out) : rc == -EAGAIN ? 0 : rc;
 	pthread_mutex_unlock(&lw->mu);
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_ledger_pending_total Allocations ledger.pool.fresh found, by "
-				  "cause (the Pod stays pending while the rule denies).\n"
-				  "# TYPE dra_guard_ledger_pending_total counter\n");
+		rc = prom_header(out, PROM_LEDGER_PENDING_TOTAL);
 	for (i = 1; rc == 0 && i < LEDGER_CAUSE_COUNT; i++)
-		rc = buf_printf(out, "dra_guard_ledger_pending_total{cause=\"%s\"} %" PRIu64 "\n", ledger_cause_name((uint8_t)i),
-				(uint64_t)atomic_load(&lw->pending[i]));
+		rc = prom_sample(out, PROM_LEDGER_PENDING_TOTAL, (const char *const[]){ ledger_cause_name((uint8_t)i) },
+				 "%" PRIu64, (uint64_t)atomic_load(&lw->pending[i]));
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_ledger_duplicates_total Allocations of a device another live "
-				"claim holds (ledger.device.duplicate).\n# TYPE dra_guard_ledger_duplicates_total counter\n"
-				"dra_guard_ledger_duplicates_total %" PRIu64 "\n"
-				"# HELP dra_guard_ledger_numa_split_total Allocations whose devices span NUMA zones where "
-				"the policy asks for one (ledger.numa.split).\n"
-				"# TYPE dra_guard_ledger_numa_split_total counter\ndra_guard_ledger_numa_split_total %" PRIu64 "\n"
-				"# HELP dra_guard_ledger_pod_amounts_total Pod status writes whose amounts differ from the "
-				"ledger's (ledger.pod.amounts).\n# TYPE dra_guard_ledger_pod_amounts_total counter\n"
-				"dra_guard_ledger_pod_amounts_total %" PRIu64 "\n"
-				"# HELP dra_guard_ledger_pod_omitted_total Pod status writes that leave out a claim reserved "
-				"for the Pod whose devices carry mappings (ledger.pod.omitted): the scheduler does not "
-				"count it on the node.\n# TYPE dra_guard_ledger_pod_omitted_total counter\n"
-				"dra_guard_ledger_pod_omitted_total %" PRIu64 "\n"
-				"# HELP dra_guard_ledger_pod_amounts_ambiguous_total Pod status writes whose amounts differ "
-				"from the ledger's but are what kube-scheduler 1.36 computes from another device of the "
-				"same pool and device name (another driver's, an older generation's): allowed with a "
-				"warning (ledger.pod.amounts).\n# TYPE dra_guard_ledger_pod_amounts_ambiguous_total counter\n"
-				"dra_guard_ledger_pod_amounts_ambiguous_total %" PRIu64 "\n"
-				"# HELP dra_guard_ledger_undecided_total Requests a rule that reads the view let through "
-				"because the view could not decide, by rule and reason.\n"
-				"# TYPE dra_guard_ledger_undecided_total counter\n",
-				(uint64_t)atomic_load(&lw->duplicates), (uint64_t)atomic_load(&lw->numa_split),
-				(uint64_t)atomic_load(&lw->pod_amounts), (uint64_t)atomic_load(&lw->pod_omitted),
-				(uint64_t)atomic_load(&lw->pod_ambiguous));
+		rc = prom_scalar(out, PROM_LEDGER_DUPLICATES_TOTAL, "%" PRIu64, (uint64_t)atomic_load(&lw->duplicates));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_NUMA_SPLIT_TOTAL, "%" PRIu64, (uint64_t)atomic_load(&lw->numa_split));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_POD_AMOUNTS_TOTAL, "%" PRIu64, (uint64_t)atomic_load(&lw->pod_amounts));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_POD_OMITTED_TOTAL, "%" PRIu64, (uint64_t)atomic_load(&lw->pod_omitted));
+	if (rc == 0)
+		rc = prom_scalar(out, PROM_LEDGER_POD_AMOUNTS_AMBIGUOUS_TOTAL, "%" PRIu64,
+				 (uint64_t)atomic_load(&lw->pod_ambiguous));
+	if (rc == 0)
+		rc = prom_header(out, PROM_LEDGER_UNDECIDED_TOTAL);
 	for (k = 0; rc == 0 && k < NUNDECIDED_RULES; k++)
 		for (i = 1; rc == 0 && i < LEDGER_REASON_COUNT; i++)
-			rc = buf_printf(out, "dra_guard_ledger_undecided_total{rule=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-					rule_name(undecided_rules[k]), ledger_reason_name((uint8_t)i),
-					(uint64_t)atomic_load(&lw->undecided[k][i]));
+			rc = prom_sample(out, PROM_LEDGER_UNDECIDED_TOTAL,
+					 (const char *const[]){ rule_name(undecided_rules[k]), ledger_reason_name((uint8_t)i) },
+					 "%" PRIu64, (uint64_t)atomic_load(&lw->undecided[k][i]));
 	if (rc == 0)
-		rc = buf_printf(out, "# HELP dra_guard_ledger_rechecks_total Denials by a rule that reads the view, "
-				"decided again on a newer view before they stood, by result.\n"
-				"# TYPE dra_guard_ledger_rechecks_total counter\n"
-				"dra_guard_ledger_rechecks_total{result=\"allowed\"} %" PRIu64 "\n"
-				"dra_guard_ledger_rechecks_total{result=\"denied\"} %" PRIu64 "\n",
-				(uint64_t)atomic_load(&lw->rechecks[0]), (uint64_t)atomic_load(&lw->rechecks[1]));
+		rc = prom_header(out, PROM_LEDGER_RECHECKS_TOTAL);
+	for (i = 0; rc == 0 && i < 2; i++)
+		rc = prom_sample(out, PROM_LEDGER_RECHECKS_TOTAL, &rechecks[i], "%" PRIu64,
+				 (uint64_t)atomic_load(&lw->rechecks[i]));
 	return rc;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "prom.h"
 
 static const char *const state_names[REFLECTOR_STATE_COUNT] = {
 	"list_wait", "listing", "streaming", "watch_wait", "watching",
@@ -844,96 +846,96 @@ void reflector_done(struct reflector *r, CURLcode res)
 	step(r, &ev, detail);
 }
 
+/* Family id, header and samples: per reflector, one counter of the array at
+ * byte offset field of struct reflector for each of names[0..count). */
+static int by_resource(struct buf *out, enum prom_id id, struct reflector *const *rs, size_t n,
+		       const char *const *names, int count, size_t field)
+{
+	int rc = prom_header(out, id);
+	size_t k;
+	int i;
+
+	for (k = 0; rc == 0 && k < n; k++) {
+		const atomic_uint_fast64_t *v = (const atomic_uint_fast64_t *)(const void *)((const char *)rs[k] + field);
+
+		for (i = 0; rc == 0 && i < count; i++)
+			rc = prom_sample(out, id, (const char *const[]){ rs[k]->cfg.name, names[i] }, "%" PRIu64,
+					 (uint64_t)atomic_load(&v[i]));
+	}
+	return rc;
+}
+
+static int list_duration(struct buf *out, const struct reflector *r)
+{
+	struct prom_line l;
+	uint64_t cum = 0;
+	char le[32];
+	int rc = 0, i;
+
+	for (i = 0; rc == 0 && i <= LIST_BUCKETS; i++) {
+		cum += atomic_load(&r->list_hist[i]);
+		if (i < LIST_BUCKETS)
+			snprintf(le, sizeof(le), "%g", list_bucket_s[i]);
+		prom_line_begin(&l, out, PROM_WATCH_LIST_DURATION_SECONDS, "_bucket");
+		prom_line_label(&l, r->cfg.name, strlen(r->cfg.name));
+		prom_line_le(&l, i < LIST_BUCKETS ? le : "+Inf");
+		rc = prom_line_end(&l, "%" PRIu64, cum);
+	}
+	if (rc == 0) {
+		prom_line_begin(&l, out, PROM_WATCH_LIST_DURATION_SECONDS, "_sum");
+		prom_line_label(&l, r->cfg.name, strlen(r->cfg.name));
+		rc = prom_line_end(&l, "%.3f", (double)atomic_load(&r->list_sum_ms) / 1000.0);
+	}
+	if (rc == 0) {
+		prom_line_begin(&l, out, PROM_WATCH_LIST_DURATION_SECONDS, "_count");
+		prom_line_label(&l, r->cfg.name, strlen(r->cfg.name));
+		rc = prom_line_end(&l, "%" PRIu64, cum);
+	}
+	return rc;
+}
+
 int reflector_render_metrics(struct reflector *const *rs, size_t n, struct buf *out)
 {
 	int64_t now = clock_wall_ns();
 	size_t k;
-	int rc, i;
+	int rc;
 
-	rc = buf_add_cstr(out, "# HELP dra_guard_watch_events_total WATCH events applied, by resource and type.\n"
-			  "# TYPE dra_guard_watch_events_total counter\n");
-	for (k = 0; rc == 0 && k < n; k++)
-		for (i = 0; rc == 0 && i < VIEW_EVENT_COUNT; i++)
-			rc = buf_printf(out, "dra_guard_watch_events_total{resource=\"%s\",type=\"%s\"} %" PRIu64 "\n",
-					rs[k]->cfg.name, event_names[i], (uint64_t)atomic_load(&rs[k]->events[i]));
+	rc = by_resource(out, PROM_WATCH_EVENTS_TOTAL, rs, n, event_names, VIEW_EVENT_COUNT,
+			 offsetof(struct reflector, events));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_relists_total LISTs started, by resource and reason "
-				  "(start, expired: 410, error: connection or server, decode: a body not as the API server sends).\n"
-				  "# TYPE dra_guard_watch_relists_total counter\n");
-	for (k = 0; rc == 0 && k < n; k++)
-		for (i = 0; rc == 0 && i < REFLECTOR_REASON_COUNT; i++)
-			rc = buf_printf(out, "dra_guard_watch_relists_total{resource=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-					rs[k]->cfg.name, reason_names[i], (uint64_t)atomic_load(&rs[k]->relists[i]));
+		rc = by_resource(out, PROM_WATCH_RELISTS_TOTAL, rs, n, reason_names, REFLECTOR_REASON_COUNT,
+				 offsetof(struct reflector, relists));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_errors_total Requests to the API server that failed "
-				  "and were retried after a backoff, by resource and request (discovery, list, watch).\n"
-				  "# TYPE dra_guard_watch_errors_total counter\n");
-	for (k = 0; rc == 0 && k < n; k++)
-		for (i = 0; rc == 0 && i < REQ_COUNT; i++)
-			rc = buf_printf(out, "dra_guard_watch_errors_total{resource=\"%s\",request=\"%s\"} %" PRIu64 "\n",
-					rs[k]->cfg.name, request_names[i], (uint64_t)atomic_load(&rs[k]->errors[i]));
+		rc = by_resource(out, PROM_WATCH_ERRORS_TOTAL, rs, n, request_names, REQ_COUNT,
+				 offsetof(struct reflector, errors));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_lists_total LISTs completed, by resource and mode "
-				  "(stream: a WATCH with sendInitialEvents; pages: LIST with limit and continue).\n"
-				  "# TYPE dra_guard_watch_lists_total counter\n");
-	for (k = 0; rc == 0 && k < n; k++)
-		for (i = 0; rc == 0 && i < LIST_MODE_COUNT; i++)
-			rc = buf_printf(out, "dra_guard_watch_lists_total{resource=\"%s\",mode=\"%s\"} %" PRIu64 "\n",
-					rs[k]->cfg.name, list_mode_names[i], (uint64_t)atomic_load(&rs[k]->list_modes[i]));
+		rc = by_resource(out, PROM_WATCH_LISTS_TOTAL, rs, n, list_mode_names, LIST_MODE_COUNT,
+				 offsetof(struct reflector, list_modes));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_restarts_total WATCHes sent again from the same "
-				  "resourceVersion, without a LIST, by resource and reason (silent: nothing on it for "
-				  "--watch-silence; short: it ended within a second with no event, retried after a backoff).\n"
-				  "# TYPE dra_guard_watch_restarts_total counter\n");
-	for (k = 0; rc == 0 && k < n; k++)
-		for (i = 0; rc == 0 && i < RESTART_COUNT; i++)
-			rc = buf_printf(out, "dra_guard_watch_restarts_total{resource=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-					rs[k]->cfg.name, restart_names[i], (uint64_t)atomic_load(&rs[k]->restarts[i]));
+		rc = by_resource(out, PROM_WATCH_RESTARTS_TOTAL, rs, n, restart_names, RESTART_COUNT,
+				 offsetof(struct reflector, restarts));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_bytes_total Bytes of LIST and WATCH bodies decoded, by resource.\n"
-				  "# TYPE dra_guard_watch_bytes_total counter\n");
+		rc = prom_header(out, PROM_WATCH_BYTES_TOTAL);
 	for (k = 0; rc == 0 && k < n; k++)
-		rc = buf_printf(out, "dra_guard_watch_bytes_total{resource=\"%s\"} %" PRIu64 "\n", rs[k]->cfg.name,
-				(uint64_t)atomic_load(&rs[k]->bytes));
+		rc = prom_sample(out, PROM_WATCH_BYTES_TOTAL, &rs[k]->cfg.name, "%" PRIu64,
+				 (uint64_t)atomic_load(&rs[k]->bytes));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_skipped_objects_total Objects that did not decode or "
-				  "were refused by a cap, by resource (logged).\n"
-				  "# TYPE dra_guard_watch_skipped_objects_total counter\n");
+		rc = prom_header(out, PROM_WATCH_SKIPPED_OBJECTS_TOTAL);
 	for (k = 0; rc == 0 && k < n; k++)
-		rc = buf_printf(out, "dra_guard_watch_skipped_objects_total{resource=\"%s\"} %" PRIu64 "\n",
-				rs[k]->cfg.name, (uint64_t)atomic_load(&rs[k]->skipped));
+		rc = prom_sample(out, PROM_WATCH_SKIPPED_OBJECTS_TOTAL, &rs[k]->cfg.name, "%" PRIu64,
+				 (uint64_t)atomic_load(&rs[k]->skipped));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_synced 1 once the resource's first LIST completed.\n"
-				  "# TYPE dra_guard_watch_synced gauge\n");
+		rc = prom_header(out, PROM_WATCH_SYNCED);
 	for (k = 0; rc == 0 && k < n; k++)
-		rc = buf_printf(out, "dra_guard_watch_synced{resource=\"%s\"} %d\n", rs[k]->cfg.name,
-				atomic_load(&rs[k]->synced_pub) ? 1 : 0);
+		rc = prom_sample(out, PROM_WATCH_SYNCED, &rs[k]->cfg.name, "%d", atomic_load(&rs[k]->synced_pub) ? 1 : 0);
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_last_event_age_seconds Seconds since the last LIST, "
-				  "event or bookmark of the resource; -1 before the first.\n"
-				  "# TYPE dra_guard_watch_last_event_age_seconds gauge\n");
+		rc = prom_header(out, PROM_WATCH_LAST_EVENT_AGE_SECONDS);
 	for (k = 0; rc == 0 && k < n; k++)
-		rc = buf_printf(out, "dra_guard_watch_last_event_age_seconds{resource=\"%s\"} %.3f\n",
-				rs[k]->cfg.name, reflector_age_s(rs[k], now));
+		rc = prom_sample(out, PROM_WATCH_LAST_EVENT_AGE_SECONDS, &rs[k]->cfg.name, "%.3f",
+				 reflector_age_s(rs[k], now));
 	if (rc == 0)
-		rc = buf_add_cstr(out, "# HELP dra_guard_watch_list_duration_seconds Time from a LIST's first page "
-				  "to its swap into the view, by resource.\n"
-				  "# TYPE dra_guard_watch_list_duration_seconds histogram\n");
-	for (k = 0; rc == 0 && k < n; k++) {
-		uint64_t cum = 0;
-
-		for (i = 0; rc == 0 && i < LIST_BUCKETS; i++) {
-			cum += atomic_load(&rs[k]->list_hist[i]);
-			rc = buf_printf(out, "dra_guard_watch_list_duration_seconds_bucket{resource=\"%s\",le=\"%g\"} %"
-					PRIu64 "\n", rs[k]->cfg.name, list_bucket_s[i], cum);
-		}
-		cum += atomic_load(&rs[k]->list_hist[LIST_BUCKETS]);
-		if (rc == 0)
-			rc = buf_printf(out, "dra_guard_watch_list_duration_seconds_bucket{resource=\"%s\",le=\"+Inf\"} %"
-					PRIu64 "\ndra_guard_watch_list_duration_seconds_sum{resource=\"%s\"} %.3f\n"
-					"dra_guard_watch_list_duration_seconds_count{resource=\"%s\"} %" PRIu64 "\n",
-					rs[k]->cfg.name, cum, rs[k]->cfg.name,
-					(double)atomic_load(&rs[k]->list_sum_ms) / 1000.0, rs[k]->cfg.name, cum);
-	}
+		rc = prom_header(out, PROM_WATCH_LIST_DURATION_SECONDS);
+	for (k = 0; rc == 0 && k < n; k++)
+		rc = list_duration(out, rs[k]);
 	return rc;
 }
