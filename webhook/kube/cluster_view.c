@@ -683,23 +683,34 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 {
 	struct view_stats st;
 	int64_t now = wall_ns();
-	int rc, k, sv = stale(cv, now);
+	int k, sv = stale(cv, now);
+	struct jw w;
 
+	jw_init(&w, out);
 	pthread_mutex_lock(&cv->mu);
 	st = cv->stats;
-	rc = buf_printf(out, "{\"synced\":%s,\"version\":\"%s\",\"stale\":%s,\"maxAgeSeconds\":%" PRId64
-			",\"resources\":{", cv->why_not[0] ? "false" : "true", cv->version,
-			sv == 1 ? "true" : "false", max_age_ns(cv) / 1000000000);
+	jw_object_begin(&w);
+	jw_kbool(&w, "synced", !cv->why_not[0]);
+	jw_kcstr(&w, "version", cv->version);
+	jw_kbool(&w, "stale", sv == 1);
+	jw_kint(&w, "maxAgeSeconds", max_age_ns(cv) / 1000000000);
 	pthread_mutex_unlock(&cv->mu);
-	for (k = 0; rc == 0 && k < RES_COUNT; k++) {
+	jw_key(&w, "resources");
+	jw_object_begin(&w);
+	for (k = 0; k < RES_COUNT; k++) {
 		struct reflector *r = cv->r[k].r;
 		uint64_t objects = k < VIEW_RESOURCE_COUNT ? st.objects[k] : atomic_load(&cv->cm_exists_pub) ? 1 : 0;
 
-		rc = buf_printf(out, "%s\"%s\":{\"synced\":%s,\"objects\":%" PRIu64
-				",\"lastEventAgeSeconds\":%.3f}", k ? "," : "", res_names[k],
-				reflector_synced_pub(r) ? "true" : "false", objects, reflector_age_s(r, now));
+		jw_key(&w, res_names[k]);
+		jw_object_begin(&w);
+		jw_kbool(&w, "synced", reflector_synced_pub(r));
+		jw_kuint(&w, "objects", objects);
+		jw_kfixed(&w, "lastEventAgeSeconds", reflector_age_s(r, now), 3);
+		jw_object_end(&w);
 	}
-	return rc ? rc : buf_add_cstr(out, "}}");
+	jw_object_end(&w);
+	jw_object_end(&w);
+	return jw_finish(&w);
 }
 
 static int dump_slice(void *ctx, const struct view_slice *s)
