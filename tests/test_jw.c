@@ -262,6 +262,156 @@ static void test_parts(void **state)
 	buf_free(&b);
 }
 
+/* jansson's dump of text (read by jansson), with flags. */
+static char *jansson_dump(const char *text, size_t flags)
+{
+	json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
+	char *out;
+
+	if (!j)
+		fail_msg("jansson cannot read %s", text);
+	out = json_dumps(j, flags | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	return out;
+}
+
+/* A styled writer lays out and escapes as jansson does, byte for byte:
+ * dry-run's JSON output (indent 2) and its patch lines (compact) were
+ * jansson's and scripts read them. Each text is re-written by jw_json() and
+ * by jansson, indented and compact. */
+static void test_style_as_jansson(void **state)
+{
+	static const char *const texts[] = {
+		"{}", "[]", "[[],{}]", "\"x\"", "null", "true",
+		"{\"a\":1,\"b\":[1,2,{\"c\":\"d\"}],\"e\":{},\"f\":[],\"g\":{\"h\":[[]]}}",
+		"[{\"op\":\"add\",\"path\":\"/metadata/labels/a~1b\",\"value\":\"<x & y>\"}]",
+		"[\"a\\n\\t\\b\\f\\r\\u0001\\u001f\\u007f\\\"\\\\/\"]",
+		"[\"caf\\u00e9\",\"\\ud83d\\ude00\",\"\\u2028\"]",
+		"{\"k\\u003c\\n\":\"v\"}",
+		"[0,-0,1,-42,9223372036854775807,-9223372036854775808]",
+		"[1.5,0.1,1e20,1E-5,-2.5e-300,1e300,123456789.125,100.0,3e0]",
+	};
+	static const struct { unsigned indent; size_t flags; } styles[] = {
+		{ 2, JSON_INDENT(2) }, { 0, JSON_COMPACT }, { 4, JSON_INDENT(4) },
+	};
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		for (k = 0; k < sizeof(styles) / sizeof(styles[0]); k++) {
+			char *want = jansson_dump(texts[i], styles[k].flags);
+			struct buf b;
+			struct jw w;
+
+			buf_init(&b, 4096);
+			jw_init_style(&w, &b, styles[k].indent, JW_PLAIN_ESCAPES);
+			assert_int_equal(jw_json(&w, texts[i], strlen(texts[i])), 0);
+			assert_int_equal(jw_finish(&w), 0);
+			if (strcmp(buf_cstr(&b), want) != 0)
+				fail_msg("%s (indent %u): wrote\n%s\nwant\n%s", texts[i], styles[k].indent,
+					 buf_cstr(&b), want);
+			free(want);
+			buf_free(&b);
+		}
+	}
+}
+
+/* Strings through a plain writer and through jansson agree for every byte
+ * jansson takes (UTF-8): random strings over the bytes that matter. */
+static void test_plain_strings_as_jansson(void **state)
+{
+	static const char *const atoms[] = {
+		"a", "<", ">", "&", "\"", "\\", "/", "\n", "\b", "\f", "\r", "\t", "\x01", "\x1f", "\x7f",
+		"\xc3\xa9", "\xe2\x80\xa8", "\xf0\x9f\x98\x80", " ",
+	};
+	unsigned seed = 1;
+	int round;
+
+	(void)state;
+	for (round = 0; round < 2000; round++) {
+		char s[256], *want;
+		size_t n = 0;
+		int parts = (int)(seed % 12), p;
+		json_t *j;
+		struct buf b;
+		struct jw w;
+
+		for (p = 0; p < parts; p++) {
+			const char *atom;
+
+			seed = seed * 1103515245u + 12345u;
+			atom = atoms[(seed >> 16) % (sizeof(atoms) / sizeof(atoms[0]))];
+			memcpy(s + n, atom, strlen(atom));
+			n += strlen(atom);
+		}
+		seed = seed * 1103515245u + 12345u;
+		j = json_stringn(s, n);
+		assert_non_null(j);
+		want = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+		buf_init(&b, 4096);
+		jw_init_style(&w, &b, 2, JW_PLAIN_ESCAPES);
+		jw_string(&w, s, n);
+		assert_int_equal(jw_finish(&w), 0);
+		assert_string_equal(buf_cstr(&b), want);
+		free(want);
+		json_decref(j);
+		buf_free(&b);
+	}
+}
+
+/* An indented writer's own calls: keys with ": ", members on their lines,
+ * empty containers closed at once; bad styles and bad text refused. */
+static void test_style_calls(void **state)
+{
+	struct buf b;
+	struct jw w;
+	int i;
+
+	(void)state;
+	buf_init(&b, 4096);
+	jw_init_style(&w, &b, 2, 0);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "a", "<");
+	jw_key(&w, "b");
+	jw_array_begin(&w);
+	jw_uint(&w, 1);
+	jw_object_begin(&w);
+	jw_object_end(&w);
+	jw_array_end(&w);
+	jw_key(&w, "c");
+	jw_array_begin(&w);
+	jw_array_end(&w);
+	jw_object_end(&w);
+	assert_int_equal(jw_finish(&w), 0);
+	/* without JW_PLAIN_ESCAPES, strings escaped as jw_init()'s */
+	assert_string_equal(buf_cstr(&b), "{\n  \"a\": \"\\u003c\",\n  \"b\": [\n    1,\n    {}\n  ],\n  \"c\": []\n}");
+
+	buf_reset(&b);
+	jw_init_style(&w, &b, JW_MAX_INDENT + 1, 0);
+	assert_int_equal(jw_null(&w), -EINVAL);
+	buf_reset(&b);
+	jw_init_style(&w, &b, 2, 0x80);
+	assert_int_equal(jw_finish(&w), -EINVAL);
+
+	static const char *const bad[] = { "", "[1,]", "{\"a\"}", "[1] 2", "\"\\x\"", "01", "[1e999]",
+					   "[99999999999999999999]" };
+	for (i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+		buf_reset(&b);
+		jw_init_style(&w, &b, 2, JW_PLAIN_ESCAPES);
+		if (jw_json(&w, bad[i], strlen(bad[i])) == 0 || jw_finish(&w) == 0)
+			fail_msg("jw_json took %s", bad[i]);
+	}
+
+	/* the text's nesting counts with the writer's */
+	buf_reset(&b);
+	jw_init(&w, &b);
+	for (i = 0; i < JW_MAX_DEPTH - 1; i++)
+		jw_array_begin(&w);
+	assert_int_equal(jw_json(&w, "[]", 2), 0);
+	assert_int_equal(jw_json(&w, "[[]]", 4), -ELOOP);
+	buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +420,9 @@ int main(void)
 		cmocka_unit_test(test_buffer_cap),
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_parts),
+		cmocka_unit_test(test_style_as_jansson),
+		cmocka_unit_test(test_plain_strings_as_jansson),
+		cmocka_unit_test(test_style_calls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jw.h"
 #include "names.h"
 #include "timefmt.h"
 
@@ -345,22 +346,29 @@ void events_microtime(int64_t ns, char out[static EVENTS_TIME_MAX])
 	snprintf(out, EVENTS_TIME_MAX, "%.*s.%06" PRId64 "Z", (int)strlen(whole) - 1, whole, frac / 1000);
 }
 
-static int add_ref(struct buf *b, const char *key, const struct events_ref *r)
+static void add_ref(struct jw *w, const char *key, const struct events_ref *r)
 {
-	int rc = buf_printf(b, ",\"%s\":{\"apiVersion\":", key);
+	jw_key(w, key);
+	jw_object_begin(w);
+	jw_kcstr(w, "apiVersion", r->api_version);
+	jw_kcstr(w, "kind", r->kind);
+	jw_kcstr(w, "namespace", r->namespace);
+	jw_kcstr(w, "name", r->name);
+	if (r->uid[0])
+		jw_kcstr(w, "uid", r->uid);
+	jw_object_end(w);
+}
 
-	rc = rc ? rc : buf_add_json_str(b, r->api_version, strlen(r->api_version));
-	rc = rc ? rc : buf_add_cstr(b, ",\"kind\":");
-	rc = rc ? rc : buf_add_json_str(b, r->kind, strlen(r->kind));
-	rc = rc ? rc : buf_add_cstr(b, ",\"namespace\":");
-	rc = rc ? rc : buf_add_json_str(b, r->namespace, strlen(r->namespace));
-	rc = rc ? rc : buf_add_cstr(b, ",\"name\":");
-	rc = rc ? rc : buf_add_json_str(b, r->name, strlen(r->name));
-	if (!rc && r->uid[0]) {
-		rc = buf_add_cstr(b, ",\"uid\":");
-		rc = rc ? rc : buf_add_json_str(b, r->uid, strlen(r->uid));
-	}
-	return rc ? rc : buf_add_char(b, '}');
+static void add_series(struct jw *w, uint64_t count, int64_t last_ns)
+{
+	char t[EVENTS_TIME_MAX];
+
+	events_microtime(last_ns, t);
+	jw_key(w, "series");
+	jw_object_begin(w);
+	jw_kuint(w, "count", count);
+	jw_kcstr(w, "lastObservedTime", t);
+	jw_object_end(w);
 }
 
 int events_create_json(const struct events_report *r, const char *name, const char *instance, int64_t first_ns,
@@ -368,30 +376,33 @@ int events_create_json(const struct events_report *r, const char *name, const ch
 {
 	char t[EVENTS_TIME_MAX];
 	size_t start = buf_len(out);
+	struct jw w;
 	int rc;
 
 	events_microtime(first_ns, t);
-	rc = buf_add_cstr(out, "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\",\"metadata\":{\"name\":");
-	rc = rc ? rc : buf_add_json_str(out, name, strlen(name));
-	rc = rc ? rc : buf_add_cstr(out, ",\"namespace\":");
-	rc = rc ? rc : buf_add_json_str(out, r->regarding.namespace, strlen(r->regarding.namespace));
-	rc = rc ? rc : buf_printf(out, "},\"eventTime\":\"%s\",\"type\":\"Warning\",\"reportingController\":\"%s\","
-				  "\"reportingInstance\":", t, EVENTS_CONTROLLER);
-	rc = rc ? rc : buf_add_json_str(out, instance, strnlen(instance, EVENTS_INSTANCE_MAX));
-	rc = rc ? rc : buf_add_cstr(out, ",\"action\":");
-	rc = rc ? rc : buf_add_json_str(out, r->action, strlen(r->action));
-	rc = rc ? rc : buf_add_cstr(out, ",\"reason\":");
-	rc = rc ? rc : buf_add_json_str(out, r->reason, strlen(r->reason));
-	rc = rc ? rc : buf_add_cstr(out, ",\"note\":");
-	rc = rc ? rc : buf_add_json_str(out, r->note, strlen(r->note));
-	rc = rc ? rc : add_ref(out, "regarding", &r->regarding);
-	if (!rc && r->has_related)
-		rc = add_ref(out, "related", &r->related);
-	if (!rc && count >= 2) {
-		events_microtime(last_ns, t);
-		rc = buf_printf(out, ",\"series\":{\"count\":%" PRIu64 ",\"lastObservedTime\":\"%s\"}", count, t);
-	}
-	rc = rc ? rc : buf_add_char(out, '}');
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "apiVersion", "events.k8s.io/v1");
+	jw_kcstr(&w, "kind", "Event");
+	jw_key(&w, "metadata");
+	jw_object_begin(&w);
+	jw_kcstr(&w, "name", name);
+	jw_kcstr(&w, "namespace", r->regarding.namespace);
+	jw_object_end(&w);
+	jw_kcstr(&w, "eventTime", t);
+	jw_kcstr(&w, "type", "Warning");
+	jw_kcstr(&w, "reportingController", EVENTS_CONTROLLER);
+	jw_kstring(&w, "reportingInstance", instance, strnlen(instance, EVENTS_INSTANCE_MAX));
+	jw_kcstr(&w, "action", r->action);
+	jw_kcstr(&w, "reason", r->reason);
+	jw_kcstr(&w, "note", r->note);
+	add_ref(&w, "regarding", &r->regarding);
+	if (r->has_related)
+		add_ref(&w, "related", &r->related);
+	if (count >= 2)
+		add_series(&w, count, last_ns);
+	jw_object_end(&w);
+	rc = jw_finish(&w);
 	if (rc)
 		buf_truncate(out, start);
 	return rc;
@@ -399,10 +410,18 @@ int events_create_json(const struct events_report *r, const char *name, const ch
 
 int events_series_patch_json(uint64_t count, int64_t last_ns, struct buf *out)
 {
-	char t[EVENTS_TIME_MAX];
+	size_t start = buf_len(out);
+	struct jw w;
+	int rc;
 
 	if (count < 2)
 		return -EINVAL;
-	events_microtime(last_ns, t);
-	return buf_printf(out, "{\"series\":{\"count\":%" PRIu64 ",\"lastObservedTime\":\"%s\"}}", count, t);
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	add_series(&w, count, last_ns);
+	jw_object_end(&w);
+	rc = jw_finish(&w);
+	if (rc)
+		buf_truncate(out, start);
+	return rc;
 }

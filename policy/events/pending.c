@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hmap.h"
+#include "jw.h"
 #include "timefmt.h"
 
 /* Claims indexed before the index first grows. */
@@ -208,29 +209,31 @@ uint32_t pending_table_sweep(struct pending_table *t, const struct view *v, int6
 
 int pending_table_json(const struct pending_table *t, int64_t now_ns, struct buf *out)
 {
+	struct jw w;
 	uint32_t i;
-	int rc = buf_add_char(out, '[');
 
-	for (i = 0; rc == 0 && i < t->n; i++) {
+	jw_init(&w, out);
+	jw_array_begin(&w);
+	for (i = 0; i < t->n; i++) {
 		const struct pending_claim *p = &t->claims[i];
 		char reason[EVENTS_REASON_MAX], since[TIMEFMT_MAX], last[TIMEFMT_MAX];
 
 		events_reason(p->rule, reason);
 		timefmt_rfc3339(p->since_ns, since);
 		timefmt_rfc3339(p->last_ns, last);
-		rc = buf_add_cstr(out, i ? ",{\"namespace\":" : "{\"namespace\":");
-		rc = rc ? rc : buf_add_json_str(out, p->namespace, strlen(p->namespace));
-		rc = rc ? rc : buf_add_cstr(out, ",\"name\":");
-		rc = rc ? rc : buf_add_json_str(out, p->name, strlen(p->name));
-		rc = rc ? rc : buf_add_cstr(out, ",\"uid\":");
-		rc = rc ? rc : buf_add_json_str(out, p->uid, strlen(p->uid));
-		rc = rc ? rc : buf_add_cstr(out, ",\"pod\":");
-		rc = rc ? rc : buf_add_json_str(out, p->pod, strlen(p->pod));
-		rc = rc ? rc : buf_printf(out, ",\"reason\":\"%s\",\"rule\":\"%s\",\"since\":\"%s\",\"seconds\":%.3f,"
-					  "\"lastRefused\":\"%s\",\"refusals\":%" PRIu64 "}",
-					  reason, rule_name(p->rule), since,
-					  now_ns > p->since_ns ? (double)(now_ns - p->since_ns) / 1e9 : 0.0, last,
-					  p->refusals);
+		jw_object_begin(&w);
+		jw_kcstr(&w, "namespace", p->namespace);
+		jw_kcstr(&w, "name", p->name);
+		jw_kcstr(&w, "uid", p->uid);
+		jw_kcstr(&w, "pod", p->pod);
+		jw_kcstr(&w, "reason", reason);
+		jw_kcstr(&w, "rule", rule_name(p->rule));
+		jw_kcstr(&w, "since", since);
+		jw_kfixed(&w, "seconds", now_ns > p->since_ns ? (double)(now_ns - p->since_ns) / 1e9 : 0.0, 3);
+		jw_kcstr(&w, "lastRefused", last);
+		jw_kuint(&w, "refusals", p->refusals);
+		jw_object_end(&w);
 	}
-	return rc ? rc : buf_add_char(out, ']');
+	jw_array_end(&w);
+	return jw_finish(&w);
 }

@@ -4,250 +4,203 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jw.h"
 #include "ledger.h"
 #include "timefmt.h"
 
-static int jstr(struct buf *b, struct str s)
+static void jstr(struct jw *w, struct str s)
 {
-	return buf_add_json_str(b, s.ptr ? s.ptr : "", s.len);
+	jw_string(w, s.ptr ? s.ptr : "", s.len);
 }
 
-static int jqty(struct buf *b, const struct quantity *q)
-{
-	char t[QUANTITY_STR_MAX];
-
-	quantity_format(q, t);
-	return buf_printf(b, "\"%s\"", t);
-}
-
-static int junits(struct buf *b, struct str resource, int64_t u)
+static void units(struct jw *w, struct str resource, int64_t u)
 {
 	char t[96];
 
 	ledger_format_units(resource, u, t);
-	return buf_printf(b, "\"%s\"", t);
+	jw_cstr(w, t);
 }
 
-static int jtime(struct buf *b, int64_t ns)
+static void kunits(struct jw *w, const char *key, struct str resource, int64_t u)
+{
+	jw_key(w, key);
+	units(w, resource, u);
+}
+
+static void ktime(struct jw *w, const char *key, int64_t ns)
 {
 	char t[TIMEFMT_MAX];
 
-	if (ns <= 0)
-		return buf_add_cstr(b, "null");
+	jw_key(w, key);
+	if (ns <= 0) {
+		jw_null(w);
+		return;
+	}
 	timefmt_rfc3339(ns, t);
-	return buf_printf(b, "\"%s\"", t);
+	jw_cstr(w, t);
 }
 
-static int entry_json(struct buf *b, const struct ledger_entry *e)
+static void entry_json(struct jw *w, const struct ledger_entry *e)
 {
 	const struct view_claim *c = e->claim;
 	const struct view_result *r = &c->results[e->result];
 	const struct view_charge *ch = &c->charges[e->result];
-	char uid[64];
+	char uid[64], claim[512];
 	uint32_t i;
-	int rc;
 
 	view_uid_format(&c->uid, uid, sizeof(uid));
-	rc = buf_add_cstr(b, "{\"claim\":");
-	if (rc == 0)
-		rc = buf_printf(b, "\"%.*s/%s\",\"uid\":\"%s\",\"result\":%u,\"request\":",
-				STR_FMT(view_atom_str(c->namespace)), c->name, uid, e->result);
-	if (rc == 0)
-		rc = jstr(b, view_atom_str(r->request));
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"driver\":");
-	if (rc == 0)
-		rc = jstr(b, view_atom_str(r->driver));
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"pool\":");
-	if (rc == 0)
-		rc = jstr(b, view_atom_str(r->pool));
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"device\":");
-	if (rc == 0)
-		rc = jstr(b, view_atom_str(r->device));
-	if (rc == 0 && r->share_id) {
-		rc = buf_add_cstr(b, ",\"shareID\":");
-		if (rc == 0)
-			rc = jstr(b, view_atom_str(r->share_id));
+	snprintf(claim, sizeof(claim), "%.*s/%s", STR_FMT(view_atom_str(c->namespace)), c->name);
+	jw_object_begin(w);
+	jw_kcstr(w, "claim", claim);
+	jw_kcstr(w, "uid", uid);
+	jw_kuint(w, "result", e->result);
+	jw_key(w, "request");
+	jstr(w, view_atom_str(r->request));
+	jw_key(w, "driver");
+	jstr(w, view_atom_str(r->driver));
+	jw_key(w, "pool");
+	jstr(w, view_atom_str(r->pool));
+	jw_key(w, "device");
+	jstr(w, view_atom_str(r->device));
+	if (r->share_id) {
+		jw_key(w, "shareID");
+		jstr(w, view_atom_str(r->share_id));
 	}
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"zone\":");
-	if (rc == 0)
-		rc = jstr(b, e->zone);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"amounts\":{");
-	for (i = 0; rc == 0 && i < ch->namounts; i++) {
-		rc = buf_add_cstr(b, i ? "," : "");
-		if (rc == 0)
-			rc = jstr(b, view_atom_str(ch->amounts[i].name));
-		if (rc == 0)
-			rc = buf_add_char(b, ':');
-		if (rc == 0)
-			rc = jqty(b, view_atom_qty(ch->amounts[i].value));
+	jw_key(w, "zone");
+	jstr(w, e->zone);
+	jw_key(w, "amounts");
+	jw_object_begin(w);
+	for (i = 0; i < ch->namounts; i++) {
+		char q[QUANTITY_STR_MAX];
+
+		jw_key_str(w, view_atom_str(ch->amounts[i].name));
+		quantity_format(view_atom_qty(ch->amounts[i].value), q);
+		jw_cstr(w, q);
 	}
-	if (rc == 0)
-		rc = buf_add_cstr(b, "},\"mappingVersion\":{\"slice\":");
-	if (rc == 0)
-		rc = jstr(b, view_atom_str(ch->slice));
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"resourceVersion\":");
-	if (rc == 0)
-		rc = jstr(b, view_atom_str(ch->slice_rv));
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"fingerprint\":");
-	if (rc == 0)
-		rc = ch->fingerprint ? jstr(b, view_atom_str(ch->fingerprint)) : buf_add_cstr(b, "null");
-	if (rc == 0)
-		rc = buf_printf(b, "},\"current\":%s,\"scheduler\":\"%s\",\"firstObserved\":", e->current ? "true" : "false",
-				ledger_counted_name(e->counted));
-	if (rc == 0)
-		rc = jtime(b, c->allocated_ns);
-	return rc ? rc : buf_add_char(b, '}');
+	jw_object_end(w);
+	jw_key(w, "mappingVersion");
+	jw_object_begin(w);
+	jw_key(w, "slice");
+	jstr(w, view_atom_str(ch->slice));
+	jw_key(w, "resourceVersion");
+	jstr(w, view_atom_str(ch->slice_rv));
+	jw_key(w, "fingerprint");
+	if (ch->fingerprint)
+		jstr(w, view_atom_str(ch->fingerprint));
+	else
+		jw_null(w);
+	jw_object_end(w);
+	jw_kbool(w, "current", e->current);
+	jw_kcstr(w, "scheduler", ledger_counted_name(e->counted));
+	ktime(w, "firstObserved", c->allocated_ns);
+	jw_object_end(w);
 }
 
-static int amount_json(struct buf *b, const struct ledger_amount *a)
+static void amount_json(struct jw *w, const struct ledger_amount *a)
 {
 	uint32_t i;
-	int rc = jstr(b, a->resource);
 
-	if (rc == 0)
-		rc = buf_add_cstr(b, ":{\"allocatable\":");
-	if (rc == 0)
-		rc = a->has_allocatable ? junits(b, a->resource, a->allocatable) : buf_add_cstr(b, "null");
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"pods\":");
-	if (rc == 0)
-		rc = junits(b, a->resource, a->pods);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"dra\":");
-	if (rc == 0)
-		rc = junits(b, a->resource, a->dra);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"numa\":{");
-	for (i = 0; rc == 0 && i < a->nzones; i++) {
-		rc = buf_add_cstr(b, i ? "," : "");
-		if (rc == 0)
-			rc = jstr(b, a->zones[i].zone);
-		if (rc == 0)
-			rc = buf_add_char(b, ':');
-		if (rc == 0)
-			rc = junits(b, a->resource, a->zones[i].amount);
+	jw_key_str(w, a->resource);
+	jw_object_begin(w);
+	jw_key(w, "allocatable");
+	if (a->has_allocatable)
+		units(w, a->resource, a->allocatable);
+	else
+		jw_null(w);
+	kunits(w, "pods", a->resource, a->pods);
+	kunits(w, "dra", a->resource, a->dra);
+	jw_key(w, "numa");
+	jw_object_begin(w);
+	for (i = 0; i < a->nzones; i++) {
+		jw_key_str(w, a->zones[i].zone);
+		units(w, a->resource, a->zones[i].amount);
 	}
-	if (rc == 0)
-		rc = buf_add_cstr(b, "},\"podStatuses\":");
-	if (rc == 0)
-		rc = junits(b, a->resource, a->status);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"omitted\":");
-	if (rc == 0)
-		rc = junits(b, a->resource, a->omitted);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"unbound\":");
-	if (rc == 0)
-		rc = junits(b, a->resource, a->unbound);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"inPodLevelRequests\":");
-	if (rc == 0)
-		rc = junits(b, a->resource, a->covered);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"total\":");
-	if (rc == 0)
-		rc = junits(b, a->resource, a->total);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"schedulerCounts\":");
-	if (rc == 0)
-		rc = junits(b, a->resource, a->scheduled);
-	if (rc == 0)
-		rc = buf_printf(b, ",\"balanced\":%s,\"overcommitted\":%s}",
-				a->dra - a->omitted - a->unbound == a->status ? "true" : "false",
-				a->has_allocatable && a->total > a->allocatable ? "true" : "false");
-	return rc;
+	jw_object_end(w);
+	kunits(w, "podStatuses", a->resource, a->status);
+	kunits(w, "omitted", a->resource, a->omitted);
+	kunits(w, "unbound", a->resource, a->unbound);
+	kunits(w, "inPodLevelRequests", a->resource, a->covered);
+	kunits(w, "total", a->resource, a->total);
+	kunits(w, "schedulerCounts", a->resource, a->scheduled);
+	jw_kbool(w, "balanced", a->dra - a->omitted - a->unbound == a->status);
+	jw_kbool(w, "overcommitted", a->has_allocatable && a->total > a->allocatable);
+	jw_object_end(w);
 }
 
-static int node_json(struct buf *b, const struct ledger *l, const struct ledger_node *n)
+static void node_json(struct jw *w, const struct ledger *l, const struct ledger_node *n)
 {
 	uint32_t i;
-	int rc = buf_add_cstr(b, "{\"name\":");
 
-	if (rc == 0)
-		rc = jstr(b, n->name);
-	if (rc == 0)
-		rc = buf_printf(b, ",\"node\":%s,\"pods\":%u,\"overcommitted\":%s,\"balanced\":%s,"
-				"\"undercounted\":%s,\"resources\":{",
-				n->has_node ? "true" : "false", n->npods, n->overcommitted ? "true" : "false",
-				n->diverging ? "false" : "true", n->undercounted ? "true" : "false");
-	for (i = 0; rc == 0 && i < n->nresources; i++) {
-		rc = buf_add_cstr(b, i ? "," : "");
-		if (rc == 0)
-			rc = amount_json(b, &n->resources[i]);
-	}
-	if (rc == 0)
-		rc = buf_add_cstr(b, "},\"entries\":[");
-	for (i = 0; rc == 0 && i < n->nentries; i++) {
-		rc = buf_add_cstr(b, i ? "," : "");
-		if (rc == 0)
-			rc = entry_json(b, &l->entries[n->first_entry + i]);
-	}
-	return rc ? rc : buf_add_cstr(b, "]}");
+	jw_object_begin(w);
+	jw_key(w, "name");
+	jstr(w, n->name);
+	jw_kbool(w, "node", n->has_node);
+	jw_kuint(w, "pods", n->npods);
+	jw_kbool(w, "overcommitted", n->overcommitted);
+	jw_kbool(w, "balanced", !n->diverging);
+	jw_kbool(w, "undercounted", n->undercounted);
+	jw_key(w, "resources");
+	jw_object_begin(w);
+	for (i = 0; i < n->nresources; i++)
+		amount_json(w, &n->resources[i]);
+	jw_object_end(w);
+	jw_key(w, "entries");
+	jw_array_begin(w);
+	for (i = 0; i < n->nentries; i++)
+		entry_json(w, &l->entries[n->first_entry + i]);
+	jw_array_end(w);
+	jw_object_end(w);
 }
 
 int ledger_json(const struct ledger *l, struct str node, struct buf *out)
 {
+	struct jw w;
 	uint32_t i;
-	bool first = true;
-	int rc = buf_add_cstr(out, "{\"at\":");
+	int rc;
 
-	if (rc == 0)
-		rc = jtime(out, l->now_ns);
-	if (rc == 0)
-		rc = buf_printf(out, ",\"viewSeq\":%" PRIu64 ",\"summary\":{\"nodes\":%u,\"claims\":%u,\"entries\":%u,"
-				"\"pendingClaims\":%u,\"unchargeableResults\":%u,\"unreservedClaims\":%u,"
-				"\"claimsAtOldMapping\":%u,\"overcommittedNodes\":%u,\"unbalancedNodes\":%u,"
-				"\"undercountedNodes\":%u,\"lastMappingChange\":", l->view_seq,
-				l->all_nodes ? l->all_nodes : l->nnodes, l->claims,
-				l->all_nodes ? l->all_entries : l->nentries, l->pending, l->uncharged, l->unreserved, l->old_mapping, l->overcommitted,
-				l->diverging, l->undercounted);
-	if (rc == 0)
-		rc = jtime(out, l->mapping_changed_ns);
-	if (rc == 0)
-		rc = buf_add_cstr(out, "},\"totals\":{");
-	for (i = 0; rc == 0 && i < l->ntotals; i++) {
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	ktime(&w, "at", l->now_ns);
+	jw_kuint(&w, "viewSeq", l->view_seq);
+	jw_key(&w, "summary");
+	jw_object_begin(&w);
+	jw_kuint(&w, "nodes", l->all_nodes ? l->all_nodes : l->nnodes);
+	jw_kuint(&w, "claims", l->claims);
+	jw_kuint(&w, "entries", l->all_nodes ? l->all_entries : l->nentries);
+	jw_kuint(&w, "pendingClaims", l->pending);
+	jw_kuint(&w, "unchargeableResults", l->uncharged);
+	jw_kuint(&w, "unreservedClaims", l->unreserved);
+	jw_kuint(&w, "claimsAtOldMapping", l->old_mapping);
+	jw_kuint(&w, "overcommittedNodes", l->overcommitted);
+	jw_kuint(&w, "unbalancedNodes", l->diverging);
+	jw_kuint(&w, "undercountedNodes", l->undercounted);
+	ktime(&w, "lastMappingChange", l->mapping_changed_ns);
+	jw_object_end(&w);
+	jw_key(&w, "totals");
+	jw_object_begin(&w);
+	for (i = 0; i < l->ntotals; i++) {
 		const struct ledger_totals *t = &l->totals[i];
 
-		rc = buf_add_cstr(out, i ? "," : "");
-		if (rc == 0)
-			rc = jstr(out, t->resource);
-		if (rc == 0)
-			rc = buf_add_cstr(out, ":{\"allocatable\":");
-		if (rc == 0)
-			rc = junits(out, t->resource, t->allocatable);
-		if (rc == 0)
-			rc = buf_add_cstr(out, ",\"pods\":");
-		if (rc == 0)
-			rc = junits(out, t->resource, t->pods);
-		if (rc == 0)
-			rc = buf_add_cstr(out, ",\"dra\":");
-		if (rc == 0)
-			rc = junits(out, t->resource, t->dra);
-		if (rc == 0)
-			rc = buf_add_cstr(out, ",\"total\":");
-		if (rc == 0)
-			rc = junits(out, t->resource, t->total);
-		if (rc == 0)
-			rc = buf_add_char(out, '}');
+		jw_key_str(&w, t->resource);
+		jw_object_begin(&w);
+		kunits(&w, "allocatable", t->resource, t->allocatable);
+		kunits(&w, "pods", t->resource, t->pods);
+		kunits(&w, "dra", t->resource, t->dra);
+		kunits(&w, "total", t->resource, t->total);
+		jw_object_end(&w);
 	}
-	if (rc == 0)
-		rc = buf_add_cstr(out, "},\"nodes\":[");
-	for (i = 0; rc == 0 && i < l->nnodes; i++) {
+	jw_object_end(&w);
+	jw_key(&w, "nodes");
+	jw_array_begin(&w);
+	for (i = 0; i < l->nnodes; i++) {
 		if (node.len && !str_eq(node, l->nodes[i].name))
 			continue;
-		rc = buf_add_cstr(out, first ? "" : ",");
-		first = false;
-		if (rc == 0)
-			rc = node_json(out, l, &l->nodes[i]);
+		node_json(&w, l, &l->nodes[i]);
 	}
-	return rc ? rc : buf_add_cstr(out, "]}\n");
+	jw_array_end(&w);
+	jw_object_end(&w);
+	rc = jw_finish(&w);
+	return rc ? rc : buf_add_char(out, '\n');
 }
 
 /* --- the table -------------------------------------------------------------------- */

@@ -176,9 +176,12 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-int buf_add_json_str(struct buf *b, const char *s, size_t n)
+/* The escaper of both literal forms: html adds <, > and & to what is
+ * escaped, with \u00xx in lowercase for every control character; without
+ * it \b and \f have their short forms and the rest \u00XX in uppercase. */
+static int add_json_str(struct buf *b, const char *s, size_t n, bool html)
 {
-	static const char hex[] = "0123456789abcdef";
+	const char *hex = html ? "0123456789abcdef" : "0123456789ABCDEF";
 	const unsigned char *u = (const unsigned char *)s;
 	size_t start_len = b->len, i = 0, run = 0;
 	int rc = buf_add_char(b, '"');
@@ -188,7 +191,7 @@ int buf_add_json_str(struct buf *b, const char *s, size_t n)
 		char esc[8];
 		size_t elen = 0, seq;
 
-		if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c < 0x80) {
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80 && (!html || (c != '<' && c != '>' && c != '&'))) {
 			run++;
 			i++;
 			continue;
@@ -217,6 +220,13 @@ int buf_add_json_str(struct buf *b, const char *s, size_t n)
 		case '\n': esc[elen++] = 'n'; break;
 		case '\r': esc[elen++] = 'r'; break;
 		case '\t': esc[elen++] = 't'; break;
+		case '\b':
+		case '\f':
+			if (!html) {
+				esc[elen++] = c == '\b' ? 'b' : 'f';
+				break;
+			}
+			/* fall through */
 		default:
 			esc[elen++] = 'u';
 			esc[elen++] = '0';
@@ -235,6 +245,16 @@ int buf_add_json_str(struct buf *b, const char *s, size_t n)
 	if (rc)
 		buf_truncate(b, start_len);
 	return rc;
+}
+
+int buf_add_json_str(struct buf *b, const char *s, size_t n)
+{
+	return add_json_str(b, s, n, true);
+}
+
+int buf_add_json_str_plain(struct buf *b, const char *s, size_t n)
+{
+	return add_json_str(b, s, n, false);
 }
 
 int buf_take(struct buf *b, char **out, size_t *len)

@@ -58,6 +58,13 @@ int buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((forma
  * as Go's encoder does. */
 int buf_add_json_str(struct buf *b, const char *s, size_t n);
 
+/* The same with only what JSON requires escaped, as jansson writes it (the
+ * dry-run's documents were written by jansson and are kept byte for byte):
+ * ", \\ and the control characters (\b \f \n \r \t by their short forms,
+ * the others as \u00XX in uppercase); <, > and & as they are. Bytes that are
+ * not UTF-8 become U+FFFD as above. */
+int buf_add_json_str_plain(struct buf *b, const char *s, size_t n);
+
 /* Steal the contents: *out gets a malloc'd NUL-terminated string (free with
  * free()), *len its length; the buffer is left empty. -ENOMEM if empty and
  * allocation fails; -EINVAL for a buffer in an arena (its contents are the

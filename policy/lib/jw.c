@@ -4,7 +4,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "jscan.h"
 
 enum {
 	JW_OBJECT = 1,
@@ -19,6 +23,19 @@ void jw_init(struct jw *w, struct buf *out)
 	w->depth = 0;
 	w->done = false;
 	w->want_value = false;
+	w->plain = false;
+	w->indent = 0;
+}
+
+void jw_init_style(struct jw *w, struct buf *out, unsigned indent, unsigned flags)
+{
+	jw_init(w, out);
+	if (indent > JW_MAX_INDENT || (flags & ~JW_PLAIN_ESCAPES)) {
+		w->err = -EINVAL;
+		return;
+	}
+	w->indent = (uint8_t)indent;
+	w->plain = flags & JW_PLAIN_ESCAPES;
 }
 
 int jw_finish(const struct jw *w)
@@ -35,11 +52,37 @@ static int fail(struct jw *w, int err)
 	return w->err;
 }
 
+static int add_str(const struct jw *w, const char *s, size_t n)
+{
+	return w->plain ? buf_add_json_str_plain(w->out, s, n) : buf_add_json_str(w->out, s, n);
+}
+
+/* Before a member or an element: the comma after the one before it, and
+ * in an indented document the line break and the indentation of depth. */
+static int separate(struct jw *w, bool comma, uint32_t depth)
+{
+	static const char spaces[JW_MAX_INDENT * 4 + 1] = "                                ";
+	size_t n = (size_t)depth * w->indent;
+	int rc = comma ? buf_add_char(w->out, ',') : 0;
+
+	if (rc || w->indent == 0)
+		return rc;
+	rc = buf_add_char(w->out, '\n');
+	while (rc == 0 && n) {
+		size_t k = n < sizeof(spaces) - 1 ? n : sizeof(spaces) - 1;
+
+		rc = buf_add(w->out, spaces, k);
+		n -= k;
+	}
+	return rc;
+}
+
 /* Where a value may go: after a key, as an array's element, or alone at
  * the top; the comma before it is written here. */
 static int value_slot(struct jw *w)
 {
 	uint8_t *lv;
+	int rc;
 
 	if (w->err)
 		return w->err;
@@ -52,12 +95,9 @@ static int value_slot(struct jw *w)
 		w->want_value = false;
 		return 0;
 	}
-	if (*lv & JW_SOME) {
-		int rc = buf_add_char(w->out, ',');
-
-		if (rc)
-			return fail(w, rc);
-	}
+	rc = separate(w, *lv & JW_SOME, w->depth);
+	if (rc)
+		return fail(w, rc);
 	*lv |= JW_SOME;
 	return 0;
 }
@@ -89,12 +129,16 @@ static int begin(struct jw *w, uint8_t kind, char open)
 
 static int end(struct jw *w, uint8_t kind, char close)
 {
+	int rc = 0;
+
 	if (w->err)
 		return w->err;
 	if (w->depth == 0 || !(w->level[w->depth - 1] & kind) || w->want_value)
 		return fail(w, -EINVAL);
 	w->depth--;
-	return value_done(w, buf_add_char(w->out, close));
+	if (w->level[w->depth] & JW_SOME)
+		rc = separate(w, false, w->depth);
+	return value_done(w, rc ? rc : buf_add_char(w->out, close));
 }
 
 int jw_object_begin(struct jw *w)
@@ -117,22 +161,21 @@ int jw_array_end(struct jw *w)
 	return end(w, JW_ARRAY, ']');
 }
 
-int jw_key(struct jw *w, const char *key)
+static int key_n(struct jw *w, const char *key, size_t n)
 {
 	uint8_t *lv;
-	int rc = 0;
+	int rc;
 
 	if (w->err)
 		return w->err;
 	if (w->depth == 0 || w->want_value || !(w->level[w->depth - 1] & JW_OBJECT))
 		return fail(w, -EINVAL);
 	lv = &w->level[w->depth - 1];
-	if (*lv & JW_SOME)
-		rc = buf_add_char(w->out, ',');
+	rc = separate(w, *lv & JW_SOME, w->depth);
 	if (rc == 0)
-		rc = buf_add_json_str(w->out, key, strlen(key));
+		rc = add_str(w, key, n);
 	if (rc == 0)
-		rc = buf_add_char(w->out, ':');
+		rc = w->indent ? buf_add(w->out, ": ", 2) : buf_add_char(w->out, ':');
 	if (rc)
 		return fail(w, rc);
 	*lv |= JW_SOME;
@@ -140,11 +183,21 @@ int jw_key(struct jw *w, const char *key)
 	return 0;
 }
 
+int jw_key(struct jw *w, const char *key)
+{
+	return key_n(w, key, strlen(key));
+}
+
+int jw_key_str(struct jw *w, struct str key)
+{
+	return key_n(w, key.ptr ? key.ptr : "", key.len);
+}
+
 int jw_string(struct jw *w, const char *s, size_t n)
 {
 	int rc = value_slot(w);
 
-	return rc ? rc : value_done(w, buf_add_json_str(w->out, s, n));
+	return rc ? rc : value_done(w, add_str(w, s, n));
 }
 
 int jw_cstr(struct jw *w, const char *s)
@@ -230,6 +283,139 @@ int jw_part(struct jw *w, jw_part_fn *fn, const void *ctx)
 	if (rc == 0 && buf_len(w->out) == before)
 		rc = -EINVAL;           /* nothing appended: no value */
 	return value_done(w, rc);
+}
+
+/* A number's literal as jansson writes the value it reads from it. */
+static int json_number(struct jw *w, struct str lit)
+{
+	char t[64], *end, *e;
+	int rc;
+
+	if (lit.len >= sizeof(t))
+		return fail(w, -ERANGE);
+	memcpy(t, lit.ptr, lit.len);
+	t[lit.len] = '\0';
+	errno = 0;
+	if (!memchr(lit.ptr, '.', lit.len) && !memchr(lit.ptr, 'e', lit.len) && !memchr(lit.ptr, 'E', lit.len)) {
+		long long v = strtoll(t, &end, 10);
+
+		if (errno || *end)
+			return fail(w, -ERANGE);
+		return jw_int(w, v);
+	} else {
+		double v = strtod(t, &end);
+
+		if (errno || *end || !isfinite(v))
+			return fail(w, -ERANGE);
+		snprintf(t, sizeof(t), "%.17g", v);
+	}
+	e = strchr(t, 'e');
+	if (!e && !strchr(t, '.'))
+		strcat(t, ".0");
+	if (e) {
+		/* 1e+20 as 1e20, 1e-05 as 1e-5 */
+		char *from = e + 1, *to = e + 1;
+
+		if (*from == '-')
+			from++, to++;
+		else if (*from == '+')
+			from++;
+		while (*from == '0' && from[1])
+			from++;
+		memmove(to, from, strlen(from) + 1);
+	}
+	rc = value_slot(w);
+	return rc ? rc : value_done(w, buf_add_cstr(w->out, t));
+}
+
+/* The text scratch holds room for: one more than the whole JSON text, so
+ * any string in it decodes there. */
+struct scratch {
+	char *p;
+	size_t cap;
+};
+
+/* A string of the text, unescaped (into the scratch when it holds escapes). */
+static int json_text_str(struct jw *w, const struct jscan_str *raw, const struct scratch *sc, struct str *out)
+{
+	int rc = jscan_str_decode_to(raw, sc->p, sc->cap, out);
+
+	return rc ? fail(w, rc) : 0;
+}
+
+static int json_value(struct jw *w, struct jscan *s, const struct scratch *scratch)
+{
+	struct jscan_str raw;
+	struct str text;
+	bool b;
+	int rc;
+
+	switch (jscan_peek(s)) {
+	case JSCAN_OBJECT:
+		if ((rc = jscan_object_enter(s)) || (rc = jw_object_begin(w)))
+			break;
+		while ((rc = jscan_object_next(s, &raw)) == 1) {
+			if ((rc = json_text_str(w, &raw, scratch, &text)) || (rc = key_n(w, text.ptr, text.len)) ||
+			    (rc = json_value(w, s, scratch)))
+				break;
+		}
+		if (rc == 0)
+			rc = jw_object_end(w);
+		break;
+	case JSCAN_ARRAY:
+		if ((rc = jscan_array_enter(s)) || (rc = jw_array_begin(w)))
+			break;
+		while ((rc = jscan_array_next(s)) == 1) {
+			if ((rc = json_value(w, s, scratch)))
+				break;
+		}
+		if (rc == 0)
+			rc = jw_array_end(w);
+		break;
+	case JSCAN_STRING:
+		if ((rc = jscan_string(s, &raw)) == 0 && (rc = json_text_str(w, &raw, scratch, &text)) == 0)
+			rc = jw_string(w, text.ptr, text.len);
+		break;
+	case JSCAN_NUMBER:
+		if ((rc = jscan_number(s, &text)) == 0)
+			rc = json_number(w, text);
+		break;
+	case JSCAN_TRUE:
+	case JSCAN_FALSE:
+		if ((rc = jscan_bool(s, &b)) == 0)
+			rc = jw_bool(w, b);
+		break;
+	case JSCAN_NULL:
+		rc = jscan_null(s) == 1 ? jw_null(w) : -EINVAL;
+		break;
+	default:
+		rc = -EINVAL;
+		break;
+	}
+	if (rc == -E2BIG && jscan_error(s))
+		rc = -ELOOP;               /* the scanner's depth: the writer's */
+	return rc ? fail(w, rc) : 0;
+}
+
+int jw_json(struct jw *w, const char *json, size_t n)
+{
+	struct jscan s;
+	struct scratch sc = { NULL, n + 1 };
+	int rc;
+
+	if (w->err)
+		return w->err;
+	if (w->depth >= JW_MAX_DEPTH)
+		return fail(w, -ELOOP);
+	sc.p = malloc(sc.cap);
+	if (!sc.p)
+		return fail(w, -ENOMEM);
+	jscan_init(&s, json, n, JW_MAX_DEPTH - w->depth);
+	rc = json_value(w, &s, &sc);
+	if (rc == 0 && jscan_finish(&s))
+		rc = fail(w, -EINVAL);
+	free(sc.p);
+	return rc;
 }
 
 int jw_kstring(struct jw *w, const char *key, const char *s, size_t n)

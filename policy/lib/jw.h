@@ -15,6 +15,9 @@
  *
  * Strings are escaped by buf_add_json_str(): control characters as \u00XX,
  * bytes that are not UTF-8 as U+FFFD, and <, > and & as Go's encoder does.
+ * A writer made by jw_init_style() may instead indent its document and
+ * escape only what JSON requires, as jansson writes a document with
+ * JSON_INDENT(n) (dry-run's output was jansson's and stays byte for byte).
  * Pure; a writer belongs to one thread. */
 #ifndef DRA_GUARD_JW_H
 #define DRA_GUARD_JW_H
@@ -28,6 +31,10 @@
 
 /* Containers open at once; a report is a few levels deep. */
 #define JW_MAX_DEPTH 32
+/* Spaces per level an indented writer may use. */
+#define JW_MAX_INDENT 8
+/* jw_init_style() flags: strings escaped by buf_add_json_str_plain(). */
+#define JW_PLAIN_ESCAPES 1u
 
 struct jw {                    /* fields are private; use the functions below */
 	struct buf *out;
@@ -35,12 +42,22 @@ struct jw {                    /* fields are private; use the functions below */
 	uint32_t depth;
 	bool done;                 /* the top-level value is written */
 	bool want_value;           /* a key was written; its value is next */
+	bool plain;                /* JW_PLAIN_ESCAPES */
+	uint8_t indent;            /* spaces per level; 0: compact */
 	uint8_t level[JW_MAX_DEPTH];   /* per open container: JW_OBJECT | JW_ARRAY, | JW_SOME */
 };
 
 /* A writer appending one document to out (borrowed for the writer's life;
  * what out holds already is left before it). */
 void jw_init(struct jw *w, struct buf *out);
+
+/* The same, laid out for people: with indent > 0 every member and element
+ * on its own line, indent spaces deeper than its container, ": " after a
+ * key, and an empty container as {} or [] (jansson's JSON_INDENT(indent)
+ * layout); flags JW_PLAIN_ESCAPES or 0. An indent past JW_MAX_INDENT or an
+ * unknown flag makes the writer fail with -EINVAL. jw_raw() and jw_part()
+ * text is copied as it is, not indented: give jw_json() text to lay out. */
+void jw_init_style(struct jw *w, struct buf *out, unsigned indent, unsigned flags);
 
 /* 0 when one whole document was written; else the first error, or -EINVAL
  * when no value or an unclosed container was written. */
@@ -54,6 +71,8 @@ int jw_array_end(struct jw *w);
 
 /* The key of the next member of the open object; escaped as a string. */
 int jw_key(struct jw *w, const char *key);
+/* The same for a key that is a string of the data (a resource's name). */
+int jw_key_str(struct jw *w, struct str key);
 
 /* Values. */
 int jw_string(struct jw *w, const char *s, size_t n);
@@ -79,6 +98,14 @@ int jw_raw(struct jw *w, const char *json, size_t n);
  * JSON value. */
 typedef int jw_part_fn(const void *ctx, struct buf *out);
 int jw_part(struct jw *w, jw_part_fn *fn, const void *ctx);
+
+/* One JSON value in json[0..n) (trusted text another encoder wrote, such
+ * as a JSONPatch) written again value by value in this writer's layout and
+ * escaping. Numbers come out as jansson writes what it read: a number
+ * without fraction or exponent as an int64 (-ERANGE past it), any other
+ * with 17 significant digits and at least one '.' or exponent. -EINVAL when
+ * the text is not one valid JSON value, -ELOOP past the writer's depth. */
+int jw_json(struct jw *w, const char *json, size_t n);
 
 /* A key and its value in one call, for the members of a report. */
 int jw_kstring(struct jw *w, const char *key, const char *s, size_t n);

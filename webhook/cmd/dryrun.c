@@ -19,8 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "clock.h"
 #include "decode.h"
@@ -311,8 +309,7 @@ int dryrun_main(int argc, char **argv)
 	d.opt.skip_identity_rules = d.who.user.len == 0;
 	if (load_policy(&d) || (d.nold && load_old(&d)) || (d.nview && load_view(&d)))
 		goto out;
-	d.results = json_array();
-	if (!d.results || arena_new(DRYRUN_ARENA_CAP, &a)) {
+	if (arena_new(DRYRUN_RESULTS_CAP, &d.kept) || arena_new(DRYRUN_ARENA_CAP, &a)) {
 		fprintf(stderr, "dra-guard dry-run: out of memory\n");
 		goto out;
 	}
@@ -341,7 +338,8 @@ int dryrun_main(int argc, char **argv)
 	else
 		code = 0;
 out:
-	json_decref(d.results);
+	free(d.results);
+	arena_free(d.kept);
 	arena_free(a);
 	manifest_set_free(d.old_set);
 	ledger_free(d.ledger);

@@ -9,9 +9,9 @@
 #ifndef DRA_GUARD_DRYRUN_IMPL_H
 #define DRA_GUARD_DRYRUN_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
-
-#include <jansson.h>
+#include <stdint.h>
 
 #include "arena.h"
 #include "decode.h"
@@ -26,6 +26,9 @@
 #define DRYRUN_ARENA_CAP (256 * 1024 * 1024)    /* one object's decision */
 #define DRYRUN_MAX_LIST 4096                    /* --group, --extra, --old, inputs */
 #define DRYRUN_MAX_OBJECTS 100000               /* results of one run */
+/* What the results of one run may hold (their text: messages are at most
+ * 16 KiB each, so DRYRUN_MAX_OBJECTS of them fit). */
+#define DRYRUN_RESULTS_CAP ((size_t)4 << 30)
 
 enum output_format { OUTPUT_TEXT, OUTPUT_JSON, OUTPUT_JUNIT };
 
@@ -34,6 +37,58 @@ enum output_format { OUTPUT_TEXT, OUTPUT_JSON, OUTPUT_JUNIT };
 enum field_validation { FIELDS_WARN, FIELDS_STRICT, FIELDS_IGNORE };
 
 #define DRYRUN_MAX_FIELDS 32                    /* unknown fields listed per object */
+
+/* One result: what the three outputs say of an object, a review or an
+ * unusable entry. Strings are NUL-terminated copies in the run's results
+ * arena. */
+enum dryrun_result_kind {
+	DRYRUN_DECIDED,        /* the engine answered */
+	DRYRUN_NOT_JUDGED,     /* no rule judges its kind */
+	DRYRUN_UNUSABLE,       /* it could not be read or decided */
+};
+
+struct dryrun_violation {
+	const char *rule, *action;
+	struct str path, message;
+	bool located;                         /* line and col say where path is in the result's file */
+	uint32_t line, col;
+};
+
+struct dryrun_field {                     /* an unknown field (--field-validation) */
+	const char *path, *message;
+	const char *did_you_mean, *note;      /* NULL when there is none */
+	uint32_t line, col;
+};
+
+struct dryrun_skip {
+	const char *rules[4];
+	size_t nrules;
+	const char *reason;
+};
+
+struct dryrun_result {
+	enum dryrun_result_kind kind;
+	const char *source;
+	struct str object_kind, namespace, name;
+	const char *operation;                /* "" when there is none */
+	struct str subresource;
+	bool subresource_inferred;
+	const char *old;                      /* the stored object's source, or NULL */
+	bool allowed;
+	const char *not_judged;               /* NOT_JUDGED: why */
+	const char *error;                    /* UNUSABLE: what is wrong; DECIDED: a denial without violations */
+	const char *file;                     /* where the object or the error is, or NULL */
+	uint32_t line, col;                   /* UNUSABLE: where the error is (0: unknown) */
+	struct dryrun_violation *violations;
+	size_t nviolations;
+	struct str *warnings;
+	size_t nwarnings;
+	struct dryrun_field *fields;
+	size_t nfields, fields_not_listed;
+	struct str patch;                     /* compact JSONPatch text; len 0 when none */
+	struct dryrun_skip skipped[SYNTH_SKIP_MAX];
+	size_t nskipped;
+};
 
 struct dryrun {
 	const char *policy_path;
@@ -60,7 +115,9 @@ struct dryrun {
 	const struct view *view;
 	struct ledger *ledger;                /* the view's, after the inputs */
 
-	json_t *results;                      /* result objects in input order */
+	struct arena *kept;                   /* the results' text */
+	struct dryrun_result *results;        /* in input order */
+	size_t nresults, results_alloc;
 	unsigned allowed, denied, warned, errors, skipped, not_judged;
 };
 

@@ -18,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "admission.h"
 #include "buf.h"
 #include "decode.h"
@@ -28,6 +26,7 @@
 #include "engine.h"
 #include "fieldcheck.h"
 #include "inputs.h"
+#include "jw.h"
 #include "manifest.h"
 #include "rules.h"
 #include "synth.h"
@@ -64,47 +63,55 @@ struct outcome {
 	const char *hint;                      /* a likely typo in its kind, or NULL */
 };
 
-static json_t *str_json(struct str s)
+/* Copies into the results arena; NULL (or an empty view) when it is full. */
+static const char *keep(struct dryrun *d, const char *s)
 {
-	return json_stringn(s.ptr ? s.ptr : "", s.len);
+	struct str out;
+
+	return arena_strdup(d->kept, s, strlen(s), &out) == 0 ? out.ptr : NULL;
 }
 
-static json_t *skipped_json(const struct outcome *o)
+static struct str keep_str(struct dryrun *d, struct str s, bool *ok)
 {
-	json_t *arr = json_array();
-	size_t i, j;
+	struct str out = { "", 0 };
 
-	for (i = 0; arr && i < o->nskipped; i++) {
-		json_t *rules = json_array();
+	if (arena_strdup(d->kept, s.ptr ? s.ptr : "", s.len, &out) != 0)
+		*ok = false;
+	return out;
+}
 
-		for (j = 0; rules && j < o->skipped[i].nrules; j++)
-			json_array_append_new(rules, json_string(rule_name(o->skipped[i].rules[j])));
-		json_array_append_new(arr, json_pack("{s:o?, s:s}", "rules", rules, "reason", o->skipped[i].reason));
-	}
-	return arr;
+static const char *keep_ok(struct dryrun *d, const char *s, bool *ok)
+{
+	const char *k = s ? keep(d, s) : NULL;
+
+	if (s && !k)
+		*ok = false;
+	return k;
 }
 
 /* Each violation with the rule, action, path and message, and where in
  * the file its path is (for CI annotations). */
-static json_t *violations_json(const struct outcome *o, const struct verdict *v)
+static bool keep_violations(struct dryrun *d, const struct outcome *o, const struct verdict *v,
+			    struct dryrun_result *r)
 {
-	json_t *arr = json_array();
-	uint32_t i, line, col;
+	bool ok = true;
+	uint32_t i;
 
-	for (i = 0; arr && i < v->nviolations; i++) {
+	r->violations = arena_calloc(d->kept, v->nviolations ? v->nviolations : 1, sizeof(*r->violations));
+	if (!r->violations)
+		return false;
+	for (i = 0; i < v->nviolations; i++) {
 		const struct violation *vi = &v->violations[i];
-		json_t *j = json_pack("{s:s, s:s, s:s%, s:s%}", "rule", rule_name(vi->rule),
-				      "action", action_name(vi->action), "path", vi->path.ptr,
-				      vi->path.len, "message", vi->message.ptr, vi->message.len);
+		struct dryrun_violation *dv = &r->violations[i];
 
-		if (j && o->object && o->file && doc_path_position(o->object, vi->path, &line, &col)) {
-			json_object_set_new(j, "file", json_string(o->file));
-			json_object_set_new(j, "line", json_integer(line));
-			json_object_set_new(j, "column", json_integer(col));
-		}
-		json_array_append_new(arr, j);
+		dv->rule = rule_name(vi->rule);
+		dv->action = action_name(vi->action);
+		dv->path = keep_str(d, vi->path, &ok);
+		dv->message = keep_str(d, vi->message, &ok);
+		dv->located = o->object && o->file && doc_path_position(o->object, vi->path, &dv->line, &dv->col);
 	}
-	return arr;
+	r->nviolations = v->nviolations;
+	return ok;
 }
 
 /* What the API server's field validation says of one unknown field, as
@@ -128,104 +135,159 @@ static void field_explained(const struct fieldcheck_finding *f, char *buf, size_
 		snprintf(buf, n, "%s", m);
 }
 
-static json_t *fields_json(const struct outcome *o)
+static bool keep_fields(struct dryrun *d, const struct outcome *o, struct dryrun_result *r)
 {
-	json_t *arr = json_array();
 	char m[FIELDCHECK_PATH_MAX + 32];
+	bool ok = true;
 	size_t i;
 
-	for (i = 0; arr && i < o->nfields; i++) {
+	r->fields = arena_calloc(d->kept, o->nfields ? o->nfields : 1, sizeof(*r->fields));
+	if (!r->fields)
+		return false;
+	for (i = 0; i < o->nfields; i++) {
 		const struct fieldcheck_finding *f = &o->fields[i];
-		json_t *j;
+		struct dryrun_field *df = &r->fields[i];
 
 		field_message(f, m, sizeof(m));
-		j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "problem", "unknown", "path", f->path, "message", m,
-			      "file", o->file ? o->file : "", "line", (json_int_t)f->line, "column", (json_int_t)f->col);
-		if (j && f->suggestion[0])
-			json_object_set_new(j, "didYouMean", json_string(f->suggestion));
-		if (j && f->note)
-			json_object_set_new(j, "note", json_string(f->note));
-		json_array_append_new(arr, j);
+		df->path = keep_ok(d, f->path, &ok);
+		df->message = keep_ok(d, m, &ok);
+		df->did_you_mean = f->suggestion[0] ? keep_ok(d, f->suggestion, &ok) : NULL;
+		df->note = f->note;
+		df->line = f->line;
+		df->col = f->col;
 	}
-	return arr;
+	r->nfields = o->nfields;
+	if (o->fields_total > o->nfields)
+		r->fields_not_listed = o->fields_total - o->nfields;
+	return ok;
+}
+
+/* The patch as the outputs show it: re-written compactly, as the JSON
+ * output will lay it out again; none when it is not one JSON value. */
+static bool keep_patch(struct dryrun *d, struct str patch, struct dryrun_result *r)
+{
+	struct buf b;
+	struct jw w;
+	bool ok = true;
+
+	buf_init(&b, patch.len * 2 + 64);
+	jw_init_style(&w, &b, 0, JW_PLAIN_ESCAPES);
+	if (jw_json(&w, patch.ptr, patch.len) == 0 && jw_finish(&w) == 0)
+		r->patch = keep_str(d, (struct str){ buf_cstr(&b), buf_len(&b) }, &ok);
+	buf_free(&b);
+	return ok;
+}
+
+/* The warnings of a result: the verdict's, then the unknown fields'. */
+static bool keep_warnings(struct dryrun *d, const struct outcome *o, const struct verdict *v,
+			  struct dryrun_result *r)
+{
+	char m[FIELDCHECK_PATH_MAX + 32];
+	size_t n = 0, k, nv = r->kind == DRYRUN_DECIDED ? v->nwarnings : 0;
+	size_t nf = !o->error && v ? o->nfields : 0;
+	bool ok = true;
+
+	r->warnings = arena_calloc(d->kept, 1 + nv + nf, sizeof(*r->warnings));
+	if (!r->warnings)
+		return false;
+	if (r->kind == DRYRUN_NOT_JUDGED && o->hint)
+		r->warnings[n++] = keep_str(d, str_from_cstr(o->hint), &ok);
+	for (k = 0; k < nv; k++)
+		r->warnings[n++] = keep_str(d, v->warnings[k], &ok);
+	for (k = 0; k < nf; k++) {
+		field_message(&o->fields[k], m, sizeof(m));
+		r->warnings[n++] = keep_str(d, str_from_cstr(m), &ok);
+	}
+	r->nwarnings = n;
+	return ok;
+}
+
+/* The next result's slot, zeroed; NULL past the cap or out of memory. */
+static struct dryrun_result *next_result(struct dryrun *d)
+{
+	if (d->nresults == d->results_alloc) {
+		size_t n = d->results_alloc ? d->results_alloc * 2 : 64;
+		struct dryrun_result *p;
+
+		if (n > 2 * (size_t)DRYRUN_MAX_OBJECTS)
+			n = 2 * (size_t)DRYRUN_MAX_OBJECTS;
+		if (n <= d->nresults || !(p = realloc(d->results, n * sizeof(*p))))
+			return NULL;
+		d->results = p;
+		d->results_alloc = n;
+	}
+	memset(&d->results[d->nresults], 0, sizeof(d->results[0]));
+	return &d->results[d->nresults];
 }
 
 static void add_result(struct dryrun *d, const struct outcome *o, const struct verdict *v)
 {
-	char m[FIELDCHECK_PATH_MAX + 32];
+	struct dryrun_result *r = next_result(d);
+	bool ok = r != NULL;
 	size_t k;
-	json_t *r = json_object(), *warn = json_array(), *patch = json_null();
-	uint32_t i;
 
-	if (!r || !warn)
+	if (!ok)
 		goto fail;
-	json_object_set_new(r, "source", json_string(o->source));
-	json_object_set_new(r, "kind", str_json(o->kind));
-	json_object_set_new(r, "namespace", str_json(o->namespace));
-	json_object_set_new(r, "name", str_json(o->name));
-	json_object_set_new(r, "operation", json_string(o->operation ? o->operation : ""));
-	json_object_set_new(r, "subresource", str_json(o->subresource));
-	json_object_set_new(r, "subresourceInferred", json_boolean(o->subresource_inferred));
-	json_object_set_new(r, "old", o->old_source ? json_string(o->old_source) : json_null());
-	json_object_set_new(r, "judged", json_boolean(!o->not_judged));
+	r->source = keep_ok(d, o->source, &ok);
+	r->object_kind = keep_str(d, o->kind, &ok);
+	r->namespace = keep_str(d, o->namespace, &ok);
+	r->name = keep_str(d, o->name, &ok);
+	r->operation = keep_ok(d, o->operation ? o->operation : "", &ok);
+	r->subresource = keep_str(d, o->subresource, &ok);
+	r->subresource_inferred = o->subresource_inferred;
+	r->old = keep_ok(d, o->old_source, &ok);
+	r->file = keep_ok(d, o->file, &ok);
 	if (o->not_judged) {
 		/* The webhook is not even called for such a kind: it goes
 		 * through, and the run says that nothing looked at it. */
-		json_object_set_new(r, "allowed", json_true());
-		json_object_set_new(r, "notJudged", json_string(o->not_judged));
-		json_object_set_new(r, "violations", json_array());
-		if (o->hint)
-			json_array_append_new(warn, json_string(o->hint));
+		r->kind = DRYRUN_NOT_JUDGED;
+		r->allowed = true;
+		r->not_judged = keep_ok(d, o->not_judged, &ok);
+	} else if (o->error || !v) {
+		r->kind = DRYRUN_UNUSABLE;
+		r->error = keep_ok(d, o->error ? o->error : "out of memory", &ok);
+		r->line = o->line;
+		r->col = o->col;
+	} else {
+		r->kind = DRYRUN_DECIDED;
+		r->allowed = v->allowed;
+		ok = ok && keep_violations(d, o, v, r);
+		if (!v->allowed && v->nviolations == 0)
+			r->error = keep_str(d, v->message, &ok).ptr;
+		if (v->patch.len)
+			ok = ok && keep_patch(d, v->patch, r);
+	}
+	ok = ok && keep_warnings(d, o, v, r) && keep_fields(d, o, r);
+	for (k = 0; k < o->nskipped; k++) {
+		size_t j;
+
+		for (j = 0; j < o->skipped[k].nrules && j < 4; j++)
+			r->skipped[k].rules[j] = rule_name(o->skipped[k].rules[j]);
+		r->skipped[k].nrules = j;
+		r->skipped[k].reason = o->skipped[k].reason;
+	}
+	r->nskipped = o->nskipped;
+	if (!ok)
+		goto fail;
+	d->nresults++;
+	if (r->kind == DRYRUN_NOT_JUDGED) {
 		d->not_judged++;
 		d->skipped++;
 		if (o->hint || o->nfields)
 			d->warned++;
-	} else if (o->error || !v) {
-		json_object_set_new(r, "allowed", json_false());
-		json_object_set_new(r, "error", json_string(o->error ? o->error : "out of memory"));
-		if (o->file)
-			json_object_set_new(r, "file", json_string(o->file));
-		if (o->line) {
-			json_object_set_new(r, "line", json_integer(o->line));
-			json_object_set_new(r, "column", json_integer(o->col));
-		}
-		json_object_set_new(r, "violations", json_array());
+	} else if (r->kind == DRYRUN_UNUSABLE) {
 		d->errors++;
+	} else if (!v->allowed) {
+		d->denied++;
+	} else if (v->nwarnings || o->nfields) {
+		d->warned++, d->allowed++;
 	} else {
-		json_object_set_new(r, "allowed", json_boolean(v->allowed));
-		json_object_set_new(r, "violations", violations_json(o, v));
-		for (i = 0; i < v->nwarnings; i++)
-			json_array_append_new(warn, str_json(v->warnings[i]));
-		if (!v->allowed && v->nviolations == 0)
-			json_object_set_new(r, "error", str_json(v->message));
-		if (v->patch.len)
-			patch = json_loadb(v->patch.ptr, v->patch.len, JSON_REJECT_DUPLICATES, NULL);
-		if (!patch)
-			patch = json_null();
-		if (!v->allowed)
-			d->denied++;
-		else if (v->nwarnings || o->nfields)
-			d->warned++, d->allowed++;
-		else
-			d->allowed++;
+		d->allowed++;
 	}
-	for (k = 0; !o->error && v && k < o->nfields; k++) {
-		field_message(&o->fields[k], m, sizeof(m));
-		json_array_append_new(warn, json_string(m));
-	}
-	json_object_set_new(r, "warnings", warn);
-	json_object_set_new(r, "fields", fields_json(o));
-	if (o->fields_total > o->nfields)
-		json_object_set_new(r, "fieldsNotListed", json_integer((json_int_t)(o->fields_total - o->nfields)));
-	json_object_set_new(r, "patch", patch);
-	json_object_set_new(r, "skipped", skipped_json(o));
 	if (o->nskipped && !o->not_judged)
 		d->skipped++;
-	json_array_append_new(d->results, r);
 	return;
 fail:
-	json_decref(r);
-	json_decref(warn);
 	d->errors++;
 }
 
@@ -642,7 +704,7 @@ int dryrun_run_input(struct dryrun *d, const char *path, struct arena *a)
 {
 	struct manifest_options mopt;
 	struct manifest_set *set = NULL;
-	size_t i, done = json_array_size(d->results);
+	size_t i, done = d->nresults;
 	int rc;
 
 	if (done >= DRYRUN_MAX_OBJECTS)

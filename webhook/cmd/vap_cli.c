@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "fileio.h"
+#include "jw.h"
 #include "names.h"
 #include "options.h"
 #include "policy.h"
@@ -184,11 +185,16 @@ static void explain_text(const struct policy *p)
 static int explain_json(const struct policy *p)
 {
 	struct buf b;
-	int id, rc = 0;
+	struct jw w;
+	int id, rc;
 
 	buf_init(&b, 1024 * 1024);
-	rc = buf_printf(&b, "{\"policyHash\":\"%s\",\"rules\":[", p->hash);
-	for (id = 0; id < RULE_COUNT && !rc; id++) {
+	jw_init(&w, &b);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "policyHash", p->hash);
+	jw_key(&w, "rules");
+	jw_array_begin(&w);
+	for (id = 0; id < RULE_COUNT; id++) {
 		struct vap_rule_info info;
 		char name[VAP_NAME_MAX];
 		enum action a = policy_action(p, (enum rule_id)id);
@@ -197,23 +203,33 @@ static int explain_json(const struct policy *p)
 		vap_rule_info(p, (enum rule_id)id, &info);
 		vap_object_name((enum rule_id)id, name);
 		expressed = info.coverage == VAP_FULL || info.coverage == VAP_PARTIAL;
-		rc = buf_printf(&b, "%s{\"rule\":\"%s\",\"action\":\"%s\",\"coverage\":\"%s\",\"policy\":", id ? "," : "",
-				rule_name((enum rule_id)id), action_name(a), vap_coverage_name(info.coverage));
-		if (!rc)
-			rc = expressed ? buf_printf(&b, "\"%s\",\"validationActions\":[\"%s\"]", name, validation_actions(a))
-				       : buf_add_cstr(&b, "null,\"validationActions\":[]");
-		if (!rc)
-			rc = buf_printf(&b, ",\"unchangedPassesUnwarned\":%s",
-					vap_rule_ratchets(p, (enum rule_id)id) ? "true" : "false");
-		if (!rc)
-			rc = buf_add_cstr(&b, ",\"why\":");
-		if (!rc)
-			rc = info.why ? buf_add_json_str(&b, info.why, strlen(info.why)) : buf_add_cstr(&b, "null");
-		if (!rc)
-			rc = buf_add_char(&b, '}');
+		jw_object_begin(&w);
+		jw_kcstr(&w, "rule", rule_name((enum rule_id)id));
+		jw_kcstr(&w, "action", action_name(a));
+		jw_kcstr(&w, "coverage", vap_coverage_name(info.coverage));
+		jw_key(&w, "policy");
+		if (expressed)
+			jw_cstr(&w, name);
+		else
+			jw_null(&w);
+		jw_key(&w, "validationActions");
+		jw_array_begin(&w);
+		if (expressed)
+			jw_cstr(&w, validation_actions(a));
+		jw_array_end(&w);
+		jw_kbool(&w, "unchangedPassesUnwarned", vap_rule_ratchets(p, (enum rule_id)id));
+		jw_key(&w, "why");
+		if (info.why)
+			jw_cstr(&w, info.why);
+		else
+			jw_null(&w);
+		jw_object_end(&w);
 	}
+	jw_array_end(&w);
+	jw_object_end(&w);
+	rc = jw_finish(&w);
 	if (!rc)
-		rc = buf_add_cstr(&b, "]}\n");
+		rc = buf_add_char(&b, '\n');
 	if (!rc)
 		fputs(buf_cstr(&b), stdout);
 	buf_free(&b);

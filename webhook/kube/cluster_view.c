@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "doc.h"
+#include "jw.h"
 #include "log.h"
 #include "prom.h"
 #include "reflector.h"
@@ -654,137 +655,112 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 {
 	struct view_stats st;
 	int64_t now = clock_wall_ns();
-	int rc, k, sv = stale(cv, now);
+	int k, sv = stale(cv, now);
+	struct jw w;
 
+	jw_init(&w, out);
 	pthread_mutex_lock(&cv->mu);
 	st = cv->stats;
-	rc = buf_printf(out, "{\"synced\":%s,\"version\":\"%s\",\"stale\":%s,\"maxAgeSeconds\":%" PRId64
-			",\"resources\":{", cv->why_not[0] ? "false" : "true", cv->version,
-			sv == 1 ? "true" : "false", max_age_ns(cv) / 1000000000);
+	jw_object_begin(&w);
+	jw_kbool(&w, "synced", !cv->why_not[0]);
+	jw_kcstr(&w, "version", cv->version);
+	jw_kbool(&w, "stale", sv == 1);
+	jw_kint(&w, "maxAgeSeconds", max_age_ns(cv) / 1000000000);
 	pthread_mutex_unlock(&cv->mu);
-	for (k = 0; rc == 0 && k < RES_COUNT; k++) {
+	jw_key(&w, "resources");
+	jw_object_begin(&w);
+	for (k = 0; k < RES_COUNT; k++) {
 		struct reflector *r = cv->r[k].r;
 		uint64_t objects = k < VIEW_RESOURCE_COUNT ? st.objects[k] : atomic_load(&cv->cm_exists_pub) ? 1 : 0;
 
-		rc = buf_printf(out, "%s\"%s\":{\"synced\":%s,\"objects\":%" PRIu64
-				",\"lastEventAgeSeconds\":%.3f}", k ? "," : "", res_names[k],
-				reflector_synced_pub(r) ? "true" : "false", objects, reflector_age_s(r, now));
+		jw_key(&w, res_names[k]);
+		jw_object_begin(&w);
+		jw_kbool(&w, "synced", reflector_synced_pub(r));
+		jw_kuint(&w, "objects", objects);
+		jw_kfixed(&w, "lastEventAgeSeconds", reflector_age_s(r, now), 3);
+		jw_object_end(&w);
 	}
-	return rc ? rc : buf_add_cstr(out, "}}");
-}
-
-struct dump {
-	struct buf *out;
-	bool first;
-};
-
-static int dump_sep(struct dump *d)
-{
-	int rc = d->first ? 0 : buf_add_char(d->out, ',');
-
-	d->first = false;
-	return rc;
+	jw_object_end(&w);
+	jw_object_end(&w);
+	return jw_finish(&w);
 }
 
 static int dump_slice(void *ctx, const struct view_slice *s)
 {
-	struct dump *d = ctx;
+	struct jw *w = ctx;
 	struct str v = view_atom_str(s->driver), p = view_atom_str(s->pool);
-	int rc = dump_sep(d);
 
-	if (rc == 0)
-		rc = buf_add_cstr(d->out, "{\"name\":");
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, s->name, strlen(s->name));
-	if (rc == 0)
-		rc = buf_printf(d->out, ",\"resourceVersion\":\"%s\",\"driver\":", s->resource_version);
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, v.ptr, v.len);
-	if (rc == 0)
-		rc = buf_add_cstr(d->out, ",\"pool\":");
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, p.ptr, p.len);
-	if (rc == 0)
-		rc = buf_printf(d->out, ",\"generation\":%" PRId64 ",\"devices\":%u}", s->generation, s->ndevices);
-	return rc;
+	jw_object_begin(w);
+	jw_kcstr(w, "name", s->name);
+	jw_kcstr(w, "resourceVersion", s->resource_version);
+	jw_kstring(w, "driver", v.ptr, v.len);
+	jw_kstring(w, "pool", p.ptr, p.len);
+	jw_kint(w, "generation", s->generation);
+	jw_kuint(w, "devices", s->ndevices);
+	return jw_object_end(w);
 }
 
 static int dump_claim(void *ctx, const struct view_claim *c)
 {
-	struct dump *d = ctx;
+	struct jw *w = ctx;
 	struct str ns = view_atom_str(c->namespace), node = view_atom_str(c->node_name);
 	char uid[64];
-	int rc = dump_sep(d);
 
 	view_uid_format(&c->uid, uid, sizeof(uid));
-	if (rc == 0)
-		rc = buf_add_cstr(d->out, "{\"namespace\":");
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, ns.ptr, ns.len);
-	if (rc == 0)
-		rc = buf_add_cstr(d->out, ",\"name\":");
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, c->name, strlen(c->name));
-	if (rc == 0)
-		rc = buf_printf(d->out, ",\"resourceVersion\":\"%s\",\"uid\":", c->resource_version);
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, uid, strlen(uid));
-	if (rc == 0)
-		rc = buf_printf(d->out, ",\"allocated\":%s,\"results\":%u,\"reservedFor\":%u,\"node\":",
-				c->allocated ? "true" : "false", c->nresults, c->nreserved);
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, node.ptr, node.len);
-	return rc ? rc : buf_add_char(d->out, '}');
+	jw_object_begin(w);
+	jw_kstring(w, "namespace", ns.ptr, ns.len);
+	jw_kcstr(w, "name", c->name);
+	jw_kcstr(w, "resourceVersion", c->resource_version);
+	jw_kcstr(w, "uid", uid);
+	jw_kbool(w, "allocated", c->allocated);
+	jw_kuint(w, "results", c->nresults);
+	jw_kuint(w, "reservedFor", c->nreserved);
+	jw_kstring(w, "node", node.ptr, node.len);
+	return jw_object_end(w);
 }
 
 static int dump_pool(void *ctx, const struct view_pool *p)
 {
-	struct dump *d = ctx;
+	struct jw *w = ctx;
 	struct str dr = view_atom_str(p->driver), n = view_atom_str(p->name);
-	int rc = dump_sep(d);
 
-	if (rc == 0)
-		rc = buf_add_cstr(d->out, "{\"driver\":");
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, dr.ptr, dr.len);
-	if (rc == 0)
-		rc = buf_add_cstr(d->out, ",\"name\":");
-	if (rc == 0)
-		rc = buf_add_json_str(d->out, n.ptr, n.len);
-	if (rc == 0)
-		rc = buf_printf(d->out, ",\"generation\":%" PRId64 ",\"maxGeneration\":%" PRId64
-				",\"slices\":%u,\"resourceSliceCount\":%" PRId64 "}", p->generation,
-				p->max_generation, p->nslices, p->resource_slice_count);
-	return rc;
+	jw_object_begin(w);
+	jw_kstring(w, "driver", dr.ptr, dr.len);
+	jw_kstring(w, "name", n.ptr, n.len);
+	jw_kint(w, "generation", p->generation);
+	jw_kint(w, "maxGeneration", p->max_generation);
+	jw_kuint(w, "slices", p->nslices);
+	jw_kint(w, "resourceSliceCount", p->resource_slice_count);
+	return jw_object_end(w);
 }
 
 int cluster_view_dump_json(struct cluster_view *cv, struct buf *out)
 {
 	struct snapshot *s = cluster_view_acquire(cv);
 	const struct view *v;
-	struct dump d = { out, true };
-	int rc;
+	struct jw w;
 
 	if (!s)
 		return -EAGAIN;
 	v = cluster_view_get(s);
-	rc = buf_printf(out, "{\"seq\":%" PRIu64 ",\"resourceslices\":[", view_seq(v));
-	if (rc == 0)
-		rc = view_each_slice(v, dump_slice, &d);
-	d.first = true;
-	if (rc == 0)
-		rc = buf_add_cstr(out, "],\"resourceclaims\":[");
-	if (rc == 0)
-		rc = view_each_claim(v, dump_claim, &d);
-	d.first = true;
-	if (rc == 0)
-		rc = buf_add_cstr(out, "],\"pools\":[");
-	if (rc == 0)
-		rc = view_each_pool(v, dump_pool, &d);
-	if (rc == 0)
-		rc = buf_add_cstr(out, "]}");
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	jw_kuint(&w, "seq", view_seq(v));
+	jw_key(&w, "resourceslices");
+	jw_array_begin(&w);
+	view_each_slice(v, dump_slice, &w);
+	jw_array_end(&w);
+	jw_key(&w, "resourceclaims");
+	jw_array_begin(&w);
+	view_each_claim(v, dump_claim, &w);
+	jw_array_end(&w);
+	jw_key(&w, "pools");
+	jw_array_begin(&w);
+	view_each_pool(v, dump_pool, &w);
+	jw_array_end(&w);
+	jw_object_end(&w);
 	snapshot_release(s);
-	return rc;
+	return jw_finish(&w);
 }
 
 int cluster_view_render_metrics(void *ctx, struct buf *out)
