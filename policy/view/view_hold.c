@@ -336,7 +336,9 @@ int view_hold_rebuild(struct view_builder *b)
 		return rc;
 	}
 	t.private_copy = true;
+	view_slab_bulk(b, VK_HOLD);
 	rc = store_holds(b, &t, g.e, g.n);
+	view_slab_bulk(b, -1);
 	free(g.e);
 	if (rc || (rc = vt_retire_all(b, &b->t[VK_HOLD], true)) != 0) {
 		view_table_free(b, &t);

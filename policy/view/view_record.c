@@ -387,7 +387,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 	}
 	if (size > UINT32_MAX)
 		return -E2BIG;
-	s = calloc(1, size);
+	s = view_rec_alloc(b, size);
 	if (!s)
 		return -ENOMEM;
 	bp.p = (char *)s;
@@ -424,7 +424,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 		}
 	}
 	if (!s->name || !s->resource_version || bp.p > bp.end) {
-		free(s);
+		view_rec_free_mem(b, s, size);
 		return -EINVAL;  /* the size above is wrong: a bug, refused */
 	}
 	s->driver = S(&f, sl->driver);
@@ -701,7 +701,7 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		size += rounded((size_t)cl->results[i].nconsumed_capacity * sizeof(struct view_named_qty));
 	for (i = 0; i < cl->nreserved_for; i++)
 		size += rounded(cl->reserved_for[i].name.len + 1) + view_uid_size(cl->reserved_for[i].uid);
-	if (size > UINT32_MAX || !(c = calloc(1, size))) {
+	if (size > UINT32_MAX || !(c = view_rec_alloc(b, size))) {
 		atom_put(&b->atoms, view_blob_of(charges));
 		return size > UINT32_MAX ? -E2BIG : -ENOMEM;
 	}
@@ -871,13 +871,12 @@ int view_record_pool(struct view_builder *b, const struct view_pool *tmpl, const
 	size_t size = rounded(sizeof(*p)) + rounded((size_t)nnames * sizeof(char *));
 	uint32_t i;
 
-	(void)b;
 	*out = NULL;
 	for (i = 0; i < nnames; i++)
 		size += rounded(names[i].len + 1);
 	if (size > UINT32_MAX)
 		return -E2BIG;
-	p = calloc(1, size);
+	p = view_rec_alloc(b, size);
 	if (!p)
 		return -ENOMEM;
 	bp.p = (char *)p;
@@ -921,7 +920,8 @@ void view_record_free(struct view_builder *b, enum limbo_kind kind, void *p)
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
 	case LIMBO_MEM:
-		break;
+		free(p);
+		return;
 	}
-	free(p);
+	view_rec_free_mem(b, p, ((struct view_rec *)p)->size);
 }
