@@ -272,6 +272,9 @@ static inline const char *take_text(struct bump *bp, struct str s)
 size_t view_uid_size(struct str s);
 int view_uid_fill(struct bump *bp, struct str s, struct view_uid *u);
 
+/* Make u the UID of that text (in the record, NUL-terminated). */
+void view_uid_set_text(struct view_uid *u, const char *text);
+
 const struct view_atom *atom_str(struct atom_set *s, struct str v, int *rc);
 const struct view_atom *atom_qty(struct atom_set *s, const struct quantity *q, int *rc);
 

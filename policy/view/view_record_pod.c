@@ -276,7 +276,7 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 	*out = NULL;
 	for (i = 0; i < n; i++)
 		size += rounded(strlen(holders[i].name) + 1) +
-			(holders[i].uid.text ? rounded(strlen(holders[i].uid.text) + 1) : 0);
+			(view_uid_text(&holders[i].uid) ? rounded(strlen(view_uid_text(&holders[i].uid)) + 1) : 0);
 	if (size > UINT32_MAX)
 		return -E2BIG;
 	if (!(h = view_rec_alloc(b, size)))
@@ -295,8 +295,8 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 	for (i = 0; i < n; i++) {
 		hs[i] = holders[i];
 		hs[i].name = take_text(&bp, str_from_cstr(holders[i].name));
-		if (holders[i].uid.text)
-			hs[i].uid.text = take_text(&bp, str_from_cstr(holders[i].uid.text));
+		if (view_uid_text(&holders[i].uid))
+			view_uid_set_text(&hs[i].uid, take_text(&bp, str_from_cstr(view_uid_text(&holders[i].uid))));
 		atom_get(hs[i].namespace);
 		atom_get(hs[i].share_id);
 	}
