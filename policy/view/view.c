@@ -85,6 +85,7 @@ int view_builder_new(const struct view_limits *lim, struct view_builder **out)
 	else
 		view_limits_default(&b->lim);
 	b->seq = 1;
+	b->bulk = -1;
 	if (atom_set_init(&b->atoms, b->lim.max_atoms) != 0 || arena_new(SCRATCH_CAP, &b->scratch) != 0)
 		goto fail;
 	for (k = 0; k < VK_COUNT; k++)
@@ -116,6 +117,7 @@ void view_builder_free(struct view_builder *b)
 		view_table_free(b, &b->t[k]);
 	view_pending_free(b);
 	view_limbo_drain(b);
+	view_slab_free_all(b);
 	atom_set_free(&b->atoms);
 	arena_free(b->scratch);
 	free(b);
@@ -133,7 +135,8 @@ void view_builder_stats(const struct view_builder *b, struct view_stats *st)
 	st->holds = b->t[VK_HOLD].dir->count;
 	st->charge_pending = b->npending;
 	st->atoms = b->atoms.count;
-	st->record_bytes = b->record_bytes;
+	/* Slabs whole: the room of the records freed in them too. */
+	st->record_bytes = b->record_bytes - b->slab_rec_bytes + b->slab_bytes;
 	for (k = 0; k < VK_COUNT; k++)
 		st->record_bytes += vt_bytes(b->t[k].dir);
 	st->atom_bytes = b->atoms.bytes;
@@ -369,9 +372,12 @@ int view_builder_relist_add(struct view_builder *b, enum view_resource r,
 		return 0;
 	/* The record this one will replace when the relist is swapped in: a
 	 * claim keeps the charges of an allocation the view already held. */
-	if ((rc = view_limbo_reserve(b, 4)) != 0 ||
-	    (rc = make_record(b, r, obj, vt_get(b->t[table_of[r]].dir, table_of[r], &k), now_ns, &rec,
-			      err, n)) != 0)
+	if ((rc = view_limbo_reserve(b, 4)) != 0)
+		return rc;
+	view_slab_bulk(b, table_of[r]);
+	rc = make_record(b, r, obj, vt_get(b->t[table_of[r]].dir, table_of[r], &k), now_ns, &rec, err, n);
+	view_slab_bulk(b, -1);
+	if (rc != 0)
 		return rc;
 	if ((rc = vt_put(b, t, rec, &k, &old)) != 0) {
 		drop_record(b, r, rec);
@@ -420,8 +426,13 @@ int view_builder_relist_commit(struct view_builder *b, enum view_resource r, int
 	if ((unsigned)r >= VIEW_RESOURCE_COUNT || !b->relisting[r])
 		return -EINVAL;
 	kind = table_of[r];
-	if (r == VIEW_SLICES && (rc = view_pool_rebuild(b, &b->relist[r], now_ns, &pools)) != 0)
-		return rc;
+	if (r == VIEW_SLICES) {
+		view_slab_bulk(b, VK_POOL);
+		rc = view_pool_rebuild(b, &b->relist[r], now_ns, &pools);
+		view_slab_bulk(b, -1);
+		if (rc != 0)
+			return rc;
+	}
 	if ((rc = vt_retire_all(b, &b->t[kind], true)) != 0)
 		goto fail;
 	b->t[kind] = b->relist[r];
@@ -447,12 +458,16 @@ done:
 	if (r == VIEW_SLICES) {
 		if (view_pname_rebuild(b) != 0)
 			b->holds_stale = true;  /* rebuilt with the holds at the next publish */
+		view_slab_bulk(b, VK_CLAIM);   /* every pending claim may be made again */
 		view_pending_retry(b, now_ns);
+		view_slab_bulk(b, -1);
 	}
 	if (r == VIEW_CLAIMS) {
 		if (view_hold_rebuild(b) != 0)
 			b->holds_stale = true;
+		view_slab_bulk(b, VK_CLAIM);   /* every pending claim may be made again */
 		view_pending_retry(b, now_ns);
+		view_slab_bulk(b, -1);
 	}
 	b->synced_ns[r] = now_ns;
 	b->updated_ns[r] = now_ns;

@@ -187,6 +187,7 @@ static int hold_change(struct view_builder *b, struct vtable *t, const struct vi
 
 static bool same_holds(const struct view_claim *a, const struct view_claim *b)
 {
+	const char *ta, *tb;
 	uint32_t i;
 
 	if (!a->allocated || !b->allocated || a->nresults != b->nresults || a->namespace != b->namespace ||
@@ -196,8 +197,11 @@ static bool same_holds(const struct view_claim *a, const struct view_claim *b)
 		if (a->results[i].driver != b->results[i].driver || a->results[i].pool != b->results[i].pool ||
 		    a->results[i].device != b->results[i].device || a->results[i].share_id != b->results[i].share_id)
 			return false;
-	return memcmp(a->uid.bin, b->uid.bin, 16) == 0 &&
-	       (a->uid.text == b->uid.text || (a->uid.text && b->uid.text && strcmp(a->uid.text, b->uid.text) == 0));
+	ta = view_uid_text(&a->uid);
+	tb = view_uid_text(&b->uid);
+	if (ta || tb)
+		return ta && tb && strcmp(ta, tb) == 0;
+	return memcmp(a->uid.bin, b->uid.bin, 16) == 0;
 }
 
 void view_hold_update(struct view_builder *b, const struct view_claim *old, const struct view_claim *rec)
@@ -336,7 +340,9 @@ int view_hold_rebuild(struct view_builder *b)
 		return rc;
 	}
 	t.private_copy = true;
+	view_slab_bulk(b, VK_HOLD);
 	rc = store_holds(b, &t, g.e, g.n);
+	view_slab_bulk(b, -1);
 	free(g.e);
 	if (rc || (rc = vt_retire_all(b, &b->t[VK_HOLD], true)) != 0) {
 		view_table_free(b, &t);

@@ -150,6 +150,13 @@ struct view_builder {
 	struct view *oldest, *newest;   /* unreleased snapshots, in sequence order */
 	uint32_t nviews;
 	struct arena *scratch;      /* per apply: parsed attributes and policies */
+	/* Slabs of records (view_slab.c), sorted by address. */
+	struct vslab **slabs;
+	size_t nslabs, slabs_alloc;
+	struct vslab *slab_cur[VK_COUNT];   /* where the next bulk record of a kind goes */
+	int bulk;                   /* the vkind records are made in bulk for, or -1 */
+	size_t slab_bytes;          /* slabs held */
+	size_t slab_rec_bytes;      /* of records in slabs (their h.size, counted in record_bytes) */
 };
 
 /* --- tables (view_table.c) ------------------------------------------------ */
@@ -207,6 +214,24 @@ int view_mapping_amounts(const struct view_device *d, const struct view_amount *
 /* The key of a record of a kind. */
 struct vkey view_record_key(enum vkind kind, const struct view_rec *r);
 
+/* --- where records live (view_slab.c) ------------------------------------- */
+
+#define VIEW_SLAB (64u << 10)
+#define VIEW_SLAB_MAX_REC 4096u     /* larger records are malloc'd alone */
+
+/* Records of kind (a vkind) are made in bulk from now on (a relist, an
+ * index rebuilt whole): they go into slabs; -1 ends it. */
+void view_slab_bulk(struct view_builder *b, int kind);
+
+/* size zeroed bytes for a record (in a slab while in bulk), or NULL. */
+void *view_rec_alloc(struct view_builder *b, size_t size);
+
+/* Free what view_rec_alloc() gave, of the size asked then. */
+void view_rec_free_mem(struct view_builder *b, void *p, size_t size);
+
+/* At the builder's end, every record freed: the slab list goes. */
+void view_slab_free_all(struct view_builder *b);
+
 /* --- records (view_record.c) --------------------------------------------- */
 
 /* A record is one allocation, sized first and filled by a bump pointer. */
@@ -246,6 +271,9 @@ static inline const char *take_text(struct bump *bp, struct str s)
  * filling it in. */
 size_t view_uid_size(struct str s);
 int view_uid_fill(struct bump *bp, struct str s, struct view_uid *u);
+
+/* Make u the UID of that text (in the record, NUL-terminated). */
+void view_uid_set_text(struct view_uid *u, const char *text);
 
 const struct view_atom *atom_str(struct atom_set *s, struct str v, int *rc);
 const struct view_atom *atom_qty(struct atom_set *s, const struct quantity *q, int *rc);

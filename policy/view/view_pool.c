@@ -111,7 +111,9 @@ int view_pname_rebuild(struct view_builder *b)
 		return rc;
 	}
 	b->t[VK_PNAME] = t;
+	view_slab_bulk(b, VK_PNAME);
 	vt_each(b->t[VK_POOL].dir, add_pname, &w);
+	view_slab_bulk(b, -1);
 	return w.rc;
 }
 

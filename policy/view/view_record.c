@@ -59,29 +59,67 @@ static bool uid_parse(struct str s, uint8_t bin[16])
 	return true;
 }
 
+/* As bytes: canonical and of the RFC 4122 variant (bin[8] is 10xxxxxx),
+ * so that bin[8] can tell the other form. */
+static bool uid_as_bytes(struct str s, uint8_t bin[16])
+{
+	return uid_parse(s, bin) && (bin[8] & 0xc0) == 0x80;
+}
+
+const char *view_uid_text(const struct view_uid *u)
+{
+	const char *t;
+
+	if ((u->bin[8] & 0xc0) != 0xc0)
+		return NULL;
+	memcpy(&t, u->bin, sizeof(t));
+	return t;
+}
+
+void view_uid_set_text(struct view_uid *u, const char *text)
+{
+	memset(u->bin, 0, sizeof(u->bin));
+	memcpy(u->bin, &text, sizeof(text));
+	u->bin[8] = 0xc0;
+}
+
+void view_uid_bytes(const struct view_uid *u, uint8_t out[16])
+{
+	const char *t = view_uid_text(u);
+
+	if (!t)
+		memcpy(out, u->bin, 16);
+	else if (!uid_parse(str_from_cstr(t), out))
+		memset(out, 0, 16);
+}
+
 size_t view_uid_size(struct str s)
 {
 	uint8_t bin[16];
 
-	return uid_parse(s, bin) ? 0 : rounded(s.len + 1);
+	return uid_as_bytes(s, bin) ? 0 : rounded(s.len + 1);
 }
 
 int view_uid_fill(struct bump *bp, struct str s, struct view_uid *u)
 {
-	if (uid_parse(s, u->bin))
+	const char *t;
+
+	if (uid_as_bytes(s, u->bin))
 		return 0;
-	u->text = take_text(bp, s);
-	return u->text ? 0 : -EINVAL;
+	t = take_text(bp, s);
+	view_uid_set_text(u, t);
+	return t ? 0 : -EINVAL;
 }
 
 void view_uid_format(const struct view_uid *u, char *buf, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	char t[37];
+	const char *text = view_uid_text(u);
 	size_t i, k = 0;
 
-	if (u->text) {
-		snprintf(buf, n, "%s", u->text);
+	if (text) {
+		snprintf(buf, n, "%s", text);
 		return;
 	}
 	for (i = 0; i < 16; i++) {
@@ -96,10 +134,11 @@ void view_uid_format(const struct view_uid *u, char *buf, size_t n)
 
 bool view_uid_eq(const struct view_uid *u, struct str s)
 {
+	const char *text = view_uid_text(u);
 	uint8_t bin[16];
 
-	if (u->text)
-		return str_eq_cstr(s, u->text);
+	if (text)
+		return str_eq_cstr(s, text);
 	return uid_parse(s, bin) && memcmp(bin, u->bin, 16) == 0;
 }
 
@@ -387,7 +426,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 	}
 	if (size > UINT32_MAX)
 		return -E2BIG;
-	s = calloc(1, size);
+	s = view_rec_alloc(b, size);
 	if (!s)
 		return -ENOMEM;
 	bp.p = (char *)s;
@@ -424,7 +463,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 		}
 	}
 	if (!s->name || !s->resource_version || bp.p > bp.end) {
-		free(s);
+		view_rec_free_mem(b, s, size);
 		return -EINVAL;  /* the size above is wrong: a bug, refused */
 	}
 	s->driver = S(&f, sl->driver);
@@ -701,7 +740,7 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		size += rounded((size_t)cl->results[i].nconsumed_capacity * sizeof(struct view_named_qty));
 	for (i = 0; i < cl->nreserved_for; i++)
 		size += rounded(cl->reserved_for[i].name.len + 1) + view_uid_size(cl->reserved_for[i].uid);
-	if (size > UINT32_MAX || !(c = calloc(1, size))) {
+	if (size > UINT32_MAX || !(c = view_rec_alloc(b, size))) {
 		atom_put(&b->atoms, view_blob_of(charges));
 		return size > UINT32_MAX ? -E2BIG : -ENOMEM;
 	}
@@ -871,13 +910,12 @@ int view_record_pool(struct view_builder *b, const struct view_pool *tmpl, const
 	size_t size = rounded(sizeof(*p)) + rounded((size_t)nnames * sizeof(char *));
 	uint32_t i;
 
-	(void)b;
 	*out = NULL;
 	for (i = 0; i < nnames; i++)
 		size += rounded(names[i].len + 1);
 	if (size > UINT32_MAX)
 		return -E2BIG;
-	p = calloc(1, size);
+	p = view_rec_alloc(b, size);
 	if (!p)
 		return -ENOMEM;
 	bp.p = (char *)p;
@@ -921,7 +959,8 @@ void view_record_free(struct view_builder *b, enum limbo_kind kind, void *p)
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
 	case LIMBO_MEM:
-		break;
+		free(p);
+		return;
 	}
-	free(p);
+	view_rec_free_mem(b, p, ((struct view_rec *)p)->size);
 }

@@ -119,7 +119,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		return -ENOMEM;
 	if (size > UINT32_MAX)
 		return -E2BIG;
-	if (!(v = calloc(1, size)))
+	if (!(v = view_rec_alloc(b, size)))
 		return -ENOMEM;
 	bp.p = (char *)v;
 	bp.end = (char *)v + size;
@@ -137,7 +137,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		st[i].claim = (uint16_t)find_name(names, nnames, p->claim_statuses[i].claim_name);
 	}
 	if (!v->name || bp.p > bp.end) {
-		free(v);
+		view_rec_free_mem(b, v, size);
 		return -EINVAL;  /* the size above is wrong: a bug, refused */
 	}
 	v->namespace = S(&f, o->meta.namespace);
@@ -204,7 +204,7 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 	/* The allocatable list is a blob: nodes of a pool's shape share it. */
 	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1);
 	al = n ? arena_calloc(b->scratch, n, sizeof(*al)) : NULL;
-	if ((n && !al) || !(v = calloc(1, size)))
+	if ((n && !al) || !(v = view_rec_alloc(b, size)))
 		return -ENOMEM;
 	bp.p = (char *)v;
 	bp.end = (char *)v + size;
@@ -212,7 +212,7 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 	v->h.size = (uint32_t)size;
 	v->name = take_text(&bp, o->meta.name);
 	if (!v->name || bp.p > bp.end) {
-		free(v);
+		view_rec_free_mem(b, v, size);
 		return -EINVAL;
 	}
 	for (i = 0; i < nd->nallocatable; i++) {
@@ -244,9 +244,8 @@ int view_record_pname(struct view_builder *b, const struct view_atom *name,
 	size_t size = rounded(sizeof(*p)) + rounded((size_t)n * sizeof(*d));
 	uint32_t i;
 
-	(void)b;
 	*out = NULL;
-	if (!(p = calloc(1, size)))
+	if (!(p = view_rec_alloc(b, size)))
 		return -ENOMEM;
 	bp.p = (char *)p;
 	bp.end = (char *)p + size;
@@ -274,14 +273,13 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 	char *key;
 	uint32_t i;
 
-	(void)b;
 	*out = NULL;
 	for (i = 0; i < n; i++)
 		size += rounded(strlen(holders[i].name) + 1) +
-			(holders[i].uid.text ? rounded(strlen(holders[i].uid.text) + 1) : 0);
+			(view_uid_text(&holders[i].uid) ? rounded(strlen(view_uid_text(&holders[i].uid)) + 1) : 0);
 	if (size > UINT32_MAX)
 		return -E2BIG;
-	if (!(h = calloc(1, size)))
+	if (!(h = view_rec_alloc(b, size)))
 		return -ENOMEM;
 	bp.p = (char *)h;
 	bp.end = (char *)h + size;
@@ -297,8 +295,8 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 	for (i = 0; i < n; i++) {
 		hs[i] = holders[i];
 		hs[i].name = take_text(&bp, str_from_cstr(holders[i].name));
-		if (holders[i].uid.text)
-			hs[i].uid.text = take_text(&bp, str_from_cstr(holders[i].uid.text));
+		if (view_uid_text(&holders[i].uid))
+			view_uid_set_text(&hs[i].uid, take_text(&bp, str_from_cstr(view_uid_text(&holders[i].uid))));
 		atom_get(hs[i].namespace);
 		atom_get(hs[i].share_id);
 	}

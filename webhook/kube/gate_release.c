@@ -483,17 +483,19 @@ static int collect_pod(void *ctx, const struct view_pod *p)
 	struct collect_ctx *c = ctx;
 	struct gate_release *g = c->g;
 	struct gated_pod *t;
+	uint8_t uid[16];
 
 	if (!p->gated)
 		return 0;
 	c->gated++;
-	if (g->ntodo >= GATE_RELEASE_PASS_MAX || recent_has(g, p->uid.bin, c->now))
+	view_uid_bytes(&p->uid, uid);
+	if (g->ntodo >= GATE_RELEASE_PASS_MAX || recent_has(g, uid, c->now))
 		return 0;
 	t = &g->todo[g->ntodo];
 	if ((size_t)snprintf(t->path, sizeof(t->path), "/api/v1/namespaces/%.*s/pods/%s", (int)view_atom_str(p->namespace).len, view_atom_str(p->namespace).ptr,
 			     p->name) >= sizeof(t->path))
 		return 0;
-	memcpy(t->uid, p->uid.bin, 16);
+	memcpy(t->uid, uid, 16);
 	g->ntodo++;
 	return 0;
 }
