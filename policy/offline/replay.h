@@ -121,9 +121,15 @@ struct replay_totals {
 
 void replay_totals(const struct replay *r, struct replay_totals *out);
 
-/* The ledger of the last sample (after replay_finish(): of the end), or
- * NULL before the first. Borrowed from r. */
+/* The ledger at the end (made by replay_finish(), with its entries), or
+ * NULL before: the samples read the kept ledger's node accounts without
+ * making one. Borrowed from r. */
 const struct ledger *replay_ledger(const struct replay *r);
+
+/* How the samples kept the ledger (ledger.h, "Kept up to date"): built
+ * whole once, then each sample of a changed view updated for what changed
+ * since the last (last_nodes: the node accounts it counted again). */
+void replay_ledger_stats(const struct replay *r, struct ledger_inc_stats *st);
 
 /* --- the report ----------------------------------------------------------------------------- */
 
