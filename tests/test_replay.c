@@ -344,6 +344,48 @@ static void test_a_sample_counts_again_what_changed_only(void **state)
 	policy_free(pol);
 }
 
+/* Samples far apart in a busy log: once the kept ledger's snapshot holds
+ * back more retired view objects than ledger_hold, it goes and the next
+ * sample builds the ledger whole; the ledger is the view's all the same. */
+static void test_a_ledger_holding_too_much_of_the_view_is_built_whole(void **state)
+{
+	struct policy *pol = NULL;
+	struct policy_error perr;
+	struct replay_options o;
+	struct replay *r = NULL;
+	struct ledger_inc_stats st;
+	const struct ledger *l;
+	const struct ledger_amount *a;
+
+	(void)state;
+	assert_int_equal(policy_load(policy_text, sizeof(policy_text) - 1, &pol, &perr), 0);
+	replay_options_default(&o);
+	o.policy = pol;
+	o.reorder_ns = 0;
+	o.ledger_hold = 1;
+	assert_int_equal(replay_new(&o, &r), 0);
+	assert_int_equal(line(r, 1, "create", "admin", "", "nodes", "", "", "n1", 201, NODE_CPU("n1", "8"), 1), 0);
+	assert_int_equal(line(r, 2, "create", "admin", "", "nodes", "", "", "n2", 201, NODE_CPU("n2", "8"), 2), 0);
+	assert_int_equal(line(r, 3, "update", "admin", "", "nodes", "", "", "n1", 200, NODE_CPU("n1", "16"), 3), 0);
+	assert_int_equal(line(r, 4, "update", "admin", "", "nodes", "", "", "n1", 200, NODE_CPU("n1", "24"), 3), 0);
+	assert_int_equal(line(r, 5, "update", "admin", "", "nodes", "", "", "n2", 200, NODE_CPU("n2", "32"), 4), 0);
+	assert_int_equal(replay_finish(r), 0);
+	replay_ledger_stats(r, &st);
+	assert_int_equal(st.whole, 1);   /* the stats are the kept ledger's since it was last let go */
+	assert_int_equal(st.updates, 1);
+	l = replay_ledger(r);
+	assert_non_null(l);
+	assert_int_equal(l->nnodes, 2);
+	a = ledger_node_amount(ledger_node(l, STR_LIT("n1")), STR_LIT("cpu"));
+	assert_non_null(a);
+	assert_int_equal(a->allocatable, 24000);
+	a = ledger_node_amount(ledger_node(l, STR_LIT("n2")), STR_LIT("cpu"));
+	assert_non_null(a);
+	assert_int_equal(a->allocatable, 32000);
+	replay_free(r);
+	policy_free(pol);
+}
+
 /* --- why pending: the live guard's reasons and pending time ----------------------------------- */
 
 #define ALLOC_FOR_POD(dev) ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":" \
@@ -587,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_a_duplicate_that_got_through_is_named),
 		cmocka_unit_test(test_a_claim_no_pod_status_names_is_a_divergence),
 		cmocka_unit_test(test_a_sample_counts_again_what_changed_only),
+		cmocka_unit_test(test_a_ledger_holding_too_much_of_the_view_is_built_whole),
 		cmocka_unit_test(test_refusals_and_pending_time_are_the_live_guards),
 		cmocka_unit_test(test_the_pending_table_cap_stops_the_replay),
 	};

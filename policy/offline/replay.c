@@ -29,6 +29,7 @@ void replay_options_default(struct replay_options *o)
 	o->store_bytes = (size_t)4 << 30;
 	o->max_line = (size_t)64 << 20;
 	o->max_pending = 100000;
+	o->ledger_hold = 16384;
 }
 
 int replay_new(const struct replay_options *o, struct replay **out)
@@ -113,6 +114,28 @@ void replay_free(struct replay *r)
 	free(r);
 }
 
+/* The kept ledger's snapshot holds back every view object retired since
+ * it; past the cap (samples far apart in a busy log) it goes, with the
+ * ledger that borrows from it, and the next sample builds whole. */
+static int bound_ledger_hold(struct replay *r)
+{
+	struct view_stats st;
+
+	if (!r->ledger_view)
+		return 0;
+	view_builder_stats(r->builder, &st);
+	if (st.retired <= r->o.ledger_hold)
+		return 0;
+	ledger_free(r->ledger);
+	r->ledger = NULL;
+	ledger_inc_free(r->inc);
+	r->inc = NULL;
+	view_builder_release(r->builder, r->ledger_view);
+	r->ledger_view = NULL;
+	view_builder_collect(r->builder);
+	return ledger_inc_new(r->o.policy, REPLAY_LEDGER_CAP, &r->inc);
+}
+
 /* The working view as a snapshot engine_decide() and the ledger can read.
  * The snapshot the kept ledger was last brought to stays held: the next
  * sample's update reads what changed since it, and the kept ledger (and
@@ -131,7 +154,7 @@ int replay_publish(struct replay *r)
 		view_builder_release(r->builder, r->view);
 	r->view = v;
 	view_builder_collect(r->builder);
-	return 0;
+	return bound_ledger_hold(r);
 }
 
 bool replay_stored_kind(enum audit_resource res)
