@@ -745,7 +745,10 @@ const struct ledger *replay_ledger(const struct replay *r)
 
 void replay_ledger_stats(const struct replay *r, struct ledger_inc_stats *st)
 {
-	ledger_inc_stats(r->inc, st);
+	if (r->inc)
+		ledger_inc_stats(r->inc, st);
+	else   /* a new one could not be made (-ENOMEM, returned then) */
+		memset(st, 0, sizeof(*st));
 }
 
 uint64_t replay_divergences(const struct replay *r)
