@@ -756,6 +756,33 @@ static void json_of(const struct ledger *l, const char *node_name, struct buf *b
 	assert_int_equal(ledger_json(l, str_from_cstr(node_name), b), 0);
 }
 
+/* Each node account a walk of the kept ledger visits is the fresh
+ * build's account of that node. */
+struct walk_check {
+	const struct ledger *fresh;
+	uint32_t visited;
+};
+
+static int check_walked_node(void *ctx, const struct ledger_node *n)
+{
+	struct walk_check *c = ctx;
+	const struct ledger_node *f = ledger_node(c->fresh, n->name);
+	uint32_t k;
+
+	assert_non_null(f);
+	assert_int_equal(n->overcommitted, f->overcommitted);
+	assert_int_equal(n->diverging, f->diverging);
+	assert_int_equal(n->undercounted, f->undercounted);
+	assert_int_equal(n->nresources, f->nresources);
+	for (k = 0; k < n->nresources; k++) {
+		assert_true(str_eq(n->resources[k].resource, f->resources[k].resource));
+		assert_int_equal(n->resources[k].allocatable, f->resources[k].allocatable);
+		assert_int_equal(n->resources[k].total, f->resources[k].total);
+	}
+	c->visited++;
+	return 0;
+}
+
 static void test_an_incremental_ledger_equals_a_fresh_build_after_every_change(void **state)
 {
 	static const char doc[] = "apiVersion: dra-guard.io/v1alpha1\nkind: Policy\n"
@@ -784,6 +811,7 @@ static void test_an_incremental_ledger_equals_a_fresh_build_after_every_change(v
 		for (step = 0; step < 250; step++) {
 			const struct view *v = NULL;
 			struct ledger *fresh = NULL, *inc = NULL, *one = NULL;
+			struct walk_check wc;
 			unsigned n = 1 + rnd(&st) % (step % 25 == 24 ? 12 : 3);
 			char nd[16];
 			int r;
@@ -819,6 +847,10 @@ static void test_an_incremental_ledger_equals_a_fresh_build_after_every_change(v
 			if (strcmp(buf_cstr(&a), buf_cstr(&b)) != 0)
 				fail_msg("seed %u step %u: node %s differs\nfresh %s\ninc   %s", seed, step, nd,
 					 buf_cstr(&a), buf_cstr(&b));
+			/* the walk: every node account once, as built */
+			wc = (struct walk_check){ .fresh = fresh };
+			assert_int_equal(ledger_inc_each_node(li, check_walked_node, &wc), 0);
+			assert_int_equal(wc.visited, fresh->nnodes);
 			ledger_free(one);
 			ledger_free(inc);
 			ledger_free(fresh);
@@ -857,6 +889,8 @@ static void test_an_update_recounts_only_the_nodes_a_change_touches(void **state
 	}
 	assert_int_equal(view_builder_publish(w.b, &v1), 0);
 	assert_int_equal(ledger_inc_new(w.pol, 0, &li), 0);
+	/* nothing to walk before the first update */
+	assert_int_equal(ledger_inc_each_node(li, check_walked_node, NULL), -EAGAIN);
 	assert_int_equal(ledger_inc_update(li, v1, 2 * S), 0);
 	ledger_inc_stats(li, &ist);
 	assert_int_equal(ist.last_nodes, 50);

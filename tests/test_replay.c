@@ -284,6 +284,108 @@ static void test_a_duplicate_that_got_through_is_named(void **state)
 	policy_free(pol);
 }
 
+#define NODE_CPU(name, cpu) "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"" name "\"}," \
+	"\"status\":{\"allocatable\":{\"cpu\":\"" cpu "\",\"pods\":\"110\"}}}"
+
+/* The ledger is built whole at the first sample only; a later sample
+ * counts again the nodes that changed since the one before, and its
+ * ledger is the view's at that time. */
+static void test_a_sample_counts_again_what_changed_only(void **state)
+{
+	static const struct {
+		const char *verb, *name, *obj;
+		int second;
+	} steps[] = {
+		{ "create", "n1", NODE_CPU("n1", "8"), 1 },
+		{ "create", "n2", NODE_CPU("n2", "8"), 1 },
+		{ "create", "n3", NODE_CPU("n3", "8"), 1 },
+		{ "update", "n2", NODE_CPU("n2", "16"), 2 },   /* sampled at 2: the three new nodes */
+		{ "update", "n3", NODE_CPU("n3", "32"), 3 },   /* sampled at 3: n2 alone */
+	};
+	struct policy *pol = NULL;
+	struct policy_error perr;
+	struct replay_options o;
+	struct replay *r = NULL;
+	struct ledger_inc_stats st;
+	const struct ledger *l;
+	const struct ledger_amount *a;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(policy_load(policy_text, sizeof(policy_text) - 1, &pol, &perr), 0);
+	replay_options_default(&o);
+	o.policy = pol;
+	o.reorder_ns = 0;   /* each write processed as it is read */
+	assert_int_equal(replay_new(&o, &r), 0);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		assert_int_equal(line(r, i + 1, steps[i].verb, "admin", "", "nodes", "", "", steps[i].name,
+				      steps[i].verb[0] == 'c' ? 201 : 200, steps[i].obj, steps[i].second), 0);
+		replay_ledger_stats(r, &st);
+		if (steps[i].second == 3) {
+			assert_int_equal(st.updates, 3);
+			assert_int_equal(st.last_nodes, 1);
+		}
+	}
+	assert_int_equal(replay_finish(r), 0);   /* sampled at the end: n3 */
+	replay_ledger_stats(r, &st);
+	assert_int_equal(st.whole, 1);
+	assert_int_equal(st.updates, 4);
+	assert_int_equal(st.last_nodes, 1);
+	l = replay_ledger(r);
+	assert_non_null(l);
+	assert_int_equal(l->nnodes, 3);
+	a = ledger_node_amount(ledger_node(l, STR_LIT("n2")), STR_LIT("cpu"));
+	assert_non_null(a);
+	assert_int_equal(a->allocatable, 16000);
+	a = ledger_node_amount(ledger_node(l, STR_LIT("n3")), STR_LIT("cpu"));
+	assert_non_null(a);
+	assert_int_equal(a->allocatable, 32000);
+	replay_free(r);
+	policy_free(pol);
+}
+
+/* Samples far apart in a busy log: once the kept ledger's snapshot holds
+ * back more retired view objects than ledger_hold, it goes and the next
+ * sample builds the ledger whole; the ledger is the view's all the same. */
+static void test_a_ledger_holding_too_much_of_the_view_is_built_whole(void **state)
+{
+	struct policy *pol = NULL;
+	struct policy_error perr;
+	struct replay_options o;
+	struct replay *r = NULL;
+	struct ledger_inc_stats st;
+	const struct ledger *l;
+	const struct ledger_amount *a;
+
+	(void)state;
+	assert_int_equal(policy_load(policy_text, sizeof(policy_text) - 1, &pol, &perr), 0);
+	replay_options_default(&o);
+	o.policy = pol;
+	o.reorder_ns = 0;
+	o.ledger_hold = 1;
+	assert_int_equal(replay_new(&o, &r), 0);
+	assert_int_equal(line(r, 1, "create", "admin", "", "nodes", "", "", "n1", 201, NODE_CPU("n1", "8"), 1), 0);
+	assert_int_equal(line(r, 2, "create", "admin", "", "nodes", "", "", "n2", 201, NODE_CPU("n2", "8"), 2), 0);
+	assert_int_equal(line(r, 3, "update", "admin", "", "nodes", "", "", "n1", 200, NODE_CPU("n1", "16"), 3), 0);
+	assert_int_equal(line(r, 4, "update", "admin", "", "nodes", "", "", "n1", 200, NODE_CPU("n1", "24"), 3), 0);
+	assert_int_equal(line(r, 5, "update", "admin", "", "nodes", "", "", "n2", 200, NODE_CPU("n2", "32"), 4), 0);
+	assert_int_equal(replay_finish(r), 0);
+	replay_ledger_stats(r, &st);
+	assert_int_equal(st.whole, 1);   /* the stats are the kept ledger's since it was last let go */
+	assert_int_equal(st.updates, 1);
+	l = replay_ledger(r);
+	assert_non_null(l);
+	assert_int_equal(l->nnodes, 2);
+	a = ledger_node_amount(ledger_node(l, STR_LIT("n1")), STR_LIT("cpu"));
+	assert_non_null(a);
+	assert_int_equal(a->allocatable, 24000);
+	a = ledger_node_amount(ledger_node(l, STR_LIT("n2")), STR_LIT("cpu"));
+	assert_non_null(a);
+	assert_int_equal(a->allocatable, 32000);
+	replay_free(r);
+	policy_free(pol);
+}
+
 /* --- why pending: the live guard's reasons and pending time ----------------------------------- */
 
 #define ALLOC_FOR_POD(dev) ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":" \
@@ -526,6 +628,8 @@ int main(void)
 		cmocka_unit_test(test_seconds_are_printed_as_written),
 		cmocka_unit_test(test_a_duplicate_that_got_through_is_named),
 		cmocka_unit_test(test_a_claim_no_pod_status_names_is_a_divergence),
+		cmocka_unit_test(test_a_sample_counts_again_what_changed_only),
+		cmocka_unit_test(test_a_ledger_holding_too_much_of_the_view_is_built_whole),
 		cmocka_unit_test(test_refusals_and_pending_time_are_the_live_guards),
 		cmocka_unit_test(test_the_pending_table_cap_stops_the_replay),
 	};

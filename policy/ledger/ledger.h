@@ -212,6 +212,14 @@ void ledger_inc_stats(const struct ledger_inc *li, struct ledger_inc_stats *st);
  * the first update, -ENOMEM. */
 int ledger_inc_ledger(const struct ledger_inc *li, bool entries, struct ledger **out);
 
+/* Call fn with each node account of li, in no order (borrowed, valid
+ * until the next update; its entries are not there: nentries is their
+ * number). Costs the nodes and allocates nothing, for a reader that wants
+ * a few figures of every node rather than a ledger. A nonzero return of
+ * fn stops the walk and is returned; -EAGAIN before the first update. */
+typedef int (*ledger_inc_node_fn)(void *ctx, const struct ledger_node *n);
+int ledger_inc_each_node(const struct ledger_inc *li, ledger_inc_node_fn fn, void *ctx);
+
 /* The ledger of one node: that node's account and entries (none when the
  * ledger has no such node), the whole ledger's totals and counters
  * (all_nodes, all_entries). Costs the node. Same returns and lifetime. */

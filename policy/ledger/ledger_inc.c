@@ -841,12 +841,13 @@ int ledger_inc_ledger(const struct ledger_inc *li, bool entries, struct ledger *
 		goto nomem;
 	for (i = 0; i < k; i++) {
 		struct ledger_node *n = &l->nodes[i];
-		const struct part *p = kmap_find(&li->parts, n->name)->val;
+		const struct part *p;
 
 		if (!entries) {
 			n->nentries = 0;
 			continue;
 		}
+		p = kmap_find(&li->parts, n->name)->val;
 		if (n->nentries)
 			memcpy(&l->entries[e], p->entries, n->nentries * sizeof(*l->entries));
 		n->first_entry = e;
@@ -867,6 +868,19 @@ nomem:
 	rc = arena_error(l->arena);
 	ledger_free(l);
 	return rc ? rc : -ENOMEM;
+}
+
+int ledger_inc_each_node(const struct ledger_inc *li, ledger_inc_node_fn fn, void *ctx)
+{
+	uint32_t i;
+	int rc = 0;
+
+	if (!li->v)
+		return -EAGAIN;
+	for (i = 0; li->parts.slot && i <= li->parts.mask && rc == 0; i++)
+		if (li->parts.slot[i].val)
+			rc = fn(ctx, &((const struct part *)li->parts.slot[i].val)->node);
+	return rc;
 }
 
 int ledger_inc_node(const struct ledger_inc *li, struct str node, struct ledger **out)

@@ -29,6 +29,7 @@ void replay_options_default(struct replay_options *o)
 	o->store_bytes = (size_t)4 << 30;
 	o->max_line = (size_t)64 << 20;
 	o->max_pending = 100000;
+	o->ledger_hold = 16384;
 }
 
 int replay_new(const struct replay_options *o, struct replay **out)
@@ -50,7 +51,8 @@ int replay_new(const struct replay_options *o, struct replay **out)
 		goto fail;
 	if ((rc = view_builder_new(NULL, &r->builder)) || (rc = arena_new(REPLAY_ARENA_CAP, &r->arena)) ||
 	    (rc = arena_new(REPLAY_SCRATCH_CAP, &r->scratch)) ||
-	    (rc = pending_table_new(o->max_pending, PENDING_IDLE_DEFAULT_NS, &r->held)))
+	    (rc = pending_table_new(o->max_pending, PENDING_IDLE_DEFAULT_NS, &r->held)) ||
+	    (rc = ledger_inc_new(o->policy, REPLAY_LEDGER_CAP, &r->inc)))
 		goto fail;
 	if (o->max_refused) {
 		r->refused = calloc(o->max_refused, sizeof(*r->refused));
@@ -94,6 +96,10 @@ void replay_free(struct replay *r)
 		example_free(&r->refused[i]);
 	free(r->refused);
 	ledger_free(r->ledger);
+	free(r->flagged);
+	ledger_inc_free(r->inc);
+	if (r->ledger_view && r->ledger_view != r->view)
+		view_builder_release(r->builder, r->ledger_view);
 	if (r->view)
 		view_builder_release(r->builder, r->view);
 	view_builder_free(r->builder);
@@ -108,7 +114,32 @@ void replay_free(struct replay *r)
 	free(r);
 }
 
-/* The working view as a snapshot engine_decide() and ledger_build() can read. */
+/* The kept ledger's snapshot holds back every view object retired since
+ * it; past the cap (samples far apart in a busy log) it goes, with the
+ * ledger that borrows from it, and the next sample builds whole. */
+static int bound_ledger_hold(struct replay *r)
+{
+	struct view_stats st;
+
+	if (!r->ledger_view)
+		return 0;
+	view_builder_stats(r->builder, &st);
+	if (st.retired <= r->o.ledger_hold)
+		return 0;
+	ledger_free(r->ledger);
+	r->ledger = NULL;
+	ledger_inc_free(r->inc);
+	r->inc = NULL;
+	view_builder_release(r->builder, r->ledger_view);
+	r->ledger_view = NULL;
+	view_builder_collect(r->builder);
+	return ledger_inc_new(r->o.policy, REPLAY_LEDGER_CAP, &r->inc);
+}
+
+/* The working view as a snapshot engine_decide() and the ledger can read.
+ * The snapshot the kept ledger was last brought to stays held: the next
+ * sample's update reads what changed since it, and the kept ledger (and
+ * r->ledger) borrow from it. */
 int replay_publish(struct replay *r)
 {
 	const struct view *v;
@@ -119,14 +150,11 @@ int replay_publish(struct replay *r)
 	rc = view_builder_publish(r->builder, &v);
 	if (rc)
 		return rc;
-	if (r->view) {
-		ledger_free(r->ledger);     /* it borrows from the old snapshot */
-		r->ledger = NULL;
+	if (r->view && r->view != r->ledger_view)
 		view_builder_release(r->builder, r->view);
-	}
 	r->view = v;
 	view_builder_collect(r->builder);
-	return 0;
+	return bound_ledger_hold(r);
 }
 
 bool replay_stored_kind(enum audit_resource res)
@@ -311,73 +339,124 @@ uint64_t replay_divergences_now(const struct replay *r, int64_t at)
 	       (r->have_cur && dirty(&r->cur) && at - r->cur.from_ns >= settle_ns(r));
 }
 
-/* Nodes whose total is within the policy's headroom of allocatable for
+/* A node whose total is within the policy's headroom of allocatable for
  * some resource (overcommitted ones included). */
-static void note_capacity(struct replay *r)
+static bool near_capacity(const struct ledger_node *nd, uint64_t pct)
 {
-	uint64_t pct = r->o.policy->promotion.capacity_headroom_pct;
-	uint32_t i, k, near = 0;
-	const struct ledger_node *first = NULL;
+	uint32_t k;
 
-	for (i = 0; i < r->ledger->nnodes; i++) {
-		const struct ledger_node *nd = &r->ledger->nodes[i];
+	for (k = 0; k < nd->nresources; k++) {
+		const struct ledger_amount *a = &nd->resources[k];
 
-		for (k = 0; k < nd->nresources; k++) {
-			const struct ledger_amount *a = &nd->resources[k];
+		if (a->has_allocatable && a->allocatable > 0 && a->total > 0 &&
+		    (__int128)a->total * 100 >= (__int128)a->allocatable * (int64_t)(100 - pct))
+			return true;
+	}
+	return false;
+}
 
-			if (a->has_allocatable && a->allocatable > 0 && a->total > 0 &&
-			    (__int128)a->total * 100 >= (__int128)a->allocatable * (int64_t)(100 - pct)) {
-				near++;
-				first = first ? first : nd;
-				break;
-			}
+/* What a sample reads of the node accounts. */
+struct sample_walk {
+	struct replay *r;
+	struct replay_interval *now;
+	uint64_t pct;
+	uint32_t near;
+	const struct ledger_node *first_near;   /* the first by name */
+};
+
+static int sample_node(void *ctx, const struct ledger_node *nd)
+{
+	struct sample_walk *w = ctx;
+	struct replay *r = w->r;
+
+	if (near_capacity(nd, w->pct)) {
+		w->near++;
+		if (!w->first_near || str_cmp(nd->name, w->first_near->name) < 0)
+			w->first_near = nd;
+	}
+	w->now->overcommitted += nd->overcommitted;
+	/* Diverging: the Pod statuses disagree with the mappings, or leave out
+	 * a claim a Pod on the node reserves (the scheduler undercounts). */
+	w->now->diverging += nd->diverging || nd->undercounted;
+	if (!nd->overcommitted && !nd->diverging && !nd->undercounted)
+		return 0;
+	if (r->nflagged == r->flagged_cap) {
+		uint32_t cap = r->flagged_cap ? r->flagged_cap * 2 : 64;
+		const struct ledger_node **g = realloc(r->flagged, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		r->flagged = g;
+		r->flagged_cap = cap;
+	}
+	r->flagged[r->nflagged++] = nd;
+	return 0;
+}
+
+static int cmp_node_name(const void *x, const void *y)
+{
+	return str_cmp((*(const struct ledger_node *const *)x)->name, (*(const struct ledger_node *const *)y)->name);
+}
+
+/* The interval state of the kept ledger at t: one walk of the node
+ * accounts (no ledger is made, nothing sorted but the flagged nodes). */
+static int read_ledger(struct replay *r, int64_t t, struct replay_interval *now)
+{
+	struct sample_walk w = { .r = r, .now = now, .pct = r->o.policy->promotion.capacity_headroom_pct };
+	size_t used = 0;
+	uint32_t i;
+	int rc;
+
+	memset(now, 0, sizeof(*now));
+	now->from_ns = t;
+	r->nflagged = 0;
+	if ((rc = ledger_inc_each_node(r->inc, sample_node, &w)) != 0)
+		return rc;
+	if (w.near > r->max_near_capacity) {
+		r->max_near_capacity = w.near;
+		snprintf(r->near_capacity_node, sizeof(r->near_capacity_node), "%.*s", STR_FMT(w.first_near->name));
+	}
+	if (r->nflagged > 1)
+		qsort(r->flagged, r->nflagged, sizeof(*r->flagged), cmp_node_name);
+	for (i = 0; i < r->nflagged; i++) {
+		int n = snprintf(now->nodes + used, sizeof(now->nodes) - used, "%s%.*s", used ? "," : "",
+				 STR_FMT(r->flagged[i]->name));
+
+		if (n < 0 || (size_t)n >= sizeof(now->nodes) - used) {
+			now->nodes[used] = '\0';
+			break;
 		}
+		used += (size_t)n;
 	}
-	if (near > r->max_near_capacity) {
-		r->max_near_capacity = near;
-		snprintf(r->near_capacity_node, sizeof(r->near_capacity_node), "%.*s", STR_FMT(first->name));
-	}
+	return 0;
+}
+
+/* Bring the kept ledger to the working view at t: the update costs what
+ * changed since the last sample. */
+static int ledger_update(struct replay *r, int64_t t)
+{
+	int rc = ledger_inc_update(r->inc, r->view, t);
+
+	/* The update has read what changed since the older snapshot. */
+	if (r->ledger_view && r->ledger_view != r->view)
+		view_builder_release(r->builder, r->ledger_view);
+	r->ledger_view = rc ? NULL : r->view;
+	return rc;
 }
 
 static int sample(struct replay *r, int64_t t)
 {
 	struct replay_interval now;
-	size_t used = 0;
-	uint32_t i;
 	int rc = replay_publish(r);
 
 	if (rc)
 		return rc;
 	r->samples++;
 	/* The same view gives the same ledger: only its time would differ. */
-	if (r->ledger && r->ledger->view_seq == view_seq(r->view))
+	if (r->ledger_view == r->view)
 		return 0;
-	ledger_free(r->ledger);
-	r->ledger = NULL;
-	rc = ledger_build(r->view, r->o.policy, t, REPLAY_LEDGER_CAP, &r->ledger);
-	if (rc)
+	if ((rc = ledger_update(r, t)) != 0 || (rc = read_ledger(r, t, &now)) != 0)
 		return rc;
-	note_capacity(r);
-	memset(&now, 0, sizeof(now));
-	now.from_ns = t;
-	now.overcommitted = r->ledger->overcommitted;
-	/* Diverging: the Pod statuses disagree with the mappings, or leave out
-	 * a claim a Pod on the node reserves (the scheduler undercounts). */
-	for (i = 0; i < r->ledger->nnodes; i++)
-		now.diverging += r->ledger->nodes[i].diverging || r->ledger->nodes[i].undercounted;
-	for (i = 0; i < r->ledger->nnodes; i++) {
-		const struct ledger_node *nd = &r->ledger->nodes[i];
-		int w;
-
-		if (!nd->overcommitted && !nd->diverging && !nd->undercounted)
-			continue;
-		w = snprintf(now.nodes + used, sizeof(now.nodes) - used, "%s%.*s", used ? "," : "", STR_FMT(nd->name));
-		if (w < 0 || (size_t)w >= sizeof(now.nodes) - used) {
-			now.nodes[used] = '\0';
-			break;
-		}
-		used += (size_t)w;
-	}
 	if (now.overcommitted > r->max_overcommitted)
 		r->max_overcommitted = now.overcommitted;
 	if (now.diverging > r->max_diverging)
@@ -630,9 +709,13 @@ int replay_finish(struct replay *r)
 	} else {
 		rc = replay_publish(r);
 		if (rc == 0)
-			rc = ledger_build(r->view, r->o.policy, 0, REPLAY_LEDGER_CAP, &r->ledger);
+			rc = ledger_update(r, 0);
 	}
-	return rc;
+	/* The end's ledger, with its entries: of the last sample that changed
+	 * the view, at its time. */
+	ledger_free(r->ledger);
+	r->ledger = NULL;
+	return rc ? rc : ledger_inc_ledger(r->inc, true, &r->ledger);
 }
 
 void replay_totals(const struct replay *r, struct replay_totals *out)
@@ -658,6 +741,14 @@ const char *replay_cap(const struct replay *r)
 const struct ledger *replay_ledger(const struct replay *r)
 {
 	return r->ledger;
+}
+
+void replay_ledger_stats(const struct replay *r, struct ledger_inc_stats *st)
+{
+	if (r->inc)
+		ledger_inc_stats(r->inc, st);
+	else   /* a new one could not be made (-ENOMEM, returned then) */
+		memset(st, 0, sizeof(*st));
 }
 
 uint64_t replay_divergences(const struct replay *r)

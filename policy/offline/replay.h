@@ -68,10 +68,14 @@ struct replay_options {
 	size_t store_bytes;           /* cap on the stored object texts */
 	size_t max_line;              /* longest line read */
 	uint32_t max_pending;         /* claims held back at once (pending.h) */
+	uint32_t ledger_hold;         /* view objects the kept ledger's snapshot may keep from
+				       * being freed; past it the snapshot goes and the next
+				       * sample builds the ledger whole */
 };
 
 /* 5 examples, 1,000 refusals listed, 1 s samples, a 10 s / 256 MiB
- * window, 4 GiB of objects, 64 MiB lines, 100,000 claims held back. */
+ * window, 4 GiB of objects, 64 MiB lines, 100,000 claims held back,
+ * 16,384 view objects held for the ledger (about 5 MiB). */
 void replay_options_default(struct replay_options *o);
 
 struct replay;
@@ -121,9 +125,16 @@ struct replay_totals {
 
 void replay_totals(const struct replay *r, struct replay_totals *out);
 
-/* The ledger of the last sample (after replay_finish(): of the end), or
- * NULL before the first. Borrowed from r. */
+/* The ledger at the end (made by replay_finish(), with its entries), or
+ * NULL before: the samples read the kept ledger's node accounts without
+ * making one. Borrowed from r. */
 const struct ledger *replay_ledger(const struct replay *r);
+
+/* How the samples kept the ledger (ledger.h, "Kept up to date"): built
+ * whole once, then each sample of a changed view updated for what changed
+ * since the last (last_nodes: the node accounts it counted again). Since
+ * the kept ledger was last let go (ledger_hold), if it was. */
+void replay_ledger_stats(const struct replay *r, struct ledger_inc_stats *st);
 
 /* --- the report ----------------------------------------------------------------------------- */
 

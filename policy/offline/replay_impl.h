@@ -115,6 +115,11 @@ struct replay {
 	struct replay_options o;
 	struct view_builder *builder;
 	const struct view *view;    /* published, NULL before the first */
+	/* The ledger kept up to date sample by sample, and the snapshot it was
+	 * last brought to: held (it may be older than view) until the next
+	 * sample's update has read what changed since. */
+	struct ledger_inc *inc;
+	const struct view *ledger_view;
 	struct arena *arena;        /* one event's decision */
 	struct arena *scratch;      /* view_builder_apply_json */
 	struct replay_store store;
@@ -187,7 +192,9 @@ struct replay {
 	bool held_full;
 	uint32_t max_near_capacity;
 	char near_capacity_node[256];
-	struct ledger *ledger;            /* the last sample's */
+	struct ledger *ledger;            /* the end's, made by replay_finish() */
+	const struct ledger_node **flagged;   /* a sample's flagged nodes: as many as nodes at most */
+	uint32_t nflagged, flagged_cap;
 	/* The event being processed, as the judge decoded it (in arena): its
 	 * object, and the text it was decoded from. Applying that same text
 	 * to the view takes the decoded object instead of decoding it again.
@@ -206,7 +213,7 @@ struct judged {
 	const char *kind;
 };
 
-/* The working view published for engine_decide() and ledger_build(). */
+/* The working view published for engine_decide() and the ledger. */
 int replay_publish(struct replay *r);
 /* The kinds whose last text is kept for the next write's oldObject. */
 bool replay_stored_kind(enum audit_resource res);
