@@ -701,86 +701,71 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 	return rc ? rc : buf_add_cstr(out, "}}");
 }
 
-struct dump {
-	struct buf *out;
-	bool first;
-};
-
-static int dump_sep(struct dump *d)
+/* Each record is written after a ',' unless it is the first (first). */
+static int dump_slice(struct buf *out, const struct view_slice *s, bool first)
 {
-	int rc = d->first ? 0 : buf_add_char(d->out, ',');
-
-	d->first = false;
-	return rc;
-}
-
-static int dump_slice(void *ctx, const struct view_slice *s)
-{
-	struct dump *d = ctx;
 	struct str v = view_atom_str(s->driver), p = view_atom_str(s->pool);
-	int rc = dump_sep(d);
+	int rc = first ? 0 : buf_add_char(out, ',');
 
 	if (rc == 0)
-		rc = buf_add_cstr(d->out, "{\"name\":");
+		rc = buf_add_cstr(out, "{\"name\":");
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, s->name, strlen(s->name));
+		rc = buf_add_json_str(out, s->name, strlen(s->name));
 	if (rc == 0)
-		rc = buf_printf(d->out, ",\"resourceVersion\":\"%s\",\"driver\":", s->resource_version);
+		rc = buf_printf(out, ",\"resourceVersion\":\"%s\",\"driver\":", s->resource_version);
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, v.ptr, v.len);
+		rc = buf_add_json_str(out, v.ptr, v.len);
 	if (rc == 0)
-		rc = buf_add_cstr(d->out, ",\"pool\":");
+		rc = buf_add_cstr(out, ",\"pool\":");
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, p.ptr, p.len);
+		rc = buf_add_json_str(out, p.ptr, p.len);
 	if (rc == 0)
-		rc = buf_printf(d->out, ",\"generation\":%" PRId64 ",\"devices\":%u}", s->generation, s->ndevices);
+		rc = buf_printf(out, ",\"generation\":%" PRId64 ",\"devices\":%u}", s->generation, s->ndevices);
 	return rc;
 }
 
-static int dump_claim(void *ctx, const struct view_claim *c)
+static int dump_claim(struct buf *out, const struct view_claim *c, bool first)
 {
-	struct dump *d = ctx;
 	struct str ns = view_atom_str(c->namespace), node = view_atom_str(c->node_name);
 	char uid[64];
-	int rc = dump_sep(d);
+	int rc = first ? 0 : buf_add_char(out, ',');
 
 	view_uid_format(&c->uid, uid, sizeof(uid));
 	if (rc == 0)
-		rc = buf_add_cstr(d->out, "{\"namespace\":");
+		rc = buf_add_cstr(out, "{\"namespace\":");
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, ns.ptr, ns.len);
+		rc = buf_add_json_str(out, ns.ptr, ns.len);
 	if (rc == 0)
-		rc = buf_add_cstr(d->out, ",\"name\":");
+		rc = buf_add_cstr(out, ",\"name\":");
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, c->name, strlen(c->name));
+		rc = buf_add_json_str(out, c->name, strlen(c->name));
 	if (rc == 0)
-		rc = buf_printf(d->out, ",\"resourceVersion\":\"%s\",\"uid\":", c->resource_version);
+		rc = buf_printf(out, ",\"resourceVersion\":\"%s\",\"uid\":", c->resource_version);
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, uid, strlen(uid));
+		rc = buf_add_json_str(out, uid, strlen(uid));
 	if (rc == 0)
-		rc = buf_printf(d->out, ",\"allocated\":%s,\"results\":%u,\"reservedFor\":%u,\"node\":",
+		rc = buf_printf(out, ",\"allocated\":%s,\"results\":%u,\"reservedFor\":%u,\"node\":",
 				c->allocated ? "true" : "false", c->nresults, c->nreserved);
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, node.ptr, node.len);
-	return rc ? rc : buf_add_char(d->out, '}');
+		rc = buf_add_json_str(out, node.ptr, node.len);
+	return rc ? rc : buf_add_char(out, '}');
 }
 
-static int dump_pool(void *ctx, const struct view_pool *p)
+static int dump_pool(struct buf *out, const struct view_pool *p, bool first)
 {
-	struct dump *d = ctx;
 	struct str dr = view_atom_str(p->driver), n = view_atom_str(p->name);
-	int rc = dump_sep(d);
+	int rc = first ? 0 : buf_add_char(out, ',');
 
 	if (rc == 0)
-		rc = buf_add_cstr(d->out, "{\"driver\":");
+		rc = buf_add_cstr(out, "{\"driver\":");
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, dr.ptr, dr.len);
+		rc = buf_add_json_str(out, dr.ptr, dr.len);
 	if (rc == 0)
-		rc = buf_add_cstr(d->out, ",\"name\":");
+		rc = buf_add_cstr(out, ",\"name\":");
 	if (rc == 0)
-		rc = buf_add_json_str(d->out, n.ptr, n.len);
+		rc = buf_add_json_str(out, n.ptr, n.len);
 	if (rc == 0)
-		rc = buf_printf(d->out, ",\"generation\":%" PRId64 ",\"maxGeneration\":%" PRId64
+		rc = buf_printf(out, ",\"generation\":%" PRId64 ",\"maxGeneration\":%" PRId64
 				",\"slices\":%u,\"resourceSliceCount\":%" PRId64 "}", p->generation,
 				p->max_generation, p->nslices, p->resource_slice_count);
 	return rc;
@@ -790,25 +775,30 @@ int cluster_view_dump_json(struct cluster_view *cv, struct buf *out)
 {
 	struct snapshot *s = cluster_view_acquire(cv);
 	const struct view *v;
-	struct dump d = { out, true };
+	struct view_iter it;
+	const struct view_slice *sl;
+	const struct view_claim *c;
+	const struct view_pool *p;
+	bool first;
 	int rc;
 
 	if (!s)
 		return -EAGAIN;
 	v = cluster_view_get(s);
 	rc = buf_printf(out, "{\"seq\":%" PRIu64 ",\"resourceslices\":[", view_seq(v));
-	if (rc == 0)
-		rc = view_each_slice(v, dump_slice, &d);
-	d.first = true;
+	first = true;
+	for (sl = view_first_slice(&it, v); sl && rc == 0; sl = view_next_slice(&it), first = false)
+		rc = dump_slice(out, sl, first);
 	if (rc == 0)
 		rc = buf_add_cstr(out, "],\"resourceclaims\":[");
-	if (rc == 0)
-		rc = view_each_claim(v, dump_claim, &d);
-	d.first = true;
+	first = true;
+	for (c = view_first_claim(&it, v); c && rc == 0; c = view_next_claim(&it), first = false)
+		rc = dump_claim(out, c, first);
 	if (rc == 0)
 		rc = buf_add_cstr(out, "],\"pools\":[");
-	if (rc == 0)
-		rc = view_each_pool(v, dump_pool, &d);
+	first = true;
+	for (p = view_first_pool(&it, v); p && rc == 0; p = view_next_pool(&it), first = false)
+		rc = dump_pool(out, p, first);
 	if (rc == 0)
 		rc = buf_add_cstr(out, "]}");
 	snapshot_release(s);
