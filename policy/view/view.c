@@ -602,23 +602,28 @@ const struct view_device *view_device_find(const struct view *v, struct str driv
 	return NULL;
 }
 
-/* The next record of the table it walks, when that is table kind. */
-static const struct view_rec *iter_next(struct view_iter *it, enum vkind kind)
+/* The next record of the table it walks, when that is table kind. The
+ * place is kept in locals and stored once: the ledger walks every record
+ * of the view on each build. */
+static inline const struct view_rec *iter_next(struct view_iter *it, enum vkind kind)
 {
 	const struct vdir *d = it->dir;
+	uint32_t c = it->chunk, i = it->slot;
 
 	if (!d || it->table != (uint32_t)kind)
 		return NULL;
-	for (; it->chunk < d->nchunks; it->chunk++, it->slot = 0) {
-		const struct vchunk *ch = d->chunk[it->chunk];
+	for (; c < d->nchunks; c++, i = 0) {
+		const struct view_rec *const *slot = d->chunk[c]->slot;
 
-		while (it->slot < VIEW_CHUNK) {
-			const struct view_rec *r = ch->slot[it->slot++];
-
-			if (r)
-				return r;
-		}
+		for (; i < VIEW_CHUNK; i++)
+			if (slot[i]) {
+				it->chunk = c;
+				it->slot = i + 1;
+				return slot[i];
+			}
 	}
+	it->chunk = c;
+	it->slot = 0;
 	return NULL;
 }
 
