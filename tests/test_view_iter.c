@@ -327,8 +327,8 @@ static void test_a_held_snapshot_keeps_its_walk_across_events_and_relists(void *
 	struct view_builder *b = NULL;
 	const struct view *v1, *v2, *v3;
 	const uint32_t want1[T_COUNT] = { 200, 50, 100, 100, 100 };
-	const uint32_t want2[T_COUNT] = { 199, 50, 100, 101, 99 };
-	const uint32_t want3[T_COUNT] = { 199, 50, 100, 101, 10 };
+	const uint32_t want2[T_COUNT] = { 195, 50, 100, 101, 99 };   /* pool p0001 emptied, kept */
+	const uint32_t want3[T_COUNT] = { 195, 50, 100, 101, 10 };
 	char json[1024];
 	unsigned i;
 	int t;
@@ -345,13 +345,17 @@ static void test_a_held_snapshot_keeps_its_walk_across_events_and_relists(void *
 	for (t = 0; t < T_COUNT; t++)
 		walk(v1, (enum table)t, &before[t]);
 
-	/* events: a node deleted, a Pod added, a slice deleted (its pool stays), a claim replaced */
+	/* events: a node deleted, a Pod added, slices deleted (their pools stay), a claim replaced */
 	object(T_NODES, 7, json, sizeof(json));
 	apply(b, VIEW_DELETED, json);
 	object(T_PODS, 100, json, sizeof(json));
 	apply(b, VIEW_ADDED, json);
 	object(T_SLICES, 3, json, sizeof(json));
 	apply(b, VIEW_DELETED, json);
+	for (i = 4; i < 8; i++) {   /* every slice of pool p0001 */
+		object(T_SLICES, i, json, sizeof(json));
+		apply(b, VIEW_DELETED, json);
+	}
 	object(T_CLAIMS, 5, json, sizeof(json));
 	memcpy(strstr(json, "\"resourceVersion\":\"1\""), "\"resourceVersion\":\"2\"", 21);
 	apply(b, VIEW_MODIFIED, json);

@@ -383,7 +383,8 @@ const struct view_device *view_device_find(const struct view *v, struct str driv
  *
  * view_first_<x>() starts it over the table of snapshot v and returns its
  * first record, view_next_<x>() the one after; NULL when there are no more
- * (and again on every later call). Every record of the table comes once.
+ * (and again on every later call). Every record of the table comes once
+ * (the pools' with the emptied pools still kept, as view_pool_count()).
  *
  * Order: the table's slot order (by key hash), not by name. It is the same
  * for every walk of one snapshot, from any thread, and may differ in the
@@ -395,7 +396,8 @@ const struct view_device *view_device_find(const struct view *v, struct str driv
  * snapshots (apply, relist, publish) do not change what a walk of v sees.
  * An iterator owns nothing (nothing to free; stopping early is fine) and
  * any number may walk one snapshot at once. A next of another table than
- * the first started it (view_next_pod() on slices) returns NULL. */
+ * the first started it (view_next_pod() on slices) returns NULL, and so
+ * does any next of a zeroed iterator. */
 struct vdir;
 struct view_iter {
 	const struct vdir *dir;     /* the table, borrowed from the snapshot */
