@@ -201,19 +201,11 @@ struct sum_ctx {
 	uint32_t n;
 };
 
-#define SUMMER(kind, type)                                                        \
-	static int sum_##kind(void *ctx, const struct type *r)                    \
-	{                                                                         \
-		struct sum_ctx *c = ctx;                                          \
-		c->bytes += r->h.size;                                            \
-		c->n++;                                                           \
-		return 0;                                                         \
-	}
-SUMMER(slice, view_slice)
-SUMMER(claim, view_claim)
-SUMMER(pod, view_pod)
-SUMMER(node, view_node)
-SUMMER(pool, view_pool)
+static void sum(struct sum_ctx *c, const struct view_rec *h)
+{
+	c->bytes += h->size;
+	c->n++;
+}
 
 static void per(const char *what, const struct sum_ctx *c)
 {
@@ -230,6 +222,12 @@ static int files(char **paths)
 	const struct view *v = NULL;
 	struct view_stats st;
 	struct sum_ctx sc[5];
+	struct view_iter it;
+	const struct view_slice *sl;
+	const struct view_claim *cl;
+	const struct view_pod *po;
+	const struct view_node *no;
+	const struct view_pool *pl;
 	static char chunk[CHUNK];
 	double t0 = now_s();
 	long rss0 = rss_kib();
@@ -272,11 +270,16 @@ static int files(char **paths)
 		goto out;
 	view_builder_collect(b);
 	view_builder_stats(b, &st);
-	view_each_slice(v, sum_slice, &sc[0]);
-	view_each_claim(v, sum_claim, &sc[1]);
-	view_each_pod(v, sum_pod, &sc[2]);
-	view_each_node(v, sum_node, &sc[3]);
-	view_each_pool(v, sum_pool, &sc[4]);
+	for (sl = view_first_slice(&it, v); sl; sl = view_next_slice(&it))
+		sum(&sc[0], &sl->h);
+	for (cl = view_first_claim(&it, v); cl; cl = view_next_claim(&it))
+		sum(&sc[1], &cl->h);
+	for (po = view_first_pod(&it, v); po; po = view_next_pod(&it))
+		sum(&sc[2], &po->h);
+	for (no = view_first_node(&it, v); no; no = view_next_node(&it))
+		sum(&sc[3], &no->h);
+	for (pl = view_first_pool(&it, v); pl; pl = view_next_pool(&it))
+		sum(&sc[4], &pl->h);
 	printf("files  seconds=%.2f records=%zu atoms=%zu (%u) holds=%u rss_kib=%ld (at start %ld)\n",
 	       now_s() - t0, st.record_bytes, st.atom_bytes, st.atoms, st.holds, rss_kib(), rss0);
 	per("slices", &sc[0]);

@@ -962,28 +962,20 @@ struct budget_sum {
 	size_t bytes_with_claims;
 };
 
-static int sum_slice(void *ctx, const struct view_slice *r)
+static void sum_slice(struct budget_sum *c, const struct view_slice *r)
 {
-	struct budget_sum *c = ctx;
-
 	c->bytes += r->h.size;
 	c->n += r->ndevices;
-	return 0;
 }
 
-static int sum_claim(void *ctx, const struct view_claim *r)
+static void sum_claim(struct budget_sum *c, const struct view_claim *r)
 {
-	struct budget_sum *c = ctx;
-
 	c->bytes += r->h.size;
 	c->n++;
-	return 0;
 }
 
-static int sum_pod(void *ctx, const struct view_pod *r)
+static void sum_pod(struct budget_sum *c, const struct view_pod *r)
 {
-	struct budget_sum *c = ctx;
-
 	if (r->nstatuses) {
 		c->bytes_with_claims += r->h.size;
 		c->with_claims++;
@@ -991,16 +983,12 @@ static int sum_pod(void *ctx, const struct view_pod *r)
 		c->bytes += r->h.size;
 		c->n++;
 	}
-	return 0;
 }
 
-static int sum_node(void *ctx, const struct view_node *r)
+static void sum_node(struct budget_sum *c, const struct view_node *r)
 {
-	struct budget_sum *c = ctx;
-
 	c->bytes += r->h.size;
 	c->n++;
-	return 0;
 }
 
 static void apply(struct view_builder *b, struct arena *a, struct buf *t)
@@ -1016,6 +1004,11 @@ static void test_records_stay_within_their_byte_budget(void **state)
 	struct view_builder *b = NULL;
 	struct arena *a = NULL;
 	struct budget_sum sl = { 0 }, cl = { 0 }, po = { 0 }, no = { 0 }, ho = { 0 };
+	struct view_iter it;
+	const struct view_slice *sr;
+	const struct view_claim *cr;
+	const struct view_pod *pr;
+	const struct view_node *nr;
 	struct view_stats st;
 	const struct view *v;
 	struct buf t;
@@ -1077,10 +1070,14 @@ static void test_records_stay_within_their_byte_budget(void **state)
 	v = publish(b);
 	assert_int_equal(view_count(v, VIEW_CLAIMS), B_CLAIMS);
 	assert_int_equal(view_count(v, VIEW_PODS), B_CLAIMS + B_FREE_PODS);
-	view_each_slice(v, sum_slice, &sl);
-	view_each_claim(v, sum_claim, &cl);
-	view_each_pod(v, sum_pod, &po);
-	view_each_node(v, sum_node, &no);
+	for (sr = view_first_slice(&it, v); sr; sr = view_next_slice(&it))
+		sum_slice(&sl, sr);
+	for (cr = view_first_claim(&it, v); cr; cr = view_next_claim(&it))
+		sum_claim(&cl, cr);
+	for (pr = view_first_pod(&it, v); pr; pr = view_next_pod(&it))
+		sum_pod(&po, pr);
+	for (nr = view_first_node(&it, v); nr; nr = view_next_node(&it))
+		sum_node(&no, nr);
 	for (i = 0; i < B_NODES; i++)
 		for (k = 0; k < 8; k++) {
 			char pool[32], dev[16];

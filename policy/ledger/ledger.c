@@ -199,9 +199,8 @@ static int add_zone(struct build *b, struct ledger_amount *a, struct str zone, i
 
 /* --- Nodes and Pods ---------------------------------------------------------------- */
 
-static int add_node(void *ctx, const struct view_node *vn)
+static int add_node(struct build *b, const struct view_node *vn)
 {
-	struct build *b = ctx;
 	struct ledger_node *n = node_of(b, str_from_cstr(vn->name));
 	uint32_t i;
 
@@ -299,10 +298,8 @@ static bool same_status(const struct view_pod_status *a, const struct view_pod_s
  * namespace and name) whatever the view's, so that which of two Pods
  * sharing a claim carries it is the same in every build of the same
  * view, whole or one node at a time. */
-static int collect_pod(void *ctx, const struct view_pod *p)
+static int collect_pod(struct build *b, const struct view_pod *p)
 {
-	struct build *b = ctx;
-
 	if (!p->node_name)
 		return 0;   /* not on a node yet: no account holds it */
 	if (b->npods == b->palloc) {
@@ -600,9 +597,8 @@ uint32_t ledger_claim_nodes(const struct view *v, const struct view_claim *c, st
 	return n;
 }
 
-static int add_claim(void *ctx, const struct view_claim *c)
+static int add_claim(struct build *b, const struct view_claim *c)
 {
-	struct build *b = ctx;
 	struct str nodes[LEDGER_CLAIM_NODES];
 	uint32_t nn, i, k;
 	bool old = false, added = false;
@@ -663,15 +659,6 @@ void ledger_claim_counts(const struct view *v, const struct view_claim *c, struc
 		if (c->charges[i].state == VIEW_CHARGE_OK &&
 		    !still_current(device_now(v, &c->results[i]), &c->results[i], &c->charges[i]))
 			out->old_mapping = 1;
-}
-
-static int newest_change(void *ctx, const struct view_slice *s)
-{
-	struct ledger *l = ctx;
-
-	if (s->mapping_changed_ns > l->mapping_changed_ns)
-		l->mapping_changed_ns = s->mapping_changed_ns;
-	return 0;
 }
 
 /* --- finishing ---------------------------------------------------------------------- */
@@ -971,6 +958,11 @@ int ledger_build(const struct view *v, const struct policy *pol, int64_t now_ns,
 		 struct ledger **out)
 {
 	struct build b;
+	struct view_iter it;
+	const struct view_node *vn;
+	const struct view_pod *p;
+	const struct view_claim *c;
+	const struct view_slice *s;
 	struct arena *a = NULL;
 	int rc;
 
@@ -981,15 +973,17 @@ int ledger_build(const struct view *v, const struct policy *pol, int64_t now_ns,
 		arena_free(a);
 		return rc;
 	}
-	view_each_node(v, add_node, &b);
-	if (b.rc == 0)
-		view_each_pod(v, collect_pod, &b);
+	for (vn = view_first_node(&it, v); vn && b.rc == 0; vn = view_next_node(&it))
+		add_node(&b, vn);
+	for (p = view_first_pod(&it, v); p && b.rc == 0; p = view_next_pod(&it))
+		collect_pod(&b, p);
 	if (b.rc == 0)
 		add_pods(&b);
-	if (b.rc == 0)
-		view_each_claim(v, add_claim, &b);
-	if (b.rc == 0)
-		view_each_slice(v, newest_change, b.l);
+	for (c = view_first_claim(&it, v); c && b.rc == 0; c = view_next_claim(&it))
+		add_claim(&b, c);
+	for (s = view_first_slice(&it, v); s && b.rc == 0; s = view_next_slice(&it))
+		if (s->mapping_changed_ns > b.l->mapping_changed_ns)
+			b.l->mapping_changed_ns = s->mapping_changed_ns;
 	if (b.rc == 0)
 		finish(&b);
 	if (b.rc) {

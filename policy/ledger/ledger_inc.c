@@ -631,32 +631,35 @@ static int diff_slice(void *ctx, const void *o, const void *n)
 	return rc;
 }
 
-static int newest_mapping(void *ctx, const struct view_slice *s)
+/* The newest mapping change among the slices of v. */
+static int64_t newest_mapping(const struct view *v)
 {
-	int64_t *t = ctx;
+	struct view_iter it;
+	const struct view_slice *s;
+	int64_t t = 0;
 
-	if (s->mapping_changed_ns > *t)
-		*t = s->mapping_changed_ns;
-	return 0;
+	for (s = view_first_slice(&it, v); s; s = view_next_slice(&it))
+		if (s->mapping_changed_ns > t)
+			t = s->mapping_changed_ns;
+	return t;
 }
 
-static int all_node(void *ctx, const struct view_node *n)
+/* Everything of v counted, as if every record had just been added. */
+static int add_all(struct update *u, const struct view *v)
 {
-	return diff_node(ctx, NULL, n);
-}
+	struct view_iter it;
+	const struct view_node *n;
+	const struct view_pod *p;
+	const struct view_claim *c;
+	int rc = 0;
 
-static int all_pod(void *ctx, const struct view_pod *p)
-{
-	struct update *u = ctx;
-
-	return pod_move(u->li, p, 1, &u->dirty);
-}
-
-static int all_claim(void *ctx, const struct view_claim *c)
-{
-	struct update *u = ctx;
-
-	return claim_move(u->li, u->nv, c, 1, &u->dirty);
+	for (n = view_first_node(&it, v); n && rc == 0; n = view_next_node(&it))
+		rc = diff_node(u, NULL, n);
+	for (p = view_first_pod(&it, v); p && rc == 0; p = view_next_pod(&it))
+		rc = pod_move(u->li, p, 1, &u->dirty);
+	for (c = view_first_claim(&it, v); c && rc == 0; c = view_next_claim(&it))
+		rc = claim_move(u->li, v, c, 1, &u->dirty);
+	return rc;
 }
 
 /* Forget everything: the next update builds whole. */
@@ -712,14 +715,8 @@ int ledger_inc_update(struct ledger_inc *li, const struct view *v, int64_t now_n
 		return 0;
 	if (!ov) {
 		clear(li);
-		rc = view_each_node(v, all_node, &u);
-		if (rc == 0)
-			rc = view_each_pod(v, all_pod, &u);
-		if (rc == 0)
-			rc = view_each_claim(v, all_claim, &u);
-		li->mapping_changed_ns = 0;
-		if (rc == 0)
-			view_each_slice(v, newest_mapping, &li->mapping_changed_ns);
+		rc = add_all(&u, v);
+		li->mapping_changed_ns = rc == 0 ? newest_mapping(v) : 0;
 		claims = view_count(v, VIEW_CLAIMS);
 		li->st.whole++;
 	} else {
@@ -730,10 +727,8 @@ int ledger_inc_update(struct ledger_inc *li, const struct view *v, int64_t now_n
 			rc = view_diff(ov, v, VIEW_CLAIMS, diff_claim, &u);
 		if (rc == 0)
 			rc = view_diff(ov, v, VIEW_SLICES, diff_slice, &u);
-		if (rc == 0 && u.rescan_mapping) {
-			li->mapping_changed_ns = 0;
-			view_each_slice(v, newest_mapping, &li->mapping_changed_ns);
-		}
+		if (rc == 0 && u.rescan_mapping)
+			li->mapping_changed_ns = newest_mapping(v);
 		for (i = 0; rc == 0 && u.redo.slot && i <= u.redo.mask; i++) {
 			struct str ns, nm;
 

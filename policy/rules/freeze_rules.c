@@ -102,36 +102,17 @@ static enum gated_owner owner_gated(const struct check *c, struct str ns)
 	return p->gated ? OWNER_GATED : OWNER_NOT_GATED;
 }
 
-struct held_search {
-	struct verdict *v;
-	struct arena *a;
-	struct str ns, claim;
-	int rc;
-};
-
-static int held_pod(void *ctx, const struct view_pod *p)
+/* Whether Pod p, of namespace ns, names claim. */
+static bool names_claim(const struct view_pod *p, struct str ns, struct str claim)
 {
-	struct held_search *h = ctx;
-	struct verdict_pod *vp;
-	char uid[64];
 	uint32_t i;
 
-	if (h->v->nheld_pods >= VERDICT_MAX_HELD_PODS)
-		return 1;
-	if (!str_eq(view_atom_str(p->namespace), h->ns))
-		return 0;
+	if (!str_eq(view_atom_str(p->namespace), ns))
+		return false;
 	for (i = 0; i < p->nclaims; i++)
-		if (str_eq_cstr(h->claim, p->claims[i]))
-			break;
-	if (i == p->nclaims)
-		return 0;
-	vp = &h->v->held_pods[h->v->nheld_pods];
-	view_uid_format(&p->uid, uid, sizeof(uid));
-	vp->name = str_from_cstr(p->name);
-	if ((h->rc = arena_strdup(h->a, uid, strlen(uid), &vp->uid)) != 0)
-		return 1;
-	h->v->nheld_pods++;
-	return 0;
+		if (str_eq_cstr(claim, p->claims[i]))
+			return true;
+	return false;
 }
 
 /* The Pods that name a claim created directly (not from a template) by
@@ -139,13 +120,28 @@ static int held_pod(void *ctx, const struct view_pod *p)
  * claim does not exist, so the refusal's Events go to them. */
 static void find_held_pods(struct check *c, struct str ns)
 {
-	struct held_search h = { c->verdict, c->arena, ns, c->req->object.meta.name, 0 };
+	struct verdict *v = c->verdict;
+	struct str claim = c->req->object.meta.name;
+	struct view_iter it;
+	const struct view_pod *p;
+	int rc = 0;
 
-	if (!c->view || made_for_pod(&c->req->object.meta) || !h.claim.len)
+	if (!c->view || made_for_pod(&c->req->object.meta) || !claim.len)
 		return;
-	view_each_pod(c->view, held_pod, &h);
-	if (h.rc)
-		c->error = h.rc;
+	for (p = view_first_pod(&it, c->view); p && v->nheld_pods < VERDICT_MAX_HELD_PODS; p = view_next_pod(&it)) {
+		struct verdict_pod *vp = &v->held_pods[v->nheld_pods];
+		char uid[64];
+
+		if (!names_claim(p, ns, claim))
+			continue;
+		view_uid_format(&p->uid, uid, sizeof(uid));
+		vp->name = str_from_cstr(p->name);
+		if ((rc = arena_strdup(c->arena, uid, strlen(uid), &vp->uid)) != 0)
+			break;
+		v->nheld_pods++;
+	}
+	if (rc)
+		c->error = rc;
 }
 
 /* "a, b)" for the message: the held Pods' names. */

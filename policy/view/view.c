@@ -617,99 +617,85 @@ const struct view_device *view_device_find(const struct view *v, struct str driv
 	return NULL;
 }
 
-struct each_slice {
-	int (*fn)(void *ctx, const struct view_slice *s);
-	void *ctx;
-};
-
-static int each_slice(void *ctx, const struct view_rec *r)
+/* The next record of the table it walks, when that is table kind. The
+ * place is kept in locals and stored once: the ledger walks every record
+ * of the view on each build. */
+static inline const struct view_rec *iter_next(struct view_iter *it, enum vkind kind)
 {
-	struct each_slice *e = ctx;
+	const struct vdir *d = it->dir;
+	uint32_t c = it->chunk, i = it->slot;
 
-	return e->fn(e->ctx, (const struct view_slice *)r);
+	if (!d || it->table != (uint32_t)kind)
+		return NULL;
+	for (; c < d->nchunks; c++, i = 0) {
+		const struct view_rec *const *slot = d->chunk[c]->slot;
+
+		for (; i < VIEW_CHUNK; i++)
+			if (slot[i]) {
+				it->chunk = c;
+				it->slot = i + 1;
+				return slot[i];
+			}
+	}
+	it->chunk = c;
+	it->slot = 0;
+	return NULL;
 }
 
-int view_each_slice(const struct view *v, int (*fn)(void *ctx, const struct view_slice *s), void *ctx)
+static const struct view_rec *iter_first(struct view_iter *it, const struct view *v, enum vkind kind)
 {
-	struct each_slice e = { fn, ctx };
-
-	return vt_each(v->dir[VK_SLICE], each_slice, &e);
+	*it = (struct view_iter){ .dir = v->dir[kind], .table = (uint32_t)kind };
+	return iter_next(it, kind);
 }
 
-struct each_pool {
-	int (*fn)(void *ctx, const struct view_pool *p);
-	void *ctx;
-};
-
-static int each_pool(void *ctx, const struct view_rec *r)
+const struct view_slice *view_first_slice(struct view_iter *it, const struct view *v)
 {
-	struct each_pool *e = ctx;
-
-	return e->fn(e->ctx, (const struct view_pool *)r);
+	return (const struct view_slice *)iter_first(it, v, VK_SLICE);
 }
 
-int view_each_pool(const struct view *v, int (*fn)(void *ctx, const struct view_pool *p), void *ctx)
+const struct view_slice *view_next_slice(struct view_iter *it)
 {
-	struct each_pool e = { fn, ctx };
-
-	return vt_each(v->dir[VK_POOL], each_pool, &e);
+	return (const struct view_slice *)iter_next(it, VK_SLICE);
 }
 
-struct each_claim {
-	int (*fn)(void *ctx, const struct view_claim *c);
-	void *ctx;
-};
-
-static int each_claim(void *ctx, const struct view_rec *r)
+const struct view_pool *view_first_pool(struct view_iter *it, const struct view *v)
 {
-	struct each_claim *e = ctx;
-
-	return e->fn(e->ctx, (const struct view_claim *)r);
+	return (const struct view_pool *)iter_first(it, v, VK_POOL);
 }
 
-int view_each_claim(const struct view *v, int (*fn)(void *ctx, const struct view_claim *c), void *ctx)
+const struct view_pool *view_next_pool(struct view_iter *it)
 {
-	struct each_claim e = { fn, ctx };
-
-	return vt_each(v->dir[VK_CLAIM], each_claim, &e);
+	return (const struct view_pool *)iter_next(it, VK_POOL);
 }
 
-struct each_pod {
-	int (*fn)(void *ctx, const struct view_pod *p);
-	void *ctx;
-};
-
-static int each_pod(void *ctx, const struct view_rec *r)
+const struct view_claim *view_first_claim(struct view_iter *it, const struct view *v)
 {
-	struct each_pod *e = ctx;
-
-	return e->fn(e->ctx, (const struct view_pod *)r);
+	return (const struct view_claim *)iter_first(it, v, VK_CLAIM);
 }
 
-int view_each_pod(const struct view *v, int (*fn)(void *ctx, const struct view_pod *p), void *ctx)
+const struct view_claim *view_next_claim(struct view_iter *it)
 {
-	struct each_pod e = { fn, ctx };
-
-	return vt_each(v->dir[VK_POD], each_pod, &e);
+	return (const struct view_claim *)iter_next(it, VK_CLAIM);
 }
 
-struct each_node {
-	int (*fn)(void *ctx, const struct view_node *n);
-	void *ctx;
-};
-
-static int each_node(void *ctx, const struct view_rec *r)
+const struct view_pod *view_first_pod(struct view_iter *it, const struct view *v)
 {
-	struct each_node *e = ctx;
-
-	return e->fn(e->ctx, (const struct view_node *)r);
+	return (const struct view_pod *)iter_first(it, v, VK_POD);
 }
 
-int view_each_node(const struct view *v, int (*fn)(void *ctx, const struct view_node *n), void *ctx)
+const struct view_pod *view_next_pod(struct view_iter *it)
 {
-	struct each_node e = { fn, ctx };
+	return (const struct view_pod *)iter_next(it, VK_POD);
+}
 
-	return vt_each(v->dir[VK_NODE], each_node, &e);
+const struct view_node *view_first_node(struct view_iter *it, const struct view *v)
+{
+	return (const struct view_node *)iter_first(it, v, VK_NODE);
+}
+
+const struct view_node *view_next_node(struct view_iter *it)
+{
+	return (const struct view_node *)iter_next(it, VK_NODE);
 }
 
 const struct view_pod *view_pod_get(const struct view *v, struct str ns, struct str name)

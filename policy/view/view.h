@@ -383,13 +383,48 @@ int view_device_amounts(const struct view_device *d, const struct view_result *r
 const struct view_device *view_device_find(const struct view *v, struct str driver, struct str pool,
 					   struct str device, const struct view_slice **slice);
 
-/* Visit every record of a table in no particular order; a nonzero return
- * from fn stops the walk and is returned. */
-int view_each_slice(const struct view *v, int (*fn)(void *ctx, const struct view_slice *s), void *ctx);
-int view_each_pool(const struct view *v, int (*fn)(void *ctx, const struct view_pool *p), void *ctx);
-int view_each_claim(const struct view *v, int (*fn)(void *ctx, const struct view_claim *c), void *ctx);
-int view_each_pod(const struct view *v, int (*fn)(void *ctx, const struct view_pod *p), void *ctx);
-int view_each_node(const struct view *v, int (*fn)(void *ctx, const struct view_node *n), void *ctx);
+/* Iteration: one typed walk per table, with no callback.
+ *
+ *	struct view_iter it;
+ *	const struct view_claim *c;
+ *
+ *	for (c = view_first_claim(&it, v); c; c = view_next_claim(&it))
+ *		...
+ *
+ * view_first_<x>() starts it over the table of snapshot v and returns its
+ * first record, view_next_<x>() the one after; NULL when there are no more
+ * (and again on every later call). Every record of the table comes once
+ * (the pools' with the emptied pools still kept, as view_pool_count()).
+ *
+ * Order: the table's slot order (by key hash), not by name. It is the same
+ * for every walk of one snapshot, from any thread, and may differ in the
+ * next snapshot: a caller whose result depends on the order sorts (the
+ * ledger sorts Pods by namespace and name).
+ *
+ * Lifetime: the iterator and the records it returns borrow from v; they
+ * are good until v is handed back with view_builder_release(), and later
+ * snapshots (apply, relist, publish) do not change what a walk of v sees.
+ * An iterator owns nothing (nothing to free; stopping early is fine) and
+ * any number may walk one snapshot at once. A next of another table than
+ * the first started it (view_next_pod() on slices) returns NULL, and so
+ * does any next of a zeroed iterator. */
+struct vdir;
+struct view_iter {
+	const struct vdir *dir;     /* the table, borrowed from the snapshot */
+	uint32_t chunk, slot;       /* the next slot to look at */
+	uint32_t table;             /* which table it walks */
+};
+
+const struct view_slice *view_first_slice(struct view_iter *it, const struct view *v);
+const struct view_slice *view_next_slice(struct view_iter *it);
+const struct view_pool *view_first_pool(struct view_iter *it, const struct view *v);
+const struct view_pool *view_next_pool(struct view_iter *it);
+const struct view_claim *view_first_claim(struct view_iter *it, const struct view *v);
+const struct view_claim *view_next_claim(struct view_iter *it);
+const struct view_pod *view_first_pod(struct view_iter *it, const struct view *v);
+const struct view_pod *view_next_pod(struct view_iter *it);
+const struct view_node *view_first_node(struct view_iter *it, const struct view *v);
+const struct view_node *view_next_node(struct view_iter *it);
 
 /* --- the builder: one thread -------------------------------------------- */
 

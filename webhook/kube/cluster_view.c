@@ -685,9 +685,8 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 	return jw_finish(&w);
 }
 
-static int dump_slice(void *ctx, const struct view_slice *s)
+static int dump_slice(struct jw *w, const struct view_slice *s)
 {
-	struct jw *w = ctx;
 	struct str v = view_atom_str(s->driver), p = view_atom_str(s->pool);
 
 	jw_object_begin(w);
@@ -700,9 +699,8 @@ static int dump_slice(void *ctx, const struct view_slice *s)
 	return jw_object_end(w);
 }
 
-static int dump_claim(void *ctx, const struct view_claim *c)
+static int dump_claim(struct jw *w, const struct view_claim *c)
 {
-	struct jw *w = ctx;
 	struct str ns = view_atom_str(c->namespace), node = view_atom_str(c->node_name);
 	char uid[64];
 
@@ -719,9 +717,8 @@ static int dump_claim(void *ctx, const struct view_claim *c)
 	return jw_object_end(w);
 }
 
-static int dump_pool(void *ctx, const struct view_pool *p)
+static int dump_pool(struct jw *w, const struct view_pool *p)
 {
-	struct jw *w = ctx;
 	struct str dr = view_atom_str(p->driver), n = view_atom_str(p->name);
 
 	jw_object_begin(w);
@@ -739,6 +736,10 @@ int cluster_view_dump_json(struct cluster_view *cv, struct buf *out)
 	struct snapshot *s = cluster_view_acquire(cv);
 	const struct view *v;
 	struct jw w;
+	struct view_iter it;
+	const struct view_slice *sl;
+	const struct view_claim *c;
+	const struct view_pool *p;
 
 	if (!s)
 		return -EAGAIN;
@@ -748,15 +749,18 @@ int cluster_view_dump_json(struct cluster_view *cv, struct buf *out)
 	jw_kuint(&w, "seq", view_seq(v));
 	jw_key(&w, "resourceslices");
 	jw_array_begin(&w);
-	view_each_slice(v, dump_slice, &w);
+	for (sl = view_first_slice(&it, v); sl; sl = view_next_slice(&it))
+		dump_slice(&w, sl);
 	jw_array_end(&w);
 	jw_key(&w, "resourceclaims");
 	jw_array_begin(&w);
-	view_each_claim(v, dump_claim, &w);
+	for (c = view_first_claim(&it, v); c; c = view_next_claim(&it))
+		dump_claim(&w, c);
 	jw_array_end(&w);
 	jw_key(&w, "pools");
 	jw_array_begin(&w);
-	view_each_pool(v, dump_pool, &w);
+	for (p = view_first_pool(&it, v); p; p = view_next_pool(&it))
+		dump_pool(&w, p);
 	jw_array_end(&w);
 	jw_object_end(&w);
 	snapshot_release(s);

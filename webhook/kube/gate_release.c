@@ -472,32 +472,22 @@ static bool recent_has(struct gate_release *g, const uint8_t uid[16], int64_t no
 
 /* --- finding and releasing gated Pods -------------------------------------------- */
 
-struct collect_ctx {
-	struct gate_release *g;
-	int64_t now;
-	uint64_t gated;
-};
-
-static int collect_pod(void *ctx, const struct view_pod *p)
+/* Gated Pod p goes on the to-do list, unless the list is full or p was
+ * patched moments ago (now). */
+static void collect_pod(struct gate_release *g, const struct view_pod *p, int64_t now)
 {
-	struct collect_ctx *c = ctx;
-	struct gate_release *g = c->g;
 	struct gated_pod *t;
 	uint8_t uid[16];
 
-	if (!p->gated)
-		return 0;
-	c->gated++;
 	view_uid_bytes(&p->uid, uid);
-	if (g->ntodo >= GATE_RELEASE_PASS_MAX || recent_has(g, uid, c->now))
-		return 0;
+	if (g->ntodo >= GATE_RELEASE_PASS_MAX || recent_has(g, uid, now))
+		return;
 	t = &g->todo[g->ntodo];
 	if ((size_t)snprintf(t->path, sizeof(t->path), "/api/v1/namespaces/%.*s/pods/%s", (int)view_atom_str(p->namespace).len, view_atom_str(p->namespace).ptr,
 			     p->name) >= sizeof(t->path))
-		return 0;
+		return;
 	memcpy(t->uid, uid, 16);
 	g->ntodo++;
-	return 0;
 }
 
 struct patch_slot {
@@ -687,16 +677,22 @@ static void follow_freeze(struct gate_release *g)
 static uint64_t pass(struct gate_release *g)
 {
 	struct snapshot *s = cluster_view_acquire(g->cv);
-	struct collect_ctx c = { g, clock_mono_ms(), 0 };
-	uint64_t seq = 0;
+	struct view_iter it;
+	const struct view_pod *p;
+	int64_t now = clock_mono_ms();
+	uint64_t seq = 0, gated = 0;
 
 	if (!s)
 		return 0;
 	seq = view_seq(cluster_view_get(s));
 	g->ntodo = 0;
-	view_each_pod(cluster_view_get(s), collect_pod, &c);
+	for (p = view_first_pod(&it, cluster_view_get(s)); p; p = view_next_pod(&it))
+		if (p->gated) {
+			gated++;
+			collect_pod(g, p, now);
+		}
 	snapshot_release(s);
-	atomic_store(&g->gated_now, c.gated);
+	atomic_store(&g->gated_now, gated);
 	if (atomic_load(&g->leading) && !atomic_load(&g->frozen))
 		release_all(g);
 	else
