@@ -66,7 +66,7 @@ struct outcome {
 /* Copies into the results arena; NULL (or an empty view) when it is full. */
 static const char *keep(struct dryrun *d, const char *s)
 {
-	struct str out;
+	struct str out = { 0 };
 
 	return arena_strdup(d->kept, s, strlen(s), &out) == 0 ? out.ptr : NULL;
 }
