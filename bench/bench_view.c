@@ -229,7 +229,7 @@ static int files(char **paths)
 	const struct view_node *no;
 	const struct view_pool *pl;
 	static char chunk[CHUNK];
-	double t0 = now_s();
+	double t0 = clock_mono_s();
 	long rss0 = rss_kib();
 	int r, rc = 1;
 
@@ -281,7 +281,7 @@ static int files(char **paths)
 	for (pl = view_first_pool(&it, v); pl; pl = view_next_pool(&it))
 		sum(&sc[4], &pl->h);
 	printf("files  seconds=%.2f records=%zu atoms=%zu (%u) holds=%u rss_kib=%ld (at start %ld)\n",
-	       now_s() - t0, st.record_bytes, st.atom_bytes, st.atoms, st.holds, rss_kib(), rss0);
+	       clock_mono_s() - t0, st.record_bytes, st.atom_bytes, st.atoms, st.holds, rss_kib(), rss0);
 	per("slices", &sc[0]);
 	per("claims", &sc[1]);
 	per("pods", &sc[2]);
