@@ -685,7 +685,8 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 	return jw_finish(&w);
 }
 
-static int dump_slice(struct jw *w, const struct view_slice *s)
+/* One record as an object (jw's first error sticks; jw_finish reports it). */
+static void dump_slice(struct jw *w, const struct view_slice *s)
 {
 	struct str v = view_atom_str(s->driver), p = view_atom_str(s->pool);
 
@@ -696,10 +697,10 @@ static int dump_slice(struct jw *w, const struct view_slice *s)
 	jw_kstring(w, "pool", p.ptr, p.len);
 	jw_kint(w, "generation", s->generation);
 	jw_kuint(w, "devices", s->ndevices);
-	return jw_object_end(w);
+	jw_object_end(w);
 }
 
-static int dump_claim(struct jw *w, const struct view_claim *c)
+static void dump_claim(struct jw *w, const struct view_claim *c)
 {
 	struct str ns = view_atom_str(c->namespace), node = view_atom_str(c->node_name);
 	char uid[64];
@@ -714,10 +715,10 @@ static int dump_claim(struct jw *w, const struct view_claim *c)
 	jw_kuint(w, "results", c->nresults);
 	jw_kuint(w, "reservedFor", c->nreserved);
 	jw_kstring(w, "node", node.ptr, node.len);
-	return jw_object_end(w);
+	jw_object_end(w);
 }
 
-static int dump_pool(struct jw *w, const struct view_pool *p)
+static void dump_pool(struct jw *w, const struct view_pool *p)
 {
 	struct str dr = view_atom_str(p->driver), n = view_atom_str(p->name);
 
@@ -728,7 +729,7 @@ static int dump_pool(struct jw *w, const struct view_pool *p)
 	jw_kint(w, "maxGeneration", p->max_generation);
 	jw_kuint(w, "slices", p->nslices);
 	jw_kint(w, "resourceSliceCount", p->resource_slice_count);
-	return jw_object_end(w);
+	jw_object_end(w);
 }
 
 int cluster_view_dump_json(struct cluster_view *cv, struct buf *out)

@@ -291,8 +291,6 @@ static bool series_node(enum series k, const struct ledger_node *nd)
 	return k == SERIES_OVERCOMMIT ? nd->overcommitted : k == SERIES_DIVERGENCE ? nd->diverging : nd->undercounted;
 }
 
-/* prom.c's HELP texts name the number of node series. */
-_Static_assert(LEDGER_WATCH_NODE_SERIES == PROM_LEDGER_NODE_SERIES, "prom.c's HELP texts say how many node series");
 
 static int node_series(struct buf *out, enum prom_id family, const struct ledger *l, enum series kind)
 {

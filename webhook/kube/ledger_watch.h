@@ -28,9 +28,11 @@
 #include "buf.h"
 #include "cluster_view.h"
 #include "policy_source.h"
+#include "prom.h"
 #include "verdict.h"
 
-#define LEDGER_WATCH_NODE_SERIES 20
+/* One number, kept where the HELP texts that state it are written. */
+#define LEDGER_WATCH_NODE_SERIES PROM_LEDGER_NODE_SERIES
 /* A whole build that failed (over its cap) is tried again by a scrape
  * only this many times what it took later. */
 #define LEDGER_WATCH_DUTY 10
