@@ -345,29 +345,25 @@ static ssize_t conn_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
 	return (ssize_t)n;
 }
 
-/* GnuTLS vectored push: one sendmsg(), without SIGPIPE on a closed peer.
- * A muted connection has had its answer written already (the library's
- * own error answer was replaced): what the library sends is dropped. */
+/* GnuTLS vectored push: one sendmsg(), without SIGPIPE on a closed peer,
+ * with an answer's header record held for its body's (coalesce.h). A muted
+ * connection has had its answer written already (the library's own error
+ * answer was replaced): what the library sends is dropped. */
 static ssize_t conn_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt)
 {
 	struct conn *conn = ptr;
-	struct msghdr msg;
 	ssize_t sent;
 
 	if (conn->muted) {
 		size_t total = 0;
 		int i;
 
+		coalesce_drop(&conn->co);
 		for (i = 0; i < iovcnt; i++)
 			total += iov[i].iov_len;
 		return (ssize_t)total;
 	}
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = (struct iovec *)(uintptr_t)iov;
-	msg.msg_iovlen = (size_t)iovcnt;
-	do
-		sent = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
-	while (sent < 0 && errno == EINTR);
+	sent = coalesce_write(&conn->co, conn->fd, (const struct iovec *)(uintptr_t)iov, iovcnt);
 	if (sent < 0)
 		gnutls_transport_set_errno(conn->session, errno);
 	return sent;

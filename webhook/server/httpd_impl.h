@@ -18,6 +18,7 @@
 
 #include "admit.h"
 #include "buf.h"
+#include "coalesce.h"
 #include "deadline.h"
 #include "httpd.h"
 #include "reqmem.h"
@@ -77,6 +78,7 @@ struct conn {
 	size_t rpos, rlen;            /* unread bytes are rbuf[rpos..rlen) */
 	struct deadline_entry dl;     /* the request's clock: first byte to answer sent */
 	bool muted;                   /* what libmicrohttpd sends from now on is dropped */
+	struct coalesce co;           /* an answer's header record, held for its body's */
 
 	/* A request line has been read and the handler not yet called: listed
 	 * on the worker thread's pending list (httpd_request.c). */

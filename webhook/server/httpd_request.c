@@ -238,6 +238,23 @@ static void budget_full_message(const struct httpd *h, const char *what, char *o
 		 "%s, and the review was not judged; retry", budget, what);
 }
 
+/* Queue r, an answer of len body bytes to a POST: its header's TLS record
+ * is held to leave with the body's in one write (coalesce.h). A body
+ * always follows a POST's header, so the held record never waits for a
+ * write that does not come. */
+static enum MHD_Result queue_with_body(struct conn *conn, struct MHD_Connection *c, unsigned code,
+				       struct MHD_Response *r, size_t len)
+{
+	enum MHD_Result ret;
+
+	if (len > 0)
+		coalesce_arm(&conn->co);
+	ret = MHD_queue_response(c, code, r);
+	if (ret != MHD_YES)
+		coalesce_drop(&conn->co);
+	return ret;
+}
+
 /* Send the answer admit_refuse() wrote into the prefix: 200, a review. */
 static enum MHD_Result answer_from_prefix(struct conn *conn, struct MHD_Connection *c, size_t n)
 {
@@ -253,7 +270,7 @@ static enum MHD_Result answer_from_prefix(struct conn *conn, struct MHD_Connecti
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (atomic_load(&conn->h->draining))
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	ret = queue_with_body(conn, c, MHD_HTTP_OK, r, n);
 	MHD_destroy_response(r);
 	if (ret == MHD_YES) {
 		conn->answered = true;
@@ -352,7 +369,7 @@ static enum MHD_Result admit(struct conn *conn, struct MHD_Connection *c, const 
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (atomic_load(&h->draining))
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	ret = MHD_queue_response(c, status, r);
+	ret = queue_with_body(conn, c, status, r, buf_len(&conn->out));
 	MHD_destroy_response(r);
 	if (ret == MHD_YES)
 		conn->answered = true;
@@ -617,7 +634,13 @@ void httpd_request_completed(void *cls, struct MHD_Connection *c, void **req_cls
 			    conn->too_big ? "body larger than --max-body, connection closed before its end"
 					  : "request body does not fit in --memory-budget, connection closed before its end");
 	}
-	/* The answer has been sent (or never will be): nothing of it is held. */
+	/* The answer has been sent (or never will be): nothing of it is held.
+	 * A header record still held (no body write came after it) goes out
+	 * now; what the socket does not take leaves with the next write. */
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && conn->fd >= 0)
+		coalesce_flush(&conn->co, conn->fd);
+	else
+		coalesce_drop(&conn->co);
 	release_body(conn);
 	release_out(conn);
 	conn->refusal_counted = false;
