@@ -1,4 +1,4 @@
-/* test_buf.c - the capped buffer and its JSON string escaper. */
+/* test_buf.c - the capped buffer. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <jansson.h>
 
 #include "arena.h"
 #include "buf.h"
@@ -71,56 +70,6 @@ static void test_presize_past_the_cap_is_refused(void **state)
 	assert_string_equal(buf_cstr(&b), "abc");
 	assert_int_equal(buf_presize(&b, 97), 0);
 	assert_string_equal(buf_cstr(&b), "abc");
-	buf_free(&b);
-}
-
-struct esc_case {
-	const char *in;
-	size_t len;
-	const char *out;
-};
-
-static void test_json_escaping(void **state)
-{
-	static const struct esc_case cases[] = {
-		{ "plain", 5, "\"plain\"" },
-		{ "q\"b\\", 4, "\"q\\\"b\\\\\"" },
-		{ "\n\t\r", 3, "\"\\n\\t\\r\"" },
-		{ "\x01", 1, "\"\\u0001\"" },
-		{ "<a&b>", 5, "\"\\u003ca\\u0026b\\u003e\"" },
-		{ "caf\xc3\xa9", 5, "\"caf\xc3\xa9\"" },
-		{ "bad\xff", 4, "\"bad\\ufffd\"" },
-		{ "\xe2\x82", 2, "\"\\ufffd\\ufffd\"" },            /* truncated sequence */
-		{ "\xed\xa0\x80", 3, "\"\\ufffd\\ufffd\\ufffd\"" },   /* a surrogate in UTF-8 */
-		{ "nul\0x", 5, "\"nul\\u0000x\"" },
-		{ "", 0, "\"\"" },
-	};
-	size_t i;
-
-	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct buf b;
-		json_t *j;
-
-		buf_init(&b, 1024);
-		assert_int_equal(buf_add_json_str(&b, cases[i].in, cases[i].len), 0);
-		assert_string_equal(buf_cstr(&b), cases[i].out);
-		j = json_loads(buf_cstr(&b), JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-		assert_non_null(j);                      /* always valid JSON */
-		json_decref(j);
-		buf_free(&b);
-	}
-}
-
-static void test_escape_over_cap_rolls_back(void **state)
-{
-	struct buf b;
-
-	(void)state;
-	buf_init(&b, 10);
-	assert_int_equal(buf_add_cstr(&b, "ab"), 0);
-	assert_int_equal(buf_add_json_str(&b, "0123456789", 10), -E2BIG);
-	assert_string_equal(buf_cstr(&b), "ab");
 	buf_free(&b);
 }
 
@@ -196,8 +145,6 @@ int main(void)
 		cmocka_unit_test(test_cap_leaves_contents_untouched),
 		cmocka_unit_test(test_presize_allocates_the_declared_length_once),
 		cmocka_unit_test(test_presize_past_the_cap_is_refused),
-		cmocka_unit_test(test_json_escaping),
-		cmocka_unit_test(test_escape_over_cap_rolls_back),
 		cmocka_unit_test(test_take_steals),
 		cmocka_unit_test(test_buffer_in_an_arena),
 	};

@@ -10,6 +10,9 @@
 
 #include "jscan.h"
 
+/* Longest string the escaper copies through a stack buffer. */
+#define JW_SHORT_STR 128
+
 enum {
 	JW_OBJECT = 1,
 	JW_ARRAY = 2,
@@ -24,7 +27,16 @@ void jw_init(struct jw *w, struct buf *out)
 	w->done = false;
 	w->want_value = false;
 	w->plain = false;
+	w->members = false;
 	w->indent = 0;
+}
+
+void jw_init_members(struct jw *w, struct buf *out)
+{
+	jw_init(w, out);
+	w->members = true;
+	w->depth = 1;
+	w->level[0] = JW_OBJECT;
 }
 
 void jw_init_style(struct jw *w, struct buf *out, unsigned indent, unsigned flags)
@@ -42,7 +54,21 @@ int jw_finish(const struct jw *w)
 {
 	if (w->err)
 		return w->err;
+	if (w->members)
+		return w->depth == 1 && !w->want_value ? 0 : -EINVAL;
 	return w->done ? 0 : -EINVAL;
+}
+
+void jw_mark(const struct jw *w, struct jw_mark *m)
+{
+	m->len = buf_len(w->out);
+	m->w = *w;
+}
+
+void jw_rewind(struct jw *w, const struct jw_mark *m)
+{
+	*w = m->w;
+	buf_truncate(w->out, m->len);
 }
 
 static int fail(struct jw *w, int err)
@@ -52,9 +78,134 @@ static int fail(struct jw *w, int err)
 	return w->err;
 }
 
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/* s as a JSON string literal, quotes included; on failure the buffer is
+ * left as it was. The escaper of both literal forms: html adds <, > and & to what is
+ * escaped, with \u00xx in lowercase for every control character; without
+ * it \b and \f have their short forms and the rest \u00XX in uppercase. */
+static bool verbatim(unsigned char c, bool html)
+{
+	return c >= 0x20 && c != '"' && c != '\\' && c < 0x80 && (!html || (c != '<' && c != '>' && c != '&'));
+}
+
+static int add_json_str(struct buf *b, const char *s, size_t n, bool html)
+{
+	const char *hex = html ? "0123456789abcdef" : "0123456789ABCDEF";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t start_len = buf_len(b), i = 0, run;
+	int rc;
+
+	/* Most strings (names, UIDs, keys) need no escape: a short one goes out
+	 * with its quotes in one append, a longer one in three. */
+	while (i < n && verbatim(u[i], html))
+		i++;
+	if (i == n && n <= JW_SHORT_STR) {
+		char t[JW_SHORT_STR + 2];
+
+		t[0] = '"';
+		memcpy(t + 1, s, n);
+		t[n + 1] = '"';
+		return buf_add(b, t, n + 2);
+	}
+	run = i;
+	rc = buf_add_char(b, '"');
+	while (rc == 0 && i < n) {
+		unsigned char c = u[i];
+		char esc[8];
+		size_t elen = 0, seq;
+
+		if (verbatim(c, html)) {
+			run++;
+			i++;
+			continue;
+		}
+		if (run) {
+			rc = buf_add(b, s + i - run, run);
+			run = 0;
+			if (rc)
+				break;
+		}
+		if (c >= 0x80) {
+			seq = utf8_seq_len(u + i, n - i);
+			if (seq) {
+				rc = buf_add(b, s + i, seq);
+				i += seq;
+			} else {
+				rc = buf_add(b, "\\ufffd", 6);
+				i++;
+			}
+			continue;
+		}
+		esc[elen++] = '\\';
+		switch (c) {
+		case '"': esc[elen++] = '"'; break;
+		case '\\': esc[elen++] = '\\'; break;
+		case '\n': esc[elen++] = 'n'; break;
+		case '\r': esc[elen++] = 'r'; break;
+		case '\t': esc[elen++] = 't'; break;
+		case '\b':
+		case '\f':
+			if (!html) {
+				esc[elen++] = c == '\b' ? 'b' : 'f';
+				break;
+			}
+			/* fall through */
+		default:
+			esc[elen++] = 'u';
+			esc[elen++] = '0';
+			esc[elen++] = '0';
+			esc[elen++] = hex[c >> 4];
+			esc[elen++] = hex[c & 0xf];
+			break;
+		}
+		rc = buf_add(b, esc, elen);
+		i++;
+	}
+	if (rc == 0 && run)
+		rc = buf_add(b, s + n - run, run);
+	if (rc == 0)
+		rc = buf_add_char(b, '"');
+	if (rc)
+		buf_truncate(b, start_len);
+	return rc;
+}
+
 static int add_str(const struct jw *w, const char *s, size_t n)
 {
-	return w->plain ? buf_add_json_str_plain(w->out, s, n) : buf_add_json_str(w->out, s, n);
+	return add_json_str(w->out, s, n, !w->plain);
 }
 
 /* Before a member or an element: the comma after the one before it, and
@@ -133,7 +284,7 @@ static int end(struct jw *w, uint8_t kind, char close)
 
 	if (w->err)
 		return w->err;
-	if (w->depth == 0 || !(w->level[w->depth - 1] & kind) || w->want_value)
+	if (w->depth == 0 || !(w->level[w->depth - 1] & kind) || w->want_value || (w->members && w->depth == 1))
 		return fail(w, -EINVAL);
 	w->depth--;
 	if (w->level[w->depth] & JW_SOME)
@@ -191,6 +342,27 @@ int jw_key(struct jw *w, const char *key)
 int jw_key_str(struct jw *w, struct str key)
 {
 	return key_n(w, key.ptr ? key.ptr : "", key.len);
+}
+
+int jw_members(struct jw *w, const char *json, size_t n)
+{
+	uint8_t *lv;
+	int rc;
+
+	if (w->err)
+		return w->err;
+	if (w->depth == 0 || w->want_value || !(w->level[w->depth - 1] & JW_OBJECT))
+		return fail(w, -EINVAL);
+	if (n == 0)
+		return 0;
+	lv = &w->level[w->depth - 1];
+	rc = separate(w, *lv & JW_SOME, w->depth);
+	if (rc == 0)
+		rc = buf_add(w->out, json, n);
+	if (rc)
+		return fail(w, rc);
+	*lv |= JW_SOME;
+	return 0;
 }
 
 int jw_string(struct jw *w, const char *s, size_t n)

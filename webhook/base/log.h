@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "jw.h"
 
 enum log_level {
 	LOG_DEBUG = 0,
@@ -38,6 +39,7 @@ enum log_level {
 
 struct log_line {               /* fields are private */
 	struct buf b;
+	struct jw w;                    /* writes the line's object on b */
 	bool on;
 	unsigned dropped;
 };
