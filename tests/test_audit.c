@@ -89,8 +89,8 @@ static void test_corrupt_events_say_where(void **state)
 		{ "verb", HEAD "\"stage\":\"ResponseComplete\",\"verb\":7}" },
 		{ "audit.k8s.io/v1", "{\"apiVersion\":\"audit.k8s.io/v1beta1\",\"stage\":\"ResponseComplete\"}" },
 		{ "expected Event", "{\"kind\":\"EventList\"}" },
-		{ "stageTimestamp \"yesterday\": expected an RFC 3339 time", HEAD "\"stage\":\"ResponseComplete\",\"verb\":\"patch\"," USER
-			REF("pods", "") "\"stageTimestamp\":\"yesterday\"}" },
+		{ "stageTimestamp \"yesterday\": expected an RFC 3339 time", HEAD "\"stage\":\"ResponseComplete\","
+			"\"verb\":\"patch\"," USER REF("pods", "") "\"stageTimestamp\":\"yesterday\"}" },
 		/* the times themselves: test_timefmt.c */
 		{ "stageTimestamp \"1969-12-31T23:59:59Z\": outside 1970 to 2261", HEAD "\"stage\":\"ResponseComplete\","
 			"\"verb\":\"patch\"," USER REF("pods", "") "\"stageTimestamp\":\"1969-12-31T23:59:59Z\"}" },

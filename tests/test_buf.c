@@ -73,6 +73,32 @@ static void test_presize_past_the_cap_is_refused(void **state)
 	buf_free(&b);
 }
 
+/* An extension is the caller's to fill; past the cap nothing changes. */
+static void test_extend(void **state)
+{
+	struct buf b;
+	char *p;
+	int i;
+
+	(void)state;
+	buf_init(&b, 600);
+	assert_int_equal(buf_add_cstr(&b, "ab"), 0);
+	assert_int_equal(buf_extend(&b, 3, &p), 0);
+	memcpy(p, "cde", 3);
+	assert_string_equal(buf_cstr(&b), "abcde");
+	assert_int_equal(buf_extend(&b, 596, &p), -E2BIG);
+	assert_string_equal(buf_cstr(&b), "abcde");
+	for (i = 0; i < 119; i++) {                  /* grows past the first allocation */
+		assert_int_equal(buf_extend(&b, 5, &p), 0);
+		memcpy(p, "fghij", 5);
+	}
+	assert_int_equal(buf_len(&b), 600);
+	assert_memory_equal(buf_cstr(&b) + 595, "fghij", 6);   /* NUL after the contents */
+	assert_int_equal(buf_extend(&b, 0, &p), 0);
+	assert_int_equal(buf_extend(&b, 1, &p), -E2BIG);
+	buf_free(&b);
+}
+
 static void test_take_steals(void **state)
 {
 	struct buf b;
@@ -145,6 +171,7 @@ int main(void)
 		cmocka_unit_test(test_cap_leaves_contents_untouched),
 		cmocka_unit_test(test_presize_allocates_the_declared_length_once),
 		cmocka_unit_test(test_presize_past_the_cap_is_refused),
+		cmocka_unit_test(test_extend),
 		cmocka_unit_test(test_take_steals),
 		cmocka_unit_test(test_buffer_in_an_arena),
 	};

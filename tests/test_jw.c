@@ -177,8 +177,8 @@ static void test_escape_over_cap_rolls_back(void **state)
 	buf_free(&b);
 }
 
-/* Strings around the length the escaper copies in one append come out
- * the same, escaped or not. */
+/* Strings of every length, clean (one append) or with an escape at either
+ * end (escaped piece by piece), come out the same. */
 static void test_strings_of_every_length(void **state)
 {
 	char in[300], want[700];
@@ -316,6 +316,57 @@ static void test_mark_and_rewind(void **state)
 	buf_free(&b);
 }
 
+/* The literal forms write what jw_key()/jw_cstr() write, in every layout. */
+static void test_literals(void **state)
+{
+	static const unsigned indents[] = { 0, 2 };
+	struct buf a, b;
+	struct jw w;
+	size_t i;
+
+	(void)state;
+	buf_init(&a, 4096);
+	buf_init(&b, 4096);
+	for (i = 0; i < sizeof(indents) / sizeof(indents[0]); i++) {
+		buf_reset(&a);
+		buf_reset(&b);
+		jw_init_style(&w, &a, indents[i], 0);
+		jw_object_begin(&w);
+		JW_KEY(&w, "apiVersion");
+		JW_LIT(&w, "admission.k8s.io/v1");
+		JW_KEY(&w, "list");
+		jw_array_begin(&w);
+		JW_LIT(&w, "x");
+		JW_LIT(&w, "");
+		jw_array_end(&w);
+		jw_object_end(&w);
+		assert_int_equal(jw_finish(&w), 0);
+		jw_init_style(&w, &b, indents[i], 0);
+		jw_object_begin(&w);
+		jw_kcstr(&w, "apiVersion", "admission.k8s.io/v1");
+		jw_key(&w, "list");
+		jw_array_begin(&w);
+		jw_cstr(&w, "x");
+		jw_cstr(&w, "");
+		jw_array_end(&w);
+		jw_object_end(&w);
+		assert_int_equal(jw_finish(&w), 0);
+		assert_string_equal(buf_cstr(&a), buf_cstr(&b));
+	}
+	assert_string_equal(buf_cstr(&a), "{\n  \"apiVersion\": \"admission.k8s.io/v1\",\n  \"list\": [\n    \"x\",\n    \"\"\n  ]\n}");
+	/* misuse is refused as for the other forms */
+	buf_reset(&a);
+	jw_init(&w, &a);
+	jw_array_begin(&w);
+	assert_int_equal(JW_KEY(&w, "k"), -EINVAL);
+	buf_reset(&a);
+	jw_init(&w, &a);
+	jw_object_begin(&w);
+	assert_int_equal(JW_LIT(&w, "v"), -EINVAL);
+	buf_free(&a);
+	buf_free(&b);
+}
+
 /* Nesting is capped: the container past JW_MAX_DEPTH is refused, and the
  * deepest allowed one still closes into a whole document. */
 static void test_depth_cap(void **state)
@@ -377,6 +428,9 @@ static void test_numbers(void **state)
 	jw_init(&w, &b);
 	jw_array_begin(&w);
 	jw_int(&w, INT64_MIN);
+	jw_int(&w, INT64_MAX);
+	jw_int(&w, -1);
+	jw_int(&w, 0);
 	jw_uint(&w, 0);
 	jw_fixed(&w, 2.5, 0);
 	jw_fixed(&w, -0.0005, 3);
@@ -384,7 +438,7 @@ static void test_numbers(void **state)
 	jw_array_end(&w);
 	assert_int_equal(jw_finish(&w), 0);
 	/* as printf's %.Nf: the report's figures keep their format */
-	assert_string_equal(buf_cstr(&b), "[-9223372036854775808,0,2,-0.001,12.0]");
+	assert_string_equal(buf_cstr(&b), "[-9223372036854775808,9223372036854775807,-1,0,0,2,-0.001,12.0]");
 
 	buf_reset(&b);
 	jw_init(&w, &b);
@@ -619,6 +673,7 @@ int main(void)
 		cmocka_unit_test(test_strings_of_every_length),
 		cmocka_unit_test(test_members),
 		cmocka_unit_test(test_mark_and_rewind),
+		cmocka_unit_test(test_literals),
 		cmocka_unit_test(test_depth_cap),
 		cmocka_unit_test(test_buffer_cap),
 		cmocka_unit_test(test_numbers),

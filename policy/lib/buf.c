@@ -77,6 +77,13 @@ static int buf_reserve(struct buf *b, size_t n, bool exact)
 	return 0;
 }
 
+/* n more bytes and the NUL fit in what is allocated (then within the cap
+ * too: no more than cap + 1 bytes are ever allocated): most appends. */
+static bool has_room(const struct buf *b, size_t n)
+{
+	return b->alloc > b->len && n < b->alloc - b->len;
+}
+
 int buf_presize(struct buf *b, size_t n)
 {
 	return buf_reserve(b, n, true);
@@ -84,12 +91,24 @@ int buf_presize(struct buf *b, size_t n)
 
 int buf_add(struct buf *b, const void *p, size_t n)
 {
-	int rc = buf_reserve(b, n, false);
+	int rc = has_room(b, n) ? 0 : buf_reserve(b, n, false);
 
 	if (rc)
 		return rc;
 	if (n)
 		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int buf_extend(struct buf *b, size_t n, char **p)
+{
+	int rc = has_room(b, n) ? 0 : buf_reserve(b, n, false);
+
+	if (rc)
+		return rc;
+	*p = b->data + b->len;
 	b->len += n;
 	b->data[b->len] = '\0';
 	return 0;
@@ -107,7 +126,13 @@ int buf_add_cstr(struct buf *b, const char *s)
 
 int buf_add_char(struct buf *b, char c)
 {
-	return buf_add(b, &c, 1);
+	int rc = has_room(b, 1) ? 0 : buf_reserve(b, 1, false);
+
+	if (rc)
+		return rc;
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+	return 0;
 }
 
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap)

@@ -43,6 +43,12 @@ void buf_reset(struct buf *b);
  * is declared. 0, -E2BIG when n more bytes would pass the cap, -ENOMEM. */
 int buf_presize(struct buf *b, size_t n);
 
+/* Grow the contents by n bytes the caller then writes at *p (before any
+ * other call on b): for a writer that knows a token's length, one check of
+ * the cap for the whole token. 0, -E2BIG over the cap (nothing changed),
+ * -ENOMEM. */
+int buf_extend(struct buf *b, size_t n, char **p);
+
 /* Append bytes. 0, -E2BIG over the cap, -ENOMEM. */
 int buf_add(struct buf *b, const void *p, size_t n);
 int buf_add_str(struct buf *b, struct str s);

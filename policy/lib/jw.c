@@ -2,16 +2,12 @@
 #include "jw.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jscan.h"
-
-/* Longest string the escaper copies through a stack buffer. */
-#define JW_SHORT_STR 128
 
 enum {
 	JW_OBJECT = 1,
@@ -112,15 +108,59 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-/* s as a JSON string literal, quotes included; on failure the buffer is
- * left as it was. The escaper of both literal forms: html adds <, > and & to what is
- * escaped, with \u00xx in lowercase for every control character; without
- * it \b and \f have their short forms and the rest \u00XX in uppercase. */
+/* What a byte needs: 0 nothing (copied as it is), 1 an escape (or, from
+ * 0x80, a look at its UTF-8 sequence) in either form, 2 an escape only in
+ * Go's form (<, > and &). One load a byte: the scan of clean text is most
+ * of the time a JSON document takes. */
+static const unsigned char escape_class[256] = {
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
 static bool verbatim(unsigned char c, bool html)
 {
-	return c >= 0x20 && c != '"' && c != '\\' && c < 0x80 && (!html || (c != '<' && c != '>' && c != '&'));
+	return !(escape_class[c] & (html ? 3 : 1));
 }
 
+/* How many bytes at the start of u[0..n) go out as they are: four bytes
+ * a step while they are all clean, as most text is. */
+static size_t verbatim_prefix(const unsigned char *u, size_t n, bool html)
+{
+	unsigned mask = html ? 3 : 1;
+	size_t i = 0;
+
+	while (i + 4 <= n &&
+	       !((escape_class[u[i]] | escape_class[u[i + 1]] | escape_class[u[i + 2]] | escape_class[u[i + 3]]) & mask))
+		i += 4;
+	while (i < n && !(escape_class[u[i]] & mask))
+		i++;
+	return i;
+}
+
+static bool all_verbatim(const char *s, size_t n, bool html)
+{
+	return verbatim_prefix((const unsigned char *)s, n, html) == n;
+}
+
+/* s as a JSON string literal, quotes included; on failure the buffer is
+ * left as it was. The escaper of both literal forms: html adds <, > and &
+ * to what is escaped, with \u00xx in lowercase for every control
+ * character; without it \b and \f have their short forms and the rest
+ * \u00XX in uppercase. */
 static int add_json_str(struct buf *b, const char *s, size_t n, bool html)
 {
 	const char *hex = html ? "0123456789abcdef" : "0123456789ABCDEF";
@@ -128,17 +168,19 @@ static int add_json_str(struct buf *b, const char *s, size_t n, bool html)
 	size_t start_len = buf_len(b), i = 0, run;
 	int rc;
 
-	/* Most strings (names, UIDs, keys) need no escape: a short one goes out
-	 * with its quotes in one append, a longer one in three. */
-	while (i < n && verbatim(u[i], html))
-		i++;
-	if (i == n && n <= JW_SHORT_STR) {
-		char t[JW_SHORT_STR + 2];
+	/* Most strings (names, UIDs, keys) need no escape: they go out with
+	 * their quotes in one append. */
+	i = verbatim_prefix(u, n, html);
+	if (i == n) {
+		char *p;
 
-		t[0] = '"';
-		memcpy(t + 1, s, n);
-		t[n + 1] = '"';
-		return buf_add(b, t, n + 2);
+		rc = buf_extend(b, n + 2, &p);
+		if (rc == 0) {
+			p[0] = '"';
+			memcpy(p + 1, s, n);
+			p[n + 1] = '"';
+		}
+		return rc;
 	}
 	run = i;
 	rc = buf_add_char(b, '"');
@@ -312,7 +354,8 @@ int jw_array_end(struct jw *w)
 	return end(w, JW_ARRAY, ']');
 }
 
-static int key_n(struct jw *w, const char *key, size_t n)
+/* clean: the caller knows the key needs no escape (a JW_KEY() literal). */
+static int key_n(struct jw *w, const char *key, size_t n, bool clean)
 {
 	uint8_t *lv;
 	int rc;
@@ -322,6 +365,24 @@ static int key_n(struct jw *w, const char *key, size_t n)
 	if (w->depth == 0 || w->want_value || !(w->level[w->depth - 1] & JW_OBJECT))
 		return fail(w, -EINVAL);
 	lv = &w->level[w->depth - 1];
+	if (w->indent == 0 && (clean || all_verbatim(key, n, !w->plain))) {
+		/* a compact writer's plain key: comma, key and colon in one append */
+		bool comma = *lv & JW_SOME;
+		char *p;
+
+		rc = buf_extend(w->out, comma + n + 3, &p);
+		if (rc)
+			return fail(w, rc);
+		if (comma)
+			*p++ = ',';
+		p[0] = '"';
+		memcpy(p + 1, key, n);
+		p[n + 1] = '"';
+		p[n + 2] = ':';
+		*lv |= JW_SOME;
+		w->want_value = true;
+		return 0;
+	}
 	rc = separate(w, *lv & JW_SOME, w->depth);
 	if (rc == 0)
 		rc = add_str(w, key, n);
@@ -336,12 +397,33 @@ static int key_n(struct jw *w, const char *key, size_t n)
 
 int jw_key(struct jw *w, const char *key)
 {
-	return key_n(w, key, strlen(key));
+	return key_n(w, key, strlen(key), false);
 }
 
 int jw_key_str(struct jw *w, struct str key)
 {
-	return key_n(w, key.ptr ? key.ptr : "", key.len);
+	return key_n(w, key.ptr ? key.ptr : "", key.len, false);
+}
+
+int jw_key_verbatim(struct jw *w, const char *key, size_t n)
+{
+	return key_n(w, key, n, true);
+}
+
+int jw_string_verbatim(struct jw *w, const char *s, size_t n)
+{
+	int rc = value_slot(w);
+	char *p;
+
+	if (rc)
+		return rc;
+	rc = buf_extend(w->out, n + 2, &p);
+	if (rc == 0) {
+		p[0] = '"';
+		memcpy(p + 1, s, n);
+		p[n + 1] = '"';
+	}
+	return value_done(w, rc);
 }
 
 int jw_members(struct jw *w, const char *json, size_t n)
@@ -391,32 +473,47 @@ int jw_raw_string(struct jw *w, struct str raw)
 	return value_done(w, rc);
 }
 
+/* v in decimal, with a '-' before it when neg, as printf's %d writes it. */
+static int add_decimal(struct buf *out, bool neg, uint64_t v)
+{
+	char t[24], *p = t + sizeof(t);
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (neg)
+		*--p = '-';
+	return buf_add(out, p, (size_t)(t + sizeof(t) - p));
+}
+
 int jw_int(struct jw *w, int64_t v)
 {
 	int rc = value_slot(w);
 
-	return rc ? rc : value_done(w, buf_printf(w->out, "%" PRId64, v));
+	/* the magnitude of INT64_MIN as unsigned: -(v + 1) + 1 */
+	return rc ? rc : value_done(w, add_decimal(w->out, v < 0, v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v));
 }
 
 int jw_uint(struct jw *w, uint64_t v)
 {
 	int rc = value_slot(w);
 
-	return rc ? rc : value_done(w, buf_printf(w->out, "%" PRIu64, v));
+	return rc ? rc : value_done(w, add_decimal(w->out, false, v));
 }
 
 int jw_bool(struct jw *w, bool v)
 {
 	int rc = value_slot(w);
 
-	return rc ? rc : value_done(w, buf_add_cstr(w->out, v ? "true" : "false"));
+	return rc ? rc : value_done(w, v ? buf_add(w->out, "true", 4) : buf_add(w->out, "false", 5));
 }
 
 int jw_null(struct jw *w)
 {
 	int rc = value_slot(w);
 
-	return rc ? rc : value_done(w, buf_add_cstr(w->out, "null"));
+	return rc ? rc : value_done(w, buf_add(w->out, "null", 4));
 }
 
 int jw_fixed(struct jw *w, double v, int decimals)
@@ -527,7 +624,7 @@ static int json_value(struct jw *w, struct jscan *s, const struct scratch *scrat
 		if ((rc = jscan_object_enter(s)) || (rc = jw_object_begin(w)))
 			break;
 		while ((rc = jscan_object_next(s, &raw)) == 1) {
-			if ((rc = json_text_str(w, &raw, scratch, &text)) || (rc = key_n(w, text.ptr, text.len)) ||
+			if ((rc = json_text_str(w, &raw, scratch, &text)) || (rc = key_n(w, text.ptr, text.len, false)) ||
 			    (rc = json_value(w, s, scratch)))
 				break;
 		}

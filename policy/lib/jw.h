@@ -97,6 +97,16 @@ int jw_key(struct jw *w, const char *key);
 /* The same for a key that is a string of the data (a resource's name). */
 int jw_key_str(struct jw *w, struct str key);
 
+/* A key, or a string value, that is a string literal of the program and
+ * needs no escape (printable ASCII other than " \\ < > &): copied without a
+ * look at its bytes, for the fixed names of a document on the request path.
+ * Only literals compile ("" lit ""), and test_source_rules.py checks each
+ * one; the functions behind them are for these macros alone. */
+#define JW_KEY(w, lit) jw_key_verbatim((w), "" lit "", sizeof(lit) - 1)
+#define JW_LIT(w, lit) jw_string_verbatim((w), "" lit "", sizeof(lit) - 1)
+int jw_key_verbatim(struct jw *w, const char *key, size_t n);
+int jw_string_verbatim(struct jw *w, const char *s, size_t n);
+
 /* Members already written by a jw_init_members() writer (json[0..n),
  * without braces; n == 0 adds nothing) spliced into the open object, the
  * comma before them put here. Copied as they are, not indented. */

@@ -25,21 +25,28 @@ static void response_begin(struct jw *w, struct buf *out, struct str uid)
 {
 	jw_init(w, out);
 	jw_object_begin(w);
-	jw_kcstr(w, "apiVersion", "admission.k8s.io/v1");
-	jw_kcstr(w, "kind", "AdmissionReview");
-	jw_key(w, "response");
+	JW_KEY(w, "apiVersion");
+	JW_LIT(w, "admission.k8s.io/v1");
+	JW_KEY(w, "kind");
+	JW_LIT(w, "AdmissionReview");
+	JW_KEY(w, "response");
 	jw_object_begin(w);
-	jw_kstring(w, "uid", uid.ptr, uid.len);
+	JW_KEY(w, "uid");
+	jw_string(w, uid.ptr, uid.len);
 }
 
 static void add_status(struct jw *w, int32_t code, struct str message)
 {
-	jw_key(w, "status");
+	JW_KEY(w, "status");
 	jw_object_begin(w);
-	jw_kcstr(w, "status", "Failure");
-	jw_kint(w, "code", code);
-	jw_kcstr(w, "reason", status_reason(code));
-	jw_kstring(w, "message", message.ptr, message.len);
+	JW_KEY(w, "status");
+	JW_LIT(w, "Failure");
+	JW_KEY(w, "code");
+	jw_int(w, code);
+	JW_KEY(w, "reason");
+	jw_cstr(w, status_reason(code));
+	JW_KEY(w, "message");
+	jw_string(w, message.ptr, message.len);
 	jw_object_end(w);
 }
 
@@ -62,11 +69,12 @@ int review_encode(struct str uid, const struct verdict *v, bool mutating, struct
 	int rc;
 
 	response_begin(&w, out, uid);
-	rc = jw_kbool(&w, "allowed", v->allowed);
+	JW_KEY(&w, "allowed");
+	rc = jw_bool(&w, v->allowed);
 	if (!v->allowed)
 		add_status(&w, v->code ? v->code : 403, v->message);
 	if (v->nwarnings) {
-		jw_key(&w, "warnings");
+		JW_KEY(&w, "warnings");
 		jw_array_begin(&w);
 		for (i = 0; i < v->nwarnings; i++)
 			jw_string(&w, v->warnings[i].ptr, v->warnings[i].len);
@@ -76,7 +84,7 @@ int review_encode(struct str uid, const struct verdict *v, bool mutating, struct
 		/* Keys go out bare: the API server prefixes each with the webhook's
 		 * name and a '/', and drops a key that then is not a qualified name
 		 * (one '/' at most), so a key of our own with a '/' would vanish. */
-		jw_key(&w, "auditAnnotations");
+		JW_KEY(&w, "auditAnnotations");
 		rc = jw_object_begin(&w);
 		for (i = 0; i < v->naudit && rc == 0; i++) {
 			if (!verdict_audit_key_valid(v->audit[i].key)) {
@@ -89,8 +97,9 @@ int review_encode(struct str uid, const struct verdict *v, bool mutating, struct
 		jw_object_end(&w);
 	}
 	if (mutating && v->allowed && v->patch.len) {
-		jw_kcstr(&w, "patchType", "JSONPatch");
-		jw_key(&w, "patch");
+		JW_KEY(&w, "patchType");
+		JW_LIT(&w, "JSONPatch");
+		JW_KEY(&w, "patch");
 		jw_part(&w, add_patch, &v->patch);
 	}
 	jw_object_end(&w);
@@ -109,7 +118,8 @@ int review_encode_error(struct str uid, int32_t code, const char *message, struc
 	int rc;
 
 	response_begin(&w, out, uid);
-	jw_kbool(&w, "allowed", false);
+	JW_KEY(&w, "allowed");
+	jw_bool(&w, false);
 	add_status(&w, code, str_from_cstr(message));
 	jw_object_end(&w);
 	jw_object_end(&w);

@@ -13,6 +13,7 @@
   quoted as JSON elsewhere, and no string literal of JSON ({", ," or ":
   without a space) is handed to a buffer, printf or jw_raw() to build a
   document by hand. Constant bodies kept whole in a table stay constants.
+  The literals JW_KEY()/JW_LIT() copy unescaped need no escape.
 - Every source lies in a folder of the Makefile's LAYERS, and includes only
   headers of its own folder and of the folders below it (the compiler's -I
   per folder enforces the same; this says which include broke it).
@@ -185,15 +186,27 @@ def call_text(code, open_paren):
     return code[open_paren:]
 
 
+# JW_KEY() and JW_LIT() copy a literal without escaping it: the literal must
+# need no escape (printable ASCII but " \\ < > &), and only they call the
+# functions behind them.
+JW_LITERAL = re.compile(r'\bJW_(?:KEY|LIT)\s*\([^,]*,\s*"((?:\\.|[^"\\\n])*)"\s*\)')
+JW_VERBATIM = re.compile(r"\bjw_(?:key|string)_verbatim\s*\(")
+
+
 def json_by_hand(files):
     """Places other than jw.c that quote JSON strings or build JSON text by hand."""
     bad = []
     for p, t in files:
-        if p == os.path.join("policy", "lib", "jw.c"):
+        if p in (os.path.join("policy", "lib", "jw.c"), os.path.join("policy", "lib", "jw.h")):
             continue
         code = re.sub(r"/\*.*?\*/", "", t, flags=re.S)
         if re.search(r"\bbuf_add_json_str", code):
             bad.append("%s: buf_add_json_str" % p)
+        if JW_VERBATIM.search(code):
+            bad.append("%s: jw_*_verbatim() called, not through JW_KEY()/JW_LIT()" % p)
+        for m in JW_LITERAL.finditer(code):
+            if not re.fullmatch(r"[ !#-%'-;=?-\[\]-~]*", m.group(1)):
+                bad.append("%s: %s: the literal needs escaping" % (p, m.group(0)))
         for m in TEXT_WRITERS.finditer(code):
             lits = [s.group(0) for s in STRINGS.finditer(call_text(code, m.end() - 1))]
             hit = next((x for x in lits if JSON_SYNTAX.search(x)), None)
@@ -214,9 +227,14 @@ def test_json_is_written_through_jw():
              ("webhook/kube/probe4.c", 'jw_raw(&w, "{\\"a\\":1}", 7);\n'),
              ("webhook/kube/probe5.c", 'snprintf(m, n, "field \\"%s\\": %s", k, why);\n'
                                        "/* buf_add_json_str() in a comment */\n"
-                                       'static const char body[] = "{\\"ready\\":true}";\n')]
+                                       'static const char body[] = "{\\"ready\\":true}";\n'
+                                       'JW_KEY(&w, "apiVersion"); JW_LIT(w, "admission.k8s.io/v1");\n'),
+             ("webhook/kube/probe6.c", 'JW_KEY(w, "a<b");\n'),
+             ("webhook/kube/probe7.c", 'JW_LIT(w, "say \\"hi\\"");\n'),
+             ("webhook/kube/probe8.c", "jw_key_verbatim(w, name, n);\n")]
     guard.check([b.split(":")[0] for b in json_by_hand(probe)] ==
-                ["policy/rules/probe.c", "policy/rules/probe2.c", "webhook/kube/probe3.c", "webhook/kube/probe4.c"],
+                ["policy/rules/probe.c", "policy/rules/probe2.c", "webhook/kube/probe3.c", "webhook/kube/probe4.c",
+                 "webhook/kube/probe6.c", "webhook/kube/probe7.c", "webhook/kube/probe8.c"],
                 "the check does not see JSON written by hand: %s" % json_by_hand(probe))
 
 

@@ -37,7 +37,7 @@ enum log_level {
 /* Longest line written, newline included. */
 #define LOG_LINE_MAX (64 * 1024)
 
-struct log_line {               /* fields are private */
+struct log_line {               /* fields are private; w points at b: a line stays where log_begin() put it */
 	struct buf b;
 	struct jw w;                    /* writes the line's object on b */
 	bool on;
