@@ -118,6 +118,255 @@ static void test_documents(void **state)
 	}
 }
 
+struct esc_case {
+	const char *in;
+	size_t len;
+	const char *out;
+};
+
+static void test_json_escaping(void **state)
+{
+	static const struct esc_case cases[] = {
+		{ "plain", 5, "\"plain\"" },
+		{ "q\"b\\", 4, "\"q\\\"b\\\\\"" },
+		{ "\n\t\r", 3, "\"\\n\\t\\r\"" },
+		{ "\x01", 1, "\"\\u0001\"" },
+		{ "<a&b>", 5, "\"\\u003ca\\u0026b\\u003e\"" },
+		{ "caf\xc3\xa9", 5, "\"caf\xc3\xa9\"" },
+		{ "bad\xff", 4, "\"bad\\ufffd\"" },
+		{ "\xe2\x82", 2, "\"\\ufffd\\ufffd\"" },            /* truncated sequence */
+		{ "\xed\xa0\x80", 3, "\"\\ufffd\\ufffd\\ufffd\"" },   /* a surrogate in UTF-8 */
+		{ "nul\0x", 5, "\"nul\\u0000x\"" },
+		{ "", 0, "\"\"" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b;
+		struct jw w;
+		json_t *j;
+
+		buf_init(&b, 1024);
+		jw_init(&w, &b);
+		assert_int_equal(jw_string(&w, cases[i].in, cases[i].len), 0);
+		assert_int_equal(jw_finish(&w), 0);
+		assert_string_equal(buf_cstr(&b), cases[i].out);
+		j = json_loads(buf_cstr(&b), JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		assert_non_null(j);                      /* always valid JSON */
+		json_decref(j);
+		buf_free(&b);
+	}
+}
+
+static void test_escape_over_cap_rolls_back(void **state)
+{
+	struct buf b;
+	struct jw w;
+
+	(void)state;
+	buf_init(&b, 10);
+	assert_int_equal(buf_add_cstr(&b, "ab"), 0);
+	jw_init(&w, &b);
+	assert_int_equal(jw_string(&w, "0123456789", 10), -E2BIG);
+	assert_string_equal(buf_cstr(&b), "ab");
+	/* the same past the short strings' one-append path */
+	jw_init(&w, &b);
+	assert_int_equal(jw_string(&w, "012345678\n", 10), -E2BIG);
+	assert_string_equal(buf_cstr(&b), "ab");
+	buf_free(&b);
+}
+
+/* Strings of every length, clean (one append) or with an escape at either
+ * end (escaped piece by piece), come out the same. */
+static void test_strings_of_every_length(void **state)
+{
+	char in[300], want[700];
+	struct buf b;
+	struct jw w;
+	size_t n, k, i;
+
+	(void)state;
+	memset(in, 'a', sizeof(in));
+	buf_init(&b, 4096);
+	for (n = 0; n < sizeof(in); n++) {
+		for (k = 0; k <= 2; k++) {
+			/* k: nothing to escape, a '<' first, a '<' last */
+			size_t len = 0;
+
+			memset(in, 'a', n);
+			if (k == 1 && n)
+				in[0] = '<';
+			if (k == 2 && n)
+				in[n - 1] = '<';
+			want[len++] = '"';
+			for (i = 0; i < n; i++) {
+				if (in[i] == '<') {
+					memcpy(want + len, "\\u003c", 6);
+					len += 6;
+				} else {
+					want[len++] = in[i];
+				}
+			}
+			want[len++] = '"';
+			want[len] = '\0';
+			buf_reset(&b);
+			jw_init(&w, &b);
+			assert_int_equal(jw_string(&w, in, n), 0);
+			assert_int_equal(jw_finish(&w), 0);
+			if (strcmp(buf_cstr(&b), want) != 0)
+				fail_msg("length %zu case %zu: wrote %s, want %s", n, k, buf_cstr(&b), want);
+		}
+	}
+	buf_free(&b);
+}
+
+/* Members written apart and spliced into another object: commas at the
+ * seam on either side, nothing for an empty part, the outer braces the
+ * caller's. */
+static void test_members(void **state)
+{
+	struct buf part, b;
+	struct jw w;
+
+	(void)state;
+	buf_init(&part, 4096);
+	buf_init(&b, 4096);
+	jw_init_members(&w, &part);
+	assert_int_equal(jw_finish(&w), 0);         /* no member is a whole part */
+	jw_kcstr(&w, "user", "<u>");
+	jw_key(&w, "groups");
+	jw_array_begin(&w);
+	jw_cstr(&w, "g");
+	jw_array_end(&w);
+	assert_int_equal(jw_finish(&w), 0);
+	assert_string_equal(buf_cstr(&part), "\"user\":\"\\u003cu\\u003e\",\"groups\":[\"g\"]");
+	assert_int_equal(jw_object_end(&w), -EINVAL);   /* the outer object is not its own */
+
+	jw_init(&w, &b);
+	jw_object_begin(&w);
+	jw_key(&w, "spec");
+	jw_object_begin(&w);
+	assert_int_equal(jw_members(&w, buf_cstr(&part), buf_len(&part)), 0);
+	jw_kcstr(&w, "verb", "get");
+	jw_object_end(&w);
+	jw_key(&w, "e");
+	jw_object_begin(&w);
+	assert_int_equal(jw_members(&w, "", 0), 0);
+	jw_object_end(&w);
+	jw_key(&w, "a");
+	jw_object_begin(&w);
+	jw_kint(&w, "x", 1);
+	assert_int_equal(jw_members(&w, "\"y\":2", 5), 0);
+	jw_object_end(&w);
+	jw_object_end(&w);
+	assert_int_equal(jw_finish(&w), 0);
+	assert_string_equal(buf_cstr(&b), "{\"spec\":{\"user\":\"\\u003cu\\u003e\",\"groups\":[\"g\"],\"verb\":\"get\"},"
+			    "\"e\":{},\"a\":{\"x\":1,\"y\":2}}");
+
+	/* only where a member may go */
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_array_begin(&w);
+	assert_int_equal(jw_members(&w, "\"y\":2", 5), -EINVAL);
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_object_begin(&w);
+	jw_key(&w, "k");
+	assert_int_equal(jw_members(&w, "\"y\":2", 5), -EINVAL);
+	/* an unclosed container or a waiting key is no whole part */
+	buf_reset(&part);
+	jw_init_members(&w, &part);
+	jw_key(&w, "k");
+	assert_int_equal(jw_finish(&w), -EINVAL);
+	jw_array_begin(&w);
+	assert_int_equal(jw_finish(&w), -EINVAL);
+	buf_free(&part);
+	buf_free(&b);
+}
+
+/* A rewind undoes what was written since the mark, the error included, and
+ * the writer goes on from there as if it never had. */
+static void test_mark_and_rewind(void **state)
+{
+	struct jw_mark m;
+	struct buf b;
+	struct jw w;
+
+	(void)state;
+	buf_init(&b, 24);
+	jw_init(&w, &b);
+	jw_object_begin(&w);
+	jw_kint(&w, "a", 1);
+	jw_mark(&w, &m);
+	assert_int_equal(jw_kcstr(&w, "b", "far too long for the cap"), -E2BIG);
+	jw_rewind(&w, &m);
+	assert_string_equal(buf_cstr(&b), "{\"a\":1");
+	jw_mark(&w, &m);
+	assert_int_equal(jw_kint(&w, "c", 2), 0);
+	jw_rewind(&w, &m);                           /* a member that went well, undone too */
+	jw_mark(&w, &m);
+	jw_key(&w, "d");
+	jw_array_begin(&w);
+	jw_rewind(&w, &m);                           /* and an open container */
+	assert_int_equal(jw_kint(&w, "e", 3), 0);
+	jw_object_end(&w);
+	assert_int_equal(jw_finish(&w), 0);
+	assert_string_equal(buf_cstr(&b), "{\"a\":1,\"e\":3}");
+	buf_free(&b);
+}
+
+/* The literal forms write what jw_key()/jw_cstr() write, in every layout. */
+static void test_literals(void **state)
+{
+	static const unsigned indents[] = { 0, 2 };
+	struct buf a, b;
+	struct jw w;
+	size_t i;
+
+	(void)state;
+	buf_init(&a, 4096);
+	buf_init(&b, 4096);
+	for (i = 0; i < sizeof(indents) / sizeof(indents[0]); i++) {
+		buf_reset(&a);
+		buf_reset(&b);
+		jw_init_style(&w, &a, indents[i], 0);
+		jw_object_begin(&w);
+		JW_KEY(&w, "apiVersion");
+		JW_LIT(&w, "admission.k8s.io/v1");
+		JW_KEY(&w, "list");
+		jw_array_begin(&w);
+		JW_LIT(&w, "x");
+		JW_LIT(&w, "");
+		jw_array_end(&w);
+		jw_object_end(&w);
+		assert_int_equal(jw_finish(&w), 0);
+		jw_init_style(&w, &b, indents[i], 0);
+		jw_object_begin(&w);
+		jw_kcstr(&w, "apiVersion", "admission.k8s.io/v1");
+		jw_key(&w, "list");
+		jw_array_begin(&w);
+		jw_cstr(&w, "x");
+		jw_cstr(&w, "");
+		jw_array_end(&w);
+		jw_object_end(&w);
+		assert_int_equal(jw_finish(&w), 0);
+		assert_string_equal(buf_cstr(&a), buf_cstr(&b));
+	}
+	assert_string_equal(buf_cstr(&a), "{\n  \"apiVersion\": \"admission.k8s.io/v1\",\n  \"list\": [\n    \"x\",\n    \"\"\n  ]\n}");
+	/* misuse is refused as for the other forms */
+	buf_reset(&a);
+	jw_init(&w, &a);
+	jw_array_begin(&w);
+	assert_int_equal(JW_KEY(&w, "k"), -EINVAL);
+	buf_reset(&a);
+	jw_init(&w, &a);
+	jw_object_begin(&w);
+	assert_int_equal(JW_LIT(&w, "v"), -EINVAL);
+	buf_free(&a);
+	buf_free(&b);
+}
+
 /* Nesting is capped: the container past JW_MAX_DEPTH is refused, and the
  * deepest allowed one still closes into a whole document. */
 static void test_depth_cap(void **state)
@@ -179,6 +428,9 @@ static void test_numbers(void **state)
 	jw_init(&w, &b);
 	jw_array_begin(&w);
 	jw_int(&w, INT64_MIN);
+	jw_int(&w, INT64_MAX);
+	jw_int(&w, -1);
+	jw_int(&w, 0);
 	jw_uint(&w, 0);
 	jw_fixed(&w, 2.5, 0);
 	jw_fixed(&w, -0.0005, 3);
@@ -186,7 +438,7 @@ static void test_numbers(void **state)
 	jw_array_end(&w);
 	assert_int_equal(jw_finish(&w), 0);
 	/* as printf's %.Nf: the report's figures keep their format */
-	assert_string_equal(buf_cstr(&b), "[-9223372036854775808,0,2,-0.001,12.0]");
+	assert_string_equal(buf_cstr(&b), "[-9223372036854775808,9223372036854775807,-1,0,0,2,-0.001,12.0]");
 
 	buf_reset(&b);
 	jw_init(&w, &b);
@@ -416,6 +668,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_documents),
+		cmocka_unit_test(test_json_escaping),
+		cmocka_unit_test(test_escape_over_cap_rolls_back),
+		cmocka_unit_test(test_strings_of_every_length),
+		cmocka_unit_test(test_members),
+		cmocka_unit_test(test_mark_and_rewind),
+		cmocka_unit_test(test_literals),
 		cmocka_unit_test(test_depth_cap),
 		cmocka_unit_test(test_buffer_cap),
 		cmocka_unit_test(test_numbers),

@@ -3,7 +3,7 @@
  * Every append checks the cap set at buf_init(); going over fails with -E2BIG
  * and leaves the contents as they were before the call (never a truncated
  * append). The buffer keeps a NUL after the contents, so buf_cstr() is always
- * a C string. Also the JSON string escaper every encoder here shares. */
+ * a C string. JSON is written onto a buffer by jw.h. */
 #ifndef DRA_GUARD_BUF_H
 #define DRA_GUARD_BUF_H
 
@@ -43,6 +43,12 @@ void buf_reset(struct buf *b);
  * is declared. 0, -E2BIG when n more bytes would pass the cap, -ENOMEM. */
 int buf_presize(struct buf *b, size_t n);
 
+/* Grow the contents by n bytes the caller then writes at *p (before any
+ * other call on b): for a writer that knows a token's length, one check of
+ * the cap for the whole token. 0, -E2BIG over the cap (nothing changed),
+ * -ENOMEM. */
+int buf_extend(struct buf *b, size_t n, char **p);
+
 /* Append bytes. 0, -E2BIG over the cap, -ENOMEM. */
 int buf_add(struct buf *b, const void *p, size_t n);
 int buf_add_str(struct buf *b, struct str s);
@@ -51,19 +57,6 @@ int buf_add_char(struct buf *b, char c);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* buf_printf() with a va_list (ap is consumed). */
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-
-/* Append s as a JSON string literal, quotes included. Control characters and
- * invalid UTF-8 are escaped (\u00XX, and U+FFFD for bytes that are not UTF-8)
- * so the output is always valid JSON. Also escapes <, > and & as \u003c etc.,
- * as Go's encoder does. */
-int buf_add_json_str(struct buf *b, const char *s, size_t n);
-
-/* The same with only what JSON requires escaped, as jansson writes it (the
- * dry-run's documents were written by jansson and are kept byte for byte):
- * ", \\ and the control characters (\b \f \n \r \t by their short forms,
- * the others as \u00XX in uppercase); <, > and & as they are. Bytes that are
- * not UTF-8 become U+FFFD as above. */
-int buf_add_json_str_plain(struct buf *b, const char *s, size_t n);
 
 /* Steal the contents: *out gets a malloc'd NUL-terminated string (free with
  * free()), *len its length; the buffer is left empty. -ENOMEM if empty and

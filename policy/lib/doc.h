@@ -176,7 +176,7 @@ const struct doc_node *doc_map_get(const struct doc_node *n, const char *key);
 const char *doc_type_name(enum doc_type t);
 
 /* Append n as compact JSON: members in document order, numbers verbatim,
- * strings escaped with buf_add_json_str(). 0, -E2BIG (the buffer's cap) or
+ * strings escaped as jw.h escapes them. 0, -E2BIG (the buffer's cap) or
  * -ENOMEM; on failure the buffer holds what it held before. */
 int doc_to_json(const struct doc_node *n, struct buf *out);
 

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "jw.h"
+
 struct doc_json_span {
 	size_t start, end;           /* [start, end) of the JSON text */
 	uint32_t line, col;          /* of the source */
@@ -56,6 +58,18 @@ static void loc_close(struct doc_locator *loc, const struct buf *out, size_t slo
 		loc->spans[slot].end = buf_len(out) - loc->base;
 }
 
+/* A string as jw writes it, as a one-value document of its own: the
+ * tree's structure is laid out here because it nests (to DOC_DEPTH_MAX)
+ * deeper than a jw's containers go. On failure out is as it was. */
+static int add_string(struct buf *out, struct str s)
+{
+	struct jw w;
+
+	jw_init(&w, out);
+	jw_string(&w, s.ptr, s.len);
+	return jw_finish(&w);
+}
+
 static int to_json(const struct doc_node *n, struct buf *out, unsigned depth, struct doc_locator *loc)
 {
 	size_t i, slot, key_slot;
@@ -77,7 +91,7 @@ static int to_json(const struct doc_node *n, struct buf *out, unsigned depth, st
 		rc = buf_add_str(out, n->text);
 		break;
 	case DOC_STRING:
-		rc = buf_add_json_str(out, n->text.ptr, n->text.len);
+		rc = add_string(out, n->text);
 		break;
 	case DOC_SEQ:
 		rc = buf_add_char(out, '[');
@@ -100,7 +114,7 @@ static int to_json(const struct doc_node *n, struct buf *out, unsigned depth, st
 			if (rc == 0)
 				rc = loc_open(loc, out, m->line, m->col, &key_slot);
 			if (rc == 0)
-				rc = buf_add_json_str(out, m->key.ptr, m->key.len);
+				rc = add_string(out, m->key);
 			loc_close(loc, out, key_slot);
 			if (rc == 0)
 				rc = buf_add_char(out, ':');

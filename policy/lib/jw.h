@@ -13,8 +13,9 @@
  * report is written straight through and checked once with jw_finish().
  * The buffer then holds a prefix of the document that must be discarded.
  *
- * Strings are escaped by buf_add_json_str(): control characters as \u00XX,
- * bytes that are not UTF-8 as U+FFFD, and <, > and & as Go's encoder does.
+ * Strings are escaped here and nowhere else: control characters as \u00XX,
+ * bytes that are not UTF-8 as U+FFFD, and <, > and & as Go's encoder does
+ * (\u003c, lowercase hex), so the output is always valid JSON.
  * A writer made by jw_init_style() may instead indent its document and
  * escape only what JSON requires, as jansson writes a document with
  * JSON_INDENT(n) (dry-run's output was jansson's and stays byte for byte).
@@ -33,7 +34,9 @@
 #define JW_MAX_DEPTH 32
 /* Spaces per level an indented writer may use. */
 #define JW_MAX_INDENT 8
-/* jw_init_style() flags: strings escaped by buf_add_json_str_plain(). */
+/* jw_init_style() flag: only what JSON requires escaped, as jansson writes
+ * a string: ", \\ and the control characters (\b \f \n \r \t by their short
+ * forms, the others as \u00XX in uppercase); <, > and & as they are. */
 #define JW_PLAIN_ESCAPES 1u
 
 struct jw {                    /* fields are private; use the functions below */
@@ -43,6 +46,7 @@ struct jw {                    /* fields are private; use the functions below */
 	bool done;                 /* the top-level value is written */
 	bool want_value;           /* a key was written; its value is next */
 	bool plain;                /* JW_PLAIN_ESCAPES */
+	bool members;              /* jw_init_members(): the outer object is the caller's */
 	uint8_t indent;            /* spaces per level; 0: compact */
 	uint8_t level[JW_MAX_DEPTH];   /* per open container: JW_OBJECT | JW_ARRAY, | JW_SOME */
 };
@@ -59,9 +63,28 @@ void jw_init(struct jw *w, struct buf *out);
  * text is copied as it is, not indented: give jw_json() text to lay out. */
 void jw_init_style(struct jw *w, struct buf *out, unsigned indent, unsigned flags);
 
-/* 0 when one whole document was written; else the first error, or -EINVAL
+/* A writer of the members of an object whose braces are not its own
+ * ("a":1,"b":[..] appended to out): keys and values as in an object; the
+ * outer object cannot be ended. For a part kept apart and spliced into
+ * another document later with jw_members(). */
+void jw_init_members(struct jw *w, struct buf *out);
+
+/* 0 when one whole document was written (for jw_init_members(): every
+ * container closed, no key waiting for its value); else the first error, or -EINVAL
  * when no value or an unclosed container was written. */
 int jw_finish(const struct jw *w);
+
+/* A point to come back to: what the buffer held and the writer's state. */
+struct jw_mark {
+	size_t len;
+	struct jw w;
+};
+void jw_mark(const struct jw *w, struct jw_mark *m);
+/* Undo everything written since m, the sticky error included: for a part
+ * that is dropped whole when it fails or runs past a budget (a log line's
+ * field). m must come from this writer on this buffer, which must not have
+ * been cut shorter than m since. */
+void jw_rewind(struct jw *w, const struct jw_mark *m);
 
 /* Containers. Each returns the sticky error (0 while all is well). */
 int jw_object_begin(struct jw *w);
@@ -73,6 +96,21 @@ int jw_array_end(struct jw *w);
 int jw_key(struct jw *w, const char *key);
 /* The same for a key that is a string of the data (a resource's name). */
 int jw_key_str(struct jw *w, struct str key);
+
+/* A key, or a string value, that is a string literal of the program and
+ * needs no escape (printable ASCII other than " \\ < > &): copied without a
+ * look at its bytes, for the fixed names of a document on the request path.
+ * Only literals compile ("" lit ""), and test_source_rules.py checks each
+ * one; the functions behind them are for these macros alone. */
+#define JW_KEY(w, lit) jw_key_verbatim((w), "" lit "", sizeof(lit) - 1)
+#define JW_LIT(w, lit) jw_string_verbatim((w), "" lit "", sizeof(lit) - 1)
+int jw_key_verbatim(struct jw *w, const char *key, size_t n);
+int jw_string_verbatim(struct jw *w, const char *s, size_t n);
+
+/* Members already written by a jw_init_members() writer (json[0..n),
+ * without braces; n == 0 adds nothing) spliced into the open object, the
+ * comma before them put here. Copied as they are, not indented. */
+int jw_members(struct jw *w, const char *json, size_t n);
 
 /* Values. */
 int jw_string(struct jw *w, const char *s, size_t n);

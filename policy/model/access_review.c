@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "doc.h"
+#include "jw.h"
 
 /* Deep enough for either answer (status.user.extra.KEY[i] is depth 5),
  * no deeper. */
@@ -52,12 +53,18 @@ int access_review_bearer(const char *header, const char **tok, size_t *len)
 
 int access_review_token_body(const char *token, size_t len, struct buf *out)
 {
-	int rc = buf_add_cstr(out, "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\","
-				   "\"spec\":{\"token\":");
+	struct jw w;
 
-	if (rc == 0)
-		rc = buf_add_json_str(out, token, len);
-	return rc ? rc : buf_add_cstr(out, "}}");
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "apiVersion", "authentication.k8s.io/v1");
+	jw_kcstr(&w, "kind", "TokenReview");
+	jw_key(&w, "spec");
+	jw_object_begin(&w);
+	jw_kstring(&w, "token", token, len);
+	jw_object_end(&w);
+	jw_object_end(&w);
+	return jw_finish(&w);
 }
 
 static int parse(const char *text, size_t len, struct doc_set **set)
@@ -125,7 +132,7 @@ static int opt_str(const struct doc_node *map, const char *key, const struct doc
 }
 
 /* A list of strings (groups, an extra's values) as a JSON array. */
-static int add_str_list(struct buf *out, const struct doc_node *seq)
+static int add_str_list(struct jw *w, const struct doc_node *seq)
 {
 	size_t i;
 	int rc;
@@ -134,7 +141,7 @@ static int add_str_list(struct buf *out, const struct doc_node *seq)
 		return -EINVAL;
 	if (seq->n > ACCESS_REVIEW_GROUPS_MAX)
 		return -E2BIG;
-	rc = buf_add_char(out, '[');
+	rc = jw_array_begin(w);
 	for (i = 0; rc == 0 && i < seq->n; i++) {
 		const struct doc_node *s = seq->items[i];
 
@@ -142,18 +149,16 @@ static int add_str_list(struct buf *out, const struct doc_node *seq)
 			return -EINVAL;
 		if (s->text.len > ACCESS_REVIEW_STRING_MAX)
 			return -E2BIG;
-		if (i)
-			rc = buf_add_char(out, ',');
-		if (rc == 0)
-			rc = buf_add_json_str(out, s->text.ptr, s->text.len);
+		rc = jw_string(w, s->text.ptr, s->text.len);
 	}
-	return rc ? rc : buf_add_char(out, ']');
+	return rc ? rc : jw_array_end(w);
 }
 
 /* status.user as the SubjectAccessReview's spec fields. */
 static int add_user(struct buf *out, const struct doc_node *u, char *name, size_t namen)
 {
 	const struct doc_node *username, *uid, *groups, *extra;
+	struct jw w;
 	size_t i, n;
 	int rc;
 
@@ -170,43 +175,39 @@ static int add_user(struct buf *out, const struct doc_node *u, char *name, size_
 	n = username->text.len < namen ? username->text.len : namen - 1;
 	memcpy(name, username->text.ptr, n);
 	name[n] = '\0';
-	rc = buf_add_cstr(out, "\"user\":");
-	if (rc == 0)
-		rc = buf_add_json_str(out, username->text.ptr, username->text.len);
-	if (rc == 0 && uid && uid->text.len) {
-		rc = buf_add_cstr(out, ",\"uid\":");
-		if (rc == 0)
-			rc = buf_add_json_str(out, uid->text.ptr, uid->text.len);
-	}
+	jw_init_members(&w, out);
+	rc = jw_kstring(&w, "user", username->text.ptr, username->text.len);
+	if (rc == 0 && uid && uid->text.len)
+		rc = jw_kstring(&w, "uid", uid->text.ptr, uid->text.len);
 	groups = doc_map_get(u, "groups");
 	if (rc == 0 && groups && groups->type != DOC_NULL) {
-		rc = buf_add_cstr(out, ",\"groups\":");
-		if (rc == 0)
-			rc = add_str_list(out, groups);
+		jw_key(&w, "groups");
+		rc = add_str_list(&w, groups);
 	}
 	extra = doc_map_get(u, "extra");
 	if (rc || !extra || extra->type == DOC_NULL)
-		return rc;
+		return rc ? rc : jw_finish(&w);
 	if (extra->type != DOC_MAP)
 		return -EINVAL;
 	if (extra->n > ACCESS_REVIEW_EXTRA_MAX)
 		return -E2BIG;
-	rc = buf_add_cstr(out, ",\"extra\":{");
+	jw_key(&w, "extra");
+	rc = jw_object_begin(&w);
 	for (i = 0; rc == 0 && i < extra->n; i++) {
 		const struct doc_member *m = &extra->members[i];
 
 		if (m->key.len > ACCESS_REVIEW_STRING_MAX)
 			return -E2BIG;
-		if (i)
-			rc = buf_add_char(out, ',');
-		if (rc == 0)
-			rc = buf_add_json_str(out, m->key.ptr, m->key.len);
-		if (rc == 0)
-			rc = buf_add_char(out, ':');
-		if (rc == 0)
-			rc = m->value->type == DOC_NULL ? buf_add_cstr(out, "[]") : add_str_list(out, m->value);
+		jw_key_str(&w, m->key);
+		if (m->value->type == DOC_NULL) {
+			jw_array_begin(&w);
+			rc = jw_array_end(&w);
+		} else {
+			rc = add_str_list(&w, m->value);
+		}
 	}
-	return rc ? rc : buf_add_char(out, '}');
+	jw_object_end(&w);
+	return rc ? rc : jw_finish(&w);
 }
 
 int access_review_token_answer(const char *text, size_t len, bool *authenticated, struct buf *user,
@@ -239,20 +240,23 @@ int access_review_token_answer(const char *text, size_t len, bool *authenticated
 
 int access_review_sar_body(const struct buf *user, const char *verb, const char *path, struct buf *out)
 {
-	int rc = buf_add_cstr(out, "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\","
-				   "\"spec\":{");
+	struct jw w;
 
-	if (rc == 0)
-		rc = buf_add(out, buf_cstr(user), buf_len(user));
-	if (rc == 0)
-		rc = buf_add_cstr(out, ",\"nonResourceAttributes\":{\"path\":");
-	if (rc == 0)
-		rc = buf_add_json_str(out, path, strlen(path));
-	if (rc == 0)
-		rc = buf_add_cstr(out, ",\"verb\":");
-	if (rc == 0)
-		rc = buf_add_json_str(out, verb, strlen(verb));
-	return rc ? rc : buf_add_cstr(out, "}}}");
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "apiVersion", "authorization.k8s.io/v1");
+	jw_kcstr(&w, "kind", "SubjectAccessReview");
+	jw_key(&w, "spec");
+	jw_object_begin(&w);
+	jw_members(&w, buf_cstr(user), buf_len(user));
+	jw_key(&w, "nonResourceAttributes");
+	jw_object_begin(&w);
+	jw_kcstr(&w, "path", path);
+	jw_kcstr(&w, "verb", verb);
+	jw_object_end(&w);
+	jw_object_end(&w);
+	jw_object_end(&w);
+	return jw_finish(&w);
 }
 
 int access_review_sar_answer(const char *text, size_t len, bool *allowed, char reason[ACCESS_REVIEW_REASON_MAX])

@@ -8,6 +8,7 @@
 #include <openssl/sha.h>
 
 #include "buf.h"
+#include "jw.h"
 
 /* The canonical form never holds more than this (128 devices x a few
  * mappings is a few KiB; the decoder's caps bound it well below). */
@@ -27,6 +28,17 @@ static int cmp_mapping(const void *a, const void *b)
 	return str_cmp((*ma)->resource, (*mb)->resource);
 }
 
+/* A string of the canonical form, quoted and escaped as JSON (a
+ * one-value document of jw's) so no text can pass for another. */
+static int add_quoted(struct buf *b, struct str s)
+{
+	struct jw w;
+
+	jw_init(&w, b);
+	jw_string(&w, s.ptr, s.len);
+	return jw_finish(&w);
+}
+
 /* One quantity field: its value's normal form, "1" when absent and
  * defaulted, "-" when absent otherwise, the raw text when it is not a
  * quantity (so a change of garbage still changes the fingerprint). */
@@ -40,7 +52,7 @@ static int add_field(struct buf *b, const struct quantity_field *f, bool default
 	if (f->err) {
 		rc = buf_add_char(b, '!');
 		if (rc == 0)
-			rc = buf_add_json_str(b, f->text.ptr, f->text.len);
+			rc = add_quoted(b, f->text);
 		return rc ? rc : buf_add_char(b, ';');
 	}
 	quantity_normal(&f->value, normal);
@@ -50,7 +62,7 @@ static int add_field(struct buf *b, const struct quantity_field *f, bool default
 
 static int add_mapping(struct buf *b, const struct mapping *m)
 {
-	int rc = buf_add_json_str(b, m->resource.ptr, m->resource.len);
+	int rc = add_quoted(b, m->resource);
 
 	if (rc == 0 && m->is_null)
 		return buf_add_cstr(b, "=null\n");
@@ -60,7 +72,7 @@ static int add_mapping(struct buf *b, const struct mapping *m)
 		/* Capacity mode, whichever shape spelled it. */
 		rc = buf_add_cstr(b, "capacity:");
 		if (rc == 0)
-			rc = buf_add_json_str(b, m->capacity_key.ptr, m->capacity_key.len);
+			rc = add_quoted(b, m->capacity_key);
 		if (rc == 0)
 			rc = buf_add_char(b, ';');
 		if (rc == 0)
@@ -108,7 +120,7 @@ int mutation_fingerprint(const struct resource_slice *s, struct arena *a,
 	for (i = 0; i < ndev && rc == 0; i++) {
 		const struct device *d = devs[i];
 
-		rc = buf_add_json_str(&b, d->name.ptr, d->name.len);
+		rc = add_quoted(&b, d->name);
 		if (rc == 0)
 			rc = buf_add_char(&b, '\n');
 		for (j = 0; j < d->nmappings; j++)
@@ -131,6 +143,43 @@ int mutation_fingerprint(const struct resource_slice *s, struct arena *a,
 
 /* JSON Pointer escaping of the label key: "/" becomes "~1". */
 #define LABEL_POINTER "/metadata/labels/dra-guard.io~1mappings"
+/* A patch of one operation on the label is far shorter. */
+#define PATCH_MAX 1024
+
+/* [{"op":op,"path":path}] with "value":fp when fp is given, or
+ * "value":{key:fp} when key is given too; in a's memory. */
+static int label_patch(struct arena *a, const char *op, const char *path, const char *key, const char *fp,
+		       struct str *patch)
+{
+	struct buf b;
+	struct jw w;
+	int rc;
+
+	buf_init_in(&b, PATCH_MAX, a);
+	jw_init(&w, &b);
+	jw_array_begin(&w);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "op", op);
+	jw_kcstr(&w, "path", path);
+	if (fp) {
+		jw_key(&w, "value");
+		if (key) {
+			jw_object_begin(&w);
+			jw_kcstr(&w, key, fp);
+			jw_object_end(&w);
+		} else {
+			jw_cstr(&w, fp);
+		}
+	}
+	jw_object_end(&w);
+	jw_array_end(&w);
+	rc = jw_finish(&w);
+	if (rc == 0) {
+		patch->ptr = buf_cstr(&b);
+		patch->len = buf_len(&b);
+	}
+	return rc;
+}
 
 int mutation_slice_patch(const struct k8s_object *obj, struct arena *a, struct str *patch)
 {
@@ -145,7 +194,7 @@ int mutation_slice_patch(const struct k8s_object *obj, struct arena *a, struct s
 	if (!model_slice_has_mappings(&obj->u.slice)) {
 		if (!meta->has_mapping_label)
 			return 0;
-		return arena_printf(a, patch, "[{\"op\":\"remove\",\"path\":\"%s\"}]", LABEL_POINTER);
+		return label_patch(a, "remove", LABEL_POINTER, NULL, NULL, patch);
 	}
 	rc = mutation_fingerprint(&obj->u.slice, a, fp);
 	if (rc)
@@ -153,11 +202,8 @@ int mutation_slice_patch(const struct k8s_object *obj, struct arena *a, struct s
 	if (meta->has_mapping_label && str_eq_cstr(meta->mapping_label, fp))
 		return 0;
 	if (meta->has_mapping_label)
-		return arena_printf(a, patch, "[{\"op\":\"replace\",\"path\":\"%s\",\"value\":\"%s\"}]",
-				    LABEL_POINTER, fp);
+		return label_patch(a, "replace", LABEL_POINTER, NULL, fp, patch);
 	if (meta->has_labels)
-		return arena_printf(a, patch, "[{\"op\":\"add\",\"path\":\"%s\",\"value\":\"%s\"}]",
-				    LABEL_POINTER, fp);
-	return arena_printf(a, patch, "[{\"op\":\"add\",\"path\":\"/metadata/labels\","
-			    "\"value\":{\"%s\":\"%s\"}}]", MUTATION_LABEL, fp);
+		return label_patch(a, "add", LABEL_POINTER, NULL, fp, patch);
+	return label_patch(a, "add", "/metadata/labels", MUTATION_LABEL, fp, patch);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "jscan.h"
+#include "timefmt.h"
 
 /* Nesting an audit line may have: an object and its envelope (the API
  * server decodes objects at most 10000 deep; its own Event adds two). */
@@ -36,71 +37,6 @@ const char *audit_verb_name(enum audit_verb v)
 	case AUDIT_DELETE: return "delete";
 	default: return "";
 	}
-}
-
-static int digits(const char *p, int n, int *out)
-{
-	int v = 0, i;
-
-	for (i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (p[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-int audit_parse_time(struct str s, int64_t *out)
-{
-	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	const char *p = s.ptr;
-	size_t i = 19;
-	int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
-	int64_t frac = 0, scale = 100000000;
-
-	if (s.len < 20 || digits(p, 4, &y) || p[4] != '-' || digits(p + 5, 2, &mo) || p[7] != '-' ||
-	    digits(p + 8, 2, &d) || (p[10] != 'T' && p[10] != 't') || digits(p + 11, 2, &h) || p[13] != ':' ||
-	    digits(p + 14, 2, &mi) || p[16] != ':' || digits(p + 17, 2, &se))
-		return -EINVAL;
-	/* ns since the epoch in an int64 reach from 1970 into 2262 */
-	if (y < 1970 || y > 2261 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
-		return -EINVAL;
-	if (p[i] == '.') {
-		if (++i >= s.len || p[i] < '0' || p[i] > '9')
-			return -EINVAL;
-		for (; i < s.len && p[i] >= '0' && p[i] <= '9'; i++) {
-			frac += (p[i] - '0') * scale;
-			scale /= 10;
-		}
-	}
-	if (i < s.len && (p[i] == 'Z' || p[i] == 'z')) {
-		i++;
-	} else if (i + 6 == s.len && (p[i] == '+' || p[i] == '-') && !digits(p + i + 1, 2, &oh) &&
-		   p[i + 3] == ':' && !digits(p + i + 4, 2, &om) && oh < 24 && om < 60) {
-		sign = p[i] == '+' ? 1 : -1;
-		i += 6;
-	} else {
-		return -EINVAL;
-	}
-	if (i != s.len || (y == 1970 && mo == 1 && d == 1 && h * 60 + mi < sign * (oh * 60 + om)))
-		return -EINVAL;
-	*out = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se) - sign * (oh * 3600 + om * 60)) *
-		       1000000000LL + frac;
-	return 0;
 }
 
 static enum audit_verb verb_of(const struct jscan_str *s)
@@ -385,9 +321,11 @@ int audit_parse(const char *line, size_t len, struct audit_event *out, char *err
 	}
 	if (out->name.len == 0 && out->verb != AUDIT_CREATE)
 		return 1;      /* deletecollection and the like: no one object */
-	if (!(seen & SEEN_TIME) || audit_parse_time(ts, &out->stage_ns)) {
-		snprintf(err, n, "stageTimestamp \"%.*s\": expected an RFC 3339 time", (int)(ts.len > 64 ? 64 : ts.len),
-			 ts.ptr);
+	rc = seen & SEEN_TIME ? timefmt_parse(ts, 0, &out->stage_ns) : -EINVAL;
+	if (rc) {
+		snprintf(err, n, "stageTimestamp \"%.*s\": %s", (int)(ts.len > 64 ? 64 : ts.len), ts.ptr,
+			 rc == -ERANGE ? "outside 1970 to 2261 (ns since the epoch in 64 bits)" :
+			 "expected an RFC 3339 time");
 		return -EBADMSG;
 	}
 	return 0;

@@ -68,11 +68,6 @@ struct audit_event {
  * timestamp), with err saying where and what. */
 int audit_parse(const char *line, size_t len, struct audit_event *out, char *err, size_t n);
 
-/* An RFC 3339 time as the API server writes them ("2026-12-01T10:00:00Z",
- * "2026-12-01T10:00:00.123456Z", or with a numeric offset) in ns since the
- * epoch, from 1970 to 2261 (what an int64 of ns holds). 0 or -EINVAL. */
-int audit_parse_time(struct str s, int64_t *out);
-
 /* "create", ..., "" for OTHER. Static storage. */
 const char *audit_verb_name(enum audit_verb v);
 

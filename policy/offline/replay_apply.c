@@ -5,32 +5,51 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jw.h"
 #include "replay_impl.h"
 
 /* --- applying ------------------------------------------------------------------- */
+
+/* "group/version" (or "version" for the core group) of the event's raw
+ * (recorded, already escaped) texts, as a JSON string. */
+static int add_api_version(const void *ctx, struct buf *out)
+{
+	const struct audit_event *ev = ctx;
+	int rc = buf_add_char(out, '"');
+
+	if (rc == 0 && ev->api_group.len) {
+		rc = buf_add_str(out, ev->api_group);
+		if (rc == 0)
+			rc = buf_add_char(out, '/');
+	}
+	if (rc == 0)
+		rc = buf_add_str(out, ev->api_version);
+	return rc ? rc : buf_add_char(out, '"');
+}
 
 /* A minimal object naming what a deletion removed, when neither the
  * response nor the store has it. */
 static int minimal_object(struct replay *r, const struct audit_event *ev, const char *kind)
 {
-	struct buf *b = &r->text;
-	int rc;
+	struct jw w;
 
-	buf_reset(b);
-	rc = buf_add_cstr(b, "{\"apiVersion\":\"");
-	if (rc == 0 && ev->api_group.len)
-		rc = buf_printf(b, "%.*s/", (int)ev->api_group.len, ev->api_group.ptr);
-	if (rc == 0)
-		rc = buf_printf(b, "%.*s\",\"kind\":\"%s\",\"metadata\":{\"name\":", (int)ev->api_version.len,
-				ev->api_version.ptr, kind);
-	if (rc == 0)
-		rc = replay_json_raw(b, ev->name);
-	if (rc == 0 && ev->namespace.len) {
-		rc = buf_add_cstr(b, ",\"namespace\":");
-		if (rc == 0)
-			rc = replay_json_raw(b, ev->namespace);
+	buf_reset(&r->text);
+	jw_init(&w, &r->text);
+	jw_object_begin(&w);
+	jw_key(&w, "apiVersion");
+	jw_part(&w, add_api_version, ev);
+	jw_kcstr(&w, "kind", kind);
+	jw_key(&w, "metadata");
+	jw_object_begin(&w);
+	jw_key(&w, "name");
+	jw_raw_string(&w, ev->name);
+	if (ev->namespace.len) {
+		jw_key(&w, "namespace");
+		jw_raw_string(&w, ev->namespace);
 	}
-	return rc ? rc : buf_add_cstr(b, "}}");
+	jw_object_end(&w);
+	jw_object_end(&w);
+	return jw_finish(&w);
 }
 
 static const char *kind_of(enum audit_resource res)

@@ -81,10 +81,6 @@ int replay_pod_bind(struct str pod, struct str node, struct buf *out);
 int replay_binding_target(struct str binding, struct str *node);
 
 
-/* ns as a quoted replay_format_time() string appended to b, or null for 0.
- * 0 or -E2BIG. */
-int replay_json_time(struct buf *b, int64_t ns);
-
 struct replay;
 
 /* Settled divergent intervals and admitted duplicates, stale-pool
@@ -230,8 +226,6 @@ void replay_note_admitted(struct replay *r, int which, int64_t t);
 uint64_t replay_divergences_now(const struct replay *r, int64_t at);
 /* The write succeeded (2xx). */
 bool replay_success(const struct audit_event *ev);
-/* "s" with s's raw (already escaped) JSON string contents. */
-int replay_json_raw(struct buf *b, struct str s);
 /* The username in a user object's text, raw; "" when none. */
 struct str replay_user_name(struct str user);
 /* replay_judge.c: a write the webhook is sent, and judging it. */

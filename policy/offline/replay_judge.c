@@ -10,20 +10,12 @@
 #include "decode.h"
 #include "engine.h"
 #include "jscan.h"
+#include "jw.h"
 #include "names.h"
 #include "replay_impl.h"
 #include "timefmt.h"
 
 /* --- one event, written out -------------------------------------------------- */
-
-int replay_json_raw(struct buf *b, struct str s)
-{
-	int rc = buf_add_char(b, '"');
-
-	if (rc == 0)
-		rc = buf_add(b, s.ptr, s.len);
-	return rc ? rc : buf_add_char(b, '"');
-}
 
 /* The username in a user object's text, raw; "" when none. */
 struct str replay_user_name(struct str user)
@@ -54,16 +46,6 @@ void replay_format_time(int64_t ns, char buf[static 40])
 	timefmt_rfc3339(sec * 1000000000LL, t);
 	t[strlen(t) - 1] = '\0';
 	snprintf(buf, 40, "%s.%03dZ", t, ms);
-}
-
-int replay_json_time(struct buf *b, int64_t ns)
-{
-	char t[40];
-
-	if (!ns)
-		return buf_add_cstr(b, "null");
-	replay_format_time(ns, t);
-	return buf_printf(b, "\"%s\"", t);
 }
 
 /* Longest example kept: the sum of its texts. */
@@ -142,71 +124,80 @@ bool replay_success(const struct audit_event *ev)
 	return ev->code >= 200 && ev->code < 300;
 }
 
+/* A raw (recorded) JSON text as a value; null when there is none. */
+static void raw_or_null(struct jw *w, struct str text)
+{
+	if (text.len)
+		jw_raw(w, text.ptr, text.len);
+	else
+		jw_null(w);
+}
+
 /* The AdmissionReview the API server would have sent, into r->review. */
 static int make_review(struct replay *r, const struct audit_event *ev, const struct judged *j, struct str obj,
 		       struct str old, uint64_t line_no)
 {
-	struct buf *b = &r->review;
 	struct str user = ev->impersonated.len ? ev->impersonated : ev->user;
-	int rc;
+	char uid[32];
+	struct jw w;
 
-	buf_reset(b);
-	rc = buf_add_cstr(b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":");
-	if (rc == 0 && ev->audit_id.len)
-		rc = replay_json_raw(b, ev->audit_id);
-	else if (rc == 0)
-		rc = buf_printf(b, "\"line-%llu\"", (unsigned long long)line_no);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"kind\":{\"group\":");
-	if (rc == 0)
-		rc = replay_json_raw(b, ev->api_group);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"version\":");
-	if (rc == 0)
-		rc = replay_json_raw(b, ev->api_version);
-	if (rc == 0)
-		rc = buf_printf(b, ",\"kind\":\"%s\"},\"resource\":{\"group\":", j->kind);
-	if (rc == 0)
-		rc = replay_json_raw(b, ev->api_group);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"version\":");
-	if (rc == 0)
-		rc = replay_json_raw(b, ev->api_version);
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"resource\":");
-	if (rc == 0)
-		rc = replay_json_raw(b, ev->resource_name);
-	if (rc == 0 && ev->subresource.len) {
-		rc = buf_add_cstr(b, "},\"subResource\":");
-		if (rc == 0)
-			rc = replay_json_raw(b, ev->subresource);
-	} else if (rc == 0) {
-		rc = buf_add_char(b, '}');
+	buf_reset(&r->review);
+	jw_init(&w, &r->review);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "apiVersion", "admission.k8s.io/v1");
+	jw_kcstr(&w, "kind", "AdmissionReview");
+	jw_key(&w, "request");
+	jw_object_begin(&w);
+	jw_key(&w, "uid");
+	if (ev->audit_id.len) {
+		jw_raw_string(&w, ev->audit_id);
+	} else {
+		snprintf(uid, sizeof(uid), "line-%llu", (unsigned long long)line_no);
+		jw_cstr(&w, uid);
 	}
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"name\":");
-	if (rc == 0)
-		rc = replay_json_raw(b, ev->name);
-	if (rc == 0 && ev->namespace.len) {
-		rc = buf_add_cstr(b, ",\"namespace\":");
-		if (rc == 0)
-			rc = replay_json_raw(b, ev->namespace);
+	jw_key(&w, "kind");
+	jw_object_begin(&w);
+	jw_key(&w, "group");
+	jw_raw_string(&w, ev->api_group);
+	jw_key(&w, "version");
+	jw_raw_string(&w, ev->api_version);
+	jw_kcstr(&w, "kind", j->kind);
+	jw_object_end(&w);
+	jw_key(&w, "resource");
+	jw_object_begin(&w);
+	jw_key(&w, "group");
+	jw_raw_string(&w, ev->api_group);
+	jw_key(&w, "version");
+	jw_raw_string(&w, ev->api_version);
+	jw_key(&w, "resource");
+	jw_raw_string(&w, ev->resource_name);
+	jw_object_end(&w);
+	if (ev->subresource.len) {
+		jw_key(&w, "subResource");
+		jw_raw_string(&w, ev->subresource);
 	}
-	if (rc == 0)
-		rc = buf_printf(b, ",\"operation\":\"%s\",\"userInfo\":", model_op_name(j->op));
-	if (rc == 0)
-		rc = user.len ? buf_add(b, user.ptr, user.len) : buf_add_cstr(b, "{}");
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"object\":");
-	if (rc == 0)
-		rc = obj.len ? buf_add(b, obj.ptr, obj.len) : buf_add_cstr(b, "null");
-	if (rc == 0)
-		rc = buf_add_cstr(b, ",\"oldObject\":");
-	if (rc == 0)
-		rc = old.len ? buf_add(b, old.ptr, old.len) : buf_add_cstr(b, "null");
-	if (rc == 0)
-		rc = buf_add_cstr(b, ev->dry_run ? ",\"dryRun\":true}}" : ",\"dryRun\":false}}");
-	return rc;
+	jw_key(&w, "name");
+	jw_raw_string(&w, ev->name);
+	if (ev->namespace.len) {
+		jw_key(&w, "namespace");
+		jw_raw_string(&w, ev->namespace);
+	}
+	jw_kcstr(&w, "operation", model_op_name(j->op));
+	jw_key(&w, "userInfo");
+	if (user.len) {
+		jw_raw(&w, user.ptr, user.len);
+	} else {
+		jw_object_begin(&w);
+		jw_object_end(&w);
+	}
+	jw_key(&w, "object");
+	raw_or_null(&w, obj);
+	jw_key(&w, "oldObject");
+	raw_or_null(&w, old);
+	jw_kbool(&w, "dryRun", ev->dry_run);
+	jw_object_end(&w);
+	jw_object_end(&w);
+	return jw_finish(&w);
 }
 
 static int add_example(struct replay_rule_stats *st, uint32_t max, const struct audit_event *ev, uint64_t line_no,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "jscan.h"
+#include "jw.h"
 #include "replay_impl.h"
 
 /* "<res>/<ns>/<name>" into buf (n bytes); the length, or 0 when too long. */
@@ -382,12 +383,16 @@ int replay_pod_bind(struct str pod, struct str node, struct buf *out)
 			return -EBADMSG;
 		empty = jscan_object_next(&s, &key) == 0;
 		rc = buf_add(out, pod.ptr, at);
-		if (rc == 0)
-			rc = buf_add_cstr(out, "\"nodeName\":\"");
-		if (rc == 0)
-			rc = buf_add(out, node.ptr, node.len);
-		if (rc == 0)
-			rc = buf_add_cstr(out, empty ? "\"" : "\",");
+		if (rc == 0) {
+			struct jw w;
+
+			jw_init_members(&w, out);
+			jw_key(&w, "nodeName");
+			jw_raw_string(&w, node);
+			rc = jw_finish(&w);
+		}
+		if (rc == 0 && !empty)
+			rc = buf_add_char(out, ',');
 		if (rc == 0)
 			rc = buf_add(out, pod.ptr + at, pod.len - at);
 		return rc;

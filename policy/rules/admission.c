@@ -7,18 +7,6 @@
 
 #include "review.h"
 
-static int encode_bad_request(const char *msg, struct buf *out)
-{
-	int rc = buf_add_cstr(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
-				   "\"reason\":\"BadRequest\",\"code\":400,\"message\":");
-
-	if (rc == 0)
-		rc = buf_add_json_str(out, msg, strlen(msg));
-	if (rc == 0)
-		rc = buf_add_char(out, '}');
-	return rc;
-}
-
 /* Why a review could not be decoded, as a denial; or, on the mutating
  * endpoint, an allow without a patch (every denial is the validating
  * endpoint's). */
@@ -77,7 +65,7 @@ int admission_handle(const struct policy *pol, const struct view *view, int64_t 
 				goto out;
 			snprintf(msg, sizeof(msg), "not an admission.k8s.io/v1 AdmissionReview: %s", derr.msg);
 			res->http_status = 400;
-			rc = encode_bad_request(msg, out);
+			rc = review_encode_status(400, "BadRequest", msg, out);
 			goto out;
 		}
 		res->req.uid = uid;

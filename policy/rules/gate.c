@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "buf.h"
+#include "jw.h"
 #include "names.h"
 
 bool gate_wanted(const struct policy *p, bool frozen, const struct k8s_object *pod, struct str ns)
@@ -24,29 +25,47 @@ int gate_pod_patch(const struct policy *p, const struct k8s_object *pod, struct 
 {
 	struct str reason = p->freeze_reason.len ? p->freeze_reason : STR_LIT("no reason given");
 	struct buf b;
+	struct jw w;
 	int rc;
 
 	if (reason.len > GATE_REASON_MAX)
 		reason.len = GATE_REASON_MAX;
 	buf_init(&b, 2 * 6 * GATE_REASON_MAX + 512);
-	rc = buf_add_cstr(&b, "[");
-	if (rc == 0 && pod->u.pod.has_scheduling_gates)
-		rc = buf_add_cstr(&b, "{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\","
-				  "\"value\":{\"name\":\"" MODEL_FREEZE_GATE "\"}},");
-	else if (rc == 0)
-		rc = buf_add_cstr(&b, "{\"op\":\"add\",\"path\":\"/spec/schedulingGates\","
-				  "\"value\":[{\"name\":\"" MODEL_FREEZE_GATE "\"}]},");
+	jw_init(&w, &b);
+	jw_array_begin(&w);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "op", "add");
+	if (pod->u.pod.has_scheduling_gates) {
+		jw_kcstr(&w, "path", "/spec/schedulingGates/-");
+		jw_key(&w, "value");
+	} else {
+		jw_kcstr(&w, "path", "/spec/schedulingGates");
+		jw_key(&w, "value");
+		jw_array_begin(&w);
+	}
+	jw_object_begin(&w);
+	jw_kcstr(&w, "name", MODEL_FREEZE_GATE);
+	jw_object_end(&w);
+	if (!pod->u.pod.has_scheduling_gates)
+		jw_array_end(&w);
+	jw_object_end(&w);
 	/* An existing annotation of this key (someone copied a gated Pod's
 	 * metadata) is replaced by "add", as JSONPatch defines it. */
-	if (rc == 0 && pod->meta.has_annotations)
-		rc = buf_add_cstr(&b, "{\"op\":\"add\",\"path\":\"" ANNOTATION_POINTER "\",\"value\":");
-	else if (rc == 0)
-		rc = buf_add_cstr(&b, "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{\""
-				  MODEL_FREEZE_ANNOTATION "\":");
-	if (rc == 0)
-		rc = buf_add_json_str(&b, reason.ptr, reason.len);
-	if (rc == 0)
-		rc = buf_add_cstr(&b, pod->meta.has_annotations ? "}]" : "}}]");
+	jw_object_begin(&w);
+	jw_kcstr(&w, "op", "add");
+	if (pod->meta.has_annotations) {
+		jw_kcstr(&w, "path", ANNOTATION_POINTER);
+		jw_kstring(&w, "value", reason.ptr, reason.len);
+	} else {
+		jw_kcstr(&w, "path", "/metadata/annotations");
+		jw_key(&w, "value");
+		jw_object_begin(&w);
+		jw_kstring(&w, MODEL_FREEZE_ANNOTATION, reason.ptr, reason.len);
+		jw_object_end(&w);
+	}
+	jw_object_end(&w);
+	jw_array_end(&w);
+	rc = jw_finish(&w);
 	if (rc == 0)
 		rc = arena_strdup(a, buf_cstr(&b), buf_len(&b), patch);
 	buf_free(&b);

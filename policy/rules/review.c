@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#define REVIEW_HEAD "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":"
+#include "jw.h"
 
 static const char *status_reason(int32_t code)
 {
@@ -19,73 +19,93 @@ static const char *status_reason(int32_t code)
 	}
 }
 
-static int add_status(struct buf *out, int32_t code, struct str message)
+/* {"apiVersion":..,"kind":"AdmissionReview","response":{"uid":..; the
+ * caller writes the rest of the response and closes both objects. */
+static void response_begin(struct jw *w, struct buf *out, struct str uid)
 {
-	int rc = buf_printf(out, ",\"status\":{\"status\":\"Failure\",\"code\":%d,\"reason\":\"%s\",\"message\":",
-			    (int)code, status_reason(code));
+	jw_init(w, out);
+	jw_object_begin(w);
+	JW_KEY(w, "apiVersion");
+	JW_LIT(w, "admission.k8s.io/v1");
+	JW_KEY(w, "kind");
+	JW_LIT(w, "AdmissionReview");
+	JW_KEY(w, "response");
+	jw_object_begin(w);
+	JW_KEY(w, "uid");
+	jw_string(w, uid.ptr, uid.len);
+}
+
+static void add_status(struct jw *w, int32_t code, struct str message)
+{
+	JW_KEY(w, "status");
+	jw_object_begin(w);
+	JW_KEY(w, "status");
+	JW_LIT(w, "Failure");
+	JW_KEY(w, "code");
+	jw_int(w, code);
+	JW_KEY(w, "reason");
+	jw_cstr(w, status_reason(code));
+	JW_KEY(w, "message");
+	jw_string(w, message.ptr, message.len);
+	jw_object_end(w);
+}
+
+/* The patch as a JSON string: its base64 needs no escape. */
+static int add_patch(const void *ctx, struct buf *out)
+{
+	const struct str *patch = ctx;
+	int rc = buf_add_char(out, '"');
 
 	if (rc == 0)
-		rc = buf_add_json_str(out, message.ptr, message.len);
-	if (rc == 0)
-		rc = buf_add_char(out, '}');
-	return rc;
+		rc = review_base64(patch->ptr, patch->len, out);
+	return rc ? rc : buf_add_char(out, '"');
 }
 
 int review_encode(struct str uid, const struct verdict *v, bool mutating, struct buf *out)
 {
 	size_t start = buf_len(out);
+	struct jw w;
 	uint32_t i;
 	int rc;
 
-	rc = buf_add(out, REVIEW_HEAD, sizeof(REVIEW_HEAD) - 1);
-	if (rc == 0)
-		rc = buf_add_json_str(out, uid.ptr, uid.len);
-	if (rc == 0)
-		rc = buf_add_cstr(out, v->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
-	if (rc == 0 && !v->allowed)
-		rc = add_status(out, v->code ? v->code : 403, v->message);
-	if (rc == 0 && v->nwarnings) {
-		rc = buf_add_cstr(out, ",\"warnings\":[");
-		for (i = 0; i < v->nwarnings && rc == 0; i++) {
-			if (i)
-				rc = buf_add_char(out, ',');
-			if (rc == 0)
-				rc = buf_add_json_str(out, v->warnings[i].ptr, v->warnings[i].len);
-		}
-		if (rc == 0)
-			rc = buf_add_char(out, ']');
+	response_begin(&w, out, uid);
+	JW_KEY(&w, "allowed");
+	rc = jw_bool(&w, v->allowed);
+	if (!v->allowed)
+		add_status(&w, v->code ? v->code : 403, v->message);
+	if (v->nwarnings) {
+		JW_KEY(&w, "warnings");
+		jw_array_begin(&w);
+		for (i = 0; i < v->nwarnings; i++)
+			jw_string(&w, v->warnings[i].ptr, v->warnings[i].len);
+		jw_array_end(&w);
 	}
-	if (rc == 0 && v->naudit) {
+	if (v->naudit) {
 		/* Keys go out bare: the API server prefixes each with the webhook's
 		 * name and a '/', and drops a key that then is not a qualified name
 		 * (one '/' at most), so a key of our own with a '/' would vanish. */
-		rc = buf_add_cstr(out, ",\"auditAnnotations\":{");
+		JW_KEY(&w, "auditAnnotations");
+		rc = jw_object_begin(&w);
 		for (i = 0; i < v->naudit && rc == 0; i++) {
 			if (!verdict_audit_key_valid(v->audit[i].key)) {
 				rc = -EINVAL;
 				break;
 			}
-			if (i)
-				rc = buf_add_char(out, ',');
-			if (rc == 0)
-				rc = buf_add_json_str(out, v->audit[i].key.ptr, v->audit[i].key.len);
-			if (rc == 0)
-				rc = buf_add_char(out, ':');
-			if (rc == 0)
-				rc = buf_add_json_str(out, v->audit[i].value.ptr, v->audit[i].value.len);
+			jw_key_str(&w, v->audit[i].key);
+			rc = jw_string(&w, v->audit[i].value.ptr, v->audit[i].value.len);
 		}
-		if (rc == 0)
-			rc = buf_add_char(out, '}');
+		jw_object_end(&w);
 	}
-	if (rc == 0 && mutating && v->allowed && v->patch.len) {
-		rc = buf_add_cstr(out, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
-		if (rc == 0)
-			rc = review_base64(v->patch.ptr, v->patch.len, out);
-		if (rc == 0)
-			rc = buf_add_char(out, '"');
+	if (mutating && v->allowed && v->patch.len) {
+		JW_KEY(&w, "patchType");
+		JW_LIT(&w, "JSONPatch");
+		JW_KEY(&w, "patch");
+		jw_part(&w, add_patch, &v->patch);
 	}
+	jw_object_end(&w);
+	jw_object_end(&w);
 	if (rc == 0)
-		rc = buf_add_cstr(out, "}}");
+		rc = jw_finish(&w);
 	if (rc)
 		buf_truncate(out, start);
 	return rc;
@@ -94,17 +114,37 @@ int review_encode(struct str uid, const struct verdict *v, bool mutating, struct
 int review_encode_error(struct str uid, int32_t code, const char *message, struct buf *out)
 {
 	size_t start = buf_len(out);
+	struct jw w;
 	int rc;
 
-	rc = buf_add(out, REVIEW_HEAD, sizeof(REVIEW_HEAD) - 1);
-	if (rc == 0)
-		rc = buf_add_json_str(out, uid.ptr, uid.len);
-	if (rc == 0)
-		rc = buf_add_cstr(out, ",\"allowed\":false");
-	if (rc == 0)
-		rc = add_status(out, code, str_from_cstr(message));
-	if (rc == 0)
-		rc = buf_add_cstr(out, "}}");
+	response_begin(&w, out, uid);
+	JW_KEY(&w, "allowed");
+	jw_bool(&w, false);
+	add_status(&w, code, str_from_cstr(message));
+	jw_object_end(&w);
+	jw_object_end(&w);
+	rc = jw_finish(&w);
+	if (rc)
+		buf_truncate(out, start);
+	return rc;
+}
+
+int review_encode_status(int32_t code, const char *reason, const char *message, struct buf *out)
+{
+	size_t start = buf_len(out);
+	struct jw w;
+	int rc;
+
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "kind", "Status");
+	jw_kcstr(&w, "apiVersion", "v1");
+	jw_kcstr(&w, "status", "Failure");
+	jw_kcstr(&w, "reason", reason);
+	jw_kint(&w, "code", code);
+	jw_kcstr(&w, "message", message);
+	jw_object_end(&w);
+	rc = jw_finish(&w);
 	if (rc)
 		buf_truncate(out, start);
 	return rc;

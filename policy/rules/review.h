@@ -23,6 +23,12 @@ int review_encode(struct str uid, const struct verdict *v, bool mutating, struct
  * error): allowed false, status code and message. */
 int review_encode_error(struct str uid, int32_t code, const char *message, struct buf *out);
 
+/* A metav1.Status failure body {"kind":"Status",..,"reason","code",
+ * "message"}: what a call that is not answered with a review gets (a body
+ * that is not an AdmissionReview, an HTTP error of the server). 0, -E2BIG,
+ * -ENOMEM; on failure out is as it was. */
+int review_encode_status(int32_t code, const char *reason, const char *message, struct buf *out);
+
 /* Standard base64 of in[0..n) appended to out. */
 int review_base64(const void *in, size_t n, struct buf *out);
 

@@ -9,6 +9,11 @@
   engine.h, and struct check is never filled positionally.
 - The engine dispatches on the kind the decoder classified; it does not
   classify again.
+- JSON is written through the one writer, policy/lib/jw.c: no string is
+  quoted as JSON elsewhere, and no string literal of JSON ({", ," or ":
+  without a space) is handed to a buffer, printf or jw_raw() to build a
+  document by hand. Constant bodies kept whole in a table stay constants.
+  The literals JW_KEY()/JW_LIT() copy unescaped need no escape.
 - Every source lies in a folder of the Makefile's LAYERS, and includes only
   headers of its own folder and of the folders below it (the compiler's -I
   per folder enforces the same; this says which include broke it).
@@ -152,6 +157,87 @@ def test_metric_families_come_from_the_table():
                 "the check does not see a family written by hand")
 
 
+# Calls that append text to a buffer or a string, and jw's own calls that
+# copy text as JSON without looking at it.
+TEXT_WRITERS = re.compile(r"\b(buf_printf|buf_vprintf|buf_add_cstr|buf_add_str|buf_add|arena_printf|arena_strdup|"
+                          r"snprintf|vsnprintf|jw_raw|jw_members)\s*\(")
+# JSON syntax in a literal: an object opening on a key, a key after a comma,
+# a key's colon with its value right after it (messages say `"x": why`).
+JSON_SYNTAX = re.compile(r'\{\\"|,\\"|\\":[^ ]')
+
+
+def call_text(code, open_paren):
+    """The text of the call whose '(' is at open_paren, through its ')'."""
+    depth, i = 0, open_paren
+    while i < len(code):
+        c = code[i]
+        if c in "\"'":
+            m = re.compile(r"%s(\\.|[^%s\\\n])*%s" % (c, c, c)).match(code, i)
+            if m:
+                i = m.end()
+                continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return code[open_paren:i + 1]
+        i += 1
+    return code[open_paren:]
+
+
+# JW_KEY() and JW_LIT() copy a literal without escaping it: the literal must
+# need no escape (printable ASCII but " \\ < > &), and only they call the
+# functions behind them.
+JW_LITERAL = re.compile(r'\bJW_(?:KEY|LIT)\s*\([^,]*,\s*"((?:\\.|[^"\\\n])*)"\s*\)')
+JW_VERBATIM = re.compile(r"\bjw_(?:key|string)_verbatim\s*\(")
+
+
+def json_by_hand(files):
+    """Places other than jw.c that quote JSON strings or build JSON text by hand."""
+    bad = []
+    for p, t in files:
+        if p in (os.path.join("policy", "lib", "jw.c"), os.path.join("policy", "lib", "jw.h")):
+            continue
+        code = re.sub(r"/\*.*?\*/", "", t, flags=re.S)
+        if re.search(r"\bbuf_add_json_str", code):
+            bad.append("%s: buf_add_json_str" % p)
+        if JW_VERBATIM.search(code):
+            bad.append("%s: jw_*_verbatim() called, not through JW_KEY()/JW_LIT()" % p)
+        for m in JW_LITERAL.finditer(code):
+            if not re.fullmatch(r"[ !#-%'-;=?-\[\]-~]*", m.group(1)):
+                bad.append("%s: %s: the literal needs escaping" % (p, m.group(0)))
+        for m in TEXT_WRITERS.finditer(code):
+            lits = [s.group(0) for s in STRINGS.finditer(call_text(code, m.end() - 1))]
+            hit = next((x for x in lits if JSON_SYNTAX.search(x)), None)
+            if hit:
+                bad.append("%s: %s(%s" % (p, m.group(1), hit[:60]))
+    return bad
+
+
+def test_json_is_written_through_jw():
+    # jw places the commas, escapes every string and keeps its first error;
+    # a body written by hand beside it escapes differently or not at all
+    # (a "%s" of a name) and fails halfway with half a document.
+    bad = json_by_hand(sources("webhook", "policy"))
+    guard.check(not bad, "JSON written by hand, not through jw.h:\n" + "\n".join(bad))
+    probe = [("policy/rules/probe.c", 'buf_printf(out, ",\\"code\\":%d}", c);\n'),
+             ("policy/rules/probe2.c", "rc = buf_add_json_str(out, s, n);\n"),
+             ("webhook/kube/probe3.c", 'arena_printf(a, &p, "[{\\"op\\":\\"remove\\"}]");\n'),
+             ("webhook/kube/probe4.c", 'jw_raw(&w, "{\\"a\\":1}", 7);\n'),
+             ("webhook/kube/probe5.c", 'snprintf(m, n, "field \\"%s\\": %s", k, why);\n'
+                                       "/* buf_add_json_str() in a comment */\n"
+                                       'static const char body[] = "{\\"ready\\":true}";\n'
+                                       'JW_KEY(&w, "apiVersion"); JW_LIT(w, "admission.k8s.io/v1");\n'),
+             ("webhook/kube/probe6.c", 'JW_KEY(w, "a<b");\n'),
+             ("webhook/kube/probe7.c", 'JW_LIT(w, "say \\"hi\\"");\n'),
+             ("webhook/kube/probe8.c", "jw_key_verbatim(w, name, n);\n")]
+    guard.check([b.split(":")[0] for b in json_by_hand(probe)] ==
+                ["policy/rules/probe.c", "policy/rules/probe2.c", "webhook/kube/probe3.c", "webhook/kube/probe4.c",
+                 "webhook/kube/probe6.c", "webhook/kube/probe7.c", "webhook/kube/probe8.c"],
+                "the check does not see JSON written by hand: %s" % json_by_hand(probe))
+
+
 def test_folders_include_only_downwards():
     allowed = layers()
     # The table itself: acyclic, policy/ never above webhook/, every folder
@@ -187,4 +273,5 @@ if __name__ == "__main__":
         test_engine_does_not_classify_again,
         test_folders_include_only_downwards,
         test_metric_families_come_from_the_table,
+        test_json_is_written_through_jw,
     ])

@@ -2,8 +2,6 @@
 #include "log.h"
 
 #include <errno.h>
-#include <float.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,6 +10,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "jw.h"
 
 /* Room kept at the end of every line for the dropped-field count and "}\n". */
 #define LOG_TAIL_RESERVE 64
@@ -83,7 +82,7 @@ void log_format_time(int64_t ns, char buf[static LOG_TIME_MAX])
 bool log_begin(struct log_line *l, enum log_level level, const char *msg)
 {
 	char ts[LOG_TIME_MAX];
-	int rc;
+	struct jw_mark m;
 
 	l->on = false;
 	l->dropped = 0;
@@ -91,15 +90,15 @@ bool log_begin(struct log_line *l, enum log_level level, const char *msg)
 	if (!log_enabled(level))
 		return false;
 	log_format_time(clock_wall_ns(), ts);
-	rc = buf_printf(&l->b, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":", ts, log_level_name(level));
-	if (rc == 0)
-		rc = buf_add_json_str(&l->b, msg ? msg : "", msg ? strlen(msg) : 0);
-	if (rc != 0) {
+	jw_init(&l->w, &l->b);
+	jw_object_begin(&l->w);
+	jw_kcstr(&l->w, "time", ts);
+	jw_kcstr(&l->w, "level", log_level_name(level));
+	jw_mark(&l->w, &m);
+	if (jw_kcstr(&l->w, "msg", msg ? msg : "") != 0) {
 		/* Not even the message fits: say so rather than write nothing. */
-		buf_reset(&l->b);
-		rc = buf_printf(&l->b, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"(message too long)\"",
-				ts, log_level_name(level));
-		if (rc != 0) {
+		jw_rewind(&l->w, &m);
+		if (jw_kcstr(&l->w, "msg", "(message too long)") != 0) {
 			buf_free(&l->b);
 			return false;
 		}
@@ -108,38 +107,30 @@ bool log_begin(struct log_line *l, enum log_level level, const char *msg)
 	return true;
 }
 
+/* Before a field: where to come back to if it is dropped. */
+static bool field_begin(struct log_line *l, struct jw_mark *m)
+{
+	if (!l->on)
+		return false;
+	jw_mark(&l->w, m);
+	return true;
+}
+
 /* Undo a field that failed or went past the line's budget. */
-static void field_done(struct log_line *l, size_t start, int rc)
+static void field_done(struct log_line *l, const struct jw_mark *m, int rc)
 {
 	if (rc == 0 && buf_len(&l->b) <= LOG_LINE_MAX - LOG_TAIL_RESERVE)
 		return;
-	buf_truncate(&l->b, start);
+	jw_rewind(&l->w, m);
 	l->dropped++;
-}
-
-static int add_key(struct log_line *l, const char *key)
-{
-	int rc = buf_add_char(&l->b, ',');
-
-	if (rc == 0)
-		rc = buf_add_json_str(&l->b, key, strlen(key));
-	if (rc == 0)
-		rc = buf_add_char(&l->b, ':');
-	return rc;
 }
 
 void log_strn(struct log_line *l, const char *key, const char *val, size_t n)
 {
-	size_t start;
-	int rc;
+	struct jw_mark m;
 
-	if (!l->on)
-		return;
-	start = buf_len(&l->b);
-	rc = add_key(l, key);
-	if (rc == 0)
-		rc = buf_add_json_str(&l->b, val ? val : "", val ? n : 0);
-	field_done(l, start, rc);
+	if (field_begin(l, &m))
+		field_done(l, &m, jw_kstring(&l->w, key, val ? val : "", val ? n : 0));
 }
 
 void log_str(struct log_line *l, const char *key, const char *val)
@@ -147,77 +138,57 @@ void log_str(struct log_line *l, const char *key, const char *val)
 	log_strn(l, key, val, val ? strlen(val) : 0);
 }
 
-/* A field whose value is already JSON text (a number, a literal). */
-static void add_raw(struct log_line *l, const char *key, const char *text)
-{
-	size_t start = buf_len(&l->b);
-	int rc = add_key(l, key);
-
-	if (rc == 0)
-		rc = buf_add_cstr(&l->b, text);
-	field_done(l, start, rc);
-}
-
 void log_int(struct log_line *l, const char *key, int64_t val)
 {
-	char text[32];
+	struct jw_mark m;
 
-	if (!l->on)
-		return;
-	snprintf(text, sizeof(text), "%" PRId64, val);
-	add_raw(l, key, text);
+	if (field_begin(l, &m))
+		field_done(l, &m, jw_kint(&l->w, key, val));
 }
 
 void log_uint(struct log_line *l, const char *key, uint64_t val)
 {
-	char text[32];
+	struct jw_mark m;
 
-	if (!l->on)
-		return;
-	snprintf(text, sizeof(text), "%" PRIu64, val);
-	add_raw(l, key, text);
+	if (field_begin(l, &m))
+		field_done(l, &m, jw_kuint(&l->w, key, val));
 }
 
 void log_bool(struct log_line *l, const char *key, bool val)
 {
-	if (l->on)
-		add_raw(l, key, val ? "true" : "false");
+	struct jw_mark m;
+
+	if (field_begin(l, &m))
+		field_done(l, &m, jw_kbool(&l->w, key, val));
 }
 
 void log_ms(struct log_line *l, const char *key, double val)
 {
-	char text[DBL_MAX_10_EXP + 16]; /* the longest "%.3f" of a finite double */
+	struct jw_mark m;
 
-	if (!l->on)
+	if (!field_begin(l, &m))
 		return;
+	/* JSON has no inf or nan */
 	if (!isfinite(val)) {
-		add_raw(l, key, "null"); /* JSON has no inf or nan */
+		jw_key(&l->w, key);
+		field_done(l, &m, jw_null(&l->w));
 		return;
 	}
-	snprintf(text, sizeof(text), "%.3f", val);
-	add_raw(l, key, text);
+	field_done(l, &m, jw_kfixed(&l->w, key, val, 3));
 }
 
 void log_str_array(struct log_line *l, const char *key, const char *const *vals, size_t n)
 {
-	size_t start, i;
-	int rc;
+	struct jw_mark m;
+	size_t i;
 
-	if (!l->on)
+	if (!field_begin(l, &m))
 		return;
-	start = buf_len(&l->b);
-	rc = add_key(l, key);
-	if (rc == 0)
-		rc = buf_add_char(&l->b, '[');
-	for (i = 0; rc == 0 && i < n; i++) {
-		if (i > 0)
-			rc = buf_add_char(&l->b, ',');
-		if (rc == 0)
-			rc = buf_add_json_str(&l->b, vals[i], strlen(vals[i]));
-	}
-	if (rc == 0)
-		rc = buf_add_char(&l->b, ']');
-	field_done(l, start, rc);
+	jw_key(&l->w, key);
+	jw_array_begin(&l->w);
+	for (i = 0; i < n; i++)
+		jw_cstr(&l->w, vals[i]);
+	field_done(l, &m, jw_array_end(&l->w));
 }
 
 static void write_all(int fd, const char *p, size_t n)
@@ -241,10 +212,17 @@ void log_end(struct log_line *l)
 
 	if (!l->on)
 		return;
-	/* The reserve at the end of the budget guarantees these fit. */
-	if (l->dropped)
-		buf_printf(&l->b, ",\"fields_dropped\":%u", l->dropped);
-	buf_add_cstr(&l->b, "}\n");
+	/* The reserve at the end of the budget guarantees these fit (a line
+	 * whose message alone ran past it ends without them: no part is cut). */
+	if (l->dropped) {
+		struct jw_mark m;
+
+		jw_mark(&l->w, &m);
+		if (jw_kuint(&l->w, "fields_dropped", l->dropped) != 0)
+			jw_rewind(&l->w, &m);
+	}
+	if (jw_object_end(&l->w) == 0 && buf_add_char(&l->b, '\n') != 0)
+		buf_truncate(&l->b, buf_len(&l->b) - 1);
 	fd = atomic_load(&log_fd);
 	write_all(fd >= 0 ? fd : STDERR_FILENO, buf_cstr(&l->b), buf_len(&l->b));
 	buf_free(&l->b);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "jw.h"
 
 enum log_level {
 	LOG_DEBUG = 0,
@@ -36,8 +37,9 @@ enum log_level {
 /* Longest line written, newline included. */
 #define LOG_LINE_MAX (64 * 1024)
 
-struct log_line {               /* fields are private */
+struct log_line {               /* fields are private; w points at b: a line stays where log_begin() put it */
 	struct buf b;
+	struct jw w;                    /* writes the line's object on b */
 	bool on;
 	unsigned dropped;
 };

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
+
+#include "timefmt.h"
 
 /* The most flags one subcommand has (serve has about 40): the parser keeps
  * one mark per flag on the stack. */
@@ -151,12 +152,13 @@ static void format_duration(unsigned long long ns, char *buf, size_t len)
 		snprintf(buf, len, "%lluns", ns);
 }
 
-/* RFC 3339 in UTC (2026-12-01T10:00:00Z) or seconds since the epoch, into ns. */
+/* RFC 3339 in UTC (2026-12-01T10:00:00Z, whole seconds) or seconds since
+ * the epoch, into ns: 0, -EINVAL for text that is neither, -ERANGE for a
+ * time an int64 of ns cannot hold (*out then INT64_MIN before 1970,
+ * INT64_MAX after 2261). */
 static int parse_time(const char *s, int64_t *out)
 {
 	unsigned long long secs;
-	struct tm tm;
-	const char *end;
 
 	if (whole(s, strlen(s), &secs) == 0) {
 		if (secs > (unsigned long long)INT64_MAX / OPTIONS_NS_PER_S)
@@ -164,12 +166,7 @@ static int parse_time(const char *s, int64_t *out)
 		*out = (int64_t)secs * (int64_t)OPTIONS_NS_PER_S;
 		return 0;
 	}
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!end || (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0))
-		return -EINVAL;
-	*out = (int64_t)timegm(&tm) * (int64_t)OPTIONS_NS_PER_S;
-	return 0;
+	return timefmt_parse(str_from_cstr(s), TIMEFMT_UTC | TIMEFMT_WHOLE_SECONDS, out);
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -293,12 +290,18 @@ static int set_value(const struct options_entry *e, void *cfg, const char *v, ch
 	case OPTIONS_TIME: {
 		int64_t t;
 
-		if (parse_time(v, &t) != 0) {
+		int rc = parse_time(v, &t);
+
+		if (rc == -ERANGE && t == INT64_MAX) {
+			snprintf(why, n, "%s is out of range (before 2262-01-01T00:00:00Z)", v);
+			return -EINVAL;
+		}
+		if (rc && rc != -ERANGE) {
 			snprintf(why, n, "'%s' is not a time (RFC 3339 in UTC, e.g. 2026-12-01T10:00:00Z, or seconds "
 				 "since the epoch)", v);
 			return -EINVAL;
 		}
-		if (t < 0 || (unsigned long long)t < e->min) {
+		if (rc || t < 0 || (unsigned long long)t < e->min) {
 			snprintf(why, n, "%s is out of range (after 1970-01-01T00:00:00Z)", v);
 			return -EINVAL;
 		}

@@ -584,6 +584,22 @@ static bool is_review(const struct manifest_entry *e)
 	return str_eq_cstr(e->id.kind, "AdmissionReview") || is_bare_request(e->node);
 }
 
+/* A bare request's JSON inside the AdmissionReview made for it: where it
+ * begins, and where its parts came from. */
+struct request_part {
+	const struct doc_node *node;
+	struct doc_locator **loc;
+	size_t *at;
+};
+
+static int request_json(const void *ctx, struct buf *out)
+{
+	const struct request_part *p = ctx;
+
+	*p->at = buf_len(out);
+	return doc_to_json_located(p->node, out, DRYRUN_MAX_SPANS, p->loc);
+}
+
 static void decide_review(struct dryrun *d, const struct manifest_entry *e, const char *source,
 			  struct arena *a)
 {
@@ -604,12 +620,17 @@ static void decide_review(struct dryrun *d, const struct manifest_entry *e, cons
 	buf_init(&json, DRYRUN_MAX_INPUT);
 	buf_init(&out, DRYRUN_MAX_INPUT);
 	if (is_bare_request(e->node)) {
-		rc = buf_add_cstr(&json, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":");
-		prefix = buf_len(&json);
-		if (rc == 0)
-			rc = doc_to_json_located(e->node, &json, DRYRUN_MAX_SPANS, &loc);
-		if (rc == 0)
-			rc = buf_add_char(&json, '}');
+		struct request_part part = { e->node, &loc, &prefix };
+		struct jw w;
+
+		jw_init(&w, &json);
+		jw_object_begin(&w);
+		jw_kcstr(&w, "apiVersion", "admission.k8s.io/v1");
+		jw_kcstr(&w, "kind", "AdmissionReview");
+		jw_key(&w, "request");
+		jw_part(&w, request_json, &part);
+		jw_object_end(&w);
+		rc = jw_finish(&w);
 	} else {
 		rc = doc_to_json_located(e->node, &json, DRYRUN_MAX_SPANS, &loc);
 	}

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "jw.h"
 #include "log.h"
 #include "prom.h"
 #include "pending.h"
@@ -367,18 +368,29 @@ void event_sink_free(struct event_sink *es)
 	free(es);
 }
 
+/* The held claims, under the lock that guards them. */
+static int pending_part(const void *ctx, struct buf *out)
+{
+	struct event_sink *const *es = ctx;
+	int rc;
+
+	pthread_mutex_lock(&(*es)->pmu);
+	rc = pending_table_json((*es)->pending, clock_wall_ns(), out);
+	pthread_mutex_unlock(&(*es)->pmu);
+	return rc;
+}
+
 int event_sink_pending_json(struct event_sink *es, struct buf *out)
 {
-	int rc = buf_add_cstr(out, "{\"instance\":");
+	struct jw w;
 
-	rc = rc ? rc : buf_add_json_str(out, es->cfg.instance, strlen(es->cfg.instance));
-	rc = rc ? rc : buf_add_cstr(out, ",\"claims\":");
-	if (rc == 0) {
-		pthread_mutex_lock(&es->pmu);
-		rc = pending_table_json(es->pending, clock_wall_ns(), out);
-		pthread_mutex_unlock(&es->pmu);
-	}
-	return rc ? rc : buf_add_char(out, '}');
+	jw_init(&w, out);
+	jw_object_begin(&w);
+	jw_kcstr(&w, "instance", es->cfg.instance);
+	jw_key(&w, "claims");
+	jw_part(&w, pending_part, &es);
+	jw_object_end(&w);
+	return jw_finish(&w);
 }
 
 int event_sink_render_metrics(void *ctx, struct buf *out)

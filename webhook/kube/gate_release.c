@@ -901,26 +901,22 @@ bool gate_release_live(struct gate_release *g)
 	return until && clock_mono_ms() < until;
 }
 
-int gate_release_status_json(struct gate_release *g, struct buf *out)
+void gate_release_status_json(struct gate_release *g, struct jw *w)
 {
-	char holder[254];
-	int rc;
+	char holder[254], lease[320];
 
 	pthread_mutex_lock(&g->mu);
 	snprintf(holder, sizeof(holder), "%s", g->holder);
 	pthread_mutex_unlock(&g->mu);
-	rc = buf_printf(out, ",\"gate\":{\"lease\":\"%s/%s\",\"holder\":", g->cfg.lease_namespace, g->cfg.lease_name);
-	if (rc == 0)
-		rc = buf_add_json_str(out, holder, strlen(holder));
-	if (rc == 0)
-		rc = buf_add_cstr(out, ",\"self\":");
-	if (rc == 0)
-		rc = buf_add_json_str(out, g->cfg.identity, strlen(g->cfg.identity));
-	if (rc == 0)
-		rc = buf_printf(out, ",\"leading\":%s,\"live\":%s,\"gatedPods\":%" PRIu64 "}",
-				atomic_load(&g->leading) ? "true" : "false", gate_release_live(g) ? "true" : "false",
-				(uint64_t)atomic_load(&g->gated_now));
-	return rc;
+	snprintf(lease, sizeof(lease), "%s/%s", g->cfg.lease_namespace, g->cfg.lease_name);
+	jw_object_begin(w);
+	jw_kcstr(w, "lease", lease);
+	jw_kcstr(w, "holder", holder);
+	jw_kcstr(w, "self", g->cfg.identity);
+	jw_kbool(w, "leading", atomic_load(&g->leading));
+	jw_kbool(w, "live", gate_release_live(g));
+	jw_kuint(w, "gatedPods", (uint64_t)atomic_load(&g->gated_now));
+	jw_object_end(w);
 }
 
 int gate_release_render_metrics(void *ctx, struct buf *out)

@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "cluster_view.h"
+#include "jw.h"
 #include "kube_client.h"
 #include "policy_source.h"
 
@@ -66,9 +67,10 @@ void gate_release_free(struct gate_release *g);
  * only then. Any thread. */
 bool gate_release_live(struct gate_release *g);
 
-/* ,"gate":{"lease":"ns/name","holder":"..","self":"..","leading":..,"live":..,"gatedPods":..}
- * appended to out, for /readyz. Any thread. */
-int gate_release_status_json(struct gate_release *g, struct buf *out);
+/* {"lease":"ns/name","holder":"..","self":"..","leading":..,"live":..,"gatedPods":..}
+ * as the next value of w, for /readyz (w's error is sticky: read it with
+ * jw_finish()). Any thread. */
+void gate_release_status_json(struct gate_release *g, struct jw *w);
 
 /* The gate's metric families appended to out (metrics_add_extra()). */
 int gate_release_render_metrics(void *g, struct buf *out);

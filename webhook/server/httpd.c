@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "jw.h"
 #include "log.h"
 #include "metrics_auth.h"
+#include "review.h"
 #include "serve_config.h"
 #include "snapshot.h"
 
@@ -135,9 +137,7 @@ struct MHD_Response *httpd_status_response(unsigned code, const char *reason, co
 	struct buf b;
 
 	buf_init(&b, 4096);
-	if (buf_printf(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
-		       "\"reason\":\"%s\",\"code\":%u,\"message\":", reason, code) == 0 &&
-	    buf_add_json_str(&b, message, strlen(message)) == 0 && buf_add_char(&b, '}') == 0)
+	if (review_encode_status((int32_t)code, reason, message, &b) == 0)
 		r = MHD_create_response_from_buffer(buf_len(&b), (void *)buf_cstr(&b), MHD_RESPMEM_MUST_COPY);
 	buf_free(&b);
 	if (r && MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") != MHD_YES) {
@@ -175,41 +175,40 @@ bool httpd_ready(struct httpd *h, char *why, size_t n)
 	return !h->env.view || cluster_view_ready(h->env.view, why, n);
 }
 
-/* ,"clusterView":{...}, or null without one. */
-static int add_view_status_json(struct httpd *h, struct buf *b)
+/* The cluster view's status, written by cluster_view_status_json(). */
+static int view_status(const void *ctx, struct buf *out)
 {
-	int rc = buf_add_cstr(b, ",\"clusterView\":");
+	const struct httpd *h = ctx;
 
-	if (rc)
-		return rc;
-	return h->env.view ? cluster_view_status_json(h->env.view, b) : buf_add_cstr(b, "null");
+	return cluster_view_status_json(h->env.view, out);
 }
 
 /* The serving policy and freeze, so an operator can see a ConfigMap change
  * take effect on each replica: {"hash":..,"freeze":..,"freezeReason":..,
  * "freezeSince":"2026-11-29T10:00:00Z"} (reason and since only when frozen). */
-static int add_policy_status(struct httpd *h, struct buf *b)
+static void add_policy_status(struct httpd *h, struct jw *w)
 {
 	struct policy_status st;
 	char since[32];
 	struct tm tm;
 	time_t t;
-	int rc;
 
 	policy_source_status(h->env.policy, &st);
-	if (!st.serving)
-		return buf_add_cstr(b, ",\"policy\":null");
-	rc = buf_printf(b, ",\"policy\":{\"hash\":\"%s\",\"source\":\"%s\",\"freeze\":%s", st.hash,
-			st.source, st.frozen ? "true" : "false");
-	if (rc == 0 && st.frozen) {
-		rc = buf_add_cstr(b, ",\"freezeReason\":");
-		if (rc == 0)
-			rc = buf_add_json_str(b, st.freeze_reason, strlen(st.freeze_reason));
-		t = (time_t)(st.freeze_since_ns / 1000000000);
-		if (rc == 0 && gmtime_r(&t, &tm) && strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm))
-			rc = buf_printf(b, ",\"freezeSince\":\"%s\"", since);
+	if (!st.serving) {
+		jw_null(w);
+		return;
 	}
-	return rc ? rc : buf_add_char(b, '}');
+	jw_object_begin(w);
+	jw_kcstr(w, "hash", st.hash);
+	jw_kcstr(w, "source", st.source);
+	jw_kbool(w, "freeze", st.frozen);
+	if (st.frozen) {
+		jw_kcstr(w, "freezeReason", st.freeze_reason);
+		t = (time_t)(st.freeze_since_ns / 1000000000);
+		if (gmtime_r(&t, &tm) && strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm))
+			jw_kcstr(w, "freezeSince", since);
+	}
+	jw_object_end(w);
 }
 
 /* {"ready":true,"policy":{...}} or {"ready":false,"reason":"...","policy":...};
@@ -219,27 +218,29 @@ enum MHD_Result httpd_answer_readyz(struct httpd *h, struct MHD_Connection *c)
 	char why[1024];
 	struct MHD_Response *r;
 	struct buf b;
+	struct jw w;
 	bool ready = httpd_ready(h, why, sizeof(why));
 	enum MHD_Result ret;
-	int rc;
 
 	buf_init(&b, sizeof(why) * 8);
-	if (ready) {
-		rc = buf_add_cstr(&b, "{\"ready\":true");
-	} else {
-		rc = buf_add_cstr(&b, "{\"ready\":false,\"reason\":");
-		if (rc == 0)
-			rc = buf_add_json_str(&b, why, strlen(why));
+	jw_init(&w, &b);
+	jw_object_begin(&w);
+	jw_kbool(&w, "ready", ready);
+	if (!ready)
+		jw_kcstr(&w, "reason", why);
+	jw_key(&w, "policy");
+	add_policy_status(h, &w);
+	jw_key(&w, "clusterView");
+	if (h->env.view)
+		jw_part(&w, view_status, h);
+	else
+		jw_null(&w);
+	if (h->env.gate) {
+		jw_key(&w, "gate");
+		gate_release_status_json(h->env.gate, &w);
 	}
-	if (rc == 0)
-		rc = add_policy_status(h, &b);
-	if (rc == 0)
-		rc = add_view_status_json(h, &b);
-	if (rc == 0 && h->env.gate)
-		rc = gate_release_status_json(h->env.gate, &b);
-	if (rc == 0)
-		rc = buf_add_char(&b, '}');
-	if (rc != 0) {
+	jw_object_end(&w);
+	if (jw_finish(&w) != 0) {
 		buf_free(&b);
 		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
 	}

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "review.h"
 #include "serve_config.h"
 
 /* --- requests whose headers are still arriving -------------------------------------- */
@@ -683,7 +684,8 @@ void httpd_library_answer(struct httpd *h, unsigned code, const char *html)
 {
 	struct conn *conn = pending.head;
 	const char *message, *reason, *status_line;
-	char head[256], body[512];
+	char head[256];
+	struct buf body;
 	int hn, bn;
 	ssize_t off = 0;
 
@@ -699,14 +701,19 @@ void httpd_library_answer(struct httpd *h, unsigned code, const char *html)
 		reason = "BadRequest";
 		message = "Content-Length must be a decimal number of bytes";
 	}
-	bn = snprintf(body, sizeof(body),
-		      "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"%s\","
-		      "\"code\":%u,\"message\":\"%s\"}", reason, code, message);
+	buf_init(&body, 512);
+	if (review_encode_status((int32_t)code, reason, message, &body) != 0) {
+		buf_free(&body);
+		return;
+	}
+	bn = (int)buf_len(&body);
 	hn = snprintf(head, sizeof(head),
 		      "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
 		      "Connection: close\r\n\r\n", status_line, bn);
-	if (bn < 0 || hn < 0 || (size_t)bn >= sizeof(body) || (size_t)hn >= sizeof(head))
+	if (hn < 0 || (size_t)hn >= sizeof(head)) {
+		buf_free(&body);
 		return;
+	}
 	/* This thread owns the session and the library is not inside GnuTLS
 	 * for it now (it is parsing headers); it has sent nothing for this
 	 * request yet. */
@@ -720,7 +727,7 @@ void httpd_library_answer(struct httpd *h, unsigned code, const char *html)
 		off += w;
 	}
 	for (off = 0; off < bn;) {
-		ssize_t w = gnutls_record_send(conn->session, body + off, (size_t)(bn - off));
+		ssize_t w = gnutls_record_send(conn->session, buf_cstr(&body) + off, (size_t)(bn - off));
 
 		if (w == GNUTLS_E_INTERRUPTED)
 			continue;
@@ -728,6 +735,7 @@ void httpd_library_answer(struct httpd *h, unsigned code, const char *html)
 			break;
 		off += w;
 	}
+	buf_free(&body);
 	conn->muted = true;
 	shutdown(conn->fd, SHUT_WR);
 	log_refused(conn, conn->mhd, code, "", "", message);
