@@ -592,8 +592,8 @@ static int slice_holders(struct update *u, const struct view_slice *s)
 		char kb[KEY_MAX];
 
 		for (j = 0; h && j < h->nholders && rc == 0; j++)
-			rc = mark(&u->redo, obj_key(view_atom_str(h->holders[j].namespace),
-						   str_from_cstr(h->holders[j].name), kb, sizeof(kb)));
+			rc = mark(&u->redo, obj_key(view_atom_str(h->holders[j].claim->namespace),
+						   str_from_cstr(h->holders[j].claim->name), kb, sizeof(kb)));
 	}
 	return rc;
 }

@@ -463,11 +463,17 @@ done:
 		view_slab_bulk(b, -1);
 	}
 	if (r == VIEW_CLAIMS) {
-		if (view_hold_rebuild(b) != 0)
-			b->holds_stale = true;
+		bool stale = b->holds_stale;
+
+		/* The pending claims first, the holds once after them: a holder
+		 * points at its claim's record, and the retry replaces records
+		 * (the holds are not updated one by one meanwhile). */
+		b->holds_stale = true;
 		view_slab_bulk(b, VK_CLAIM);   /* every pending claim may be made again */
 		view_pending_retry(b, now_ns);
 		view_slab_bulk(b, -1);
+		if (view_hold_rebuild(b) == 0)
+			b->holds_stale = stale;
 	}
 	b->synced_ns[r] = now_ns;
 	b->updated_ns[r] = now_ns;
@@ -490,6 +496,12 @@ int view_builder_publish(struct view_builder *b, const struct view **out)
 		return -ENOMEM;
 	if (b->holds_stale && view_hold_rebuild(b) == 0 && view_pname_rebuild(b) == 0)
 		b->holds_stale = false;
+	/* A stale hold may point at a claim record already retired: never
+	 * published (the next publish tries the rebuild again). */
+	if (b->holds_stale) {
+		free(v);
+		return -ENOMEM;
+	}
 	v->seq = b->seq;
 	for (k = 0; k < VK_COUNT; k++)
 		v->dir[k] = b->t[k].dir;

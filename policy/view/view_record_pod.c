@@ -271,12 +271,8 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 	struct bump bp;
 	size_t size = rounded(sizeof(*h)) + rounded(ps.len + 1 + ds.len + 1) + rounded((size_t)n * sizeof(*hs));
 	char *key;
-	uint32_t i;
 
 	*out = NULL;
-	for (i = 0; i < n; i++)
-		size += rounded(strlen(holders[i].name) + 1) +
-			(view_uid_text(&holders[i].uid) ? rounded(strlen(view_uid_text(&holders[i].uid)) + 1) : 0);
 	if (size > UINT32_MAX)
 		return -E2BIG;
 	if (!(h = view_rec_alloc(b, size)))
@@ -292,14 +288,8 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 	key[ps.len + 1 + ds.len] = '\0';
 	h->key = key;
 	hs = n ? take(&bp, n * sizeof(*hs)) : NULL;
-	for (i = 0; i < n; i++) {
-		hs[i] = holders[i];
-		hs[i].name = take_text(&bp, str_from_cstr(holders[i].name));
-		if (view_uid_text(&holders[i].uid))
-			view_uid_set_text(&hs[i].uid, take_text(&bp, str_from_cstr(view_uid_text(&holders[i].uid))));
-		atom_get(hs[i].namespace);
-		atom_get(hs[i].share_id);
-	}
+	if (n)
+		memcpy(hs, holders, n * sizeof(*hs));
 	h->holders = hs;
 	h->nholders = n;
 	h->driver = atom_get(driver);
@@ -344,10 +334,6 @@ void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 		atom_put(as, v->driver);
 		atom_put(as, v->pool);
 		atom_put(as, v->device);
-		for (i = 0; v->holders && i < v->nholders; i++) {
-			atom_put(as, v->holders[i].namespace);
-			atom_put(as, v->holders[i].share_id);
-		}
 		break;
 	}
 	case LIMBO_MEM:
