@@ -247,14 +247,14 @@ struct view_claim {
 	bool node_local;            /* nodeSelector: metadata.name In [one node] */
 	bool deleting;
 	bool charge_pending;        /* some result is not charged yet (device not seen) */
-	uint32_t nresults;
+	uint16_t nresults;          /* narrow: the decoder's lists stop at 4,096 */
+	uint16_t nreserved;
 	const struct view_atom *node_name;   /* when node_local */
 	int64_t allocated_ns;       /* when the view first saw this allocation; 0 unallocated */
 	int64_t charged_ns;         /* when its charges were computed; 0 none */
 	const struct view_result *results;
 	const struct view_charge *charges;   /* one per result when allocated, else NULL */
 	const struct view_consumer *reserved_for;
-	uint32_t nreserved;
 };
 
 /* A Pod on a node (or with node-allocatable statuses): what the ledger
@@ -276,10 +276,13 @@ struct view_pod {
 	const struct view_pod_status *statuses;  /* nodeAllocatableResourceClaimStatuses;
 						  * claim names not among claims are added to claims */
 	uint32_t pod_level;         /* bit i: requests[i] is a Pod-level request */
-	uint16_t nrequests;
-	uint16_t nclaims;
-	uint16_t nstatuses;
-	bool gated;                 /* carries the scheduling gate MODEL_FREEZE_GATE */
+	/* Narrow, so that the record's header is 80 B: at most 32 requests
+	 * (POD_REQUESTS_MAX_RESOURCES), 256 claims and statuses (more are
+	 * refused). */
+	unsigned nrequests : 6;
+	unsigned nclaims : 9;
+	unsigned nstatuses : 9;
+	bool gated : 1;             /* carries the scheduling gate MODEL_FREEZE_GATE */
 };
 
 struct view_node {

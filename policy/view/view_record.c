@@ -714,6 +714,10 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 					 "a value is not a quantity", i);
 				return -EINVAL;
 			}
+	if (cl->nresults > UINT16_MAX || cl->nreserved_for > UINT16_MAX) {
+		snprintf(err, errn, "more results or consumers than a claim's record holds (%u)", UINT16_MAX);
+		return -E2BIG;
+	}
 	/* The charges are a blob: claims charged from the same slice and
 	 * mappings share one. A carried allocation keeps old's. */
 	if (cl->allocated && carry) {
@@ -756,7 +760,7 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	c->deleting = o->meta.deleting;
 	res = cl->nresults ? take(&bp, cl->nresults * sizeof(*res)) : NULL;
 	c->results = res;
-	c->nresults = cl->nresults;
+	c->nresults = (uint16_t)cl->nresults;
 	for (i = 0; i < cl->nresults; i++) {
 		res[i].nconsumed = cl->results[i].nconsumed_capacity;
 		res[i].consumed = res[i].nconsumed ? take(&bp, res[i].nconsumed * sizeof(struct view_named_qty))
@@ -764,7 +768,7 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	}
 	cons = cl->nreserved_for ? take(&bp, cl->nreserved_for * sizeof(*cons)) : NULL;
 	c->reserved_for = cons;
-	c->nreserved = cl->nreserved_for;
+	c->nreserved = (uint16_t)cl->nreserved_for;
 	for (i = 0; i < cl->nreserved_for; i++) {
 		cons[i].name = take_text(&bp, cl->reserved_for[i].name);
 		view_uid_fill(&bp, cl->reserved_for[i].uid, &cons[i].uid);

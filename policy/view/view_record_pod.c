@@ -20,6 +20,9 @@
 
 #define MAX_POD_CLAIMS 256
 
+/* The Pod record's counts are narrow bit-fields (view.h). */
+_Static_assert(POD_REQUESTS_MAX_RESOURCES < 64 && MAX_POD_CLAIMS < 512, "a Pod's counts must fit view_pod's");
+
 /* Whether a Pod names a claim by resourceClaimName (made by a user, not
  * from a template). */
 static bool names_claim(const struct pod *p)
@@ -128,7 +131,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	v->name = take_text(&bp, o->meta.name);
 	v->gated = p->has_freeze_gate;
 	view_uid_fill(&bp, o->meta.uid, &v->uid);
-	v->nclaims = (uint16_t)nnames;
+	v->nclaims = nnames & 511;
 	claims = nnames ? take(&bp, nnames * sizeof(char *)) : NULL;
 	v->claims = claims;
 	for (i = 0; i < nnames; i++)
@@ -149,7 +152,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 			v->pod_level |= 1u << i;
 	}
 	v->requests = B(&f, ATOM_NQ, rq, (size_t)req.n * sizeof(*rq));
-	v->nrequests = v->requests ? (uint16_t)req.n : 0;
+	v->nrequests = v->requests ? req.n & 63 : 0;
 	for (i = 0; i < nstat; i++) {
 		const struct claim_resource_status *cs = &p->claim_statuses[i];
 		struct view_named_qty *q = NULL;
@@ -164,7 +167,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		st[i].nresources = st[i].resources ? (uint16_t)cs->nresources : 0;
 	}
 	v->statuses = B(&f, ATOM_PODST, st, (size_t)nstat * sizeof(*st));
-	v->nstatuses = v->statuses ? (uint16_t)nstat : 0;
+	v->nstatuses = v->statuses ? nstat & 511 : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
 		view_record_free(b, LIMBO_POD, v);
