@@ -949,7 +949,7 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
 #define BUDGET_PER_POD_WITH_CLAIM 112
 #define BUDGET_PER_POD 88
 #define BUDGET_PER_NODE 48
-#define BUDGET_PER_HOLD_DEVICE 96   /* a held device's hold, with one holder */
+#define BUDGET_PER_HOLD_DEVICE 56   /* a held device's hold, with one holder */
 #define BUDGET_ATOMS_PER_NODE 224   /* interned bytes, for the whole view */
 
 #define B_NODES 64

@@ -44,11 +44,9 @@ struct vkey view_record_key(enum vkind kind, const struct view_rec *r)
 		return (struct vkey){ none, str_from_cstr(((const struct view_node *)r)->name), r->hash };
 	case VK_PNAME:
 		return (struct vkey){ none, view_atom_str(((const struct view_pname *)r)->name), r->hash };
-	case VK_HOLD: {
-		const struct view_hold *h = (const struct view_hold *)r;
-
-		return (struct vkey){ view_atom_str(h->driver), str_from_cstr(h->key), r->hash };
-	}
+	case VK_HOLD:   /* (driver, pool): the "<pool>/<device>" part is view_hold_key_eq()'s */
+		return (struct vkey){ view_atom_str(((const struct view_hold *)r)->driver),
+				      view_atom_str(((const struct view_hold *)r)->pool), r->hash };
 	case VK_POOL:
 	case VK_COUNT:
 		break;

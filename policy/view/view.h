@@ -302,14 +302,14 @@ struct view_holder {
 	uint32_t result;            /* index of the result in claim->results */
 };
 
+/* Keyed (driver, "<pool>/<device>"): device names have no '/'. */
 struct view_hold {
 	struct view_rec h;
 	const struct view_atom *driver;
 	const struct view_atom *pool;
 	const struct view_atom *device;
-	const char *key;            /* "<pool>/<device>" (device names have no '/') */
 	uint32_t nholders;
-	const struct view_holder *holders;
+	struct view_holder holders[];
 };
 
 /* Caps, set when the builder is made; going over one is an error. */

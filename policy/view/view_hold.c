@@ -112,6 +112,15 @@ static struct vkey hold_key(const struct view_result *r, char *buf, size_t n, bo
 	return view_key(view_atom_str(r->driver), (struct str){ buf, p.len + 1 + d.len });
 }
 
+bool view_hold_key_eq(const struct view_hold *h, const struct vkey *k)
+{
+	struct str p = view_atom_str(h->pool), d = view_atom_str(h->device);
+
+	return str_eq(view_atom_str(h->driver), k->a) && k->b.len == p.len + 1 + d.len &&
+	       memcmp(k->b.ptr, p.ptr, p.len) == 0 && k->b.ptr[p.len] == '/' &&
+	       memcmp(k->b.ptr + p.len + 1, d.ptr, d.len) == 0;
+}
+
 /* By the record's address alone: a stale hold (see view_hold_update) may
  * name a record already freed, which is never read through it. */
 static bool holder_is(const struct view_holder *h, const struct view_claim *c, uint32_t result)

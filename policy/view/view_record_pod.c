@@ -268,32 +268,17 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 		     const struct view_atom *device, const struct view_holder *holders, uint32_t n,
 		     struct view_hold **out)
 {
-	struct str ps = view_atom_str(pool), ds = view_atom_str(device);
 	struct view_hold *h;
-	struct view_holder *hs;
-	struct bump bp;
-	size_t size = rounded(sizeof(*h)) + rounded(ps.len + 1 + ds.len + 1) + rounded((size_t)n * sizeof(*hs));
-	char *key;
+	size_t size = rounded(sizeof(*h) + (size_t)n * sizeof(h->holders[0]));
 
 	*out = NULL;
 	if (size > UINT32_MAX)
 		return -E2BIG;
 	if (!(h = view_rec_alloc(b, size)))
 		return -ENOMEM;
-	bp.p = (char *)h;
-	bp.end = (char *)h + size;
-	take(&bp, sizeof(*h));
 	h->h.size = (uint32_t)size;
-	key = take(&bp, ps.len + 1 + ds.len + 1);
-	memcpy(key, ps.ptr, ps.len);
-	key[ps.len] = '/';
-	memcpy(key + ps.len + 1, ds.ptr, ds.len);
-	key[ps.len + 1 + ds.len] = '\0';
-	h->key = key;
-	hs = n ? take(&bp, n * sizeof(*hs)) : NULL;
 	if (n)
-		memcpy(hs, holders, n * sizeof(*hs));
-	h->holders = hs;
+		memcpy(h->holders, holders, n * sizeof(h->holders[0]));
 	h->nholders = n;
 	h->driver = atom_get(driver);
 	h->pool = atom_get(pool);
