@@ -945,9 +945,9 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
  * atoms shared by every record holding them: counted once for the view
  * below, not per object. */
 #define BUDGET_PER_DEVICE 80        /* a slice's record over its 8 devices */
-#define BUDGET_PER_CLAIM 232
-#define BUDGET_PER_POD_WITH_CLAIM 112
-#define BUDGET_PER_POD 88
+#define BUDGET_PER_CLAIM 224
+#define BUDGET_PER_POD_WITH_CLAIM 104
+#define BUDGET_PER_POD 80
 #define BUDGET_PER_NODE 48
 #define BUDGET_PER_HOLD_DEVICE 56   /* a held device's hold, with one holder */
 #define BUDGET_ATOMS_PER_NODE 224   /* interned bytes, for the whole view */

@@ -252,9 +252,9 @@ struct view_claim {
 	const struct view_atom *node_name;   /* when node_local */
 	int64_t allocated_ns;       /* when the view first saw this allocation; 0 unallocated */
 	int64_t charged_ns;         /* when its charges were computed; 0 none */
-	const struct view_result *results;
 	const struct view_charge *charges;   /* one per result when allocated, else NULL */
 	const struct view_consumer *reserved_for;
+	struct view_result results[];   /* nresults, in the record (no pointer to them) */
 };
 
 /* A Pod on a node (or with node-allocatable statuses): what the ledger
@@ -272,7 +272,6 @@ struct view_pod {
 	struct view_uid uid;
 	const struct view_atom *node_name;   /* NULL while unbound */
 	const struct view_named_qty *requests;   /* pod_requests.h, by resource name */
-	const char *const *claims;  /* the claims it uses (generated names resolved) */
 	const struct view_pod_status *statuses;  /* nodeAllocatableResourceClaimStatuses;
 						  * claim names not among claims are added to claims */
 	uint32_t pod_level;         /* bit i: requests[i] is a Pod-level request */
@@ -283,6 +282,9 @@ struct view_pod {
 	unsigned nclaims : 9;
 	unsigned nstatuses : 9;
 	bool gated : 1;             /* carries the scheduling gate MODEL_FREEZE_GATE */
+	/* The nclaims claims it uses (generated names resolved), in the
+	 * record (no pointer to them). */
+	const char *claims[];
 };
 
 struct view_node {

@@ -565,7 +565,7 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 
 	atom_put(as, c->namespace);
 	atom_put(as, c->node_name);
-	for (i = 0; c->results && i < c->nresults; i++) {
+	for (i = 0; i < c->nresults; i++) {
 		const struct view_result *r = &c->results[i];
 
 		atom_put(as, r->request);
@@ -736,9 +736,8 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		if (rc)
 			return rc;
 	}
-	size = rounded(sizeof(*c)) + rounded(o->meta.name.len + 1) +
+	size = rounded(sizeof(*c) + (size_t)cl->nresults * sizeof(*res)) + rounded(o->meta.name.len + 1) +
 	       rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid) +
-	       rounded((size_t)cl->nresults * sizeof(*res)) +
 	       rounded((size_t)cl->nreserved_for * sizeof(*cons));
 	for (i = 0; i < cl->nresults; i++)
 		size += rounded((size_t)cl->results[i].nconsumed_capacity * sizeof(struct view_named_qty));
@@ -750,7 +749,8 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	}
 	bp.p = (char *)c;
 	bp.end = (char *)c + size;
-	take(&bp, sizeof(*c));
+	take(&bp, sizeof(*c) + (size_t)cl->nresults * sizeof(*res));
+	res = c->results;
 	c->h.size = (uint32_t)size;
 	c->name = take_text(&bp, o->meta.name);
 	c->resource_version = take_text(&bp, o->meta.resource_version);
@@ -758,8 +758,6 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	c->allocated = cl->allocated;
 	c->node_local = cl->node_local;
 	c->deleting = o->meta.deleting;
-	res = cl->nresults ? take(&bp, cl->nresults * sizeof(*res)) : NULL;
-	c->results = res;
 	c->nresults = (uint16_t)cl->nresults;
 	for (i = 0; i < cl->nresults; i++) {
 		res[i].nconsumed = cl->results[i].nconsumed_capacity;

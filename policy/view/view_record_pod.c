@@ -112,8 +112,8 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	}
 	/* Requests and statuses are blobs: most Pods of a workload ask the
 	 * same, and the scheduler writes them the same amounts. */
-	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1) + view_uid_size(o->meta.uid) +
-	       rounded((size_t)nnames * sizeof(char *));
+	size = rounded(sizeof(*v) + (size_t)nnames * sizeof(char *)) + rounded(o->meta.name.len + 1) +
+	       view_uid_size(o->meta.uid);
 	for (i = 0; i < nnames; i++)
 		size += rounded(names[i].len + 1);
 	rq = req.n ? arena_calloc(b->scratch, req.n, sizeof(*rq)) : NULL;
@@ -126,14 +126,13 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		return -ENOMEM;
 	bp.p = (char *)v;
 	bp.end = (char *)v + size;
-	take(&bp, sizeof(*v));
+	take(&bp, sizeof(*v) + (size_t)nnames * sizeof(char *));
 	v->h.size = (uint32_t)size;
 	v->name = take_text(&bp, o->meta.name);
 	v->gated = p->has_freeze_gate;
 	view_uid_fill(&bp, o->meta.uid, &v->uid);
 	v->nclaims = nnames & 511;
-	claims = nnames ? take(&bp, nnames * sizeof(char *)) : NULL;
-	v->claims = claims;
+	claims = v->claims;
 	for (i = 0; i < nnames; i++)
 		claims[i] = take_text(&bp, names[i]);
 	for (i = 0; i < nstat; i++) {
