@@ -944,7 +944,7 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
  * arrays of them (attributes, mappings, requests, charges), are interned
  * atoms shared by every record holding them: counted once for the view
  * below, not per object. */
-#define BUDGET_PER_DEVICE 80        /* a slice's record over its 8 devices */
+#define BUDGET_PER_DEVICE 66        /* a slice's record over its 8 devices */
 #define BUDGET_PER_CLAIM 224
 #define BUDGET_PER_POD_WITH_CLAIM 104
 #define BUDGET_PER_POD 80

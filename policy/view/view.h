@@ -140,10 +140,10 @@ struct view_mapping {
 struct view_device {
 	const struct view_atom *name;
 	const struct view_atom *node_name;   /* perDeviceNodeSelection, or NULL */
-	bool allow_multiple_allocations;
-	bool all_nodes;
-	bool has_node_selector;
 	uint16_t nattrs, ncapacity, nmappings;
+	bool allow_multiple_allocations : 1;   /* bits beside the counts: 48 B a device */
+	bool all_nodes : 1;
+	bool has_node_selector : 1;
 	const struct view_attr *attrs;
 	const struct view_capacity *capacity;
 	const struct view_mapping *mappings;
