@@ -419,7 +419,7 @@ static void test_claims_are_compact_and_keyed_by_namespace(void **state)
 	assert_true(str_eq(view_atom_str(c->node_name), STR_LIT("node-2")));
 	assert_int_equal(c->nresults, 1);
 	assert_true(str_eq(view_atom_str(c->results[0].device), STR_LIT("gpu-1")));
-	assert_int_equal(c->results[0].nconsumed, 1);
+	assert_int_equal(view_result_nconsumed(&c->results[0]), 1);
 	assert_null(view_uid_text(&c->uid));
 	view_uid_format(&c->uid, uid, sizeof(uid));
 	assert_string_equal(uid, "0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b");
@@ -945,7 +945,7 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
  * atoms shared by every record holding them: counted once for the view
  * below, not per object. */
 #define BUDGET_PER_DEVICE 66        /* a slice's record over its 8 devices */
-#define BUDGET_PER_CLAIM 224
+#define BUDGET_PER_CLAIM 208
 #define BUDGET_PER_POD_WITH_CLAIM 104
 #define BUDGET_PER_POD 80
 #define BUDGET_PER_NODE 48
@@ -1115,6 +1115,70 @@ static void test_records_stay_within_their_byte_budget(void **state)
 	view_builder_free(b);
 	arena_free(a);
 	buf_free(&t);
+}
+
+/* --- a result's share ID and consumed capacity ----------------------------------- */
+
+static const struct view_claim *result_claim(struct view_builder *b, struct arena *a, const char *name,
+					     const char *extra)
+{
+	struct buf t;
+	char err[256];
+	const struct view *v;
+	const struct view_claim *c;
+
+	buf_init(&t, 1 << 16);
+	buf_printf(&t, "{\"kind\":\"ResourceClaim\",\"apiVersion\":\"resource.k8s.io/v1\",\"metadata\":"
+		   "{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b\"},"
+		   "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+		   "\"driver\":\"gpu.example.com\",\"pool\":\"w1\",\"device\":\"gpu-0\"%s}]}}}}", name, extra);
+	if (view_builder_apply_json(b, VIEW_ADDED, buf_cstr(&t), buf_len(&t), a, 1, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	buf_free(&t);
+	v = publish(b);
+	c = view_claim_get(v, STR_LIT("ns"), str_from_cstr(name));
+	view_builder_release(b, v);   /* the builder's working copy keeps the record */
+	assert_non_null(c);
+	assert_int_equal(c->nresults, 1);
+	return c;
+}
+
+/* Share IDs and consumed capacity are rare: a result without them holds
+ * nothing for them, one with them reads them back as written, and equal
+ * ones share one interned copy. */
+static void test_a_results_share_id_and_consumed_capacity_read_back(void **state)
+{
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	const struct view_claim *plain, *shared, *c1, *c2;
+	const struct view_result *r;
+	struct quantity q;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(arena_new(1 << 24, &a), 0);
+	plain = result_claim(b, a, "plain", "");
+	assert_null(plain->results[0].more);
+	assert_null(view_result_share_id(&plain->results[0]));
+	assert_int_equal(view_result_nconsumed(&plain->results[0]), 0);
+	assert_null(view_result_consumed(&plain->results[0]));
+	shared = result_claim(b, a, "shared", ",\"shareID\":\"7d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50\","
+			      "\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\",\"gpu.example.com/sm\":\"10\"}");
+	r = &shared->results[0];
+	assert_true(str_eq(view_atom_str(view_result_share_id(r)), STR_LIT("7d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50")));
+	assert_int_equal(view_result_nconsumed(r), 2);
+	assert_true(str_eq(view_atom_str(view_result_consumed(r)[0].name), STR_LIT("gpu.example.com/memory")));
+	assert_int_equal(quantity_parse("8Gi", 3, &q), 0);
+	assert_int_equal(quantity_cmp(view_atom_qty(view_result_consumed(r)[0].value), &q), 0);
+	assert_true(str_eq(view_atom_str(view_result_consumed(r)[1].name), STR_LIT("gpu.example.com/sm")));
+	c1 = result_claim(b, a, "c1", ",\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}");
+	c2 = result_claim(b, a, "c2", ",\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}");
+	assert_null(view_result_share_id(&c1->results[0]));
+	assert_int_equal(view_result_nconsumed(&c1->results[0]), 1);
+	assert_ptr_equal(c1->results[0].more, c2->results[0].more);
+	assert_ptr_not_equal(c1->results[0].more, shared->results[0].more);
+	view_builder_free(b);
+	arena_free(a);
 }
 
 /* --- holders are their claims' records ----------------------------------------- */
@@ -1378,6 +1442,7 @@ int main(void)
 		cmocka_unit_test(test_device_holds_name_each_claim_on_the_device_once),
 		cmocka_unit_test(test_records_stay_within_their_byte_budget),
 		cmocka_unit_test(test_holders_are_their_claims_records),
+		cmocka_unit_test(test_a_results_share_id_and_consumed_capacity_read_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -561,7 +561,7 @@ static void put_charge(struct atom_set *as, const struct view_charge *c)
 
 static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 {
-	uint32_t i, j;
+	uint32_t i;
 
 	atom_put(as, c->namespace);
 	atom_put(as, c->node_name);
@@ -572,11 +572,7 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 		atom_put(as, r->driver);
 		atom_put(as, r->pool);
 		atom_put(as, r->device);
-		atom_put(as, r->share_id);
-		for (j = 0; r->consumed && j < r->nconsumed; j++) {
-			atom_put(as, r->consumed[j].name);
-			atom_put(as, r->consumed[j].value);
-		}
+		atom_put(as, view_blob_of(r->more));
 	}
 	atom_put(as, view_blob_of(c->charges));
 	for (i = 0; c->reserved_for && i < c->nreserved; i++) {
@@ -621,12 +617,13 @@ static bool same_allocation(const struct view_claim *old, const struct k8s_objec
 
 		if (!str_eq(view_atom_str(r->request), a->request) || !str_eq(view_atom_str(r->driver), a->driver) ||
 		    !str_eq(view_atom_str(r->pool), a->pool) || !str_eq(view_atom_str(r->device), a->device) ||
-		    !str_eq(view_atom_str(r->share_id), a->share_id) || r->nconsumed != a->nconsumed_capacity)
+		    !str_eq(view_atom_str(view_result_share_id(r)), a->share_id) ||
+		    view_result_nconsumed(r) != a->nconsumed_capacity)
 			return false;
-		for (j = 0; j < r->nconsumed; j++)
-			if (!str_eq(view_atom_str(r->consumed[j].name), a->consumed_capacity[j].name) ||
+		for (j = 0; j < view_result_nconsumed(r); j++)
+			if (!str_eq(view_atom_str(r->more->consumed[j].name), a->consumed_capacity[j].name) ||
 			    a->consumed_capacity[j].value.err ||
-			    quantity_cmp(view_atom_qty(r->consumed[j].value), &a->consumed_capacity[j].value.value))
+			    quantity_cmp(view_atom_qty(r->more->consumed[j].value), &a->consumed_capacity[j].value.value))
 				return false;
 	}
 	return true;
@@ -689,6 +686,30 @@ static int charge(struct view_builder *b, const struct resource_claim *cl, struc
 }
 
 /* The record, with old's charges carried (carry) or new ones computed. */
+/* A result's share ID and consumed capacity, interned; NULL when it has
+ * neither, or on failure (f->rc). */
+static const struct view_result_more *result_more(struct view_builder *b, struct filler *f,
+						 const struct allocation_result *ar)
+{
+	struct view_result_more *m;
+	size_t n = sizeof(*m) + (size_t)ar->nconsumed_capacity * sizeof(m->consumed[0]);
+	uint32_t j;
+
+	if (f->rc || (!ar->share_id.len && !ar->nconsumed_capacity))
+		return NULL;
+	if (!(m = arena_calloc(b->scratch, 1, n))) {   /* zeroed: blobs compare as bytes */
+		f->rc = -ENOMEM;
+		return NULL;
+	}
+	m->share_id = S_opt(f, ar->share_id);
+	m->nconsumed = ar->nconsumed_capacity;
+	for (j = 0; j < ar->nconsumed_capacity; j++) {
+		m->consumed[j].name = S(f, ar->consumed_capacity[j].name);
+		m->consumed[j].value = Qf(f, &ar->consumed_capacity[j].value);
+	}
+	return B(f, ATOM_RMORE, m, n);
+}
+
 static int record_claim(struct view_builder *b, const struct k8s_object *o, const struct view_claim *old,
 			bool carry, int64_t allocated_ns, int64_t now, struct view_claim **out, char *err,
 			size_t errn)
@@ -739,8 +760,6 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	size = rounded(sizeof(*c) + (size_t)cl->nresults * sizeof(*res)) + rounded(o->meta.name.len + 1) +
 	       rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid) +
 	       rounded((size_t)cl->nreserved_for * sizeof(*cons));
-	for (i = 0; i < cl->nresults; i++)
-		size += rounded((size_t)cl->results[i].nconsumed_capacity * sizeof(struct view_named_qty));
 	for (i = 0; i < cl->nreserved_for; i++)
 		size += rounded(cl->reserved_for[i].name.len + 1) + view_uid_size(cl->reserved_for[i].uid);
 	if (size > UINT32_MAX || !(c = view_rec_alloc(b, size))) {
@@ -759,11 +778,6 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	c->node_local = cl->node_local;
 	c->deleting = o->meta.deleting;
 	c->nresults = (uint16_t)cl->nresults;
-	for (i = 0; i < cl->nresults; i++) {
-		res[i].nconsumed = cl->results[i].nconsumed_capacity;
-		res[i].consumed = res[i].nconsumed ? take(&bp, res[i].nconsumed * sizeof(struct view_named_qty))
-						   : NULL;
-	}
 	cons = cl->nreserved_for ? take(&bp, cl->nreserved_for * sizeof(*cons)) : NULL;
 	c->reserved_for = cons;
 	c->nreserved = (uint16_t)cl->nreserved_for;
@@ -792,13 +806,7 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		res[i].driver = S(&f, ar->driver);
 		res[i].pool = S(&f, ar->pool);
 		res[i].device = S(&f, ar->device);
-		res[i].share_id = S_opt(&f, ar->share_id);
-		for (j = 0; j < ar->nconsumed_capacity; j++) {
-			struct view_named_qty *q = (struct view_named_qty *)&res[i].consumed[j];
-
-			q->name = S(&f, ar->consumed_capacity[j].name);
-			q->value = Qf(&f, &ar->consumed_capacity[j].value);
-		}
+		res[i].more = result_more(b, &f, ar);
 	}
 	for (i = 0; i < cl->nreserved_for; i++) {
 		cons[i].api_group = S(&f, cl->reserved_for[i].api_group);
@@ -860,16 +868,17 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 		a->driver = view_atom_str(r->driver);
 		a->pool = view_atom_str(r->pool);
 		a->device = view_atom_str(r->device);
-		a->share_id = r->share_id ? view_atom_str(r->share_id) : (struct str){ NULL, 0 };
-		a->nconsumed_capacity = r->nconsumed;
-		a->consumed_capacity = arena_calloc(b->scratch, r->nconsumed ? r->nconsumed : 1,
+		a->share_id = view_result_share_id(r) ? view_atom_str(view_result_share_id(r))
+						      : (struct str){ NULL, 0 };
+		a->nconsumed_capacity = view_result_nconsumed(r);
+		a->consumed_capacity = arena_calloc(b->scratch, a->nconsumed_capacity ? a->nconsumed_capacity : 1,
 						    sizeof(*a->consumed_capacity));
 		if (!a->consumed_capacity)
 			return -ENOMEM;
-		for (j = 0; j < r->nconsumed; j++) {
-			a->consumed_capacity[j].name = view_atom_str(r->consumed[j].name);
+		for (j = 0; j < a->nconsumed_capacity; j++) {
+			a->consumed_capacity[j].name = view_atom_str(r->more->consumed[j].name);
 			a->consumed_capacity[j].value.present = true;
-			a->consumed_capacity[j].value.value = *view_atom_qty(r->consumed[j].value);
+			a->consumed_capacity[j].value.value = *view_atom_qty(r->more->consumed[j].value);
 		}
 	}
 	for (i = 0; i < c->nreserved; i++) {
