@@ -945,7 +945,7 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
  * atoms shared by every record holding them: counted once for the view
  * below, not per object. */
 #define BUDGET_PER_DEVICE 66        /* a slice's record over its 8 devices */
-#define BUDGET_PER_CLAIM 208
+#define BUDGET_PER_CLAIM 216
 #define BUDGET_PER_POD_WITH_CLAIM 104
 #define BUDGET_PER_POD 80
 #define BUDGET_PER_NODE 48
@@ -1143,9 +1143,10 @@ static const struct view_claim *result_claim(struct view_builder *b, struct aren
 	return c;
 }
 
-/* Share IDs and consumed capacity are rare: a result without them holds
- * nothing for them, one with them reads them back as written, and equal
- * ones share one interned copy. */
+/* A result's consumed capacity is interned: a result without any holds
+ * nothing for it, one with it reads it back as written, and equal amounts
+ * (the claims of one shared device) share one copy; the share ID stays the
+ * result's own. */
 static void test_a_results_share_id_and_consumed_capacity_read_back(void **state)
 {
 	struct view_builder *b = NULL;
@@ -1158,25 +1159,26 @@ static void test_a_results_share_id_and_consumed_capacity_read_back(void **state
 	assert_int_equal(view_builder_new(NULL, &b), 0);
 	assert_int_equal(arena_new(1 << 24, &a), 0);
 	plain = result_claim(b, a, "plain", "");
-	assert_null(plain->results[0].more);
-	assert_null(view_result_share_id(&plain->results[0]));
+	assert_null(plain->results[0].share_id);
+	assert_null(plain->results[0].consumed);
 	assert_int_equal(view_result_nconsumed(&plain->results[0]), 0);
-	assert_null(view_result_consumed(&plain->results[0]));
 	shared = result_claim(b, a, "shared", ",\"shareID\":\"7d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50\","
 			      "\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\",\"gpu.example.com/sm\":\"10\"}");
 	r = &shared->results[0];
-	assert_true(str_eq(view_atom_str(view_result_share_id(r)), STR_LIT("7d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50")));
+	assert_true(str_eq(view_atom_str(r->share_id), STR_LIT("7d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50")));
 	assert_int_equal(view_result_nconsumed(r), 2);
-	assert_true(str_eq(view_atom_str(view_result_consumed(r)[0].name), STR_LIT("gpu.example.com/memory")));
+	assert_true(str_eq(view_atom_str(r->consumed[0].name), STR_LIT("gpu.example.com/memory")));
 	assert_int_equal(quantity_parse("8Gi", 3, &q), 0);
-	assert_int_equal(quantity_cmp(view_atom_qty(view_result_consumed(r)[0].value), &q), 0);
-	assert_true(str_eq(view_atom_str(view_result_consumed(r)[1].name), STR_LIT("gpu.example.com/sm")));
-	c1 = result_claim(b, a, "c1", ",\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}");
-	c2 = result_claim(b, a, "c2", ",\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}");
-	assert_null(view_result_share_id(&c1->results[0]));
+	assert_int_equal(quantity_cmp(view_atom_qty(r->consumed[0].value), &q), 0);
+	assert_true(str_eq(view_atom_str(r->consumed[1].name), STR_LIT("gpu.example.com/sm")));
+	c1 = result_claim(b, a, "c1", ",\"shareID\":\"1d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50\","
+			  "\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}");
+	c2 = result_claim(b, a, "c2", ",\"shareID\":\"2d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50\","
+			  "\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}");
 	assert_int_equal(view_result_nconsumed(&c1->results[0]), 1);
-	assert_ptr_equal(c1->results[0].more, c2->results[0].more);
-	assert_ptr_not_equal(c1->results[0].more, shared->results[0].more);
+	assert_ptr_equal(c1->results[0].consumed, c2->results[0].consumed);
+	assert_ptr_not_equal(c1->results[0].share_id, c2->results[0].share_id);
+	assert_ptr_not_equal(c1->results[0].consumed, shared->results[0].consumed);
 	view_builder_free(b);
 	arena_free(a);
 }

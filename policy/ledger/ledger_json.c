@@ -62,9 +62,9 @@ static void entry_json(struct jw *w, const struct ledger_entry *e)
 	jstr(w, view_atom_str(r->pool));
 	jw_key(w, "device");
 	jstr(w, view_atom_str(r->device));
-	if (view_result_share_id(r)) {
+	if (r->share_id) {
 		jw_key(w, "shareID");
-		jstr(w, view_atom_str(view_result_share_id(r)));
+		jstr(w, view_atom_str(r->share_id));
 	}
 	jw_key(w, "zone");
 	jstr(w, e->zone);

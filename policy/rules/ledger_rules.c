@@ -369,8 +369,8 @@ static const struct quantity *view_consumed_of(const struct view_result *r, stru
 	uint32_t i;
 
 	for (i = 0; i < view_result_nconsumed(r); i++)
-		if (str_eq(view_atom_str(r->more->consumed[i].name), name))
-			return view_atom_qty(r->more->consumed[i].value);
+		if (str_eq(view_atom_str(r->consumed[i].name), name))
+			return view_atom_qty(r->consumed[i].value);
 	return NULL;
 }
 

@@ -200,39 +200,26 @@ struct view_named_qty {
 	const struct view_atom *value;
 };
 
-/* What few allocation results have: a share ID (a device allocated in
- * shares) and consumed capacity. Interned (a blob), and NULL in a result
- * that has neither: 16 B less in each of the 100,000 results at the scale
- * of docs/performance.md. Read through the functions below. */
-struct view_result_more {
-	const struct view_atom *share_id;     /* NULL when absent */
-	uint32_t nconsumed;
-	struct view_named_qty consumed[];
-};
-
 struct view_result {
 	const struct view_atom *request;
 	const struct view_atom *driver;
 	const struct view_atom *pool;
 	const struct view_atom *device;
-	const struct view_result_more *more;  /* NULL: no share ID, nothing consumed */
+	const struct view_atom *share_id;     /* NULL when absent */
+	/* consumedCapacity, view_result_nconsumed() entries; NULL when none.
+	 * Interned (a blob: the same amounts repeat across the claims of a
+	 * shared device), its count read from the blob: 48 B a result. */
+	const struct view_named_qty *consumed;
 };
 
-/* The result's shareID, NULL when absent. */
-static inline const struct view_atom *view_result_share_id(const struct view_result *r)
-{
-	return r->more ? r->more->share_id : NULL;
-}
-
-/* Its consumedCapacity: view_result_nconsumed() entries (none: NULL). */
 static inline uint32_t view_result_nconsumed(const struct view_result *r)
 {
-	return r->more ? r->more->nconsumed : 0;
-}
+	const struct view_atom *a;
 
-static inline const struct view_named_qty *view_result_consumed(const struct view_result *r)
-{
-	return r->more && r->more->nconsumed ? r->more->consumed : NULL;
+	if (!r->consumed)
+		return 0;
+	a = (const struct view_atom *)(const void *)((const char *)r->consumed - offsetof(struct view_atom, data));
+	return a->len / (uint32_t)sizeof(struct view_named_qty);
 }
 
 struct view_consumer {

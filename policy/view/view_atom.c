@@ -190,16 +190,6 @@ void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size
 		for (i = 0; i < n / sizeof(struct view_pod_status); i++)
 			atom_put(s, view_blob_of(((const struct view_pod_status *)p + i)->resources));
 		break;
-	case ATOM_RMORE: {
-		const struct view_result_more *m = p;
-
-		atom_put(s, m->share_id);
-		for (i = 0; i < m->nconsumed; i++) {
-			atom_put(s, m->consumed[i].name);
-			atom_put(s, m->consumed[i].value);
-		}
-		break;
-	}
 	case ATOM_STR:
 	case ATOM_QTY:
 		break;

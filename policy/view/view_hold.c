@@ -92,8 +92,8 @@ int view_device_amounts(const struct view_device *d, const struct view_result *r
 	if (view_result_nconsumed(r) > 64)
 		return -E2BIG;
 	for (i = 0; i < view_result_nconsumed(r); i++)
-		consumed[i] = (struct view_amount){ view_atom_str(r->more->consumed[i].name),
-						    *view_atom_qty(r->more->consumed[i].value) };
+		consumed[i] = (struct view_amount){ view_atom_str(r->consumed[i].name),
+						    *view_atom_qty(r->consumed[i].value) };
 	return view_mapping_amounts(d, consumed, view_result_nconsumed(r), out, max, state);
 }
 
@@ -218,8 +218,7 @@ static bool same_holds(const struct view_claim *a, const struct view_claim *b)
 		return false;
 	for (i = 0; i < a->nresults; i++)
 		if (a->results[i].driver != b->results[i].driver || a->results[i].pool != b->results[i].pool ||
-		    a->results[i].device != b->results[i].device ||
-		    view_result_share_id(&a->results[i]) != view_result_share_id(&b->results[i]))
+		    a->results[i].device != b->results[i].device || a->results[i].share_id != b->results[i].share_id)
 			return false;
 	ta = view_uid_text(&a->uid);
 	tb = view_uid_text(&b->uid);

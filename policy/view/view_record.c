@@ -572,7 +572,8 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 		atom_put(as, r->driver);
 		atom_put(as, r->pool);
 		atom_put(as, r->device);
-		atom_put(as, view_blob_of(r->more));
+		atom_put(as, r->share_id);
+		atom_put(as, view_blob_of(r->consumed));
 	}
 	atom_put(as, view_blob_of(c->charges));
 	for (i = 0; c->reserved_for && i < c->nreserved; i++) {
@@ -617,13 +618,13 @@ static bool same_allocation(const struct view_claim *old, const struct k8s_objec
 
 		if (!str_eq(view_atom_str(r->request), a->request) || !str_eq(view_atom_str(r->driver), a->driver) ||
 		    !str_eq(view_atom_str(r->pool), a->pool) || !str_eq(view_atom_str(r->device), a->device) ||
-		    !str_eq(view_atom_str(view_result_share_id(r)), a->share_id) ||
+		    !str_eq(view_atom_str(r->share_id), a->share_id) ||
 		    view_result_nconsumed(r) != a->nconsumed_capacity)
 			return false;
-		for (j = 0; j < view_result_nconsumed(r); j++)
-			if (!str_eq(view_atom_str(r->more->consumed[j].name), a->consumed_capacity[j].name) ||
+		for (j = 0; j < a->nconsumed_capacity; j++)
+			if (!str_eq(view_atom_str(r->consumed[j].name), a->consumed_capacity[j].name) ||
 			    a->consumed_capacity[j].value.err ||
-			    quantity_cmp(view_atom_qty(r->more->consumed[j].value), &a->consumed_capacity[j].value.value))
+			    quantity_cmp(view_atom_qty(r->consumed[j].value), &a->consumed_capacity[j].value.value))
 				return false;
 	}
 	return true;
@@ -686,28 +687,25 @@ static int charge(struct view_builder *b, const struct resource_claim *cl, struc
 }
 
 /* The record, with old's charges carried (carry) or new ones computed. */
-/* A result's share ID and consumed capacity, interned; NULL when it has
- * neither, or on failure (f->rc). */
-static const struct view_result_more *result_more(struct view_builder *b, struct filler *f,
+/* A result's consumed capacity, interned; NULL when it has none, or on
+ * failure (f->rc). */
+static const struct view_named_qty *consumed_blob(struct view_builder *b, struct filler *f,
 						 const struct allocation_result *ar)
 {
-	struct view_result_more *m;
-	size_t n = sizeof(*m) + (size_t)ar->nconsumed_capacity * sizeof(m->consumed[0]);
+	struct view_named_qty *q;
 	uint32_t j;
 
-	if (f->rc || (!ar->share_id.len && !ar->nconsumed_capacity))
+	if (f->rc || !ar->nconsumed_capacity)
 		return NULL;
-	if (!(m = arena_calloc(b->scratch, 1, n))) {   /* zeroed: blobs compare as bytes */
+	if (!(q = arena_calloc(b->scratch, ar->nconsumed_capacity, sizeof(*q)))) {
 		f->rc = -ENOMEM;
 		return NULL;
 	}
-	m->share_id = S_opt(f, ar->share_id);
-	m->nconsumed = ar->nconsumed_capacity;
 	for (j = 0; j < ar->nconsumed_capacity; j++) {
-		m->consumed[j].name = S(f, ar->consumed_capacity[j].name);
-		m->consumed[j].value = Qf(f, &ar->consumed_capacity[j].value);
+		q[j].name = S(f, ar->consumed_capacity[j].name);
+		q[j].value = Qf(f, &ar->consumed_capacity[j].value);
 	}
-	return B(f, ATOM_RMORE, m, n);
+	return B(f, ATOM_NQ, q, (size_t)ar->nconsumed_capacity * sizeof(*q));
 }
 
 static int record_claim(struct view_builder *b, const struct k8s_object *o, const struct view_claim *old,
@@ -806,7 +804,8 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		res[i].driver = S(&f, ar->driver);
 		res[i].pool = S(&f, ar->pool);
 		res[i].device = S(&f, ar->device);
-		res[i].more = result_more(b, &f, ar);
+		res[i].share_id = S_opt(&f, ar->share_id);
+		res[i].consumed = consumed_blob(b, &f, ar);
 	}
 	for (i = 0; i < cl->nreserved_for; i++) {
 		cons[i].api_group = S(&f, cl->reserved_for[i].api_group);
@@ -868,17 +867,16 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 		a->driver = view_atom_str(r->driver);
 		a->pool = view_atom_str(r->pool);
 		a->device = view_atom_str(r->device);
-		a->share_id = view_result_share_id(r) ? view_atom_str(view_result_share_id(r))
-						      : (struct str){ NULL, 0 };
+		a->share_id = r->share_id ? view_atom_str(r->share_id) : (struct str){ NULL, 0 };
 		a->nconsumed_capacity = view_result_nconsumed(r);
 		a->consumed_capacity = arena_calloc(b->scratch, a->nconsumed_capacity ? a->nconsumed_capacity : 1,
 						    sizeof(*a->consumed_capacity));
 		if (!a->consumed_capacity)
 			return -ENOMEM;
 		for (j = 0; j < a->nconsumed_capacity; j++) {
-			a->consumed_capacity[j].name = view_atom_str(r->more->consumed[j].name);
+			a->consumed_capacity[j].name = view_atom_str(r->consumed[j].name);
 			a->consumed_capacity[j].value.present = true;
-			a->consumed_capacity[j].value.value = *view_atom_qty(r->more->consumed[j].value);
+			a->consumed_capacity[j].value.value = *view_atom_qty(r->consumed[j].value);
 		}
 	}
 	for (i = 0; i < c->nreserved; i++) {
