@@ -407,7 +407,7 @@ static bool reserved_on(const struct build *b, const struct view_claim *c, struc
 	uint32_t i;
 
 	for (i = 0; i < c->nreserved; i++) {
-		const struct view_consumer *cons = &c->reserved_for[i];
+		const struct view_consumer *cons = &view_claim_reserved_for(c)[i];
 		const struct view_pod *p;
 		char uid[64];
 
@@ -510,7 +510,7 @@ static bool covered_on(const struct build *b, const struct view_claim *c, struct
 
 	for (i = 0; i < c->nreserved; i++) {
 		const struct view_pod *p = view_pod_get(b->v, view_atom_str(c->namespace),
-							str_from_cstr(c->reserved_for[i].name));
+							str_from_cstr(view_claim_reserved_for(c)[i].name));
 
 		if (!p || !p->pod_level || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
 			continue;
@@ -576,7 +576,7 @@ uint32_t ledger_claim_nodes(const struct view *v, const struct view_claim *c, st
 		return n;
 	}
 	for (i = 0; i < c->nreserved && n < max; i++) {
-		const struct view_consumer *cons = &c->reserved_for[i];
+		const struct view_consumer *cons = &view_claim_reserved_for(c)[i];
 		const struct view_pod *p;
 		char uid[64];
 

@@ -450,7 +450,7 @@ static int claim_move(struct ledger_inc *li, const struct view *v, const struct 
 	if (c->node_local)
 		return rc;
 	for (i = 0; i < c->nreserved && rc == 0; i++) {
-		struct str pk = obj_key(ns, str_from_cstr(c->reserved_for[i].name), pb, sizeof(pb));
+		struct str pk = obj_key(ns, str_from_cstr(view_claim_reserved_for(c)[i].name), pb, sizeof(pb));
 
 		if (sign > 0)
 			rc = set_add(&li->reservers, pk, key);

@@ -265,9 +265,16 @@ struct view_claim {
 	int64_t allocated_ns;       /* when the view first saw this allocation; 0 unallocated */
 	int64_t charged_ns;         /* when its charges were computed; 0 none */
 	const struct view_charge *charges;   /* one per result when allocated, else NULL */
-	const struct view_consumer *reserved_for;
-	struct view_result results[];   /* nresults, in the record (no pointer to them) */
+	/* nresults, then the nreserved consumers of view_claim_reserved_for(),
+	 * in the record (no pointers to them: 16 B in each claim). */
+	struct view_result results[];
 };
+
+/* The claim's reservedFor: nreserved consumers. */
+static inline const struct view_consumer *view_claim_reserved_for(const struct view_claim *c)
+{
+	return (const struct view_consumer *)(const void *)&c->results[c->nresults];
+}
 
 /* A Pod on a node (or with node-allocatable statuses): what the ledger
  * reads of it. */

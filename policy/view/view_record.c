@@ -576,9 +576,9 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 		atom_put(as, view_blob_of(r->consumed));
 	}
 	atom_put(as, view_blob_of(c->charges));
-	for (i = 0; c->reserved_for && i < c->nreserved; i++) {
-		atom_put(as, c->reserved_for[i].api_group);
-		atom_put(as, c->reserved_for[i].resource);
+	for (i = 0; i < c->nreserved; i++) {
+		atom_put(as, view_claim_reserved_for(c)[i].api_group);
+		atom_put(as, view_claim_reserved_for(c)[i].resource);
 	}
 }
 
@@ -755,9 +755,8 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		if (rc)
 			return rc;
 	}
-	size = rounded(sizeof(*c) + (size_t)cl->nresults * sizeof(*res)) + rounded(o->meta.name.len + 1) +
-	       rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid) +
-	       rounded((size_t)cl->nreserved_for * sizeof(*cons));
+	size = rounded(sizeof(*c) + (size_t)cl->nresults * sizeof(*res) + (size_t)cl->nreserved_for * sizeof(*cons)) +
+	       rounded(o->meta.name.len + 1) + rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid);
 	for (i = 0; i < cl->nreserved_for; i++)
 		size += rounded(cl->reserved_for[i].name.len + 1) + view_uid_size(cl->reserved_for[i].uid);
 	if (size > UINT32_MAX || !(c = view_rec_alloc(b, size))) {
@@ -766,8 +765,9 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	}
 	bp.p = (char *)c;
 	bp.end = (char *)c + size;
-	take(&bp, sizeof(*c) + (size_t)cl->nresults * sizeof(*res));
+	take(&bp, sizeof(*c) + (size_t)cl->nresults * sizeof(*res) + (size_t)cl->nreserved_for * sizeof(*cons));
 	res = c->results;
+	cons = (struct view_consumer *)(void *)&res[cl->nresults];   /* view_claim_reserved_for() */
 	c->h.size = (uint32_t)size;
 	c->name = take_text(&bp, o->meta.name);
 	c->resource_version = take_text(&bp, o->meta.resource_version);
@@ -776,8 +776,6 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	c->node_local = cl->node_local;
 	c->deleting = o->meta.deleting;
 	c->nresults = (uint16_t)cl->nresults;
-	cons = cl->nreserved_for ? take(&bp, cl->nreserved_for * sizeof(*cons)) : NULL;
-	c->reserved_for = cons;
 	c->nreserved = (uint16_t)cl->nreserved_for;
 	for (i = 0; i < cl->nreserved_for; i++) {
 		cons[i].name = take_text(&bp, cl->reserved_for[i].name);
@@ -880,7 +878,7 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 		}
 	}
 	for (i = 0; i < c->nreserved; i++) {
-		const struct view_consumer *v = &c->reserved_for[i];
+		const struct view_consumer *v = &view_claim_reserved_for(c)[i];
 		struct consumer_ref *r = &cl->reserved_for[i];
 
 		if (!(uid = arena_alloc(b->scratch, 64)))
