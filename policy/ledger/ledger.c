@@ -411,7 +411,7 @@ static bool reserved_on(const struct build *b, const struct view_claim *c, struc
 		const struct view_pod *p;
 		char uid[64];
 
-		if (!str_eq_cstr(view_atom_str(cons->resource), "pods") || view_atom_str(cons->api_group).len)
+		if (!str_eq_cstr(view_atom_str(cons->gr->resource), "pods") || view_atom_str(cons->gr->api_group).len)
 			continue;
 		p = view_pod_get(b->v, view_atom_str(c->namespace), str_from_cstr(cons->name));
 		if (!p || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
@@ -580,7 +580,7 @@ uint32_t ledger_claim_nodes(const struct view *v, const struct view_claim *c, st
 		const struct view_pod *p;
 		char uid[64];
 
-		if (!str_eq_cstr(view_atom_str(cons->resource), "pods") || view_atom_str(cons->api_group).len)
+		if (!str_eq_cstr(view_atom_str(cons->gr->resource), "pods") || view_atom_str(cons->gr->api_group).len)
 			continue;
 		p = view_pod_get(v, view_atom_str(c->namespace), str_from_cstr(cons->name));
 		if (!p || !p->node_name)

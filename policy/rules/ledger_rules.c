@@ -561,7 +561,7 @@ static bool reserved_for(const struct view_claim *cl, struct str pod_uid)
 	uint32_t i;
 
 	for (i = 0; i < cl->nreserved; i++)
-		if (str_eq_cstr(view_atom_str(view_claim_reserved_for(cl)[i].resource), "pods") &&
+		if (str_eq_cstr(view_atom_str(view_claim_reserved_for(cl)[i].gr->resource), "pods") &&
 		    view_uid_eq(&view_claim_reserved_for(cl)[i].uid, pod_uid))
 			return true;
 	return false;

@@ -222,9 +222,15 @@ static inline uint32_t view_result_nconsumed(const struct view_result *r)
 	return a->len / (uint32_t)sizeof(struct view_named_qty);
 }
 
-struct view_consumer {
-	const struct view_atom *api_group;
+/* A consumer's apiGroup and resource: interned as a pair (a blob), the
+ * same for every Pod that reserves a claim. */
+struct view_group_resource {
+	const struct view_atom *api_group;   /* "" for the core group */
 	const struct view_atom *resource;
+};
+
+struct view_consumer {
+	const struct view_group_resource *gr;
 	const char *name;
 	struct view_uid uid;
 };

@@ -30,6 +30,7 @@ enum atom_kind {
 	ATOM_MAPS,                  /* struct view_mapping[] */
 	ATOM_CHARGES,               /* struct view_charge[], amounts an ATOM_NQ blob each */
 	ATOM_PODST,                 /* struct view_pod_status[], resources an ATOM_NQ blob each */
+	ATOM_GR,                    /* one struct view_group_resource */
 };
 
 /* A table's key: two parts (namespace and name, driver and pool; "" and

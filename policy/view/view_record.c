@@ -577,8 +577,7 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 	}
 	atom_put(as, view_blob_of(c->charges));
 	for (i = 0; i < c->nreserved; i++) {
-		atom_put(as, view_claim_reserved_for(c)[i].api_group);
-		atom_put(as, view_claim_reserved_for(c)[i].resource);
+		atom_put(as, view_blob_of(view_claim_reserved_for(c)[i].gr));
 	}
 }
 
@@ -806,8 +805,10 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		res[i].consumed = consumed_blob(b, &f, ar);
 	}
 	for (i = 0; i < cl->nreserved_for; i++) {
-		cons[i].api_group = S(&f, cl->reserved_for[i].api_group);
-		cons[i].resource = S(&f, cl->reserved_for[i].resource);
+		struct view_group_resource gr = { S(&f, cl->reserved_for[i].api_group),
+						  S(&f, cl->reserved_for[i].resource) };
+
+		cons[i].gr = B(&f, ATOM_GR, &gr, sizeof(gr));
 	}
 	if (f.rc) {
 		b->record_bytes += c->h.size;
@@ -884,8 +885,8 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 		if (!(uid = arena_alloc(b->scratch, 64)))
 			return -ENOMEM;
 		view_uid_format(&v->uid, uid, 64);
-		r->api_group = view_atom_str(v->api_group);
-		r->resource = view_atom_str(v->resource);
+		r->api_group = view_atom_str(v->gr->api_group);
+		r->resource = view_atom_str(v->gr->resource);
 		r->name = str_from_cstr(v->name);
 		r->uid = str_from_cstr(uid);
 	}
