@@ -407,11 +407,11 @@ static bool reserved_on(const struct build *b, const struct view_claim *c, struc
 	uint32_t i;
 
 	for (i = 0; i < c->nreserved; i++) {
-		const struct view_consumer *cons = &c->reserved_for[i];
+		const struct view_consumer *cons = &view_claim_reserved_for(c)[i];
 		const struct view_pod *p;
 		char uid[64];
 
-		if (!str_eq_cstr(view_atom_str(cons->resource), "pods") || view_atom_str(cons->api_group).len)
+		if (!str_eq_cstr(view_atom_str(cons->gr->resource), "pods") || view_atom_str(cons->gr->api_group).len)
 			continue;
 		p = view_pod_get(b->v, view_atom_str(c->namespace), str_from_cstr(cons->name));
 		if (!p || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
@@ -510,7 +510,7 @@ static bool covered_on(const struct build *b, const struct view_claim *c, struct
 
 	for (i = 0; i < c->nreserved; i++) {
 		const struct view_pod *p = view_pod_get(b->v, view_atom_str(c->namespace),
-							str_from_cstr(c->reserved_for[i].name));
+							str_from_cstr(view_claim_reserved_for(c)[i].name));
 
 		if (!p || !p->pod_level || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
 			continue;
@@ -576,11 +576,11 @@ uint32_t ledger_claim_nodes(const struct view *v, const struct view_claim *c, st
 		return n;
 	}
 	for (i = 0; i < c->nreserved && n < max; i++) {
-		const struct view_consumer *cons = &c->reserved_for[i];
+		const struct view_consumer *cons = &view_claim_reserved_for(c)[i];
 		const struct view_pod *p;
 		char uid[64];
 
-		if (!str_eq_cstr(view_atom_str(cons->resource), "pods") || view_atom_str(cons->api_group).len)
+		if (!str_eq_cstr(view_atom_str(cons->gr->resource), "pods") || view_atom_str(cons->gr->api_group).len)
 			continue;
 		p = view_pod_get(v, view_atom_str(c->namespace), str_from_cstr(cons->name));
 		if (!p || !p->node_name)

@@ -450,7 +450,7 @@ static int claim_move(struct ledger_inc *li, const struct view *v, const struct 
 	if (c->node_local)
 		return rc;
 	for (i = 0; i < c->nreserved && rc == 0; i++) {
-		struct str pk = obj_key(ns, str_from_cstr(c->reserved_for[i].name), pb, sizeof(pb));
+		struct str pk = obj_key(ns, str_from_cstr(view_claim_reserved_for(c)[i].name), pb, sizeof(pb));
 
 		if (sign > 0)
 			rc = set_add(&li->reservers, pk, key);
@@ -592,8 +592,8 @@ static int slice_holders(struct update *u, const struct view_slice *s)
 		char kb[KEY_MAX];
 
 		for (j = 0; h && j < h->nholders && rc == 0; j++)
-			rc = mark(&u->redo, obj_key(view_atom_str(h->holders[j].namespace),
-						   str_from_cstr(h->holders[j].name), kb, sizeof(kb)));
+			rc = mark(&u->redo, obj_key(view_atom_str(h->holders[j].claim->namespace),
+						   str_from_cstr(h->holders[j].claim->name), kb, sizeof(kb)));
 	}
 	return rc;
 }

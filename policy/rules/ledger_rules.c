@@ -196,13 +196,13 @@ static struct str holders_text(struct check *c, const struct view_hold *h, struc
 		const struct view_holder *x = &h->holders[i];
 		char uid[64];
 
-		if (str_eq(view_atom_str(x->namespace), skip_ns) && str_eq_cstr(skip_name, x->name))
+		if (str_eq(view_atom_str(x->claim->namespace), skip_ns) && str_eq_cstr(skip_name, x->claim->name))
 			continue;
-		view_uid_format(&x->uid, uid, sizeof(uid));
+		view_uid_format(&x->claim->uid, uid, sizeof(uid));
 		check_claim_uid(c, str_from_cstr(uid));
 		if (n < MAX_LISTED && off < sizeof(text))
 			off += (size_t)snprintf(text + off, sizeof(text) - off, "%s%.*s/%s (uid %s)", n ? ", " : "",
-						STR_FMT(view_atom_str(x->namespace)), x->name, uid);
+						STR_FMT(view_atom_str(x->claim->namespace)), x->claim->name, uid);
 		n++;
 	}
 	if (n > MAX_LISTED && off < sizeof(text))
@@ -368,7 +368,7 @@ static const struct quantity *view_consumed_of(const struct view_result *r, stru
 {
 	uint32_t i;
 
-	for (i = 0; i < r->nconsumed; i++)
+	for (i = 0; i < view_result_nconsumed(r); i++)
 		if (str_eq(view_atom_str(r->consumed[i].name), name))
 			return view_atom_qty(r->consumed[i].value);
 	return NULL;
@@ -377,9 +377,9 @@ static const struct quantity *view_consumed_of(const struct view_result *r, stru
 /* The first capacity of a shareable device that the holders and this
  * request together would use past its value, or NULL; *used gets that
  * sum. */
-static const struct view_capacity *over_capacity(const struct check *c, const struct view_device *d,
-						 const struct view_hold *h, struct str ns, struct str name,
-						 const struct resource_claim *cl, uint32_t upto, struct quantity *used)
+static const struct view_capacity *over_capacity(const struct view_device *d, const struct view_hold *h,
+						 struct str ns, struct str name, const struct resource_claim *cl,
+						 uint32_t upto, struct quantity *used)
 {
 	uint32_t k, i;
 
@@ -393,13 +393,12 @@ static const struct view_capacity *over_capacity(const struct check *c, const st
 		quantity_from_int(0, &sum);
 		for (i = 0; h && i < h->nholders; i++) {
 			const struct view_holder *x = &h->holders[i];
-			const struct view_claim *hc;
+			const struct view_claim *hc = x->claim;
 			const struct quantity *q;
 
-			if (str_eq(view_atom_str(x->namespace), ns) && str_eq_cstr(name, x->name))
+			if (str_eq(view_atom_str(hc->namespace), ns) && str_eq_cstr(name, hc->name))
 				continue;
-			hc = view_claim_get(c->view, view_atom_str(x->namespace), str_from_cstr(x->name));
-			if (!hc || x->result >= hc->nresults)
+			if (x->result >= hc->nresults)
 				continue;
 			if ((q = view_consumed_of(&hc->results[x->result], cn)) != NULL)
 				quantity_add(&sum, q, &sum);
@@ -440,7 +439,8 @@ static void rule_device_duplicate(struct check *c, const struct k8s_object *obj)
 		struct str who;
 
 		for (j = 0; h && j < h->nholders; j++)
-			if (!(str_eq(view_atom_str(h->holders[j].namespace), ns) && str_eq_cstr(name, h->holders[j].name)))
+			if (!(str_eq(view_atom_str(h->holders[j].claim->namespace), ns) &&
+			      str_eq_cstr(name, h->holders[j].claim->name)))
 				others++;
 		for (j = 0; j < i; j++)
 			if (str_eq(cl->results[j].driver, r->driver) && str_eq(cl->results[j].pool, r->pool) &&
@@ -460,7 +460,7 @@ static void rule_device_duplicate(struct check *c, const struct k8s_object *obj)
 		if (d->allow_multiple_allocations) {
 			char q1[QUANTITY_STR_MAX], q2[QUANTITY_STR_MAX];
 
-			cap = over_capacity(c, d, h, ns, name, cl, i, &used);
+			cap = over_capacity(d, h, ns, name, cl, i, &used);
 			if (!cap)
 				continue;
 			quantity_format(&used, q1);
@@ -561,8 +561,8 @@ static bool reserved_for(const struct view_claim *cl, struct str pod_uid)
 	uint32_t i;
 
 	for (i = 0; i < cl->nreserved; i++)
-		if (str_eq_cstr(view_atom_str(cl->reserved_for[i].resource), "pods") &&
-		    view_uid_eq(&cl->reserved_for[i].uid, pod_uid))
+		if (str_eq_cstr(view_atom_str(view_claim_reserved_for(cl)[i].gr->resource), "pods") &&
+		    view_uid_eq(&view_claim_reserved_for(cl)[i].uid, pod_uid))
 			return true;
 	return false;
 }

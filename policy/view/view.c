@@ -44,11 +44,9 @@ struct vkey view_record_key(enum vkind kind, const struct view_rec *r)
 		return (struct vkey){ none, str_from_cstr(((const struct view_node *)r)->name), r->hash };
 	case VK_PNAME:
 		return (struct vkey){ none, view_atom_str(((const struct view_pname *)r)->name), r->hash };
-	case VK_HOLD: {
-		const struct view_hold *h = (const struct view_hold *)r;
-
-		return (struct vkey){ view_atom_str(h->driver), str_from_cstr(h->key), r->hash };
-	}
+	case VK_HOLD:   /* (driver, pool): the "<pool>/<device>" part is view_hold_key_eq()'s */
+		return (struct vkey){ view_atom_str(((const struct view_hold *)r)->driver),
+				      view_atom_str(((const struct view_hold *)r)->pool), r->hash };
 	case VK_POOL:
 	case VK_COUNT:
 		break;
@@ -463,11 +461,17 @@ done:
 		view_slab_bulk(b, -1);
 	}
 	if (r == VIEW_CLAIMS) {
-		if (view_hold_rebuild(b) != 0)
-			b->holds_stale = true;
+		bool stale = b->holds_stale;
+
+		/* The pending claims first, the holds once after them: a holder
+		 * points at its claim's record, and the retry replaces records
+		 * (the holds are not updated one by one meanwhile). */
+		b->holds_stale = true;
 		view_slab_bulk(b, VK_CLAIM);   /* every pending claim may be made again */
 		view_pending_retry(b, now_ns);
 		view_slab_bulk(b, -1);
+		if (view_hold_rebuild(b) == 0)
+			b->holds_stale = stale;
 	}
 	b->synced_ns[r] = now_ns;
 	b->updated_ns[r] = now_ns;
@@ -490,6 +494,12 @@ int view_builder_publish(struct view_builder *b, const struct view **out)
 		return -ENOMEM;
 	if (b->holds_stale && view_hold_rebuild(b) == 0 && view_pname_rebuild(b) == 0)
 		b->holds_stale = false;
+	/* A stale hold may point at a claim record already retired: never
+	 * published (the next publish tries the rebuild again). */
+	if (b->holds_stale) {
+		free(v);
+		return -ENOMEM;
+	}
 	v->seq = b->seq;
 	for (k = 0; k < VK_COUNT; k++)
 		v->dir[k] = b->t[k].dir;

@@ -140,10 +140,10 @@ struct view_mapping {
 struct view_device {
 	const struct view_atom *name;
 	const struct view_atom *node_name;   /* perDeviceNodeSelection, or NULL */
-	bool allow_multiple_allocations;
-	bool all_nodes;
-	bool has_node_selector;
 	uint16_t nattrs, ncapacity, nmappings;
+	bool allow_multiple_allocations : 1;   /* bits beside the counts: 48 B a device */
+	bool all_nodes : 1;
+	bool has_node_selector : 1;
 	const struct view_attr *attrs;
 	const struct view_capacity *capacity;
 	const struct view_mapping *mappings;
@@ -206,13 +206,31 @@ struct view_result {
 	const struct view_atom *pool;
 	const struct view_atom *device;
 	const struct view_atom *share_id;     /* NULL when absent */
-	uint32_t nconsumed;
+	/* consumedCapacity, view_result_nconsumed() entries; NULL when none.
+	 * Interned (a blob: the same amounts repeat across the claims of a
+	 * shared device), its count read from the blob: 48 B a result. */
 	const struct view_named_qty *consumed;
 };
 
-struct view_consumer {
-	const struct view_atom *api_group;
+static inline uint32_t view_result_nconsumed(const struct view_result *r)
+{
+	const struct view_atom *a;
+
+	if (!r->consumed)
+		return 0;
+	a = (const struct view_atom *)(const void *)((const char *)r->consumed - offsetof(struct view_atom, data));
+	return a->len / (uint32_t)sizeof(struct view_named_qty);
+}
+
+/* A consumer's apiGroup and resource: interned as a pair (a blob), the
+ * same for every Pod that reserves a claim. */
+struct view_group_resource {
+	const struct view_atom *api_group;   /* "" for the core group */
 	const struct view_atom *resource;
+};
+
+struct view_consumer {
+	const struct view_group_resource *gr;
 	const char *name;
 	struct view_uid uid;
 };
@@ -247,15 +265,22 @@ struct view_claim {
 	bool node_local;            /* nodeSelector: metadata.name In [one node] */
 	bool deleting;
 	bool charge_pending;        /* some result is not charged yet (device not seen) */
-	uint32_t nresults;
+	uint16_t nresults;          /* narrow: the decoder's lists stop at 4,096 */
+	uint16_t nreserved;
 	const struct view_atom *node_name;   /* when node_local */
 	int64_t allocated_ns;       /* when the view first saw this allocation; 0 unallocated */
 	int64_t charged_ns;         /* when its charges were computed; 0 none */
-	const struct view_result *results;
 	const struct view_charge *charges;   /* one per result when allocated, else NULL */
-	const struct view_consumer *reserved_for;
-	uint32_t nreserved;
+	/* nresults, then the nreserved consumers of view_claim_reserved_for(),
+	 * in the record (no pointers to them: 16 B in each claim). */
+	struct view_result results[];
 };
+
+/* The claim's reservedFor: nreserved consumers. */
+static inline const struct view_consumer *view_claim_reserved_for(const struct view_claim *c)
+{
+	return (const struct view_consumer *)(const void *)&c->results[c->nresults];
+}
 
 /* A Pod on a node (or with node-allocatable statuses): what the ledger
  * reads of it. */
@@ -272,14 +297,19 @@ struct view_pod {
 	struct view_uid uid;
 	const struct view_atom *node_name;   /* NULL while unbound */
 	const struct view_named_qty *requests;   /* pod_requests.h, by resource name */
-	const char *const *claims;  /* the claims it uses (generated names resolved) */
 	const struct view_pod_status *statuses;  /* nodeAllocatableResourceClaimStatuses;
 						  * claim names not among claims are added to claims */
 	uint32_t pod_level;         /* bit i: requests[i] is a Pod-level request */
-	uint16_t nrequests;
-	uint16_t nclaims;
-	uint16_t nstatuses;
-	bool gated;                 /* carries the scheduling gate MODEL_FREEZE_GATE */
+	/* Narrow, so that the record's header is 80 B: at most 32 requests
+	 * (POD_REQUESTS_MAX_RESOURCES), 256 claims and statuses (more are
+	 * refused). */
+	unsigned nrequests : 6;
+	unsigned nclaims : 9;
+	unsigned nstatuses : 9;
+	bool gated : 1;             /* carries the scheduling gate MODEL_FREEZE_GATE */
+	/* The nclaims claims it uses (generated names resolved), in the
+	 * record (no pointer to them). */
+	const char *claims[];
 };
 
 struct view_node {
@@ -289,23 +319,24 @@ struct view_node {
 	const struct view_named_qty *allocatable;   /* node resources only, by name */
 };
 
-/* Who holds a device: every allocated claim whose results name it. */
+/* Who holds a device: every allocated claim whose results name it. The
+ * claim's record is the one of the same snapshot (view_claim_get() gives
+ * the same pointer): its namespace, name, UID and the result's share_id
+ * are read there, not copied (56 B less in each of 100,000 holders at the
+ * scale of docs/performance.md). */
 struct view_holder {
-	const struct view_atom *namespace;
-	const char *name;
-	struct view_uid uid;
-	const struct view_atom *share_id;     /* NULL when absent */
-	uint32_t result;            /* index of the result in the claim */
+	const struct view_claim *claim;
+	uint32_t result;            /* index of the result in claim->results */
 };
 
+/* Keyed (driver, "<pool>/<device>"): device names have no '/'. */
 struct view_hold {
 	struct view_rec h;
 	const struct view_atom *driver;
 	const struct view_atom *pool;
 	const struct view_atom *device;
-	const char *key;            /* "<pool>/<device>" (device names have no '/') */
 	uint32_t nholders;
-	const struct view_holder *holders;
+	struct view_holder holders[];
 };
 
 /* Caps, set when the builder is made; going over one is an error. */

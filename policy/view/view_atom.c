@@ -190,6 +190,10 @@ void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size
 		for (i = 0; i < n / sizeof(struct view_pod_status); i++)
 			atom_put(s, view_blob_of(((const struct view_pod_status *)p + i)->resources));
 		break;
+	case ATOM_GR:
+		atom_put(s, ((const struct view_group_resource *)p)->api_group);
+		atom_put(s, ((const struct view_group_resource *)p)->resource);
+		break;
 	case ATOM_STR:
 	case ATOM_QTY:
 		break;

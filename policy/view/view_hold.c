@@ -89,12 +89,12 @@ int view_device_amounts(const struct view_device *d, const struct view_result *r
 	struct view_amount consumed[64];
 	uint32_t i;
 
-	if (r->nconsumed > 64)
+	if (view_result_nconsumed(r) > 64)
 		return -E2BIG;
-	for (i = 0; i < r->nconsumed; i++)
+	for (i = 0; i < view_result_nconsumed(r); i++)
 		consumed[i] = (struct view_amount){ view_atom_str(r->consumed[i].name),
 						    *view_atom_qty(r->consumed[i].value) };
-	return view_mapping_amounts(d, consumed, r->nconsumed, out, max, state);
+	return view_mapping_amounts(d, consumed, view_result_nconsumed(r), out, max, state);
 }
 
 /* --- holds ------------------------------------------------------------------- */
@@ -112,9 +112,20 @@ static struct vkey hold_key(const struct view_result *r, char *buf, size_t n, bo
 	return view_key(view_atom_str(r->driver), (struct str){ buf, p.len + 1 + d.len });
 }
 
+bool view_hold_key_eq(const struct view_hold *h, const struct vkey *k)
+{
+	struct str p = view_atom_str(h->pool), d = view_atom_str(h->device);
+
+	return str_eq(view_atom_str(h->driver), k->a) && k->b.len == p.len + 1 + d.len &&
+	       memcmp(k->b.ptr, p.ptr, p.len) == 0 && k->b.ptr[p.len] == '/' &&
+	       memcmp(k->b.ptr + p.len + 1, d.ptr, d.len) == 0;
+}
+
+/* By the record's address alone: a stale hold (see view_hold_update) may
+ * name a record already freed, which is never read through it. */
 static bool holder_is(const struct view_holder *h, const struct view_claim *c, uint32_t result)
 {
-	return h->namespace == c->namespace && strcmp(h->name, c->name) == 0 && h->result == result;
+	return h->claim == c && h->result == result;
 }
 
 /* Make the hold of key k (result r's device) hold hs[0..n) in table t, or
@@ -148,40 +159,52 @@ static int hold_store(struct view_builder *b, struct vtable *t, const struct vie
 
 static struct view_holder holder_of(const struct view_claim *c, uint32_t i)
 {
-	return (struct view_holder){ c->namespace, c->name, c->uid, c->results[i].share_id, i };
+	return (struct view_holder){ c, i };
 }
 
 /* Claim c's result i leaves (add false) or joins the holds of the
- * published table t: a copy of that device's holders, one changed. */
+ * published table t: a copy of that device's holders, one changed. With
+ * was given (a record c replaces, holding the same devices), c takes
+ * was's place instead, so the holders keep their order. */
 static int hold_change(struct view_builder *b, struct vtable *t, const struct view_claim *c, uint32_t i,
-		       bool add)
+		       bool add, const struct view_claim *was)
 {
 	const struct view_result *r = &c->results[i];
 	char buf[1024];
 	bool ok;
 	struct vkey k = hold_key(r, buf, sizeof(buf), &ok);
 	const struct view_hold *old;
-	struct view_holder *hs;
+	struct view_holder small[16], *hs = small;
 	uint32_t n = 0, j;
+	bool swapped = false;
 	int rc;
 
 	if (!ok)
 		return 0;   /* no such pool and device name can exist */
 	old = (const struct view_hold *)vt_get(t->dir, VK_HOLD, &k);
-	hs = malloc(((old ? old->nholders : 0) + 1) * sizeof(*hs));
-	if (!hs)
+	if (old && old->nholders >= sizeof(small) / sizeof(small[0]) &&
+	    !(hs = malloc(((size_t)old->nholders + 1) * sizeof(*hs))))
 		return -ENOMEM;
-	for (j = 0; old && j < old->nholders; j++)
-		if (!holder_is(&old->holders[j], c, i))
+	for (j = 0; old && j < old->nholders; j++) {
+		if (was && holder_is(&old->holders[j], was, i)) {
+			hs[n++] = holder_of(c, i);
+			swapped = true;
+		} else if (was || !holder_is(&old->holders[j], c, i)) {
 			hs[n++] = old->holders[j];
-	if (add)
-		hs[n++] = holder_of(c, i);
-	if ((!old && !add) || (old && n == old->nholders && !add)) {
-		free(hs);
-		return 0;
+		}
 	}
+	if (add && !was)
+		hs[n++] = holder_of(c, i);
+	if ((!old && !add) || (old && n == old->nholders && !add && !swapped)) {
+		rc = 0;
+		goto out;
+	}
+	if (was && !swapped)
+		hs[n++] = holder_of(c, i);   /* was was missing: a stale hold, rebuilt at publish anyway */
 	rc = hold_store(b, t, r, &k, hs, n, false);
-	free(hs);
+out:
+	if (hs != small)
+		free(hs);
 	return rc;
 }
 
@@ -209,12 +232,20 @@ void view_hold_update(struct view_builder *b, const struct view_claim *old, cons
 	uint32_t i;
 	int rc = 0;
 
-	if (old && rec && same_holds(old, rec))
+	if (b->holds_stale)
+		return;   /* made again whole before the next publish */
+
+	if (old && rec && same_holds(old, rec)) {
+		for (i = 0; i < rec->nresults && rc == 0; i++)
+			rc = hold_change(b, &b->t[VK_HOLD], rec, i, true, old);
+		if (rc)
+			b->holds_stale = true;
 		return;
+	}
 	for (i = 0; old && old->allocated && i < old->nresults && rc == 0; i++)
-		rc = hold_change(b, &b->t[VK_HOLD], old, i, false);
+		rc = hold_change(b, &b->t[VK_HOLD], old, i, false, NULL);
 	for (i = 0; rec && rec->allocated && i < rec->nresults && rc == 0; i++)
-		rc = hold_change(b, &b->t[VK_HOLD], rec, i, true);
+		rc = hold_change(b, &b->t[VK_HOLD], rec, i, true, NULL);
 	if (rc)
 		b->holds_stale = true;
 }
@@ -388,9 +419,15 @@ static void pending_drop(struct view_builder *b, uint32_t i)
 	b->pending[i] = b->pending[--b->npending];
 }
 
+/* Past this many claims made again in one retry, the holds are rebuilt
+ * once instead of updated claim by claim (each update copies the device's
+ * holder list: quadratic in the claims waiting on one shared device). */
+#define RETRY_HOLD_UPDATES 64
+
 void view_pending_retry(struct view_builder *b, int64_t now)
 {
-	uint32_t i = 0;
+	uint32_t i = 0, remade = 0;
+	bool stale = b->holds_stale;
 
 	while (i < b->npending) {
 		struct pending_claim *p = &b->pending[i];
@@ -413,21 +450,27 @@ void view_pending_retry(struct view_builder *b, int64_t now)
 			continue;
 		}
 		if (view_limbo_reserve(b, VT_RESERVE) != 0 || view_record_claim_recharge(b, c, now, &n) != 0)
-			return;  /* memory: the next change of the slices tries again */
+			break;   /* memory: the next change of the slices tries again */
 		n->h.hash = k.hash;
 		b->record_bytes += n->h.size;
 		if (vt_put(b, &b->t[VK_CLAIM], &n->h, &k, &replaced) != 0) {
 			view_record_free(b, LIMBO_CLAIM, n);
-			return;
+			break;
 		}
-		if (replaced)
+		if (replaced) {
 			view_retire(b, LIMBO_CLAIM, (void *)(uintptr_t)replaced);
+			if (++remade == RETRY_HOLD_UPDATES)
+				b->holds_stale = true;   /* rebuilt below */
+			view_hold_update(b, (const struct view_claim *)replaced, n);
+		}
 		b->dirty = true;
 		if (n->charge_pending)
 			i++;
 		else
 			pending_drop(b, i);
 	}
+	if (!stale && b->holds_stale && view_hold_rebuild(b) == 0)
+		b->holds_stale = false;
 }
 
 void view_pending_free(struct view_builder *b)

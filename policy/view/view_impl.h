@@ -30,6 +30,7 @@ enum atom_kind {
 	ATOM_MAPS,                  /* struct view_mapping[] */
 	ATOM_CHARGES,               /* struct view_charge[], amounts an ATOM_NQ blob each */
 	ATOM_PODST,                 /* struct view_pod_status[], resources an ATOM_NQ blob each */
+	ATOM_GR,                    /* one struct view_group_resource */
 };
 
 /* A table's key: two parts (namespace and name, driver and pool; "" and
@@ -211,8 +212,14 @@ void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 int view_mapping_amounts(const struct view_device *d, const struct view_amount *consumed, uint32_t nconsumed,
 			 struct view_amount *out, uint32_t max, enum view_charge_state *state);
 
-/* The key of a record of a kind. */
+/* The key of a record of a kind; a hold's is (driver, pool) here, and
+ * view_hold_key_eq() compares it whole. */
 struct vkey view_record_key(enum vkind kind, const struct view_rec *r);
+
+/* True when hold h has key k: (driver, "<pool>/<device>"). The record
+ * keeps no copy of that text (24 B and a pointer in each of 40,000
+ * holds at the scale of docs/performance.md). */
+bool view_hold_key_eq(const struct view_hold *h, const struct vkey *k);
 
 /* --- where records live (view_slab.c) ------------------------------------- */
 
@@ -340,8 +347,9 @@ bool view_pod_kept(const struct k8s_object *o);
 int view_record_pname(struct view_builder *b, const struct view_atom *name,
 		      const struct view_atom *const *drivers, uint32_t n, struct view_pname **out);
 
-/* A hold record for (driver, pool, device) with n holders (each holder's
- * atoms gain a reference, its name and UID text are copied). */
+/* A hold record for (driver, pool, device) with n holders (copied: each
+ * points at its claim's record, which holds no reference for it; the
+ * holds are made again whenever a claim's record is replaced). */
 int view_record_hold(struct view_builder *b, const struct view_atom *driver, const struct view_atom *pool,
 		     const struct view_atom *device, const struct view_holder *holders, uint32_t n,
 		     struct view_hold **out);
@@ -433,8 +441,12 @@ void view_table_free(struct view_builder *b, struct vtable *t);
 
 /* --- holds and charges (view_hold.c) ------------------------------------------ */
 
-/* The holds of claim old leave the index and those of claim rec join it
- * (either may be NULL). A failure marks the holds for a rebuild. */
+/* Claim record old was replaced by rec (either may be NULL): old's holds
+ * leave the index and rec's join it, or, when both hold the same devices,
+ * rec takes old's place in each holder list (holders point at their
+ * claim's record, and old is retired). A failure marks the holds for a
+ * rebuild, which view_builder_publish() does before anything is published:
+ * a stale hold may point at a retired record. */
 void view_hold_update(struct view_builder *b, const struct view_claim *old, const struct view_claim *rec);
 
 /* Make the hold index again from the claims table. 0 or -ENOMEM. */

@@ -561,11 +561,11 @@ static void put_charge(struct atom_set *as, const struct view_charge *c)
 
 static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 {
-	uint32_t i, j;
+	uint32_t i;
 
 	atom_put(as, c->namespace);
 	atom_put(as, c->node_name);
-	for (i = 0; c->results && i < c->nresults; i++) {
+	for (i = 0; i < c->nresults; i++) {
 		const struct view_result *r = &c->results[i];
 
 		atom_put(as, r->request);
@@ -573,15 +573,11 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 		atom_put(as, r->pool);
 		atom_put(as, r->device);
 		atom_put(as, r->share_id);
-		for (j = 0; r->consumed && j < r->nconsumed; j++) {
-			atom_put(as, r->consumed[j].name);
-			atom_put(as, r->consumed[j].value);
-		}
+		atom_put(as, view_blob_of(r->consumed));
 	}
 	atom_put(as, view_blob_of(c->charges));
-	for (i = 0; c->reserved_for && i < c->nreserved; i++) {
-		atom_put(as, c->reserved_for[i].api_group);
-		atom_put(as, c->reserved_for[i].resource);
+	for (i = 0; i < c->nreserved; i++) {
+		atom_put(as, view_blob_of(view_claim_reserved_for(c)[i].gr));
 	}
 }
 
@@ -621,9 +617,10 @@ static bool same_allocation(const struct view_claim *old, const struct k8s_objec
 
 		if (!str_eq(view_atom_str(r->request), a->request) || !str_eq(view_atom_str(r->driver), a->driver) ||
 		    !str_eq(view_atom_str(r->pool), a->pool) || !str_eq(view_atom_str(r->device), a->device) ||
-		    !str_eq(view_atom_str(r->share_id), a->share_id) || r->nconsumed != a->nconsumed_capacity)
+		    !str_eq(view_atom_str(r->share_id), a->share_id) ||
+		    view_result_nconsumed(r) != a->nconsumed_capacity)
 			return false;
-		for (j = 0; j < r->nconsumed; j++)
+		for (j = 0; j < a->nconsumed_capacity; j++)
 			if (!str_eq(view_atom_str(r->consumed[j].name), a->consumed_capacity[j].name) ||
 			    a->consumed_capacity[j].value.err ||
 			    quantity_cmp(view_atom_qty(r->consumed[j].value), &a->consumed_capacity[j].value.value))
@@ -689,6 +686,27 @@ static int charge(struct view_builder *b, const struct resource_claim *cl, struc
 }
 
 /* The record, with old's charges carried (carry) or new ones computed. */
+/* A result's consumed capacity, interned; NULL when it has none, or on
+ * failure (f->rc). */
+static const struct view_named_qty *consumed_blob(struct view_builder *b, struct filler *f,
+						 const struct allocation_result *ar)
+{
+	struct view_named_qty *q;
+	uint32_t j;
+
+	if (f->rc || !ar->nconsumed_capacity)
+		return NULL;
+	if (!(q = arena_calloc(b->scratch, ar->nconsumed_capacity, sizeof(*q)))) {
+		f->rc = -ENOMEM;
+		return NULL;
+	}
+	for (j = 0; j < ar->nconsumed_capacity; j++) {
+		q[j].name = S(f, ar->consumed_capacity[j].name);
+		q[j].value = Qf(f, &ar->consumed_capacity[j].value);
+	}
+	return B(f, ATOM_NQ, q, (size_t)ar->nconsumed_capacity * sizeof(*q));
+}
+
 static int record_claim(struct view_builder *b, const struct k8s_object *o, const struct view_claim *old,
 			bool carry, int64_t allocated_ns, int64_t now, struct view_claim **out, char *err,
 			size_t errn)
@@ -714,6 +732,10 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 					 "a value is not a quantity", i);
 				return -EINVAL;
 			}
+	if (cl->nresults > UINT16_MAX || cl->nreserved_for > UINT16_MAX) {
+		snprintf(err, errn, "more results or consumers than a claim's record holds (%u)", UINT16_MAX);
+		return -E2BIG;
+	}
 	/* The charges are a blob: claims charged from the same slice and
 	 * mappings share one. A carried allocation keeps old's. */
 	if (cl->allocated && carry) {
@@ -732,12 +754,8 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		if (rc)
 			return rc;
 	}
-	size = rounded(sizeof(*c)) + rounded(o->meta.name.len + 1) +
-	       rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid) +
-	       rounded((size_t)cl->nresults * sizeof(*res)) +
-	       rounded((size_t)cl->nreserved_for * sizeof(*cons));
-	for (i = 0; i < cl->nresults; i++)
-		size += rounded((size_t)cl->results[i].nconsumed_capacity * sizeof(struct view_named_qty));
+	size = rounded(sizeof(*c) + (size_t)cl->nresults * sizeof(*res) + (size_t)cl->nreserved_for * sizeof(*cons)) +
+	       rounded(o->meta.name.len + 1) + rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid);
 	for (i = 0; i < cl->nreserved_for; i++)
 		size += rounded(cl->reserved_for[i].name.len + 1) + view_uid_size(cl->reserved_for[i].uid);
 	if (size > UINT32_MAX || !(c = view_rec_alloc(b, size))) {
@@ -746,7 +764,9 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	}
 	bp.p = (char *)c;
 	bp.end = (char *)c + size;
-	take(&bp, sizeof(*c));
+	take(&bp, sizeof(*c) + (size_t)cl->nresults * sizeof(*res) + (size_t)cl->nreserved_for * sizeof(*cons));
+	res = c->results;
+	cons = (struct view_consumer *)(void *)&res[cl->nresults];   /* view_claim_reserved_for() */
 	c->h.size = (uint32_t)size;
 	c->name = take_text(&bp, o->meta.name);
 	c->resource_version = take_text(&bp, o->meta.resource_version);
@@ -754,17 +774,8 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	c->allocated = cl->allocated;
 	c->node_local = cl->node_local;
 	c->deleting = o->meta.deleting;
-	res = cl->nresults ? take(&bp, cl->nresults * sizeof(*res)) : NULL;
-	c->results = res;
-	c->nresults = cl->nresults;
-	for (i = 0; i < cl->nresults; i++) {
-		res[i].nconsumed = cl->results[i].nconsumed_capacity;
-		res[i].consumed = res[i].nconsumed ? take(&bp, res[i].nconsumed * sizeof(struct view_named_qty))
-						   : NULL;
-	}
-	cons = cl->nreserved_for ? take(&bp, cl->nreserved_for * sizeof(*cons)) : NULL;
-	c->reserved_for = cons;
-	c->nreserved = cl->nreserved_for;
+	c->nresults = (uint16_t)cl->nresults;
+	c->nreserved = (uint16_t)cl->nreserved_for;
 	for (i = 0; i < cl->nreserved_for; i++) {
 		cons[i].name = take_text(&bp, cl->reserved_for[i].name);
 		view_uid_fill(&bp, cl->reserved_for[i].uid, &cons[i].uid);
@@ -791,16 +802,13 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 		res[i].pool = S(&f, ar->pool);
 		res[i].device = S(&f, ar->device);
 		res[i].share_id = S_opt(&f, ar->share_id);
-		for (j = 0; j < ar->nconsumed_capacity; j++) {
-			struct view_named_qty *q = (struct view_named_qty *)&res[i].consumed[j];
-
-			q->name = S(&f, ar->consumed_capacity[j].name);
-			q->value = Qf(&f, &ar->consumed_capacity[j].value);
-		}
+		res[i].consumed = consumed_blob(b, &f, ar);
 	}
 	for (i = 0; i < cl->nreserved_for; i++) {
-		cons[i].api_group = S(&f, cl->reserved_for[i].api_group);
-		cons[i].resource = S(&f, cl->reserved_for[i].resource);
+		struct view_group_resource gr = { S(&f, cl->reserved_for[i].api_group),
+						  S(&f, cl->reserved_for[i].resource) };
+
+		cons[i].gr = B(&f, ATOM_GR, &gr, sizeof(gr));
 	}
 	if (f.rc) {
 		b->record_bytes += c->h.size;
@@ -859,26 +867,26 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 		a->pool = view_atom_str(r->pool);
 		a->device = view_atom_str(r->device);
 		a->share_id = r->share_id ? view_atom_str(r->share_id) : (struct str){ NULL, 0 };
-		a->nconsumed_capacity = r->nconsumed;
-		a->consumed_capacity = arena_calloc(b->scratch, r->nconsumed ? r->nconsumed : 1,
+		a->nconsumed_capacity = view_result_nconsumed(r);
+		a->consumed_capacity = arena_calloc(b->scratch, a->nconsumed_capacity ? a->nconsumed_capacity : 1,
 						    sizeof(*a->consumed_capacity));
 		if (!a->consumed_capacity)
 			return -ENOMEM;
-		for (j = 0; j < r->nconsumed; j++) {
+		for (j = 0; j < a->nconsumed_capacity; j++) {
 			a->consumed_capacity[j].name = view_atom_str(r->consumed[j].name);
 			a->consumed_capacity[j].value.present = true;
 			a->consumed_capacity[j].value.value = *view_atom_qty(r->consumed[j].value);
 		}
 	}
 	for (i = 0; i < c->nreserved; i++) {
-		const struct view_consumer *v = &c->reserved_for[i];
+		const struct view_consumer *v = &view_claim_reserved_for(c)[i];
 		struct consumer_ref *r = &cl->reserved_for[i];
 
 		if (!(uid = arena_alloc(b->scratch, 64)))
 			return -ENOMEM;
 		view_uid_format(&v->uid, uid, 64);
-		r->api_group = view_atom_str(v->api_group);
-		r->resource = view_atom_str(v->resource);
+		r->api_group = view_atom_str(v->gr->api_group);
+		r->resource = view_atom_str(v->gr->resource);
 		r->name = str_from_cstr(v->name);
 		r->uid = str_from_cstr(uid);
 	}

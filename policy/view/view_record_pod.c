@@ -20,6 +20,9 @@
 
 #define MAX_POD_CLAIMS 256
 
+/* The Pod record's counts are narrow bit-fields (view.h). */
+_Static_assert(POD_REQUESTS_MAX_RESOURCES < 64 && MAX_POD_CLAIMS < 512, "a Pod's counts must fit view_pod's");
+
 /* Whether a Pod names a claim by resourceClaimName (made by a user, not
  * from a template). */
 static bool names_claim(const struct pod *p)
@@ -109,8 +112,8 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	}
 	/* Requests and statuses are blobs: most Pods of a workload ask the
 	 * same, and the scheduler writes them the same amounts. */
-	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1) + view_uid_size(o->meta.uid) +
-	       rounded((size_t)nnames * sizeof(char *));
+	size = rounded(sizeof(*v) + (size_t)nnames * sizeof(char *)) + rounded(o->meta.name.len + 1) +
+	       view_uid_size(o->meta.uid);
 	for (i = 0; i < nnames; i++)
 		size += rounded(names[i].len + 1);
 	rq = req.n ? arena_calloc(b->scratch, req.n, sizeof(*rq)) : NULL;
@@ -123,14 +126,13 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		return -ENOMEM;
 	bp.p = (char *)v;
 	bp.end = (char *)v + size;
-	take(&bp, sizeof(*v));
+	take(&bp, sizeof(*v) + (size_t)nnames * sizeof(char *));
 	v->h.size = (uint32_t)size;
 	v->name = take_text(&bp, o->meta.name);
 	v->gated = p->has_freeze_gate;
 	view_uid_fill(&bp, o->meta.uid, &v->uid);
-	v->nclaims = (uint16_t)nnames;
-	claims = nnames ? take(&bp, nnames * sizeof(char *)) : NULL;
-	v->claims = claims;
+	v->nclaims = nnames & 511;
+	claims = v->claims;
 	for (i = 0; i < nnames; i++)
 		claims[i] = take_text(&bp, names[i]);
 	for (i = 0; i < nstat; i++) {
@@ -149,7 +151,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 			v->pod_level |= 1u << i;
 	}
 	v->requests = B(&f, ATOM_NQ, rq, (size_t)req.n * sizeof(*rq));
-	v->nrequests = v->requests ? (uint16_t)req.n : 0;
+	v->nrequests = v->requests ? req.n & 63 : 0;
 	for (i = 0; i < nstat; i++) {
 		const struct claim_resource_status *cs = &p->claim_statuses[i];
 		struct view_named_qty *q = NULL;
@@ -164,7 +166,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		st[i].nresources = st[i].resources ? (uint16_t)cs->nresources : 0;
 	}
 	v->statuses = B(&f, ATOM_PODST, st, (size_t)nstat * sizeof(*st));
-	v->nstatuses = v->statuses ? (uint16_t)nstat : 0;
+	v->nstatuses = v->statuses ? nstat & 511 : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
 		view_record_free(b, LIMBO_POD, v);
@@ -265,42 +267,17 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 		     const struct view_atom *device, const struct view_holder *holders, uint32_t n,
 		     struct view_hold **out)
 {
-	struct str ps = view_atom_str(pool), ds = view_atom_str(device);
 	struct view_hold *h;
-	struct view_holder *hs;
-	struct bump bp;
-	size_t size = rounded(sizeof(*h)) + rounded(ps.len + 1 + ds.len + 1) + rounded((size_t)n * sizeof(*hs));
-	char *key;
-	uint32_t i;
+	size_t size = rounded(sizeof(*h) + (size_t)n * sizeof(h->holders[0]));
 
 	*out = NULL;
-	for (i = 0; i < n; i++)
-		size += rounded(strlen(holders[i].name) + 1) +
-			(view_uid_text(&holders[i].uid) ? rounded(strlen(view_uid_text(&holders[i].uid)) + 1) : 0);
 	if (size > UINT32_MAX)
 		return -E2BIG;
 	if (!(h = view_rec_alloc(b, size)))
 		return -ENOMEM;
-	bp.p = (char *)h;
-	bp.end = (char *)h + size;
-	take(&bp, sizeof(*h));
 	h->h.size = (uint32_t)size;
-	key = take(&bp, ps.len + 1 + ds.len + 1);
-	memcpy(key, ps.ptr, ps.len);
-	key[ps.len] = '/';
-	memcpy(key + ps.len + 1, ds.ptr, ds.len);
-	key[ps.len + 1 + ds.len] = '\0';
-	h->key = key;
-	hs = n ? take(&bp, n * sizeof(*hs)) : NULL;
-	for (i = 0; i < n; i++) {
-		hs[i] = holders[i];
-		hs[i].name = take_text(&bp, str_from_cstr(holders[i].name));
-		if (view_uid_text(&holders[i].uid))
-			view_uid_set_text(&hs[i].uid, take_text(&bp, str_from_cstr(view_uid_text(&holders[i].uid))));
-		atom_get(hs[i].namespace);
-		atom_get(hs[i].share_id);
-	}
-	h->holders = hs;
+	if (n)
+		memcpy(h->holders, holders, n * sizeof(h->holders[0]));
 	h->nholders = n;
 	h->driver = atom_get(driver);
 	h->pool = atom_get(pool);
@@ -344,10 +321,6 @@ void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 		atom_put(as, v->driver);
 		atom_put(as, v->pool);
 		atom_put(as, v->device);
-		for (i = 0; v->holders && i < v->nholders; i++) {
-			atom_put(as, v->holders[i].namespace);
-			atom_put(as, v->holders[i].share_id);
-		}
 		break;
 	}
 	case LIMBO_MEM:

@@ -55,6 +55,8 @@ static bool rec_matches(enum vkind kind, const struct view_rec *r, const struct 
 
 	if (r->hash != k->hash)
 		return false;
+	if (kind == VK_HOLD)
+		return view_hold_key_eq((const struct view_hold *)r, k);
 	rk = view_record_key(kind, r);
 	return key_eq(rk.a, k->a) && key_eq(rk.b, k->b);
 }
