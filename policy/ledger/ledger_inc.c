@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "ledger_impl.h"
 #include "view_diff.h"
 
@@ -47,13 +48,13 @@ struct kmap {
 	uint32_t mask, used, live;
 };
 
+/* hmap's FNV-1a with this map's own fold, not hmap_hash_finish(): the map's
+ * slot order is the order ledger_inc_each_node() walks, which the replay
+ * report shows (the first node near capacity). */
 static uint32_t key_hash(struct str s)
 {
-	uint32_t h = 2166136261u;
-	size_t i;
+	uint32_t h = hmap_hash_add(HMAP_HASH_INIT, s.ptr, s.len);
 
-	for (i = 0; i < s.len; i++)
-		h = (h ^ (unsigned char)s.ptr[i]) * 16777619u;
 	return h ^ (h >> 16);
 }
 

@@ -65,6 +65,16 @@ uint32_t hmap_hash_add_cstr(uint32_t h, const char *s)
 	return h;
 }
 
+uint64_t hmap_hash64_add(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211u;
+	return h;
+}
+
 uint32_t hmap_hash_finish(uint32_t h)
 {
 	h ^= h >> 15;

@@ -16,6 +16,9 @@
  *
  * Hashes are FNV-1a over bytes (hmap_hash, or hmap_hash_add for keys made
  * of several parts), finished with a mix because probing uses the low bits.
+ * Every FNV in the tree is this one: the view's persistent table hashes
+ * with it too, and where a 64-bit hash stands alone for a key (a rate-limit
+ * bucket, a file set's signature) it is hmap_hash64_add().
  *
  * Pure; not thread-safe (one writer, or readers under the owner's lock). */
 #ifndef DRA_GUARD_HMAP_H
@@ -27,6 +30,7 @@
 
 #define HMAP_CAP_MAX (1u << 30)       /* the largest cap hmap_init() takes */
 #define HMAP_HASH_INIT 2166136261u    /* FNV-1a's offset basis, for hmap_hash_add() */
+#define HMAP_HASH64_INIT 0xcbf29ce484222325ull   /* 64-bit FNV-1a's, for hmap_hash64_add() */
 
 /* Does the record val names have the key key points to? */
 typedef bool hmap_eq_fn(const void *ctx, uint32_t val, const void *key);
@@ -68,6 +72,11 @@ uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n);
 
 /* hmap_hash_add() of the C string s, without its NUL: one pass. */
 uint32_t hmap_hash_add_cstr(uint32_t h, const char *s);
+
+/* 64-bit FNV-1a of p[0..n) continued from h (HMAP_HASH64_INIT to start):
+ * for a hash that is itself the identity of a key, where 32 bits would
+ * collide. Not for the map, whose hashes are 32 bits. */
+uint64_t hmap_hash64_add(uint64_t h, const void *p, size_t n);
 
 /* The hash to pass the functions below: h from hmap_hash_add, mixed. */
 uint32_t hmap_hash_finish(uint32_t h);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "view_impl.h"
 
 /* Grow past 70% full. */
@@ -28,20 +29,11 @@
 
 uint32_t view_hash2(struct str a, struct str b)
 {
-	/* FNV-1a, with a separator byte so ("ab","c") and ("a","bc") differ. */
-	uint32_t h = 2166136261u;
-	size_t i;
+	/* A separator byte, so ("ab","c") and ("a","bc") differ. */
+	uint32_t h = hmap_hash_add(HMAP_HASH_INIT, a.ptr, a.len);
 
-	for (i = 0; i < a.len; i++)
-		h = (h ^ (unsigned char)a.ptr[i]) * 16777619u;
-	h = (h ^ 0xffu) * 16777619u;
-	for (i = 0; i < b.len; i++)
-		h = (h ^ (unsigned char)b.ptr[i]) * 16777619u;
-	/* Finish with a mix: linear probing takes the low bits. */
-	h ^= h >> 15;
-	h *= 0x2c1b3c6dU;
-	h ^= h >> 12;
-	return h;
+	h = hmap_hash_add(h, "\xff", 1);
+	return hmap_hash_finish(hmap_hash_add(h, b.ptr, b.len));
 }
 
 static bool key_eq(struct str x, struct str y)

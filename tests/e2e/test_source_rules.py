@@ -9,6 +9,9 @@
   engine.h, and struct check is never filled positionally.
 - The engine dispatches on the kind the decoder classified; it does not
   classify again.
+- FNV is written once, in policy/lib/hmap.c: every hash of the tree is
+  hmap's (the benchmarks keep copies of the tables hmap replaced, to
+  compare with).
 - Every source lies in a folder of the Makefile's LAYERS, and includes only
   headers of its own folder and of the folders below it (the compiler's -I
   per folder enforces the same; this says which include broke it).
@@ -152,6 +155,30 @@ def test_metric_families_come_from_the_table():
                 "the check does not see a family written by hand")
 
 
+# FNV's primes, 32 and 64 bits, as a hand-written FNV spells them.
+FNV_PRIME = re.compile(r"\b(16777619|0x0*1000193|1099511628211|0x0*100000001b3)(u|ul|ull|lu|llu)?\b", re.I)
+
+
+def fnv_writers(files):
+    """Files other than hmap.c that multiply by an FNV prime."""
+    keep = os.path.join("policy", "lib", "hmap.c")
+    return ["%s: %s" % (p, m.group(0)) for p, t in files if p != keep
+            for m in [FNV_PRIME.search(re.sub(r"/\*.*?\*/", "", t, flags=re.S))] if m]
+
+
+def test_hashes_are_hmaps():
+    # One hash function: a table or a signature hashes with hmap_hash*(),
+    # so the function, its mix and its test vectors live in one place.
+    bad = fnv_writers(sources("webhook", "policy"))
+    guard.check(not bad, "FNV written by hand, not through hmap.h:\n" + "\n".join(bad))
+    probe = [("policy/ledger/probe.c", "h = (h ^ c) * 16777619u;\n"),
+             ("webhook/base/probe2.c", "h *= 0x100000001b3ULL;\n"),
+             ("policy/lib/probe3.c", "/* FNV's prime is 16777619 */\n"),
+             ("policy/lib/hmap.c", "h = (h ^ c) * 16777619u;\n")]
+    guard.check([b.split(":")[0] for b in fnv_writers(probe)] == ["policy/ledger/probe.c", "webhook/base/probe2.c"],
+                "the check does not see an FNV written by hand")
+
+
 def test_folders_include_only_downwards():
     allowed = layers()
     # The table itself: acyclic, policy/ never above webhook/, every folder
@@ -187,4 +214,5 @@ if __name__ == "__main__":
         test_engine_does_not_classify_again,
         test_folders_include_only_downwards,
         test_metric_families_come_from_the_table,
+        test_hashes_are_hmaps,
     ])
