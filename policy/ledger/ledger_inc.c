@@ -718,16 +718,16 @@ int ledger_inc_update(struct ledger_inc *li, const struct view *v, int64_t now_n
 		clear(li);
 		rc = add_all(&u, v);
 		li->mapping_changed_ns = rc == 0 ? newest_mapping(v) : 0;
-		claims = view_count(v, VIEW_CLAIMS);
+		claims = view_count(v, OBJECT_RESOURCE_CLAIM);
 		li->st.whole++;
 	} else {
-		rc = view_diff(ov, v, VIEW_NODES, diff_node, &u);
+		rc = view_diff(ov, v, OBJECT_NODE, diff_node, &u);
 		if (rc == 0)
-			rc = view_diff(ov, v, VIEW_PODS, diff_pod, &u);
+			rc = view_diff(ov, v, OBJECT_POD, diff_pod, &u);
 		if (rc == 0)
-			rc = view_diff(ov, v, VIEW_CLAIMS, diff_claim, &u);
+			rc = view_diff(ov, v, OBJECT_RESOURCE_CLAIM, diff_claim, &u);
 		if (rc == 0)
-			rc = view_diff(ov, v, VIEW_SLICES, diff_slice, &u);
+			rc = view_diff(ov, v, OBJECT_RESOURCE_SLICE, diff_slice, &u);
 		if (rc == 0 && u.rescan_mapping)
 			li->mapping_changed_ns = newest_mapping(v);
 		for (i = 0; rc == 0 && u.redo.slot && i <= u.redo.mask; i++) {

@@ -41,13 +41,13 @@ static bool key_eq(struct str x, struct str y)
 	return str_eq(x, y);
 }
 
-static bool rec_matches(enum vkind kind, const struct view_rec *r, const struct vkey *k)
+static bool rec_matches(unsigned table, const struct view_rec *r, const struct vkey *k)
 {
 	struct vkey rk;
 
 	if (r->hash != k->hash)
 		return false;
-	rk = view_record_key(kind, r);
+	rk = view_record_key(table, r);
 	return key_eq(rk.a, k->a) && key_eq(rk.b, k->b);
 }
 
@@ -84,21 +84,21 @@ fail:
 	return NULL;
 }
 
-int vt_init(struct view_builder *b, struct vtable *t, enum vkind kind)
+int vt_init(struct view_builder *b, struct vtable *t, unsigned table)
 {
-	t->kind = kind;
+	t->table = table;
 	t->private_copy = false;
 	t->dir = dir_new(1, b->seq);
 	return t->dir ? 0 : -ENOMEM;
 }
 
-const struct view_rec *vt_get(const struct vdir *dir, enum vkind kind, const struct vkey *k)
+const struct view_rec *vt_get(const struct vdir *dir, unsigned table, const struct vkey *k)
 {
 	uint32_t mask = nslots(dir) - 1, i;
 	const struct view_rec *r;
 
 	for (i = k->hash & mask; (r = slot_get(dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(kind, r, k))
+		if (rec_matches(table, r, k))
 			return r;
 	return NULL;
 }
@@ -124,7 +124,7 @@ static int own_dir(struct view_builder *b, struct vtable *t)
 		return -ENOMEM;
 	memcpy(c, d, sz);
 	c->epoch = b->seq;
-	view_retire(b, LIMBO_MEM, d);
+	view_retire(b, VIEW_LIMBO_MEM, d);
 	t->dir = c;
 	return 0;
 }
@@ -147,7 +147,7 @@ static int own_chunk(struct view_builder *b, struct vtable *t, uint32_t ci)
 		return -ENOMEM;
 	memcpy(c, ch, sizeof(*c));
 	c->epoch = b->seq;
-	view_retire(b, LIMBO_MEM, ch);
+	view_retire(b, VIEW_LIMBO_MEM, ch);
 	t->dir->chunk[ci] = c;
 	return 0;
 }
@@ -184,8 +184,8 @@ static int grow(struct view_builder *b, struct vtable *t)
 	}
 	d->count = old->count;
 	for (i = 0; i < old->nchunks; i++)
-		view_retire(b, LIMBO_MEM, old->chunk[i]);
-	view_retire(b, LIMBO_MEM, old);
+		view_retire(b, VIEW_LIMBO_MEM, old->chunk[i]);
+	view_retire(b, VIEW_LIMBO_MEM, old);
 	t->dir = d;
 	return 0;
 }
@@ -203,7 +203,7 @@ int vt_put(struct view_builder *b, struct vtable *t, const struct view_rec *rec,
 		return rc;
 	mask = nslots(t->dir) - 1;
 	for (i = k->hash & mask; (r = slot_get(t->dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(t->kind, r, k))
+		if (rec_matches(t->table, r, k))
 			break;
 	if ((rc = own_chunk(b, t, i / VIEW_CHUNK)) != 0)
 		return rc;
@@ -224,7 +224,7 @@ int vt_del(struct view_builder *b, struct vtable *t, const struct vkey *k,
 
 	*old = NULL;
 	for (i = k->hash & mask; (r = slot_get(t->dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(t->kind, r, k))
+		if (rec_matches(t->table, r, k))
 			break;
 	if (!r)
 		return 0;
@@ -267,7 +267,7 @@ int vt_retire_all(struct view_builder *b, struct vtable *t, bool records)
 {
 	struct vdir *d = t->dir;
 	uint32_t i, n = nslots(d);
-	enum limbo_kind rk = view_limbo_of(t->kind);
+	unsigned rk = t->table;
 
 	if (view_limbo_reserve(b, (size_t)d->nchunks + 1 + (records ? d->count : 0)) != 0)
 		return -ENOMEM;
@@ -278,8 +278,8 @@ int vt_retire_all(struct view_builder *b, struct vtable *t, bool records)
 			view_retire(b, rk, (void *)(uintptr_t)r);
 	}
 	for (i = 0; i < d->nchunks; i++)
-		view_retire(b, LIMBO_MEM, d->chunk[i]);
-	view_retire(b, LIMBO_MEM, d);
+		view_retire(b, VIEW_LIMBO_MEM, d->chunk[i]);
+	view_retire(b, VIEW_LIMBO_MEM, d);
 	t->dir = NULL;
 	return 0;
 }
@@ -333,21 +333,21 @@ int view_limbo_reserve(struct view_builder *b, size_t n)
 	return 0;
 }
 
-void view_retire(struct view_builder *b, enum limbo_kind kind, void *p)
+void view_retire(struct view_builder *b, unsigned what, void *p)
 {
 	struct limbo_entry *e = &b->limbo[b->limbo_len++];
 
 	e->seq = b->seq;
-	e->kind = kind;
+	e->what = what;
 	e->p = p;
 }
 
 static void limbo_free(struct view_builder *b, struct limbo_entry *e)
 {
-	if (e->kind == LIMBO_MEM)
+	if (e->what == VIEW_LIMBO_MEM)
 		free(e->p);
 	else
-		view_record_free(b, e->kind, e->p);
+		view_record_free(b, e->what, e->p);
 }
 
 size_t view_builder_collect(struct view_builder *b)
