@@ -67,22 +67,56 @@ void hmap_clear(struct hmap *m);
 /* Entries held. */
 uint32_t hmap_count(const struct hmap *m);
 
+/* The hashes are inline: they are on every lookup's path, the view's
+ * persistent table among them, and a call into another file costs as much
+ * as hashing a short key. */
+
 /* FNV-1a of p[0..n) continued from h (HMAP_HASH_INIT to start). */
-uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n);
+static inline uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
 
 /* hmap_hash_add() of the C string s, without its NUL: one pass. */
-uint32_t hmap_hash_add_cstr(uint32_t h, const char *s);
+static inline uint32_t hmap_hash_add_cstr(uint32_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
 
 /* 64-bit FNV-1a of p[0..n) continued from h (HMAP_HASH64_INIT to start):
  * for a hash that is itself the identity of a key, where 32 bits would
  * collide. Not for the map, whose hashes are 32 bits. */
-uint64_t hmap_hash64_add(uint64_t h, const void *p, size_t n);
+static inline uint64_t hmap_hash64_add(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211u;
+	return h;
+}
 
 /* The hash to pass the functions below: h from hmap_hash_add, mixed. */
-uint32_t hmap_hash_finish(uint32_t h);
+static inline uint32_t hmap_hash_finish(uint32_t h)
+{
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	h ^= h >> 12;
+	return h;
+}
 
 /* hmap_hash_finish(hmap_hash_add(HMAP_HASH_INIT, p, n)). */
-uint32_t hmap_hash(const void *p, size_t n);
+static inline uint32_t hmap_hash(const void *p, size_t n)
+{
+	return hmap_hash_finish(hmap_hash_add(HMAP_HASH_INIT, p, n));
+}
 
 /* The value stored under key (hash its hash) into *val: 0, or -ENOENT. */
 int hmap_find(const struct hmap *m, uint32_t hash, const void *key, uint32_t *val);

@@ -13,7 +13,7 @@
   (policy/model/model.h): no other enum of policy/, webhook/ or bench/
   names two or more kinds, and nothing casts to it (a kind is never made
   from another enum's number).
-- FNV is written once, in policy/lib/hmap.c: every hash of the tree is
+- FNV is written once, in policy/lib/hmap.h: every hash of the tree is
   hmap's (the benchmarks keep copies of the tables hmap replaced, to
   compare with).
 - Every source lies in a folder of the Makefile's LAYERS, and includes only
@@ -215,8 +215,8 @@ FNV_PRIME = re.compile(r"\b(16777619|0x0*1000193|1099511628211|0x0*100000001b3)(
 
 
 def fnv_writers(files):
-    """Files other than hmap.c that multiply by an FNV prime."""
-    keep = os.path.join("policy", "lib", "hmap.c")
+    """Files other than hmap.h that multiply by an FNV prime."""
+    keep = os.path.join("policy", "lib", "hmap.h")
     return ["%s: %s" % (p, m.group(0)) for p, t in files if p != keep
             for m in [FNV_PRIME.search(re.sub(r"/\*.*?\*/", "", t, flags=re.S))] if m]
 
@@ -229,7 +229,7 @@ def test_hashes_are_hmaps():
     probe = [("policy/ledger/probe.c", "h = (h ^ c) * 16777619u;\n"),
              ("webhook/base/probe2.c", "h *= 0x100000001b3ULL;\n"),
              ("policy/lib/probe3.c", "/* FNV's prime is 16777619 */\n"),
-             ("policy/lib/hmap.c", "h = (h ^ c) * 16777619u;\n")]
+             ("policy/lib/hmap.h", "h = (h ^ c) * 16777619u;\n")]
     guard.check([b.split(":")[0] for b in fnv_writers(probe)] == ["policy/ledger/probe.c", "webhook/base/probe2.c"],
                 "the check does not see an FNV written by hand")
 
