@@ -99,10 +99,7 @@ struct bench {
 
 static int publish(struct bench *bn, const struct view **out)
 {
-	int r;
-
-	for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
-		view_builder_touch(bn->b, (enum view_resource)r, 100LL * 1000000000);
+	view_builder_touch_all(bn->b, 100LL * 1000000000);
 	return view_builder_publish(bn->b, out);
 }
 

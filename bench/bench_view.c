@@ -83,8 +83,8 @@ static int sink_object(void *ctx, enum view_event ev, const struct k8s_object *o
 	int rc;
 
 	if (c->list)
-		return view_builder_relist_add(c->b, VIEW_CLAIMS, obj, 1, err, sizeof(err));
-	rc = view_builder_apply(c->b, VIEW_CLAIMS, ev, obj, 2, err, sizeof(err));
+		return view_builder_relist_add(c->b, OBJECT_RESOURCE_CLAIM, obj, 1, err, sizeof(err));
+	rc = view_builder_apply(c->b, OBJECT_RESOURCE_CLAIM, ev, obj, 2, err, sizeof(err));
 	if (rc == 0 && ++c->applied % c->publish_every == 0) {
 		const struct view *v = NULL;
 
@@ -131,14 +131,14 @@ static int one_device(unsigned n)
 		shared_claim(&text, i);
 	}
 	buf_add_cstr(&text, "]}");
-	if (view_builder_new(NULL, &b) != 0 || view_builder_relist_begin(b, VIEW_CLAIMS) != 0 ||
+	if (view_builder_new(NULL, &b) != 0 || view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM) != 0 ||
 	    view_stream_new(VIEW_STREAM_LIST, OBJECT_RESOURCE_CLAIM, API_V1, 3u << 20, &s) != 0)
 		goto out;
 	c.b = b;
 	c.list = true;
 	c.publish_every = 1;
 	t0 = clock_mono_s();
-	if (feed(s, &text, &c) != 0 || view_builder_relist_commit(b, VIEW_CLAIMS, 1) != 0 ||
+	if (feed(s, &text, &c) != 0 || view_builder_relist_commit(b, OBJECT_RESOURCE_CLAIM, 1) != 0 ||
 	    view_builder_publish(b, &v) != 0) {
 		fprintf(stderr, "list failed: %s\n", view_stream_error(s));
 		goto out;
@@ -165,7 +165,7 @@ out:
 /* --files: the four LIST bodies into one view. */
 struct files_ctx {
 	struct view_builder *b;
-	enum view_resource r;
+	enum object_kind r;
 };
 
 static int files_object(void *ctx, enum view_event ev, const struct k8s_object *obj)
@@ -215,7 +215,8 @@ static void per(const char *what, const struct sum_ctx *c)
 
 static int files(char **paths)
 {
-	static const enum object_kind kinds[VIEW_RESOURCE_COUNT] = {
+	/* the order of the files on the command line */
+	static const enum object_kind kinds[] = {
 		OBJECT_RESOURCE_SLICE, OBJECT_RESOURCE_CLAIM, OBJECT_POD, OBJECT_NODE,
 	};
 	struct view_builder *b = NULL;
@@ -236,8 +237,8 @@ static int files(char **paths)
 	memset(sc, 0, sizeof(sc));
 	if (view_builder_new(NULL, &b) != 0)
 		return 1;
-	for (r = 0; r < VIEW_RESOURCE_COUNT; r++) {
-		struct files_ctx fc = { b, (enum view_resource)r };
+	for (r = 0; r < (int)(sizeof(kinds) / sizeof(kinds[0])); r++) {
+		struct files_ctx fc = { b, kinds[r] };
 		struct view_stream_sink sink = { .object = files_object, .ctx = &fc };
 		struct view_stream *s = NULL;
 		FILE *f;
@@ -250,7 +251,7 @@ static int files(char **paths)
 			goto out;
 		}
 		if (view_stream_new(VIEW_STREAM_LIST, kinds[r], API_V1, 3u << 20, &s) != 0 ||
-		    view_builder_relist_begin(b, (enum view_resource)r) != 0) {
+		    view_builder_relist_begin(b, kinds[r]) != 0) {
 			fclose(f);
 			view_stream_free(s);
 			goto out;
@@ -259,7 +260,7 @@ static int files(char **paths)
 			if (view_stream_feed(s, chunk, n, &sink) != 0)
 				break;
 		fclose(f);
-		if (view_stream_end(s, &sink) != 0 || view_builder_relist_commit(b, (enum view_resource)r, 1) != 0) {
+		if (view_stream_end(s, &sink) != 0 || view_builder_relist_commit(b, kinds[r], 1) != 0) {
 			fprintf(stderr, "%s: %s\n", paths[r], view_stream_error(s));
 			view_stream_free(s);
 			goto out;
@@ -327,14 +328,14 @@ int main(int argc, char **argv)
 		claim(&text, i, 100, false);
 	}
 	buf_add_cstr(&text, "]}");
-	if (view_builder_new(NULL, &b) != 0 || view_builder_relist_begin(b, VIEW_CLAIMS) != 0 ||
+	if (view_builder_new(NULL, &b) != 0 || view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM) != 0 ||
 	    view_stream_new(VIEW_STREAM_LIST, OBJECT_RESOURCE_CLAIM, API_V1, 3u << 20, &s) != 0)
 		return 1;
 	c.b = b;
 	c.list = true;
 	c.publish_every = every;
 	t0 = clock_mono_s();
-	if (feed(s, &text, &c) != 0 || view_builder_relist_commit(b, VIEW_CLAIMS, 1) != 0) {
+	if (feed(s, &text, &c) != 0 || view_builder_relist_commit(b, OBJECT_RESOURCE_CLAIM, 1) != 0) {
 		fprintf(stderr, "list failed: %s\n", view_stream_error(s));
 		return 1;
 	}

@@ -32,7 +32,7 @@ static void test_a_status_write_is_read_whole(void **state)
 	(void)state;
 	assert_int_equal(audit_parse(good, strlen(good), &ev, err, sizeof(err)), 0);
 	assert_int_equal(ev.verb, AUDIT_PATCH);
-	assert_int_equal(ev.resource, AUDIT_PODS);
+	assert_int_equal(ev.kind, OBJECT_POD);
 	assert_true(str_eq_cstr(ev.subresource, "status"));
 	assert_true(str_eq_cstr(ev.namespace, "ns"));
 	assert_true(str_eq_cstr(ev.name, "p"));
@@ -132,7 +132,7 @@ static void test_impersonation_and_null_objects(void **state)
 
 	(void)state;
 	assert_int_equal(audit_parse(line, strlen(line), &ev, err, sizeof(err)), 0);
-	assert_int_equal(ev.resource, AUDIT_SLICES);
+	assert_int_equal(ev.kind, OBJECT_RESOURCE_SLICE);
 	assert_int_equal(ev.verb, AUDIT_DELETE);
 	assert_true(str_eq_cstr(ev.impersonated, "{\"username\":\"system:node:n1\"}"));
 	assert_int_equal(ev.request_object.len, 0);

@@ -189,7 +189,7 @@ static int build_view(const json_t *spec, struct view_builder **bout, const stru
 	struct arena *a = NULL;
 	size_t i;
 	int64_t now, heard;
-	int rc = -EINVAL, r;
+	int rc = -EINVAL;
 
 	*bout = NULL;
 	*vout = NULL;
@@ -227,8 +227,7 @@ static int build_view(const json_t *spec, struct view_builder **bout, const stru
 			goto out;
 		}
 	}
-	for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
-		view_builder_touch(b, (enum view_resource)r, now - heard);
+	view_builder_touch_all(b, now - heard);
 	if ((rc = view_builder_publish(b, vout)) != 0)
 		snprintf(err, n, "out of memory publishing");
 	*now_ns = now;

@@ -692,14 +692,12 @@ static const struct view *publish(struct view_builder *b, const struct view *old
 {
 	const struct view *v = NULL;
 	char err[256];
-	int r;
 
 	if (json && view_builder_apply_json(b, VIEW_ADDED, json, strlen(json), a, t, err, sizeof(err)) != 0)
 		fail_msg("apply: %s", err);
 	if (old)
 		view_builder_release(b, old);
-	for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
-		view_builder_touch(b, (enum view_resource)r, t);
+	view_builder_touch_all(b, t);
 	assert_int_equal(view_builder_publish(b, &v), 0);
 	return v;
 }

@@ -255,6 +255,26 @@ static void test_hash_is_fnv1a(void **state)
 	assert_int_equal(hmap_hash_add(hmap_hash_add(HMAP_HASH_INIT, "foo", 3), "bar", 3), 0xbf9cf968u);
 }
 
+/* The published 64-bit FNV-1a vectors: Events' rate-limit buckets and the
+ * mounted files' signature are known by these values. */
+static void test_hash64_is_fnv1a(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t fnv;
+	} cases[] = {
+		{ "", 0xcbf29ce484222325u },
+		{ "a", 0xaf63dc4c8601ec8cu },
+		{ "foobar", 0x85944171f73967e8u },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_true(hmap_hash64_add(HMAP_HASH64_INIT, cases[i].s, strlen(cases[i].s)) == cases[i].fnv);
+	assert_true(hmap_hash64_add(hmap_hash64_add(HMAP_HASH64_INIT, "foo", 3), "bar", 3) == 0x85944171f73967e8u);
+}
+
 static void test_bad_arguments(void **state)
 {
 	struct hmap m;
@@ -282,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_growth_keeps_every_entry),
 		cmocka_unit_test(test_reserve),
 		cmocka_unit_test(test_hash_is_fnv1a),
+		cmocka_unit_test(test_hash64_is_fnv1a),
 		cmocka_unit_test(test_bad_arguments),
 	};
 

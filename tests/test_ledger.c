@@ -166,14 +166,11 @@ static void apply(struct world *w, enum view_event ev, int64_t t, const char *js
 /* Publish, and build the ledger at t (the previous one is freed). */
 static const struct ledger *build(struct world *w, int64_t t)
 {
-	int r;
-
 	ledger_free(w->l);
 	w->l = NULL;
 	if (w->v)
 		view_builder_release(w->b, w->v);
-	for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
-		view_builder_touch(w->b, (enum view_resource)r, t * S);
+	view_builder_touch_all(w->b, t * S);
 	assert_int_equal(view_builder_publish(w->b, &w->v), 0);
 	assert_int_equal(ledger_build(w->v, w->pol, t * S, 64 << 20, &w->l), 0);
 	return w->l;
@@ -525,20 +522,20 @@ static void test_finished_and_unbound_pods_leave_the_accounts(void **state)
 	apply(&w, VIEW_ADDED, 2, pod("p2", NULL, "1", NULL, NULL, NULL));
 	l = build(&w, 3);
 	assert_int_equal(amount(l, "w1", "cpu")->pods, 1000);
-	assert_int_equal(view_count(w.v, VIEW_PODS), 1);   /* p2 neither bound nor with statuses */
+	assert_int_equal(view_count(w.v, OBJECT_POD), 1);   /* p2 neither bound nor with statuses */
 	/* p3 is neither either, but names a claim by resourceClaimName: kept,
 	 * for the Event of a claim a freeze refuses, and in no account */
 	apply(&w, VIEW_ADDED, 2, pod("p3", NULL, "1", "held", NULL, NULL));
 	l = build(&w, 3);
 	assert_int_equal(amount(l, "w1", "cpu")->pods, 1000);
-	assert_int_equal(view_count(w.v, VIEW_PODS), 2);
+	assert_int_equal(view_count(w.v, OBJECT_POD), 2);
 	apply(&w, VIEW_MODIFIED, 4, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
 	      "\"namespace\":\"ns\",\"uid\":\"00000000-0000-4000-8000-000000000001\"},\"spec\":{\"nodeName\":"
 	      "\"w1\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"
 	      "\"status\":{\"phase\":\"Succeeded\"}}");
 	l = build(&w, 5);
 	assert_int_equal(amount(l, "w1", "cpu")->pods, 0);
-	assert_int_equal(view_count(w.v, VIEW_PODS), 1);   /* p3 */
+	assert_int_equal(view_count(w.v, OBJECT_POD), 1);   /* p3 */
 	world_free(&w);
 }
 
@@ -596,8 +593,8 @@ static void test_a_dump_gives_the_same_ledger(void **state)
 				node("w1", "8"));
 	assert_int_equal(view_builder_new(NULL, &b), 0);
 	assert_int_equal(view_dump_load(b, text, off, 100 * S, &st, err, sizeof(err)), 0);
-	assert_int_equal(st.objects[VIEW_CLAIMS], 1);
-	assert_int_equal(st.objects[VIEW_NODES], 1);
+	assert_int_equal(st.objects[OBJECT_RESOURCE_CLAIM], 1);
+	assert_int_equal(st.objects[OBJECT_NODE], 1);
 	assert_int_equal(st.other, 1);
 	assert_int_equal(view_builder_publish(b, &v), 0);
 	assert_false(view_stale(v, 100 * S, 300 * S));
@@ -814,12 +811,10 @@ static void test_an_incremental_ledger_equals_a_fresh_build_after_every_change(v
 			struct walk_check wc;
 			unsigned n = 1 + rnd(&st) % (step % 25 == 24 ? 12 : 3);
 			char nd[16];
-			int r;
 
 			for (k = 0; k < n; k++)
 				rnd_change(&w, &st, 10 + step, have_node, have_slice, have_pod, have_claim);
-			for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
-				view_builder_touch(w.b, (enum view_resource)r, (10 + step) * S);
+			view_builder_touch_all(w.b, (10 + step) * S);
 			assert_int_equal(view_builder_publish(w.b, &v), 0);
 			assert_int_equal(ledger_inc_update(li, v, (10 + step) * S), 0);
 			/* the ledger's old snapshot goes, as the served one does */

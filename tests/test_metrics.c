@@ -154,14 +154,14 @@ static void test_counters_move_with_events(void **state)
 
 	(void)state;
 	m = new_metrics("dev");
-	metrics_request(m, METRICS_EP_VALIDATE, METRICS_RES_RESOURCESLICES, ADMISSION_OP_UPDATE,
+	metrics_request(m, METRICS_EP_VALIDATE, OBJECT_RESOURCE_SLICE, ADMISSION_OP_UPDATE,
 			METRICS_RESULT_DENIED, 1000);
-	metrics_request(m, METRICS_EP_VALIDATE, METRICS_RES_RESOURCESLICES, ADMISSION_OP_UPDATE,
+	metrics_request(m, METRICS_EP_VALIDATE, OBJECT_RESOURCE_SLICE, ADMISSION_OP_UPDATE,
 			METRICS_RESULT_DENIED, 1000);
-	metrics_request(m, METRICS_EP_MUTATE, METRICS_RES_PODS, ADMISSION_OP_CREATE,
+	metrics_request(m, METRICS_EP_MUTATE, OBJECT_POD, ADMISSION_OP_CREATE,
 			METRICS_RESULT_ALLOWED, 1000);
 	metrics_violation(m, RULE_SLICE_MAPPING_SHAREABLE, ACTION_WARN);
-	metrics_break_glass(m, METRICS_RES_RESOURCECLAIMS);
+	metrics_break_glass(m, OBJECT_RESOURCE_CLAIM);
 	metrics_http_error(m, METRICS_HTTP_413);
 	metrics_policy_reload(m, METRICS_RELOAD_ERROR);
 	metrics_tls_reload(m, METRICS_RELOAD_SUCCESS);
@@ -228,7 +228,7 @@ static void test_histogram_buckets_are_cumulative(void **state)
 	(void)state;
 	m = new_metrics("dev");
 	for (i = 0; i < sizeof(durations_ns) / sizeof(durations_ns[0]); i++)
-		metrics_request(m, METRICS_EP_VALIDATE, METRICS_RES_OTHER, ADMISSION_OP_CREATE,
+		metrics_request(m, METRICS_EP_VALIDATE, OBJECT_OTHER, ADMISSION_OP_CREATE,
 				METRICS_RESULT_ALLOWED, durations_ns[i]);
 	text = render(m);
 	check_exposition(text);
@@ -242,7 +242,7 @@ static void test_histogram_buckets_are_cumulative(void **state)
 	assert_true(sample(text, "dra_guard_request_duration_seconds_sum{endpoint=\"validate\",result=\"allowed\"}") > 23.0);
 	assert_true(sample(text, "dra_guard_request_duration_seconds_count{endpoint=\"mutate\",result=\"allowed\"}") == 0);
 	/* Each result has its own histogram. */
-	metrics_request(m, METRICS_EP_VALIDATE, METRICS_RES_OTHER, ADMISSION_OP_CREATE, METRICS_RESULT_DENIED, 300000);
+	metrics_request(m, METRICS_EP_VALIDATE, OBJECT_OTHER, ADMISSION_OP_CREATE, METRICS_RESULT_DENIED, 300000);
 	free(text);
 	text = render(m);
 	check_exposition(text);
@@ -405,13 +405,15 @@ static void test_render_fails_whole_when_the_buffer_is_too_small(void **state)
 static void test_resource_and_code_lookups(void **state)
 {
 	(void)state;
-	assert_int_equal(metrics_resource_of("resourceslices", 14), METRICS_RES_RESOURCESLICES);
-	assert_int_equal(metrics_resource_of("resourceclaims", 14), METRICS_RES_RESOURCECLAIMS);
-	assert_int_equal(metrics_resource_of("pods", 4), METRICS_RES_PODS);
-	assert_int_equal(metrics_resource_of("configmaps", 10), METRICS_RES_CONFIGMAPS);
-	assert_int_equal(metrics_resource_of("deployments", 11), METRICS_RES_OTHER);
-	assert_int_equal(metrics_resource_of("pod", 3), METRICS_RES_OTHER);
-	assert_int_equal(metrics_resource_of("", 0), METRICS_RES_UNKNOWN);
+	assert_int_equal(metrics_kind_of_resource("resourceslices", 14), OBJECT_RESOURCE_SLICE);
+	assert_int_equal(metrics_kind_of_resource("resourceclaims", 14), OBJECT_RESOURCE_CLAIM);
+	assert_int_equal(metrics_kind_of_resource("pods", 4), OBJECT_POD);
+	assert_int_equal(metrics_kind_of_resource("configmaps", 10), OBJECT_CONFIG_MAP);
+	assert_int_equal(metrics_kind_of_resource("deployments", 11), OBJECT_OTHER);
+	assert_int_equal(metrics_kind_of_resource("pod", 3), OBJECT_OTHER);
+	/* No rule reads Nodes: their reviews count as "other". */
+	assert_int_equal(metrics_kind_of_resource("nodes", 5), OBJECT_OTHER);
+	assert_int_equal(metrics_kind_of_resource("", 0), OBJECT_NONE);
 	assert_int_equal(metrics_http_error_of(408), METRICS_HTTP_408);
 	assert_int_equal(metrics_http_error_of(413), METRICS_HTTP_413);
 	assert_int_equal(metrics_http_error_of(503), METRICS_HTTP_503);

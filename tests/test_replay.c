@@ -27,28 +27,28 @@ static void test_store_keeps_the_last_text_within_its_cap(void **state)
 	assert_int_equal(replay_store_init(&s, 100000), 0);
 	for (i = 0; i < 3000; i++) {
 		snprintf(name, sizeof(name), "pod-%d", i);
-		assert_int_equal(replay_store_put(&s, AUDIT_PODS, STR_LIT("ns"), str_from_cstr(name), STR_LIT("{}")), 0);
+		assert_int_equal(replay_store_put(&s, OBJECT_POD, STR_LIT("ns"), str_from_cstr(name), STR_LIT("{}")), 0);
 	}
-	assert_int_equal(replay_store_put(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-7"), STR_LIT("{\"a\":1}")), 0);
-	e = replay_store_get(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-7"));
+	assert_int_equal(replay_store_put(&s, OBJECT_POD, STR_LIT("ns"), STR_LIT("pod-7"), STR_LIT("{\"a\":1}")), 0);
+	e = replay_store_get(&s, OBJECT_POD, STR_LIT("ns"), STR_LIT("pod-7"));
 	assert_non_null(e);
 	assert_memory_equal(e->text, "{\"a\":1}", 7);
 	/* the same name in another resource or namespace is another object */
-	assert_null(replay_store_get(&s, AUDIT_CLAIMS, STR_LIT("ns"), STR_LIT("pod-7")));
-	assert_null(replay_store_get(&s, AUDIT_PODS, STR_LIT("n"), STR_LIT("spod-7")));
+	assert_null(replay_store_get(&s, OBJECT_RESOURCE_CLAIM, STR_LIT("ns"), STR_LIT("pod-7")));
+	assert_null(replay_store_get(&s, OBJECT_POD, STR_LIT("n"), STR_LIT("spod-7")));
 	assert_int_equal(s.count, 3000);
 	assert_int_equal(s.bytes, 2 * 3000 + 5);
-	replay_store_del(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-7"));
-	assert_null(replay_store_get(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-7")));
+	replay_store_del(&s, OBJECT_POD, STR_LIT("ns"), STR_LIT("pod-7"));
+	assert_null(replay_store_get(&s, OBJECT_POD, STR_LIT("ns"), STR_LIT("pod-7")));
 	assert_int_equal(s.bytes, 2 * 2999);
 	/* over the cap: refused, the old text kept */
 	{
 		static char big[100000];
 
 		memset(big, ' ', sizeof(big));
-		assert_int_equal(replay_store_put(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-8"),
+		assert_int_equal(replay_store_put(&s, OBJECT_POD, STR_LIT("ns"), STR_LIT("pod-8"),
 						  (struct str){ big, sizeof(big) }), -E2BIG);
-		e = replay_store_get(&s, AUDIT_PODS, STR_LIT("ns"), STR_LIT("pod-8"));
+		e = replay_store_get(&s, OBJECT_POD, STR_LIT("ns"), STR_LIT("pod-8"));
 		assert_non_null(e);
 		assert_int_equal(e->text_len, 2);
 	}

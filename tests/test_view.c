@@ -62,7 +62,7 @@ static void claim_json(struct buf *b, const char *ns, const char *name, const ch
 
 struct feed {
 	struct view_builder *b;
-	enum view_resource r;
+	enum object_kind r;
 	bool list;
 	int64_t now;
 	unsigned skipped;
@@ -95,8 +95,7 @@ static int stream_text(struct feed *f, enum view_stream_kind kind, const char *t
 	size_t off;
 	int rc = 0;
 
-	assert_int_equal(view_stream_new(kind, f->r == VIEW_SLICES ? OBJECT_RESOURCE_SLICE
-					 : OBJECT_RESOURCE_CLAIM, API_V1, MAX_OBJECT, &s), 0);
+	assert_int_equal(view_stream_new(kind, f->r, API_V1, MAX_OBJECT, &s), 0);
 	for (off = 0; off < len && rc == 0; off += chunk)
 		rc = view_stream_feed(s, text + off, len - off < chunk ? len - off : chunk, &sink);
 	if (rc == 0)
@@ -110,15 +109,15 @@ static int stream_text(struct feed *f, enum view_stream_kind kind, const char *t
 static int list_slices(struct view_builder *b, const char *text, size_t len, size_t chunk,
 		       int64_t now, struct view_stream_info *info)
 {
-	struct feed f = { b, VIEW_SLICES, true, now, 0, "" };
+	struct feed f = { b, OBJECT_RESOURCE_SLICE, true, now, 0, "" };
 	int rc;
 
-	assert_int_equal(view_builder_relist_begin(b, VIEW_SLICES), 0);
+	assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_SLICE), 0);
 	rc = stream_text(&f, VIEW_STREAM_LIST, text, len, chunk, info);
 	if (rc == 0)
-		rc = view_builder_relist_commit(b, VIEW_SLICES, now);
+		rc = view_builder_relist_commit(b, OBJECT_RESOURCE_SLICE, now);
 	else
-		view_builder_relist_abort(b, VIEW_SLICES);
+		view_builder_relist_abort(b, OBJECT_RESOURCE_SLICE);
 	return rc;
 }
 
@@ -173,9 +172,9 @@ static void test_list_in_any_chunking_gives_the_same_view(void **state)
 		assert_string_equal(info.continue_token, "");
 		assert_int_equal(info.events[VIEW_ADDED], 50);
 		v = publish(b);
-		assert_int_equal(view_count(v, VIEW_SLICES), 50);
+		assert_int_equal(view_count(v, OBJECT_RESOURCE_SLICE), 50);
 		assert_int_equal(view_pool_count(v), 50);
-		assert_int_equal(view_synced_ns(v, VIEW_SLICES), 1000);
+		assert_int_equal(view_synced_ns(v, OBJECT_RESOURCE_SLICE), 1000);
 		s = view_slice_get(v, STR_LIT("worker-00042-gpu"));
 		assert_non_null(s);
 		assert_string_equal(s->resource_version, "10");
@@ -221,7 +220,7 @@ static void test_watch_events_add_update_delete(void **state)
 
 	(void)state;
 	assert_int_equal(view_builder_new(NULL, &b), 0);
-	f = (struct feed){ b, VIEW_SLICES, false, 2000, 0, "" };
+	f = (struct feed){ b, OBJECT_RESOURCE_SLICE, false, 2000, 0, "" };
 	buf_init(&text, 1u << 20);
 	buf_add_cstr(&text, "{\"type\":\"ADDED\",\"object\":");
 	slice_json(&text, "a", "gpu.example.com", "node-1", 3, 1, 2, true);
@@ -305,7 +304,7 @@ static void test_device_holds_name_each_claim_on_the_device_once(void **state)
 	buf_init(&text, 64u << 20);
 	memset(want, 0, sizeof(want));
 	for (k = 0; k < 2; k++) {
-		struct feed f = { NULL, VIEW_CLAIMS, k == 0, 10, 0, "" };
+		struct feed f = { NULL, OBJECT_RESOURCE_CLAIM, k == 0, 10, 0, "" };
 
 		assert_int_equal(view_builder_new(NULL, &b[k]), 0);
 		f.b = b[k];
@@ -324,10 +323,10 @@ static void test_device_holds_name_each_claim_on_the_device_once(void **state)
 		}
 		if (k == 0) {
 			buf_add_cstr(&text, "],\"kind\":\"ResourceClaimList\"}");
-			assert_int_equal(view_builder_relist_begin(b[k], VIEW_CLAIMS), 0);
+			assert_int_equal(view_builder_relist_begin(b[k], OBJECT_RESOURCE_CLAIM), 0);
 			assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&text), buf_len(&text), 4096,
 						     NULL), 0);
-			assert_int_equal(view_builder_relist_commit(b[k], VIEW_CLAIMS, 10), 0);
+			assert_int_equal(view_builder_relist_commit(b[k], OBJECT_RESOURCE_CLAIM, 10), 0);
 		} else {
 			assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, buf_cstr(&text), buf_len(&text), 4096,
 						     NULL), 0);
@@ -364,7 +363,7 @@ static void test_device_holds_name_each_claim_on_the_device_once(void **state)
 
 	/* Deleting the shared device's claims one by one empties its hold. */
 	for (i = 0; i < HOLD_CLAIMS; i++) {
-		struct feed f = { b[0], VIEW_CLAIMS, false, 11, 0, "" };
+		struct feed f = { b[0], OBJECT_RESOURCE_CLAIM, false, 11, 0, "" };
 
 		hold_device(i, pool, dev);
 		if (strcmp(pool, "w-0") != 0 || strcmp(dev, "gpu-0") != 0)
@@ -397,7 +396,7 @@ static void test_claims_are_compact_and_keyed_by_namespace(void **state)
 
 	(void)state;
 	assert_int_equal(view_builder_new(NULL, &b), 0);
-	f = (struct feed){ b, VIEW_CLAIMS, true, 10, 0, "" };
+	f = (struct feed){ b, OBJECT_RESOURCE_CLAIM, true, 10, 0, "" };
 	buf_init(&text, 1u << 20);
 	buf_add_cstr(&text, "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[");
 	claim_json(&text, "ns-1", "c", "node-1", "gpu-0", false);
@@ -406,12 +405,12 @@ static void test_claims_are_compact_and_keyed_by_namespace(void **state)
 	/* JSON, but not a claim: skipped and counted, not fatal */
 	buf_add_cstr(&text, ",{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns-1\"},\"status\":{\"allocation\":7}}");
 	buf_add_cstr(&text, "],\"kind\":\"ResourceClaimList\"}");
-	assert_int_equal(view_builder_relist_begin(b, VIEW_CLAIMS), 0);
+	assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM), 0);
 	assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&text), buf_len(&text), 13, NULL), 0);
 	assert_int_equal(f.skipped, 1);
-	assert_int_equal(view_builder_relist_commit(b, VIEW_CLAIMS, 10), 0);
+	assert_int_equal(view_builder_relist_commit(b, OBJECT_RESOURCE_CLAIM, 10), 0);
 	v = publish(b);
-	assert_int_equal(view_count(v, VIEW_CLAIMS), 2);
+	assert_int_equal(view_count(v, OBJECT_RESOURCE_CLAIM), 2);
 	c = view_claim_get(v, STR_LIT("ns-2"), STR_LIT("c"));
 	assert_non_null(c);
 	assert_true(c->allocated);
@@ -476,7 +475,7 @@ static void test_garbage_bodies_are_errors(void **state)
 		struct feed f;
 
 		assert_int_equal(view_builder_new(NULL, &b), 0);
-		f = (struct feed){ b, VIEW_SLICES, false, 1, 0, "" };
+		f = (struct feed){ b, OBJECT_RESOURCE_SLICE, false, 1, 0, "" };
 		assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, watches[i], strlen(watches[i]), 2, NULL),
 				 -EBADMSG);
 		view_builder_free(b);
@@ -496,7 +495,7 @@ static void test_an_event_is_applied_when_its_last_byte_arrives(void **state)
 
 	(void)state;
 	assert_int_equal(view_builder_new(NULL, &b), 0);
-	f = (struct feed){ b, VIEW_SLICES, false, 1, 0, "" };
+	f = (struct feed){ b, OBJECT_RESOURCE_SLICE, false, 1, 0, "" };
 	sink.ctx = &f;
 	buf_init(&text, 1u << 20);
 	buf_add_cstr(&text, "{\"type\":\"ADDED\",\"object\":");
@@ -527,7 +526,7 @@ static void test_watch_error_event_reports_the_status(void **state)
 
 	(void)state;
 	assert_int_equal(view_builder_new(NULL, &b), 0);
-	f = (struct feed){ b, VIEW_SLICES, false, 1, 0, "" };
+	f = (struct feed){ b, OBJECT_RESOURCE_SLICE, false, 1, 0, "" };
 	assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, body, strlen(body), 9, &info), 0);
 	assert_true(info.has_status);
 	assert_int_equal(info.status.code, 410);
@@ -637,9 +636,9 @@ static void test_relist_replaces_whole_and_keeps_generations(void **state)
 	view_builder_collect(b);
 	view_builder_stats(b, &st);
 	assert_int_equal(st.retired, 0);
-	assert_int_equal(view_builder_relist_begin(b, VIEW_SLICES), 0);
-	assert_int_equal(view_builder_relist_begin(b, VIEW_SLICES), -EBUSY);
-	view_builder_relist_abort(b, VIEW_SLICES);
+	assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_SLICE), 0);
+	assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_SLICE), -EBUSY);
+	view_builder_relist_abort(b, OBJECT_RESOURCE_SLICE);
 	view_builder_free(b);
 	buf_free(&text);
 }
@@ -669,7 +668,7 @@ static void test_churn_keeps_the_table_consistent(void **state)
 			o.meta.name = str_from_cstr(name);
 			o.meta.namespace = (k & 1) ? STR_LIT("ns-a") : STR_LIT("ns-b");
 			o.meta.resource_version = STR_LIT("1");
-			assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, ev, &o, i, err, sizeof(err)), 0);
+			assert_int_equal(view_builder_apply(b, OBJECT_RESOURCE_CLAIM, ev, &o, i, err, sizeof(err)), 0);
 			if (i % 500 == 0) {
 				const struct view *v = publish(b);
 
@@ -690,7 +689,7 @@ static void test_churn_keeps_the_table_consistent(void **state)
 			if (view_claim_get(v, (i & 1) ? STR_LIT("ns-a") : STR_LIT("ns-b"), str_from_cstr(name)))
 				n++;
 		}
-		assert_int_equal(n, view_count(v, VIEW_CLAIMS));
+		assert_int_equal(n, view_count(v, OBJECT_RESOURCE_CLAIM));
 		view_builder_release(b, v);
 	}
 	view_builder_release(b, held);
@@ -714,14 +713,14 @@ static void test_staleness_follows_the_last_word_from_each_watch(void **state)
 	o.kind = OBJECT_RESOURCE_CLAIM;
 	o.meta.name = STR_LIT("a");
 	o.meta.namespace = STR_LIT("n");
-	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1000, err, sizeof(err)), 0);
-	view_builder_touch(b, VIEW_SLICES, 1500);
+	assert_int_equal(view_builder_apply(b, OBJECT_RESOURCE_CLAIM, VIEW_ADDED, &o, 1000, err, sizeof(err)), 0);
+	view_builder_touch(b, OBJECT_RESOURCE_SLICE, 1500);
 	v1 = publish(b);
-	assert_int_equal(view_heard_ns(v1, VIEW_CLAIMS), 1000);
+	assert_int_equal(view_heard_ns(v1, OBJECT_RESOURCE_CLAIM), 1000);
 	assert_false(view_stale(v1, 1900, 1000));
 	assert_true(view_stale(v1, 2100, 1000));   /* claims last heard at 1000 */
 	/* a bookmark of the claims watch freshens the next snapshot only */
-	view_builder_touch(b, VIEW_CLAIMS, 3000);
+	view_builder_touch(b, OBJECT_RESOURCE_CLAIM, 3000);
 	assert_true(view_builder_dirty(b));
 	v2 = publish(b);
 	assert_false(view_stale(v2, 2400, 1000));
@@ -746,17 +745,17 @@ static void test_limits_refuse_instead_of_truncating(void **state)
 	o.kind = OBJECT_RESOURCE_CLAIM;
 	o.meta.name = STR_LIT("a");
 	o.meta.namespace = STR_LIT("n");
-	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1, err, sizeof(err)), 0);
+	assert_int_equal(view_builder_apply(b, OBJECT_RESOURCE_CLAIM, VIEW_ADDED, &o, 1, err, sizeof(err)), 0);
 	o.meta.name = STR_LIT("b");
-	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1, err, sizeof(err)), -E2BIG);
+	assert_int_equal(view_builder_apply(b, OBJECT_RESOURCE_CLAIM, VIEW_ADDED, &o, 1, err, sizeof(err)), -E2BIG);
 	/* an update of the one held is fine */
 	o.meta.name = STR_LIT("a");
-	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_MODIFIED, &o, 1, err, sizeof(err)), 0);
+	assert_int_equal(view_builder_apply(b, OBJECT_RESOURCE_CLAIM, VIEW_MODIFIED, &o, 1, err, sizeof(err)), 0);
 	o.kind = OBJECT_RESOURCE_SLICE;
-	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(view_builder_apply(b, OBJECT_RESOURCE_CLAIM, VIEW_ADDED, &o, 1, err, sizeof(err)), -EINVAL);
 	o.kind = OBJECT_RESOURCE_CLAIM;
 	o.meta.namespace = STR_LIT("");
-	assert_int_equal(view_builder_apply(b, VIEW_CLAIMS, VIEW_ADDED, &o, 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(view_builder_apply(b, OBJECT_RESOURCE_CLAIM, VIEW_ADDED, &o, 1, err, sizeof(err)), -EINVAL);
 	view_builder_free(b);
 }
 
@@ -778,7 +777,7 @@ static void test_real_fixture_slice_decodes(void **state)
 	assert_int_equal(view_builder_new(NULL, &b), 0);
 	assert_int_equal(list_slices(b, buf_cstr(&text), buf_len(&text), 777, 1, NULL), 0);
 	v = publish(b);
-	assert_int_equal(view_count(v, VIEW_SLICES), 1);
+	assert_int_equal(view_count(v, OBJECT_RESOURCE_SLICE), 1);
 	assert_int_equal(view_pool_count(v), 1);
 	view_builder_release(b, v);
 	view_builder_free(b);
@@ -818,11 +817,11 @@ static void test_a_pool_restarts_when_it_comes_back_or_changes_generation(void *
 	slice_json(&t, "s1", "gpu.example.com", "w1", 3, 1, 2, false);
 	buf_add_cstr(&t, "]}");
 	{
-		struct feed f = { b, VIEW_SLICES, true, 10, 0, "" };
+		struct feed f = { b, OBJECT_RESOURCE_SLICE, true, 10, 0, "" };
 
-		assert_int_equal(view_builder_relist_begin(b, VIEW_SLICES), 0);
+		assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_SLICE), 0);
 		assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&t), buf_len(&t), 4096, NULL), 0);
-		assert_int_equal(view_builder_relist_commit(b, VIEW_SLICES, 10), 0);
+		assert_int_equal(view_builder_relist_commit(b, OBJECT_RESOURCE_SLICE, 10), 0);
 	}
 	buf_free(&t);
 	v = publish(b);
@@ -931,8 +930,8 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
 	n = view_node_get(v, STR_LIT("w1"));
 	assert_non_null(n);
 	assert_int_equal(n->nallocatable, 2);             /* cpu and memory; not pods, not extended */
-	assert_int_equal(view_count(v, VIEW_PODS), 1);
-	assert_int_equal(view_count(v, VIEW_NODES), 1);
+	assert_int_equal(view_count(v, OBJECT_POD), 1);
+	assert_int_equal(view_count(v, OBJECT_NODE), 1);
 	view_builder_release(b, v);
 	view_builder_free(b);
 	arena_free(a);
@@ -1073,8 +1072,8 @@ static void test_records_stay_within_their_byte_budget(void **state)
 		apply(b, a, &t);
 	}
 	v = publish(b);
-	assert_int_equal(view_count(v, VIEW_CLAIMS), B_CLAIMS);
-	assert_int_equal(view_count(v, VIEW_PODS), B_CLAIMS + B_FREE_PODS);
+	assert_int_equal(view_count(v, OBJECT_RESOURCE_CLAIM), B_CLAIMS);
+	assert_int_equal(view_count(v, OBJECT_POD), B_CLAIMS + B_FREE_PODS);
 	for (sr = view_first_slice(&it, v); sr; sr = view_next_slice(&it))
 		sum_slice(&sl, sr);
 	for (cr = view_first_claim(&it, v); cr; cr = view_next_claim(&it))
@@ -1258,10 +1257,10 @@ static void test_holders_are_their_claims_records(void **state)
 	buf_add_char(&text, ',');
 	claim_json(&text, "ns-a", "c2", "w1", "gpu-0", false);
 	buf_add_cstr(&text, "]}");
-	f = (struct feed){ b, VIEW_CLAIMS, true, 7, 0, "" };
-	assert_int_equal(view_builder_relist_begin(b, VIEW_CLAIMS), 0);
+	f = (struct feed){ b, OBJECT_RESOURCE_CLAIM, true, 7, 0, "" };
+	assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM), 0);
 	assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&text), buf_len(&text), 4096, NULL), 0);
-	assert_int_equal(view_builder_relist_commit(b, VIEW_CLAIMS, 7), 0);
+	assert_int_equal(view_builder_relist_commit(b, OBJECT_RESOURCE_CLAIM, 7), 0);
 	check_holders(b, true);
 	apply_claim(b, a, VIEW_DELETED, "c1");
 	check_holders(b, false);
@@ -1322,7 +1321,7 @@ static void test_a_lists_records_are_packed_and_freed_whole(void **state)
 	(void)state;
 	assert_int_equal(view_builder_new(NULL, &b), 0);
 	assert_int_equal(arena_new(1 << 20, &a), 0);
-	f = (struct feed){ b, VIEW_CLAIMS, true, 10, 0, "" };
+	f = (struct feed){ b, OBJECT_RESOURCE_CLAIM, true, 10, 0, "" };
 	buf_init(&text, 1u << 22);
 	buf_init(&one, 1u << 16);
 	buf_add_cstr(&text, "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[");
@@ -1333,9 +1332,9 @@ static void test_a_lists_records_are_packed_and_freed_whole(void **state)
 		claim_json(&text, "ns-1", name, "node-1", "gpu-0", false);
 	}
 	buf_add_cstr(&text, "],\"kind\":\"ResourceClaimList\"}");
-	assert_int_equal(view_builder_relist_begin(b, VIEW_CLAIMS), 0);
+	assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM), 0);
 	assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&text), buf_len(&text), 1u << 30, NULL), 0);
-	assert_int_equal(view_builder_relist_commit(b, VIEW_CLAIMS, 10), 0);
+	assert_int_equal(view_builder_relist_commit(b, OBJECT_RESOURCE_CLAIM, 10), 0);
 	v = publish(b);
 	for (i = 0; i < SLAB_CLAIMS; i++) {
 		snprintf(name, sizeof(name), "claim-%d", i);
@@ -1361,7 +1360,7 @@ static void test_a_lists_records_are_packed_and_freed_whole(void **state)
 	view_builder_release(b, v);
 	v = publish(b);
 	view_builder_collect(b);
-	assert_int_equal(view_count(v, VIEW_CLAIMS), 0);
+	assert_int_equal(view_count(v, OBJECT_RESOURCE_CLAIM), 0);
 	view_builder_stats(b, &after);
 	assert_int_equal(after.holds, 0);
 	assert_true(after.record_bytes + sizes <= before.record_bytes);

@@ -48,7 +48,7 @@ static void node(struct view_builder *b, struct arena *a, enum view_event ev, un
 		fail_msg("apply: %s", err);
 }
 
-static struct seen diff(const struct view *o, const struct view *n, enum view_resource r)
+static struct seen diff(const struct view *o, const struct view *n, enum object_kind r)
 {
 	struct seen s;
 
@@ -93,18 +93,18 @@ static void test_a_diff_names_each_changed_key_once(void **state)
 		for (i = 0; i < cases[c].del; i++)
 			node(b, a, VIEW_DELETED, cases[c].before - 1 - i, "8");
 		assert_int_equal(view_builder_publish(b, &v2), 0);
-		s = diff(v1, v2, VIEW_NODES);
+		s = diff(v1, v2, OBJECT_NODE);
 		if (s.added != cases[c].add || s.replaced != cases[c].modify || s.deleted != cases[c].del)
 			fail_msg("%s: added %u replaced %u deleted %u", cases[c].what, s.added, s.replaced, s.deleted);
 		/* the other way round: what was added is what was deleted */
-		s = diff(v2, v1, VIEW_NODES);
+		s = diff(v2, v1, OBJECT_NODE);
 		assert_int_equal(s.deleted, cases[c].add);
 		assert_int_equal(s.added, cases[c].del);
 		assert_int_equal(s.replaced, cases[c].modify);
 		/* another table: nothing */
-		s = diff(v1, v2, VIEW_CLAIMS);
+		s = diff(v1, v2, OBJECT_RESOURCE_CLAIM);
 		assert_int_equal(s.added + s.replaced + s.deleted, 0);
-		s = diff(v2, v2, VIEW_NODES);
+		s = diff(v2, v2, OBJECT_NODE);
 		assert_int_equal(s.added + s.replaced + s.deleted, 0);
 		view_builder_release(b, v1);
 		view_builder_release(b, v2);
@@ -135,8 +135,8 @@ static void test_a_nonzero_return_stops_the_walk(void **state)
 	node(b, a, VIEW_ADDED, 1, "8");
 	node(b, a, VIEW_ADDED, 2, "8");
 	assert_int_equal(view_builder_publish(b, &v2), 0);
-	assert_int_equal(view_diff(v1, v2, VIEW_NODES, stop, NULL), 7);
-	s = diff(v1, v2, VIEW_NODES);
+	assert_int_equal(view_diff(v1, v2, OBJECT_NODE, stop, NULL), 7);
+	s = diff(v1, v2, OBJECT_NODE);
 	assert_int_equal(s.added, 2);
 	view_builder_release(b, v1);
 	view_builder_release(b, v2);

@@ -93,8 +93,9 @@ static const void *lookup(const struct view *v, enum table t, const char *name)
 
 static uint32_t count_of(const struct view *v, enum table t)
 {
-	static const enum view_resource res[T_COUNT] = {
-		[T_SLICES] = VIEW_SLICES, [T_CLAIMS] = VIEW_CLAIMS, [T_PODS] = VIEW_PODS, [T_NODES] = VIEW_NODES,
+	static const enum object_kind res[T_COUNT] = {
+		[T_SLICES] = OBJECT_RESOURCE_SLICE, [T_CLAIMS] = OBJECT_RESOURCE_CLAIM, [T_PODS] = OBJECT_POD,
+		[T_NODES] = OBJECT_NODE,
 	};
 
 	return t == T_POOLS ? view_pool_count(v) : view_count(v, res[t]);
@@ -171,7 +172,7 @@ static int relist_object(void *ctx, enum view_event ev, const struct k8s_object 
 	struct relist *r = ctx;
 
 	(void)ev;
-	return view_builder_relist_add(r->b, VIEW_NODES, obj, 2, r->err, sizeof(r->err));
+	return view_builder_relist_add(r->b, OBJECT_NODE, obj, 2, r->err, sizeof(r->err));
 }
 
 /* A LIST of the nodes first .. first + n - 1 replaces the nodes. */
@@ -184,7 +185,7 @@ static void relist_nodes(struct view_builder *b, unsigned first, unsigned n)
 	unsigned i;
 
 	assert_int_equal(view_stream_new(VIEW_STREAM_LIST, OBJECT_NODE, API_V1, 1 << 20, &st), 0);
-	assert_int_equal(view_builder_relist_begin(b, VIEW_NODES), 0);
+	assert_int_equal(view_builder_relist_begin(b, OBJECT_NODE), 0);
 	snprintf(json, sizeof(json), "{\"kind\":\"NodeList\",\"apiVersion\":\"v1\",\"metadata\":"
 		 "{\"resourceVersion\":\"9\"},\"items\":[");
 	assert_int_equal(view_stream_feed(st, json, strlen(json), &sink), 0);
@@ -198,7 +199,7 @@ static void relist_nodes(struct view_builder *b, unsigned first, unsigned n)
 	if (view_stream_end(st, &sink) != 0)
 		fail_msg("relist: %s %s", view_stream_error(st), r.err);
 	view_stream_free(st);
-	assert_int_equal(view_builder_relist_commit(b, VIEW_NODES, 2), 0);
+	assert_int_equal(view_builder_relist_commit(b, OBJECT_NODE, 2), 0);
 }
 
 static const struct view *publish(struct view_builder *b)

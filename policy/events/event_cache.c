@@ -22,7 +22,7 @@ struct series {
 
 struct bucket {
 	bool used;
-	uint64_t hash;                /* of events_object_key() */
+	uint64_t hash;                /* hmap_hash64_add() of events_object_key(): the bucket's identity, 64 bits so that two objects do not share one */
 	int64_t credit_ns;            /* tokens x refill_ns */
 	int64_t at_ns;
 };
@@ -45,16 +45,6 @@ void event_cache_limits_default(struct event_cache_limits *l)
 	l->refill_ns = (int64_t)300 * 1000000000;
 	l->patch_interval_ns = (int64_t)10 * 1000000000;
 	l->finish_ns = (int64_t)360 * 1000000000;
-}
-
-/* FNV-1a, 64 bits: a rate-limit bucket is known by this hash alone. */
-static uint64_t hash_of(const char *s)
-{
-	uint64_t h = 1469598103934665603u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211u;
-	return h;
 }
 
 static bool series_eq(const void *ctx, uint32_t val, const void *key)
@@ -206,7 +196,7 @@ enum event_step event_cache_observe(struct event_cache *c, const struct events_r
 	for (slot = 0; c->series[slot]; slot++)
 		;
 	events_object_key(r, key);
-	b = bucket_of(c, hash_of(key), now_ns);
+	b = bucket_of(c, hmap_hash64_add(HMAP_HASH64_INIT, key, strlen(key)), now_ns);
 	if (!b)
 		return EVENT_STEP_LIMITED;
 	refill(c, b, now_ns);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "hmap.h"
 #include "ledger_impl.h"
 #include "names.h"
 
@@ -42,11 +43,7 @@ void ledger_format_units(struct str resource, int64_t u, char buf[static 96])
 
 /* --- building ------------------------------------------------------------------- */
 
-struct nslot {
-	struct str name;
-	uint32_t idx;
-};
-
+/* A claim named by a Pod status on a node, and the status seen first. */
 struct status_key {
 	uint32_t node;
 	const struct view_atom *ns;
@@ -60,13 +57,15 @@ struct build {
 	struct str only;                     /* one node's account (ledger_build_node()), else all */
 	struct ledger *l;
 	struct arena *a;
-	/* nodes by name */
-	struct nslot *nmap;
-	uint32_t nmask;
+	/* Nodes by name (values index l->nodes), and the claims already counted
+	 * in a node's Pod statuses (values index skeys). The maps' slots are
+	 * malloc'd (build_fini() frees them); each entry names a record in the
+	 * arena, whose cap bounds them. */
+	struct hmap nodes;
 	uint32_t nalloc;
-	/* claims already counted in a node's Pod statuses */
-	struct status_key *smap;
-	uint32_t smask, scount;
+	struct hmap status;
+	struct status_key *skeys;
+	uint32_t nskeys, skeys_alloc;
 	/* entries */
 	uint32_t ealloc;
 	/* the Pods bound to a node, for the totals */
@@ -75,55 +74,23 @@ struct build {
 	int rc;
 };
 
-static uint32_t hash_str(struct str s)
+static bool node_eq(const void *ctx, uint32_t val, const void *key)
 {
-	uint32_t h = 2166136261u;
-	size_t i;
+	const struct build *b = ctx;
 
-	for (i = 0; i < s.len; i++)
-		h = (h ^ (unsigned char)s.ptr[i]) * 16777619u;
-	return h ^ (h >> 15);
-}
-
-static int grow_nodes(struct build *b)
-{
-	uint32_t n = b->nmask + 1, i;
-	struct nslot *m = arena_calloc(b->a, (size_t)n * 2, sizeof(*m));
-
-	if (!m)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		struct nslot *s = &b->nmap[i];
-		uint32_t j;
-
-		if (!s->name.ptr)
-			continue;
-		for (j = hash_str(s->name) & (2 * n - 1); m[j].name.ptr; j = (j + 1) & (2 * n - 1))
-			;
-		m[j] = *s;
-	}
-	b->nmap = m;
-	b->nmask = 2 * n - 1;
-	return 0;
+	return str_eq(b->l->nodes[val].name, *(const struct str *)key);
 }
 
 /* The node named name (made when new). */
 static struct ledger_node *node_of(struct build *b, struct str name)
 {
 	struct ledger *l = b->l;
-	uint32_t i;
+	uint32_t h = hmap_hash(name.ptr, name.len), at;
 
 	if (b->rc)
 		return NULL;
-	for (i = hash_str(name) & b->nmask; b->nmap[i].name.ptr; i = (i + 1) & b->nmask)
-		if (str_eq(b->nmap[i].name, name))
-			return &l->nodes[b->nmap[i].idx];
-	if ((l->nnodes + 1) * 10 > (b->nmask + 1) * 7) {
-		if ((b->rc = grow_nodes(b)) != 0)
-			return NULL;
-		for (i = hash_str(name) & b->nmask; b->nmap[i].name.ptr; i = (i + 1) & b->nmask)
-			;
-	}
+	if (hmap_find(&b->nodes, h, &name, &at) == 0)
+		return &l->nodes[at];
 	if (l->nnodes == b->nalloc) {
 		uint32_t n = b->nalloc ? b->nalloc * 2 : 64;
 		struct ledger_node *g = arena_grow(b->a, l->nodes, b->nalloc * sizeof(*g), n * sizeof(*g));
@@ -135,9 +102,10 @@ static struct ledger_node *node_of(struct build *b, struct str name)
 		l->nodes = g;
 		b->nalloc = n;
 	}
-	b->nmap[i] = (struct nslot){ name, l->nnodes };
 	memset(&l->nodes[l->nnodes], 0, sizeof(l->nodes[0]));
 	l->nodes[l->nnodes].name = name;
+	if ((b->rc = hmap_put(&b->nodes, h, &name, l->nnodes)) != 0)
+		return NULL;
 	return &l->nodes[l->nnodes++];
 }
 
@@ -219,24 +187,20 @@ static int add_node(struct build *b, const struct view_node *vn)
 	return 0;
 }
 
-static uint32_t status_hash(uint32_t node, const struct view_atom *ns, const char *claim)
+/* Namespaces are interned atoms: one namespace is one pointer. */
+static uint32_t status_hash(const struct status_key *k)
 {
-	return hash_str(str_from_cstr(claim)) ^ (node * 2654435761u) ^ (uint32_t)((uintptr_t)ns >> 4);
+	uint32_t h = hmap_hash_add(HMAP_HASH_INIT, &k->node, sizeof(k->node));
+
+	h = hmap_hash_add(h, &k->ns, sizeof(k->ns));
+	return hmap_hash_finish(hmap_hash_add_cstr(h, k->claim));
 }
 
-/* The slot of (node, ns, claim) among the Pod statuses seen: its entry, or
- * the empty slot it would take. b->smap must exist. */
-static uint32_t status_slot(const struct build *b, uint32_t node, const struct view_atom *ns, const char *claim)
+static bool status_eq(const void *ctx, uint32_t val, const void *key)
 {
-	uint32_t i;
+	const struct status_key *e = &((const struct build *)ctx)->skeys[val], *k = key;
 
-	for (i = status_hash(node, ns, claim) & b->smask; b->smap[i].claim; i = (i + 1) & b->smask) {
-		const struct status_key *k = &b->smap[i];
-
-		if (k->node == node && k->ns == ns && strcmp(k->claim, claim) == 0)
-			break;
-	}
-	return i;
+	return e->node == k->node && e->ns == k->ns && strcmp(e->claim, k->claim) == 0;
 }
 
 /* True the first time (node, ns, claim) is seen among Pod statuses; *first
@@ -244,36 +208,27 @@ static uint32_t status_slot(const struct build *b, uint32_t node, const struct v
 static int status_seen(struct build *b, uint32_t node, const struct view_atom *ns, const char *claim,
 		       const struct view_pod_status *st, const struct view_pod_status **first)
 {
-	uint32_t i;
+	struct status_key k = { node, ns, claim, st };
+	uint32_t h = status_hash(&k), at;
 
 	*first = NULL;
-	if ((b->scount + 1) * 10 > (b->smask + 1) * 7) {
-		uint32_t n = (b->smask + 1) * 2, j;
-		struct status_key *m = arena_calloc(b->a, n, sizeof(*m));
-
-		if (!m)
-			return b->rc = -ENOMEM;
-		for (j = 0; b->smap && j <= b->smask; j++) {
-			struct status_key *k = &b->smap[j];
-			uint32_t kh, x;
-
-			if (!k->claim)
-				continue;
-			kh = status_hash(k->node, k->ns, k->claim);
-			for (x = kh & (n - 1); m[x].claim; x = (x + 1) & (n - 1))
-				;
-			m[x] = *k;
-		}
-		b->smap = m;
-		b->smask = n - 1;
-	}
-	i = status_slot(b, node, ns, claim);
-	if (b->smap[i].claim) {
-		*first = b->smap[i].st;
+	if (hmap_find(&b->status, h, &k, &at) == 0) {
+		*first = b->skeys[at].st;
 		return 0;
 	}
-	b->smap[i] = (struct status_key){ node, ns, claim, st };
-	b->scount++;
+	if (b->nskeys == b->skeys_alloc) {
+		uint32_t n = b->skeys_alloc ? b->skeys_alloc * 2 : 64;
+		struct status_key *g = arena_grow(b->a, b->skeys, b->skeys_alloc * sizeof(*g), n * sizeof(*g));
+
+		if (!g)
+			return b->rc = -ENOMEM;
+		b->skeys = g;
+		b->skeys_alloc = n;
+	}
+	b->skeys[b->nskeys] = k;
+	if ((b->rc = hmap_put(&b->status, h, &k, b->nskeys)) != 0)
+		return b->rc;
+	b->nskeys++;
 	return 1;
 }
 
@@ -397,7 +352,10 @@ const char *ledger_counted_name(enum ledger_counted c)
 /* True when a Pod status on node idx names (ns, claim). */
 static bool status_names(const struct build *b, uint32_t node, const struct view_atom *ns, const char *claim)
 {
-	return b->smap && b->smap[status_slot(b, node, ns, claim)].claim;
+	struct status_key k = { node, ns, claim, NULL };
+	uint32_t at;
+
+	return hmap_find(&b->status, status_hash(&k), &k, &at) == 0;
 }
 
 /* Whether a Pod bound to node reserves c (the Pod the reservation names,
@@ -929,7 +887,7 @@ static int finish(struct build *b)
 
 /* A ledger in arena a (owned by the caller) with the build that fills it. */
 static int build_init(struct build *b, const struct view *v, const struct policy *pol, int64_t now_ns,
-		      struct arena *a, uint32_t nslots)
+		      struct arena *a, uint32_t nnodes)
 {
 	struct ledger *l = arena_calloc(a, 1, sizeof(*l));
 
@@ -943,10 +901,18 @@ static int build_init(struct build *b, const struct view *v, const struct policy
 	b->pol = pol;
 	b->l = l;
 	b->a = a;
-	b->nmask = nslots - 1;
-	if (!(b->nmap = arena_calloc(a, nslots, sizeof(*b->nmap))))
-		return arena_error(a) ? arena_error(a) : -ENOMEM;
+	if (hmap_init(&b->nodes, HMAP_CAP_MAX, node_eq, b) != 0 || hmap_reserve(&b->nodes, nnodes) != 0 ||
+	    hmap_init(&b->status, HMAP_CAP_MAX, status_eq, b) != 0)
+		return -ENOMEM;
 	return 0;
+}
+
+/* What build_init() made outside the arena; after a failed build_init()
+ * too. */
+static void build_fini(struct build *b)
+{
+	hmap_fini(&b->nodes);
+	hmap_fini(&b->status);
 }
 
 static int build_rc(const struct build *b)
@@ -969,10 +935,8 @@ int ledger_build(const struct view *v, const struct policy *pol, int64_t now_ns,
 	*out = NULL;
 	if ((rc = arena_new(cap, &a)) != 0)
 		return rc;
-	if ((rc = build_init(&b, v, pol, now_ns, a, 256)) != 0) {
-		arena_free(a);
-		return rc;
-	}
+	if ((rc = build_init(&b, v, pol, now_ns, a, 128)) != 0)
+		goto out;
 	for (vn = view_first_node(&it, v); vn && b.rc == 0; vn = view_next_node(&it))
 		add_node(&b, vn);
 	for (p = view_first_pod(&it, v); p && b.rc == 0; p = view_next_pod(&it))
@@ -986,13 +950,13 @@ int ledger_build(const struct view *v, const struct policy *pol, int64_t now_ns,
 			b.l->mapping_changed_ns = s->mapping_changed_ns;
 	if (b.rc == 0)
 		finish(&b);
-	if (b.rc) {
-		rc = build_rc(&b);
+	if ((rc = build_rc(&b)) == 0)
+		*out = b.l;
+out:
+	build_fini(&b);
+	if (rc)
 		arena_free(a);
-		return rc;
-	}
-	*out = b.l;
-	return 0;
+	return rc;
 }
 
 int ledger_build_node(const struct view *v, const struct policy *pol, int64_t now_ns, struct str node,
@@ -1005,8 +969,8 @@ int ledger_build_node(const struct view *v, const struct policy *pol, int64_t no
 	int rc;
 
 	*out = NULL;
-	if ((rc = build_init(&b, v, pol, now_ns, a, 8)) != 0)
-		return rc;
+	if ((rc = build_init(&b, v, pol, now_ns, a, 4)) != 0)
+		goto out;
 	b.only = node;
 	if (vn)
 		add_node(&b, vn);
@@ -1019,10 +983,11 @@ int ledger_build_node(const struct view *v, const struct policy *pol, int64_t no
 		add_claim(&b, claims[i]);
 	if (b.rc == 0)
 		finish(&b);
-	if (b.rc)
-		return build_rc(&b);
-	*out = b.l;
-	return 0;
+	if ((rc = build_rc(&b)) == 0)
+		*out = b.l;
+out:
+	build_fini(&b);
+	return rc;
 }
 
 void ledger_free(struct ledger *l)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "ledger_impl.h"
 #include "view_diff.h"
 
@@ -47,13 +48,13 @@ struct kmap {
 	uint32_t mask, used, live;
 };
 
+/* hmap's FNV-1a with this map's own fold, not hmap_hash_finish(): the map's
+ * slot order is the order ledger_inc_each_node() walks, which the replay
+ * report shows (the first node near capacity). */
 static uint32_t key_hash(struct str s)
 {
-	uint32_t h = 2166136261u;
-	size_t i;
+	uint32_t h = hmap_hash_add(HMAP_HASH_INIT, s.ptr, s.len);
 
-	for (i = 0; i < s.len; i++)
-		h = (h ^ (unsigned char)s.ptr[i]) * 16777619u;
 	return h ^ (h >> 16);
 }
 
@@ -717,16 +718,16 @@ int ledger_inc_update(struct ledger_inc *li, const struct view *v, int64_t now_n
 		clear(li);
 		rc = add_all(&u, v);
 		li->mapping_changed_ns = rc == 0 ? newest_mapping(v) : 0;
-		claims = view_count(v, VIEW_CLAIMS);
+		claims = view_count(v, OBJECT_RESOURCE_CLAIM);
 		li->st.whole++;
 	} else {
-		rc = view_diff(ov, v, VIEW_NODES, diff_node, &u);
+		rc = view_diff(ov, v, OBJECT_NODE, diff_node, &u);
 		if (rc == 0)
-			rc = view_diff(ov, v, VIEW_PODS, diff_pod, &u);
+			rc = view_diff(ov, v, OBJECT_POD, diff_pod, &u);
 		if (rc == 0)
-			rc = view_diff(ov, v, VIEW_CLAIMS, diff_claim, &u);
+			rc = view_diff(ov, v, OBJECT_RESOURCE_CLAIM, diff_claim, &u);
 		if (rc == 0)
-			rc = view_diff(ov, v, VIEW_SLICES, diff_slice, &u);
+			rc = view_diff(ov, v, OBJECT_RESOURCE_SLICE, diff_slice, &u);
 		if (rc == 0 && u.rescan_mapping)
 			li->mapping_changed_ns = newest_mapping(v);
 		for (i = 0; rc == 0 && u.redo.slot && i <= u.redo.mask; i++) {

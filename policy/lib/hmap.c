@@ -48,36 +48,6 @@ uint32_t hmap_count(const struct hmap *m)
 	return m->count;
 }
 
-uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
-}
-
-uint32_t hmap_hash_add_cstr(uint32_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-uint32_t hmap_hash_finish(uint32_t h)
-{
-	h ^= h >> 15;
-	h *= 0x2c1b3c6du;
-	h ^= h >> 12;
-	return h;
-}
-
-uint32_t hmap_hash(const void *p, size_t n)
-{
-	return hmap_hash_finish(hmap_hash_add(HMAP_HASH_INIT, p, n));
-}
-
 /* The slot holding key, or the free slot that ends its run. */
 static uint32_t probe(const struct hmap *m, uint32_t hash, const void *key)
 {

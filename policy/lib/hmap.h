@@ -16,6 +16,9 @@
  *
  * Hashes are FNV-1a over bytes (hmap_hash, or hmap_hash_add for keys made
  * of several parts), finished with a mix because probing uses the low bits.
+ * Every FNV in the tree is this one: the view's persistent table hashes
+ * with it too, and where a 64-bit hash stands alone for a key (a rate-limit
+ * bucket, a file set's signature) it is hmap_hash64_add().
  *
  * Pure; not thread-safe (one writer, or readers under the owner's lock). */
 #ifndef DRA_GUARD_HMAP_H
@@ -27,6 +30,7 @@
 
 #define HMAP_CAP_MAX (1u << 30)       /* the largest cap hmap_init() takes */
 #define HMAP_HASH_INIT 2166136261u    /* FNV-1a's offset basis, for hmap_hash_add() */
+#define HMAP_HASH64_INIT 0xcbf29ce484222325ull   /* 64-bit FNV-1a's, for hmap_hash64_add() */
 
 /* Does the record val names have the key key points to? */
 typedef bool hmap_eq_fn(const void *ctx, uint32_t val, const void *key);
@@ -63,17 +67,56 @@ void hmap_clear(struct hmap *m);
 /* Entries held. */
 uint32_t hmap_count(const struct hmap *m);
 
+/* The hashes are inline: they are on every lookup's path, the view's
+ * persistent table among them, and a call into another file costs as much
+ * as hashing a short key. */
+
 /* FNV-1a of p[0..n) continued from h (HMAP_HASH_INIT to start). */
-uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n);
+static inline uint32_t hmap_hash_add(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
 
 /* hmap_hash_add() of the C string s, without its NUL: one pass. */
-uint32_t hmap_hash_add_cstr(uint32_t h, const char *s);
+static inline uint32_t hmap_hash_add_cstr(uint32_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* 64-bit FNV-1a of p[0..n) continued from h (HMAP_HASH64_INIT to start):
+ * for a hash that is itself the identity of a key, where 32 bits would
+ * collide. Not for the map, whose hashes are 32 bits. */
+static inline uint64_t hmap_hash64_add(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211u;
+	return h;
+}
 
 /* The hash to pass the functions below: h from hmap_hash_add, mixed. */
-uint32_t hmap_hash_finish(uint32_t h);
+static inline uint32_t hmap_hash_finish(uint32_t h)
+{
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	h ^= h >> 12;
+	return h;
+}
 
 /* hmap_hash_finish(hmap_hash_add(HMAP_HASH_INIT, p, n)). */
-uint32_t hmap_hash(const void *p, size_t n);
+static inline uint32_t hmap_hash(const void *p, size_t n)
+{
+	return hmap_hash_finish(hmap_hash_add(HMAP_HASH_INIT, p, n));
+}
 
 /* The value stored under key (hash its hash) into *val: 0, or -ENOENT. */
 int hmap_find(const struct hmap *m, uint32_t hash, const void *key, uint32_t *val);

@@ -92,6 +92,46 @@ const char *model_kind_name(enum object_kind k)
 	return "";
 }
 
+const char *model_kind_group(enum object_kind k)
+{
+	return k == OBJECT_RESOURCE_SLICE || k == OBJECT_RESOURCE_CLAIM ? "resource.k8s.io" : "";
+}
+
+const char *model_kind_resource(enum object_kind k)
+{
+	switch (k) {
+	case OBJECT_RESOURCE_SLICE: return "resourceslices";
+	case OBJECT_RESOURCE_CLAIM: return "resourceclaims";
+	case OBJECT_POD: return "pods";
+	case OBJECT_CONFIG_MAP: return "configmaps";
+	case OBJECT_NODE: return "nodes";
+	case OBJECT_NONE:
+	case OBJECT_OTHER:
+		break;
+	}
+	return "";
+}
+
+enum object_kind model_kind_of_resource(struct str group, struct str resource)
+{
+	enum object_kind k;
+
+	for (k = OBJECT_RESOURCE_SLICE; k < OBJECT_OTHER; k++)
+		if (str_eq_cstr(resource, model_kind_resource(k)) && str_eq_cstr(group, model_kind_group(k)))
+			return k;
+	return OBJECT_OTHER;
+}
+
+enum object_kind model_kind_of_name(struct str kind)
+{
+	enum object_kind k;
+
+	for (k = OBJECT_RESOURCE_SLICE; k < OBJECT_OTHER; k++)
+		if (str_eq_cstr(kind, model_kind_name(k)))
+			return k;
+	return OBJECT_OTHER;
+}
+
 const struct k8s_object *model_request_subject(const struct admission_request *req)
 {
 	return req->operation == ADMISSION_OP_DELETE ? &req->old_object : &req->object;

@@ -22,6 +22,11 @@ enum admission_op {
 	ADMISSION_OP_CONNECT,
 };
 
+/* The kinds of Kubernetes object the guard knows: the one enum of them,
+ * for the decoder, the rules, the view (view_holds_kind()), the cluster
+ * view's watches, replay and dumps. Zero is "none", so a zeroed struct
+ * holds no object. An array with an entry per kind is indexed by it and
+ * sized OBJECT_KIND_COUNT. */
 enum object_kind {
 	OBJECT_NONE = 0,            /* absent or null */
 	OBJECT_RESOURCE_SLICE,
@@ -31,6 +36,10 @@ enum object_kind {
 	OBJECT_NODE,                /* read by the cluster view only: no rule judges Nodes */
 	OBJECT_OTHER,               /* a kind no rule reads: not decoded */
 };
+
+/* Entries of an array indexed by enum object_kind (not an enumerator, so
+ * a switch over the kinds need not name it). */
+#define OBJECT_KIND_COUNT (OBJECT_OTHER + 1)
 
 /* resource.k8s.io versions the guard decodes (v1beta1 nests device fields
  * under "basic"); core objects are always API_V1. */
@@ -407,6 +416,20 @@ bool model_device_mappings_equal(const struct device *a, const struct device *b)
 
 /* "ResourceSlice" etc.; "" for none/other. Static storage. */
 const char *model_kind_name(enum object_kind k);
+
+/* The kind model_kind_name() names kind (e.g. "ResourceSlice");
+ * OBJECT_OTHER for any other name. */
+enum object_kind model_kind_of_name(struct str kind);
+
+/* The API resource of kind k: its group ("resource.k8s.io", or "" for
+ * core) and plural ("resourceslices"); "" and "" for none/other. Static
+ * storage. */
+const char *model_kind_group(enum object_kind k);
+const char *model_kind_resource(enum object_kind k);
+
+/* The kind whose resource is (group, resource); OBJECT_OTHER for any
+ * other. */
+enum object_kind model_kind_of_resource(struct str group, struct str resource);
 
 /* The object a request is about: the new one, or on DELETE the old one
  * (DELETE reviews carry object: null). Borrowed from req. */

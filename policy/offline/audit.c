@@ -52,24 +52,6 @@ static enum audit_verb verb_of(const struct jscan_str *s)
 	return AUDIT_VERB_OTHER;
 }
 
-static enum audit_resource resource_of(struct str group, struct str res)
-{
-	if (group.len == 0) {
-		if (str_eq_cstr(res, "pods"))
-			return AUDIT_PODS;
-		if (str_eq_cstr(res, "nodes"))
-			return AUDIT_NODES;
-		if (str_eq_cstr(res, "configmaps"))
-			return AUDIT_CONFIGMAPS;
-	} else if (str_eq_cstr(group, "resource.k8s.io")) {
-		if (str_eq_cstr(res, "resourceslices"))
-			return AUDIT_SLICES;
-		if (str_eq_cstr(res, "resourceclaims"))
-			return AUDIT_CLAIMS;
-	}
-	return AUDIT_OTHER;
-}
-
 static struct str raw(const struct jscan_str *s)
 {
 	return (struct str){ s->ptr, s->len };
@@ -156,7 +138,7 @@ static int object_ref(struct jscan *s, struct audit_event *ev, char *err, size_t
 	}
 	if (rc < 0)
 		return fail(s, "objectRef", err, n);
-	ev->resource = resource_of(ev->api_group, ev->resource_name);
+	ev->kind = model_kind_of_resource(ev->api_group, ev->resource_name);
 	return 0;
 }
 
@@ -223,7 +205,7 @@ static int skipped(const struct audit_event *ev, unsigned seen, bool complete)
 		return 1;
 	if ((seen & SEEN_VERB) && ev->verb == AUDIT_VERB_OTHER)
 		return 1;
-	if ((seen & SEEN_REF) && ev->resource == AUDIT_OTHER)
+	if ((seen & SEEN_REF) && ev->kind == OBJECT_OTHER)
 		return 1;
 	return 0;
 }

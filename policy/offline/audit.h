@@ -20,18 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model.h"
 #include "str.h"
-
-/* The resources whose writes a replay reads. */
-enum audit_resource {
-	AUDIT_OTHER = 0,
-	AUDIT_SLICES,          /* resource.k8s.io resourceslices */
-	AUDIT_CLAIMS,          /* resource.k8s.io resourceclaims */
-	AUDIT_PODS,            /* core pods */
-	AUDIT_NODES,           /* core nodes */
-	AUDIT_CONFIGMAPS,      /* core configmaps */
-	AUDIT_RESOURCE_COUNT
-};
 
 enum audit_verb {
 	AUDIT_VERB_OTHER = 0,
@@ -44,7 +34,7 @@ enum audit_verb {
 struct audit_event {
 	int64_t stage_ns;              /* stageTimestamp, ns since the epoch */
 	enum audit_verb verb;
-	enum audit_resource resource;
+	enum object_kind kind;         /* of objectRef's resource; OBJECT_OTHER: one the replay does not read */
 	struct str audit_id;           /* raw JSON string contents */
 	struct str api_group, api_version, resource_name, subresource, namespace, name;
 	struct str user;               /* the "user" member's JSON text (an object) */

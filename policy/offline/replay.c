@@ -157,9 +157,9 @@ int replay_publish(struct replay *r)
 	return bound_ledger_hold(r);
 }
 
-bool replay_stored_kind(enum audit_resource res)
+bool replay_stored_kind(enum object_kind k)
 {
-	return res == AUDIT_SLICES || res == AUDIT_CLAIMS || res == AUDIT_PODS || res == AUDIT_CONFIGMAPS;
+	return k == OBJECT_RESOURCE_SLICE || k == OBJECT_RESOURCE_CLAIM || k == OBJECT_POD || k == OBJECT_CONFIG_MAP;
 }
 
 bool replay_is_self(const struct replay *r, struct str ns, struct str name)
@@ -194,13 +194,13 @@ void replay_note_freeze(struct replay *r, bool on, int64_t at)
 int replay_view_apply(struct replay *r, enum view_event ev, struct str text, int64_t t)
 {
 	char err[AUDIT_ERROR_MAX];
-	enum view_resource vr;
+	enum object_kind k;
 	int rc;
 
 	if (r->have_decoded && text.ptr == r->decoded_text.ptr && text.len == r->decoded_text.len) {
 		/* the judge decoded this very text a moment ago */
-		vr = view_resource_of(r->decoded.kind);
-		rc = vr == VIEW_RESOURCE_COUNT ? 1 : view_builder_apply(r->builder, vr, ev, &r->decoded, t, err, sizeof(err));
+		k = r->decoded.kind;
+		rc = !view_holds_kind(k) ? 1 : view_builder_apply(r->builder, k, ev, &r->decoded, t, err, sizeof(err));
 	} else {
 		rc = view_builder_apply_json(r->builder, ev, text.ptr, text.len, r->scratch, t, err, sizeof(err));
 	}
@@ -217,23 +217,23 @@ int replay_view_apply(struct replay *r, enum view_event ev, struct str text, int
 static int seed_object(struct replay *r, struct str text, int64_t now_ns)
 {
 	struct replay_meta m;
-	enum audit_resource res;
+	enum object_kind k;
 	int rc;
 
 	if (replay_meta_read(text, &m))
 		return -EBADMSG;
-	res = replay_resource_of_kind(m.kind);
-	if (res == AUDIT_OTHER || (res == AUDIT_CONFIGMAPS && !replay_is_self(r, m.namespace, m.name)))
+	k = model_kind_of_name(m.kind);
+	if (k == OBJECT_OTHER || (k == OBJECT_CONFIG_MAP && !replay_is_self(r, m.namespace, m.name)))
 		return 0;
-	if (res == AUDIT_CONFIGMAPS) {
+	if (k == OBJECT_CONFIG_MAP) {
 		r->frozen = m.frozen;
 	} else {
 		rc = replay_view_apply(r, VIEW_ADDED, text, now_ns);
 		if (rc)
 			return rc;
 	}
-	if (replay_stored_kind(res))
-		return replay_store_put(&r->store, res, m.namespace, m.name, text);
+	if (replay_stored_kind(k))
+		return replay_store_put(&r->store, k, m.namespace, m.name, text);
 	return 0;
 }
 
@@ -243,7 +243,7 @@ int replay_seed(struct replay *r, const char *json, size_t len, int64_t now_ns, 
 	struct jscan_str key;
 	struct str item;
 	bool list = false;
-	int rc, i;
+	int rc;
 
 	jscan_init(&s, json, len, JSCAN_DEPTH_LIMIT);
 	if (jscan_object_enter(&s))
@@ -278,8 +278,7 @@ int replay_seed(struct replay *r, const char *json, size_t len, int64_t now_ns, 
 		if (rc)
 			return rc;
 	}
-	for (i = 0; i < VIEW_RESOURCE_COUNT; i++)
-		view_builder_touch(r->builder, (enum view_resource)i, now_ns);
+	view_builder_touch_all(r->builder, now_ns);
 	return 0;
 bad:
 	if (jscan_error(&s))

@@ -52,24 +52,12 @@ static int minimal_object(struct replay *r, const struct audit_event *ev, const 
 	return jw_finish(&w);
 }
 
-static const char *kind_of(enum audit_resource res)
-{
-	switch (res) {
-	case AUDIT_SLICES: return "ResourceSlice";
-	case AUDIT_CLAIMS: return "ResourceClaim";
-	case AUDIT_PODS: return "Pod";
-	case AUDIT_NODES: return "Node";
-	case AUDIT_CONFIGMAPS: return "ConfigMap";
-	default: return "";
-	}
-}
-
 static int remove_object(struct replay *r, const struct audit_event *ev)
 {
-	const struct replay_store_entry *e = replay_store_get(&r->store, ev->resource, ev->namespace, ev->name);
+	const struct replay_store_entry *e = replay_store_get(&r->store, ev->kind, ev->namespace, ev->name);
 	int rc;
 
-	if (ev->resource == AUDIT_CONFIGMAPS) {
+	if (ev->kind == OBJECT_CONFIG_MAP) {
 		if (replay_is_self(r, ev->namespace, ev->name))
 			replay_note_freeze(r, false, ev->stage_ns);
 	} else if (e) {
@@ -77,13 +65,13 @@ static int remove_object(struct replay *r, const struct audit_event *ev)
 		if (rc)
 			return rc;
 	} else {
-		rc = minimal_object(r, ev, kind_of(ev->resource));
+		rc = minimal_object(r, ev, model_kind_name(ev->kind));
 		if (rc == 0)
 			rc = replay_view_apply(r, VIEW_DELETED, (struct str){ buf_cstr(&r->text), buf_len(&r->text) }, ev->stage_ns);
 		if (rc)
 			return rc;
 	}
-	replay_store_del(&r->store, ev->resource, ev->namespace, ev->name);
+	replay_store_del(&r->store, ev->kind, ev->namespace, ev->name);
 	return 0;
 }
 
@@ -93,21 +81,21 @@ static int keep_object(struct replay *r, const struct audit_event *ev, enum view
 {
 	int rc = 0;
 
-	if (ev->resource == AUDIT_CONFIGMAPS) {
+	if (ev->kind == OBJECT_CONFIG_MAP) {
 		if (!replay_is_self(r, ev->namespace, ev->name))
 			return 0;
 		replay_note_freeze(r, m->has_freeze && m->frozen, ev->stage_ns);
 	} else {
 		rc = replay_view_apply(r, vev, text, ev->stage_ns);
 	}
-	if (rc == 0 && replay_stored_kind(ev->resource))
-		rc = replay_store_put(&r->store, ev->resource, ev->namespace, ev->name, text);
+	if (rc == 0 && replay_stored_kind(ev->kind))
+		rc = replay_store_put(&r->store, ev->kind, ev->namespace, ev->name, text);
 	return rc;
 }
 
 static int bind_pod(struct replay *r, const struct audit_event *ev)
 {
-	const struct replay_store_entry *e = replay_store_get(&r->store, AUDIT_PODS, ev->namespace, ev->name);
+	const struct replay_store_entry *e = replay_store_get(&r->store, OBJECT_POD, ev->namespace, ev->name);
 	struct replay_meta m;
 	struct str node;
 	int rc;
@@ -141,7 +129,7 @@ struct replay_pool_state {
  * deleted). */
 static int note_pool(struct replay *r, const struct replay_meta *m, enum audit_verb verb)
 {
-	const struct replay_store_entry *e = replay_store_get(&r->pools, AUDIT_OTHER, m->driver, m->pool);
+	const struct replay_store_entry *e = replay_store_get(&r->pools, OBJECT_NONE, m->driver, m->pool);
 	struct replay_pool_state st = { 0, 0 };
 
 	if (!m->pool.len)
@@ -161,7 +149,7 @@ static int note_pool(struct replay *r, const struct replay_meta *m, enum audit_v
 		if (m->generation > st.generation)
 			st.generation = m->generation;
 	}
-	return replay_store_put(&r->pools, AUDIT_OTHER, m->driver, m->pool, (struct str){ (const char *)&st, sizeof(st) });
+	return replay_store_put(&r->pools, OBJECT_NONE, m->driver, m->pool, (struct str){ (const char *)&st, sizeof(st) });
 }
 
 static void pending_add(struct replay *r, int64_t ns)
@@ -196,11 +184,11 @@ static int note_pod(struct replay *r, const struct audit_event *ev, const struct
 	if (ev->verb == AUDIT_CREATE && ev->subresource.len == 0) {
 		if (!m->has_claims || m->node_name.len)
 			return 0;
-		return replay_store_put(&r->pending, AUDIT_PODS, ev->namespace, ev->name,
+		return replay_store_put(&r->pending, OBJECT_POD, ev->namespace, ev->name,
 					(struct str){ (const char *)&ev->stage_ns, sizeof(ev->stage_ns) });
 	}
 	if (ev->verb == AUDIT_CREATE && str_eq_cstr(ev->subresource, "binding")) {
-		e = replay_store_get(&r->pending, AUDIT_PODS, ev->namespace, ev->name);
+		e = replay_store_get(&r->pending, OBJECT_POD, ev->namespace, ev->name);
 		if (!e || e->text_len != sizeof(t))
 			return 0;
 		memcpy(&t, e->text, sizeof(t));
@@ -208,7 +196,7 @@ static int note_pod(struct replay *r, const struct audit_event *ev, const struct
 	}
 	if (ev->verb == AUDIT_DELETE || str_eq_cstr(ev->subresource, "binding") ||
 	    str_eq_cstr(ev->subresource, "eviction"))
-		replay_store_del(&r->pending, AUDIT_PODS, ev->namespace, ev->name);
+		replay_store_del(&r->pending, OBJECT_POD, ev->namespace, ev->name);
 	return 0;
 }
 
@@ -223,19 +211,19 @@ int replay_apply(struct replay *r, const struct audit_event *ev)
 	r->applied++;
 	memset(&m, 0, sizeof(m));
 	if (resp.len && replay_meta_read(resp, &m) == 0)
-		same = replay_resource_of_kind(m.kind) == ev->resource;
-	if (ev->resource == AUDIT_PODS && (rc = note_pod(r, ev, &m)) != 0)
+		same = model_kind_of_name(m.kind) == ev->kind;
+	if (ev->kind == OBJECT_POD && (rc = note_pod(r, ev, &m)) != 0)
 		return rc;
-	if (ev->resource == AUDIT_SLICES && ev->subresource.len == 0) {
+	if (ev->kind == OBJECT_RESOURCE_SLICE && ev->subresource.len == 0) {
 		struct replay_meta pm = m;
-		const struct replay_store_entry *e = replay_store_get(&r->store, AUDIT_SLICES, ev->namespace, ev->name);
+		const struct replay_store_entry *e = replay_store_get(&r->store, OBJECT_RESOURCE_SLICE, ev->namespace, ev->name);
 
 		if (ev->verb == AUDIT_DELETE && e)
 			replay_meta_read((struct str){ e->text, e->text_len }, &pm);
 		if ((same || ev->verb == AUDIT_DELETE) && (rc = note_pool(r, &pm, ev->verb)) != 0)
 			return rc;
 	}
-	if (ev->resource == AUDIT_SLICES && ev->verb == AUDIT_DELETE) {
+	if (ev->kind == OBJECT_RESOURCE_SLICE && ev->verb == AUDIT_DELETE) {
 		r->slice_deletes++;
 		if (str_has_prefix(replay_user_name(ev->user), "system:node:"))
 			r->slice_deletes_by_node++;
@@ -245,9 +233,9 @@ int replay_apply(struct replay *r, const struct audit_event *ev)
 			return keep_object(r, ev, VIEW_MODIFIED, resp, &m);
 		return remove_object(r, ev);
 	}
-	if (ev->resource == AUDIT_PODS && str_eq_cstr(ev->subresource, "binding"))
+	if (ev->kind == OBJECT_POD && str_eq_cstr(ev->subresource, "binding"))
 		return bind_pod(r, ev);
-	if (ev->resource == AUDIT_PODS && str_eq_cstr(ev->subresource, "eviction"))
+	if (ev->kind == OBJECT_POD && str_eq_cstr(ev->subresource, "eviction"))
 		return remove_object(r, ev);
 	if (!same) {
 		r->applied--;

@@ -43,14 +43,14 @@ struct replay_store {
 
 int replay_store_init(struct replay_store *s, size_t cap);
 void replay_store_fini(struct replay_store *s);
-/* The text stored under (res, ns, name), or NULL. */
-const struct replay_store_entry *replay_store_get(const struct replay_store *s, enum audit_resource res,
+/* The text stored under (kind, ns, name), or NULL. */
+const struct replay_store_entry *replay_store_get(const struct replay_store *s, enum object_kind kind,
 						  struct str ns, struct str name);
 /* Store a copy of text under the key, replacing what was there. 0, -E2BIG
  * past the cap, -ENOMEM. */
-int replay_store_put(struct replay_store *s, enum audit_resource res, struct str ns, struct str name,
+int replay_store_put(struct replay_store *s, enum object_kind kind, struct str ns, struct str name,
 		     struct str text);
-void replay_store_del(struct replay_store *s, enum audit_resource res, struct str ns, struct str name);
+void replay_store_del(struct replay_store *s, enum object_kind kind, struct str ns, struct str name);
 
 /* What the replay reads of an object's top level. */
 struct replay_meta {
@@ -69,9 +69,6 @@ struct replay_meta {
 
 /* Scan an object's text. 0 or -EBADMSG. */
 int replay_meta_read(struct str text, struct replay_meta *out);
-
-/* The resource that holds kind; AUDIT_OTHER for none. */
-enum audit_resource replay_resource_of_kind(struct str kind);
 
 /* Pod text with spec.nodeName set to node (which it must not have) into
  * out. 0, -EBADMSG (no spec object), or out's error. */
@@ -212,7 +209,7 @@ struct judged {
 /* The working view published for engine_decide() and the ledger. */
 int replay_publish(struct replay *r);
 /* The kinds whose last text is kept for the next write's oldObject. */
-bool replay_stored_kind(enum audit_resource res);
+bool replay_stored_kind(enum object_kind k);
 /* ns/name is the guard's policy ConfigMap. */
 bool replay_is_self(const struct replay *r, struct str ns, struct str name);
 /* The recorded freeze turned on or off at `at` (drills are noted). */

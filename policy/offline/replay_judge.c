@@ -101,17 +101,17 @@ bool replay_judged_write(const struct replay *r, const struct audit_event *ev, s
 
 	j->op = ev->verb == AUDIT_CREATE ? ADMISSION_OP_CREATE
 		: ev->verb == AUDIT_DELETE ? ADMISSION_OP_DELETE : ADMISSION_OP_UPDATE;
-	switch (ev->resource) {
-	case AUDIT_SLICES:
+	switch (ev->kind) {
+	case OBJECT_RESOURCE_SLICE:
 		j->kind = "ResourceSlice";
 		return main;
-	case AUDIT_CLAIMS:
+	case OBJECT_RESOURCE_CLAIM:
 		j->kind = "ResourceClaim";
 		return (main && j->op == ADMISSION_OP_CREATE) || (status && j->op == ADMISSION_OP_UPDATE);
-	case AUDIT_PODS:
+	case OBJECT_POD:
 		j->kind = "Pod";
 		return status && j->op == ADMISSION_OP_UPDATE;
-	case AUDIT_CONFIGMAPS:
+	case OBJECT_CONFIG_MAP:
 		j->kind = "ConfigMap";
 		return main && j->op != ADMISSION_OP_DELETE && replay_is_self(r, ev->namespace, ev->name);
 	default:
@@ -364,7 +364,7 @@ int replay_judge(struct replay *r, const struct audit_event *ev, const struct ju
 		}
 	}
 	if (j->op != ADMISSION_OP_CREATE) {
-		const struct replay_store_entry *e = replay_store_get(&r->store, ev->resource, ev->namespace, ev->name);
+		const struct replay_store_entry *e = replay_store_get(&r->store, ev->kind, ev->namespace, ev->name);
 
 		if (!e) {
 			r->not_judged_old++;
@@ -378,8 +378,7 @@ int replay_judge(struct replay *r, const struct audit_event *ev, const struct ju
 	/* The log is the cluster's whole write history: the view is as fresh
 	 * as the event, so rules that refuse to decide on a stale view run. */
 	if (ev->stage_ns - r->touched_ns >= 1000000000LL) {     /* every second is plenty */
-		for (rc = 0; rc < VIEW_RESOURCE_COUNT; rc++)
-			view_builder_touch(r->builder, (enum view_resource)rc, ev->stage_ns);
+		view_builder_touch_all(r->builder, ev->stage_ns);
 		r->touched_ns = ev->stage_ns;
 	}
 	rc = replay_publish(r);
@@ -407,7 +406,7 @@ int replay_judge(struct replay *r, const struct audit_event *ev, const struct ju
 	}
 	engine_decide(r->o.policy, r->view, &opt, &req, ev->stage_ns, r->arena, &v);
 	keep_decoded(r, &req, obj);
-	if (ev->resource == AUDIT_SLICES)
+	if (ev->kind == OBJECT_RESOURCE_SLICE)
 		note_driver(r, obj.len ? obj : old, replay_success(ev), &v, line_no);
 	if (!v.allowed && (rc = replay_note_events(r, ev, &req, &v)) != 0)
 		return rc;

@@ -8,14 +8,14 @@
 #include "jw.h"
 #include "replay_impl.h"
 
-/* "<res>/<ns>/<name>" into buf (n bytes); the length, or 0 when too long. */
-static size_t make_key(char *buf, size_t n, enum audit_resource res, struct str ns, struct str name)
+/* "<kind>/<ns>/<name>" into buf (n bytes); the length, or 0 when too long. */
+static size_t make_key(char *buf, size_t n, enum object_kind k, struct str ns, struct str name)
 {
 	size_t len = 2 + ns.len + 1 + name.len;
 
 	if (len > n)
 		return 0;
-	buf[0] = (char)('0' + res);
+	buf[0] = (char)('0' + k);
 	buf[1] = '/';
 	if (ns.len)
 		memcpy(buf + 2, ns.ptr, ns.len);
@@ -64,11 +64,11 @@ void replay_store_fini(struct replay_store *s)
 	memset(s, 0, sizeof(*s));
 }
 
-const struct replay_store_entry *replay_store_get(const struct replay_store *s, enum audit_resource res,
+const struct replay_store_entry *replay_store_get(const struct replay_store *s, enum object_kind kind,
 						  struct str ns, struct str name)
 {
 	char key[1024];
-	struct store_key k = { key, make_key(key, sizeof(key), res, ns, name) };
+	struct store_key k = { key, make_key(key, sizeof(key), kind, ns, name) };
 	uint32_t at;
 
 	if (!k.len || hmap_find(&s->index, hmap_hash(key, k.len), &k, &at) != 0)
@@ -117,11 +117,11 @@ static struct replay_store_entry *add(struct replay_store *s, const struct store
 	return e;
 }
 
-int replay_store_put(struct replay_store *s, enum audit_resource res, struct str ns, struct str name,
+int replay_store_put(struct replay_store *s, enum object_kind kind, struct str ns, struct str name,
 		     struct str text)
 {
 	char key[1024];
-	struct store_key k = { key, make_key(key, sizeof(key), res, ns, name) };
+	struct store_key k = { key, make_key(key, sizeof(key), kind, ns, name) };
 	struct replay_store_entry *e = NULL;
 	uint32_t h, at;
 	char *copy;
@@ -149,10 +149,10 @@ int replay_store_put(struct replay_store *s, enum audit_resource res, struct str
 	return 0;
 }
 
-void replay_store_del(struct replay_store *s, enum audit_resource res, struct str ns, struct str name)
+void replay_store_del(struct replay_store *s, enum object_kind kind, struct str ns, struct str name)
 {
 	char key[1024];
-	struct store_key k = { key, make_key(key, sizeof(key), res, ns, name) };
+	struct store_key k = { key, make_key(key, sizeof(key), kind, ns, name) };
 	struct replay_store_entry *e;
 	uint32_t at;
 
@@ -166,21 +166,6 @@ void replay_store_del(struct replay_store *s, enum audit_resource res, struct st
 	s->e[at] = NULL;
 	s->holes[s->nholes++] = at;
 	s->count--;
-}
-
-enum audit_resource replay_resource_of_kind(struct str kind)
-{
-	if (str_eq_cstr(kind, "ResourceSlice"))
-		return AUDIT_SLICES;
-	if (str_eq_cstr(kind, "ResourceClaim"))
-		return AUDIT_CLAIMS;
-	if (str_eq_cstr(kind, "Pod"))
-		return AUDIT_PODS;
-	if (str_eq_cstr(kind, "Node"))
-		return AUDIT_NODES;
-	if (str_eq_cstr(kind, "ConfigMap"))
-		return AUDIT_CONFIGMAPS;
-	return AUDIT_OTHER;
 }
 
 static int read_metadata(struct jscan *s, struct replay_meta *m)

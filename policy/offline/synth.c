@@ -8,21 +8,6 @@
 
 /* --- the request ----------------------------------------------------------------- */
 
-static struct str plural_of(enum object_kind k)
-{
-	switch (k) {
-	case OBJECT_RESOURCE_SLICE: return STR_LIT("resourceslices");
-	case OBJECT_RESOURCE_CLAIM: return STR_LIT("resourceclaims");
-	case OBJECT_POD: return STR_LIT("pods");
-	case OBJECT_CONFIG_MAP: return STR_LIT("configmaps");
-	case OBJECT_NODE: return STR_LIT("nodes");
-	case OBJECT_NONE:
-	case OBJECT_OTHER:
-		break;
-	}
-	return STR_LIT("");
-}
-
 /* Why an allocation from a failed: the cap or memory, never "no error". */
 static int alloc_error(const struct arena *a)
 {
@@ -101,7 +86,7 @@ int synth_request(const struct synth_identity *who, const struct synth_write *w,
 	out->target = obj->kind;
 	out->resource.group = out->kind.group;
 	out->resource.version = out->kind.version;
-	out->resource.resource = plural_of(obj->kind);
+	out->resource.resource = str_from_cstr(model_kind_resource(obj->kind));
 	out->sub_resource = w->subresource;
 	out->name = obj->meta.name;
 	out->namespace = w->namespace;

@@ -282,11 +282,11 @@ static void rule_pool_fresh(struct check *c, const struct resource_claim *cl)
 	if (stale(c)) {
 		char when[TIMEFMT_MAX];
 		int64_t heard = INT64_MAX;
-		int r;
+		int k;
 
-		for (r = 0; r < VIEW_RESOURCE_COUNT; r++)
-			if (view_heard_ns(c->view, r) && view_heard_ns(c->view, r) < heard)
-				heard = view_heard_ns(c->view, r);
+		for (k = 0; k < OBJECT_KIND_COUNT; k++)   /* 0 for a kind the view does not hold */
+			if (view_heard_ns(c->view, k) && view_heard_ns(c->view, k) < heard)
+				heard = view_heard_ns(c->view, k);
 		timefmt_rfc3339(heard, when);
 		undecided_or_deny(c, LEDGER_REASON_VIEW_STALE, LEDGER_CAUSE_VIEW_STALE, STR_LIT("status.allocation"),
 				  check_printf(c, "the guard last heard from the API server at %s, longer ago than "

@@ -37,15 +37,14 @@
 #include "quantity.h"
 #include "str.h"
 
-/* What the view watches. The policy ConfigMap is watched too, but it
- * goes to the policy source, not into the view. */
-enum view_resource {
-	VIEW_SLICES = 0,
-	VIEW_CLAIMS,
-	VIEW_PODS,
-	VIEW_NODES,
-	VIEW_RESOURCE_COUNT
-};
+/* The kinds of object the view holds. The policy ConfigMap is watched
+ * too, but it goes to the policy source, not into the view. What the view
+ * keeps per kind is indexed by enum object_kind (arrays of
+ * OBJECT_KIND_COUNT, the kinds it does not hold left unused). */
+static inline bool view_holds_kind(enum object_kind k)
+{
+	return k == OBJECT_RESOURCE_SLICE || k == OBJECT_RESOURCE_CLAIM || k == OBJECT_POD || k == OBJECT_NODE;
+}
 
 enum view_event {
 	VIEW_ADDED = 0,
@@ -356,18 +355,19 @@ struct view;
 
 uint64_t view_seq(const struct view *v);
 
-/* Objects of the resource in the view. */
-uint32_t view_count(const struct view *v, enum view_resource r);
+/* Objects of kind k in the view (0 for a kind it does not hold). */
+uint32_t view_count(const struct view *v, enum object_kind k);
 uint32_t view_pool_count(const struct view *v);
 
-/* When the resource last changed (the now given with the event or the
- * LIST), and when its current LIST completed; 0 before. */
-int64_t view_updated_ns(const struct view *v, enum view_resource r);
-int64_t view_synced_ns(const struct view *v, enum view_resource r);
+/* When the objects of kind k last changed (the now given with the event
+ * or the LIST), and when their current LIST completed; 0 before (and for
+ * a kind the view does not hold). */
+int64_t view_updated_ns(const struct view *v, enum object_kind k);
+int64_t view_synced_ns(const struct view *v, enum object_kind k);
 
-/* When the watch of the resource last proved alive: its last LIST, event
- * or bookmark (the now given to view_builder_touch() or an event). */
-int64_t view_heard_ns(const struct view *v, enum view_resource r);
+/* When the watch of kind k last proved alive: its last LIST, event or
+ * bookmark (the now given to view_builder_touch() or an event). */
+int64_t view_heard_ns(const struct view *v, enum object_kind k);
 
 /* True when some resource the view has heard of was last heard of more
  * than max_age_ns before now_ns: rules that need a fresh view cannot
@@ -470,7 +470,7 @@ void view_builder_free(struct view_builder *b);
 
 /* What the builder holds, for metrics. */
 struct view_stats {
-	uint32_t objects[VIEW_RESOURCE_COUNT];
+	uint32_t objects[OBJECT_KIND_COUNT];   /* by kind: those view_holds_kind() */
 	uint32_t pools, pool_tombstones;
 	uint32_t holds;             /* devices held by claims */
 	uint32_t charge_pending;    /* allocated claims waiting for their devices */
@@ -483,30 +483,35 @@ struct view_stats {
 
 void view_builder_stats(const struct view_builder *b, struct view_stats *st);
 
-/* Apply one WATCH event (ADDED, MODIFIED, DELETED) for obj, of the kind
- * that r holds, at now. An object whose name is missing, or whose records
- * would pass a cap, is refused with err (n bytes) saying why: 0,
- * -EINVAL, -E2BIG, -ENOMEM. On error the view is as it was. */
-int view_builder_apply(struct view_builder *b, enum view_resource r, enum view_event ev,
+/* Apply one WATCH event (ADDED, MODIFIED, DELETED) for obj, of kind k (a
+ * kind the view holds), at now. An object of another kind, whose name is
+ * missing, or whose records would pass a cap, is refused with err (n
+ * bytes) saying why: 0, -EINVAL, -E2BIG, -ENOMEM. On error the view is as
+ * it was. */
+int view_builder_apply(struct view_builder *b, enum object_kind k, enum view_event ev,
 		       const struct k8s_object *obj, int64_t now_ns, char *err, size_t n);
 
-/* A relist: view_builder_relist_begin() starts an empty table for r that
+/* A relist: view_builder_relist_begin() starts an empty table for kind k that
  * view_builder_relist_add() fills from the LIST's items, while the
  * published view and WATCH events of other resources go on as before;
  * view_builder_relist_commit() swaps it in whole (the old records are
  * retired), view_builder_relist_abort() drops it. For slices the pools are
  * rebuilt from the new slices, keeping the highest generation ever seen
- * and the tombstones of the old ones. One relist per resource at a time:
- * begin while one is open is -EBUSY. */
-int view_builder_relist_begin(struct view_builder *b, enum view_resource r);
-int view_builder_relist_add(struct view_builder *b, enum view_resource r,
+ * and the tombstones of the old ones. One relist per kind at a time: begin
+ * while one is open is -EBUSY; a kind the view does not hold is -EINVAL. */
+int view_builder_relist_begin(struct view_builder *b, enum object_kind k);
+int view_builder_relist_add(struct view_builder *b, enum object_kind k,
 			    const struct k8s_object *obj, int64_t now_ns, char *err, size_t n);
-int view_builder_relist_commit(struct view_builder *b, enum view_resource r, int64_t now_ns);
-void view_builder_relist_abort(struct view_builder *b, enum view_resource r);
+int view_builder_relist_commit(struct view_builder *b, enum object_kind k, int64_t now_ns);
+void view_builder_relist_abort(struct view_builder *b, enum object_kind k);
 
-/* The watch of r proved alive at now (a bookmark, or an event the view
- * does not hold): recorded in the next snapshot. */
-void view_builder_touch(struct view_builder *b, enum view_resource r, int64_t now_ns);
+/* The watch of kind k proved alive at now (a bookmark, or an event the
+ * view does not hold): recorded in the next snapshot. */
+void view_builder_touch(struct view_builder *b, enum object_kind k, int64_t now_ns);
+
+/* view_builder_touch() of every kind the view holds: a view loaded from
+ * files or a log, heard of whole at now. */
+void view_builder_touch_all(struct view_builder *b, int64_t now_ns);
 
 /* True when something changed since the last publish. */
 bool view_builder_dirty(const struct view_builder *b);

@@ -7,7 +7,7 @@
  * none) in dir b: reported as (from a, from b) or, swapped, (from b, from
  * a). Keys present in both are reported only on the pass over the new
  * snapshot, so a replaced record is seen once. */
-static int pass(const struct vdir *a, const struct vdir *b, enum vkind kind, bool a_is_new, bool only_missing,
+static int pass(const struct vdir *a, const struct vdir *b, unsigned table, bool a_is_new, bool only_missing,
 		view_diff_fn fn, void *ctx)
 {
 	uint32_t c, i;
@@ -24,8 +24,8 @@ static int pass(const struct vdir *a, const struct vdir *b, enum vkind kind, boo
 
 			if (!r)
 				continue;
-			k = view_record_key(kind, r);
-			other = vt_get(b, kind, &k);
+			k = view_record_key(table, r);
+			other = vt_get(b, table, &k);
 			if (other == r || (only_missing && other))
 				continue;
 			rc = a_is_new ? fn(ctx, other, r) : fn(ctx, r, other);
@@ -36,21 +36,21 @@ static int pass(const struct vdir *a, const struct vdir *b, enum vkind kind, boo
 	return 0;
 }
 
-int view_diff(const struct view *old_v, const struct view *new_v, enum view_resource r, view_diff_fn fn,
+int view_diff(const struct view *old_v, const struct view *new_v, enum object_kind k, view_diff_fn fn,
 	      void *ctx)
 {
 	const struct vdir *od, *nd;
 	int rc;
 
-	if (old_v == new_v || (unsigned)r >= VIEW_RESOURCE_COUNT)
+	if (old_v == new_v || !view_holds_kind(k))
 		return 0;
-	od = old_v->dir[r];
-	nd = new_v->dir[r];
+	od = old_v->dir[k];
+	nd = new_v->dir[k];
 	if (od == nd)
 		return 0;
 	/* added and replaced, from the new side; then deleted, from the old */
-	rc = pass(nd, od, (enum vkind)r, true, false, fn, ctx);
+	rc = pass(nd, od, k, true, false, fn, ctx);
 	if (rc == 0)
-		rc = pass(od, nd, (enum vkind)r, false, true, fn, ctx);
+		rc = pass(od, nd, k, false, true, fn, ctx);
 	return rc;
 }

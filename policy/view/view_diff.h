@@ -15,17 +15,17 @@
 
 #include "view.h"
 
-/* A record of table r that is not the same between old and new: old_rec
+/* A record of kind k that is not the same between old and new: old_rec
  * NULL when it was added, new_rec NULL when it was deleted; both set when
  * it was replaced. Records are the view's (struct view_slice, view_claim,
- * view_pod, view_node, by r). */
+ * view_pod, view_node, by k). */
 typedef int (*view_diff_fn)(void *ctx, const void *old_rec, const void *new_rec);
 
-/* Call fn once for each key of table r whose record differs between old
+/* Call fn once for each key of kind k whose record differs between old
  * and new, two snapshots of the same builder (old may be newer; old ==
- * new visits nothing). A nonzero return from fn stops the walk and is
- * returned; otherwise 0. */
-int view_diff(const struct view *old_v, const struct view *new_v, enum view_resource r, view_diff_fn fn,
+ * new, or a kind the view does not hold, visits nothing). A nonzero
+ * return from fn stops the walk and is returned; otherwise 0. */
+int view_diff(const struct view *old_v, const struct view *new_v, enum object_kind k, view_diff_fn fn,
 	      void *ctx);
 
 #endif

@@ -12,29 +12,12 @@
 #define DUMP_MAX_OBJECT ((size_t)3 << 20)
 #define DUMP_ARENA ((size_t)64 << 20)
 
-enum view_resource view_resource_of(enum object_kind k)
-{
-	switch (k) {
-	case OBJECT_RESOURCE_SLICE: return VIEW_SLICES;
-	case OBJECT_RESOURCE_CLAIM: return VIEW_CLAIMS;
-	case OBJECT_POD: return VIEW_PODS;
-	case OBJECT_NODE: return VIEW_NODES;
-	case OBJECT_NONE:
-	case OBJECT_CONFIG_MAP:
-	case OBJECT_OTHER:
-		break;
-	}
-	return VIEW_RESOURCE_COUNT;
-}
-
 static int apply_object(struct view_builder *b, enum view_event ev, const struct k8s_object *o, int64_t now,
 			char *err, size_t n)
 {
-	enum view_resource r = view_resource_of(o->kind);
-
-	if (r == VIEW_RESOURCE_COUNT)
+	if (!view_holds_kind(o->kind))
 		return 1;
-	return view_builder_apply(b, r, ev, o, now, err, n);
+	return view_builder_apply(b, o->kind, ev, o, now, err, n);
 }
 
 int view_builder_apply_json(struct view_builder *b, enum view_event ev, const char *json, size_t len,
@@ -62,7 +45,7 @@ struct dump {
 static void count(struct view_dump_stats *st, int rc, enum object_kind k, const char *err)
 {
 	if (rc == 0) {
-		st->objects[view_resource_of(k)]++;
+		st->objects[k]++;
 	} else if (rc == 1) {
 		st->other++;
 	} else {
@@ -137,7 +120,7 @@ int view_dump_load(struct view_builder *b, const char *text, size_t len, int64_t
 {
 	struct dump d = { b, now_ns, st };
 	const char *p = text;
-	int r, rc;
+	int k, rc;
 
 	memset(st, 0, sizeof(*st));
 	while (p < text + len && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
@@ -151,10 +134,9 @@ int view_dump_load(struct view_builder *b, const char *text, size_t len, int64_t
 		struct view_stats vs;
 
 		view_builder_stats(b, &vs);
-		for (r = 0; r < VIEW_RESOURCE_COUNT; r++) {
-			st->objects[r] = vs.objects[r];
-			view_builder_touch(b, (enum view_resource)r, now_ns);
-		}
+		for (k = 0; k < OBJECT_KIND_COUNT; k++)
+			st->objects[k] = vs.objects[k];
+		view_builder_touch_all(b, now_ns);
 	}
 	return rc;
 }

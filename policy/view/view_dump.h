@@ -20,14 +20,11 @@
 #include "view.h"
 
 struct view_dump_stats {
-	uint64_t objects[VIEW_RESOURCE_COUNT];   /* applied, by resource */
+	uint64_t objects[OBJECT_KIND_COUNT];     /* applied, by kind (view_holds_kind()) */
 	uint64_t other;                          /* of kinds the view does not hold */
 	uint64_t refused;                        /* did not decode, or a cap refused them */
 	char first_error[512];                   /* why the first was refused */
 };
-
-/* The view resource holding kind k; VIEW_RESOURCE_COUNT for none. */
-enum view_resource view_resource_of(enum object_kind k);
 
 /* Decode one object (its own apiVersion and kind) from json[0..len) and
  * apply it as event ev at now_ns. a is scratch (reset here). 0 when

@@ -146,13 +146,13 @@ static int hold_store(struct view_builder *b, struct vtable *t, const struct vie
 		h->h.hash = k->hash;
 		b->record_bytes += h->h.size;
 		if ((rc = vt_put(b, t, &h->h, k, &replaced)) != 0)
-			view_record_free(b, LIMBO_HOLD, h);
+			view_record_free(b, VIEW_INDEX_HOLDS, h);
 	}
 	if (rc == 0 && replaced) {
 		if (private)
-			view_record_free(b, LIMBO_HOLD, (void *)(uintptr_t)replaced);
+			view_record_free(b, VIEW_INDEX_HOLDS, (void *)(uintptr_t)replaced);
 		else
-			view_retire(b, LIMBO_HOLD, (void *)(uintptr_t)replaced);
+			view_retire(b, VIEW_INDEX_HOLDS, (void *)(uintptr_t)replaced);
 	}
 	return rc;
 }
@@ -181,7 +181,7 @@ static int hold_change(struct view_builder *b, struct vtable *t, const struct vi
 
 	if (!ok)
 		return 0;   /* no such pool and device name can exist */
-	old = (const struct view_hold *)vt_get(t->dir, VK_HOLD, &k);
+	old = (const struct view_hold *)vt_get(t->dir, VIEW_INDEX_HOLDS, &k);
 	if (old && old->nholders >= sizeof(small) / sizeof(small[0]) &&
 	    !(hs = malloc(((size_t)old->nholders + 1) * sizeof(*hs))))
 		return -ENOMEM;
@@ -237,15 +237,15 @@ void view_hold_update(struct view_builder *b, const struct view_claim *old, cons
 
 	if (old && rec && same_holds(old, rec)) {
 		for (i = 0; i < rec->nresults && rc == 0; i++)
-			rc = hold_change(b, &b->t[VK_HOLD], rec, i, true, old);
+			rc = hold_change(b, &b->t[VIEW_INDEX_HOLDS], rec, i, true, old);
 		if (rc)
 			b->holds_stale = true;
 		return;
 	}
 	for (i = 0; old && old->allocated && i < old->nresults && rc == 0; i++)
-		rc = hold_change(b, &b->t[VK_HOLD], old, i, false, NULL);
+		rc = hold_change(b, &b->t[VIEW_INDEX_HOLDS], old, i, false, NULL);
 	for (i = 0; rec && rec->allocated && i < rec->nresults && rc == 0; i++)
-		rc = hold_change(b, &b->t[VK_HOLD], rec, i, true, NULL);
+		rc = hold_change(b, &b->t[VIEW_INDEX_HOLDS], rec, i, true, NULL);
 	if (rc)
 		b->holds_stale = true;
 }
@@ -354,28 +354,28 @@ int view_hold_rebuild(struct view_builder *b)
 	size_t want;
 	int rc;
 
-	vt_each(b->t[VK_CLAIM].dir, gather_holds, &g);
+	vt_each(b->t[OBJECT_RESOURCE_CLAIM].dir, gather_holds, &g);
 	want = g.n;
 	if (want && !(g.e = malloc(want * sizeof(*g.e))))
 		return -ENOMEM;
 	g.n = g.claims = 0;
-	vt_each(b->t[VK_CLAIM].dir, gather_holds, &g);
+	vt_each(b->t[OBJECT_RESOURCE_CLAIM].dir, gather_holds, &g);
 	if (g.n != want) {               /* the table is the builder's: cannot change */
 		free(g.e);
 		return -EINVAL;
 	}
 	if (g.n > 1)
 		qsort(g.e, g.n, sizeof(*g.e), entry_cmp);
-	if ((rc = vt_init(b, &t, VK_HOLD)) != 0) {
+	if ((rc = vt_init(b, &t, VIEW_INDEX_HOLDS)) != 0) {
 		free(g.e);
 		return rc;
 	}
 	t.private_copy = true;
-	view_slab_bulk(b, VK_HOLD);
+	view_slab_bulk(b, VIEW_INDEX_HOLDS);
 	rc = store_holds(b, &t, g.e, g.n);
 	view_slab_bulk(b, -1);
 	free(g.e);
-	if (rc || (rc = vt_retire_all(b, &b->t[VK_HOLD], true)) != 0) {
+	if (rc || (rc = vt_retire_all(b, &b->t[VIEW_INDEX_HOLDS], true)) != 0) {
 		view_table_free(b, &t);
 		return rc;
 	}
@@ -383,7 +383,7 @@ int view_hold_rebuild(struct view_builder *b)
 	t.dir->epoch = b->seq;
 	for (uint32_t c = 0; c < t.dir->nchunks; c++)
 		t.dir->chunk[c]->epoch = b->seq;
-	b->t[VK_HOLD] = t;
+	b->t[VIEW_INDEX_HOLDS] = t;
 	return 0;
 }
 
@@ -432,14 +432,14 @@ void view_pending_retry(struct view_builder *b, int64_t now)
 	while (i < b->npending) {
 		struct pending_claim *p = &b->pending[i];
 		struct vkey k = view_key(view_atom_str(p->namespace), str_from_cstr(p->name));
-		const struct view_claim *c = (const struct view_claim *)vt_get(b->t[VK_CLAIM].dir, VK_CLAIM, &k);
+		const struct view_claim *c = (const struct view_claim *)vt_get(b->t[OBJECT_RESOURCE_CLAIM].dir, OBJECT_RESOURCE_CLAIM, &k);
 		const struct view_rec *replaced = NULL;
 		struct view_claim *n = NULL;
 
 		if (!c) {
 			/* Gone, or only in a claims relist still being built: that
 			 * relist's commit tries again. */
-			if (b->relisting[VIEW_CLAIMS])
+			if (b->relisting[OBJECT_RESOURCE_CLAIM])
 				i++;
 			else
 				pending_drop(b, i);
@@ -453,12 +453,12 @@ void view_pending_retry(struct view_builder *b, int64_t now)
 			break;   /* memory: the next change of the slices tries again */
 		n->h.hash = k.hash;
 		b->record_bytes += n->h.size;
-		if (vt_put(b, &b->t[VK_CLAIM], &n->h, &k, &replaced) != 0) {
-			view_record_free(b, LIMBO_CLAIM, n);
+		if (vt_put(b, &b->t[OBJECT_RESOURCE_CLAIM], &n->h, &k, &replaced) != 0) {
+			view_record_free(b, OBJECT_RESOURCE_CLAIM, n);
 			break;
 		}
 		if (replaced) {
-			view_retire(b, LIMBO_CLAIM, (void *)(uintptr_t)replaced);
+			view_retire(b, OBJECT_RESOURCE_CLAIM, (void *)(uintptr_t)replaced);
 			if (++remade == RETRY_HOLD_UPDATES)
 				b->holds_stale = true;   /* rebuilt below */
 			view_hold_update(b, (const struct view_claim *)replaced, n);

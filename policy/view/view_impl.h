@@ -59,44 +59,38 @@ struct vdir {
 	struct vchunk *chunk[];
 };
 
-/* What a table holds, for equality and for freeing records. The first
- * VIEW_RESOURCE_COUNT are the watched resources, in enum view_resource
- * order; the rest are derived from them. */
-enum vkind {
-	VK_SLICE = 0,
-	VK_CLAIM,
-	VK_POD,
-	VK_NODE,
-	VK_POOL,        /* (driver, pool name) from the slices */
-	VK_PNAME,       /* ("", pool name): the drivers with live slices in a pool of that name */
-	VK_HOLD,        /* (driver, "pool/device"): the claims allocated the device */
-	VK_COUNT
+/* The view's tables, by number: what a table holds says how its records
+ * are keyed, compared and freed. The objects of a kind the view holds are
+ * in the table numbered by their enum object_kind; the indexes the view
+ * derives from them are numbered past every kind, so that no number is
+ * both. Numbers of kinds the view does not hold name no table
+ * (view_has_table()). */
+enum view_index {
+	VIEW_INDEX_POOLS = OBJECT_KIND_COUNT,   /* (driver, pool name) from the slices */
+	VIEW_INDEX_PNAMES,      /* ("", pool name): the drivers with live slices in a pool of that name */
+	VIEW_INDEX_HOLDS,       /* (driver, "pool/device"): the claims allocated the device */
+	VIEW_TABLES             /* table numbers are below it */
 };
+
+static inline bool view_has_table(unsigned table)
+{
+	return table >= OBJECT_KIND_COUNT ? table < VIEW_TABLES : view_holds_kind(table);
+}
 
 struct vtable {
 	struct vdir *dir;
-	enum vkind kind;
+	unsigned table;             /* its number: what it holds */
 	bool private_copy;          /* never published yet (a relist): changed in place */
 };
 
-/* What waits for the snapshots that may still reach it. */
-enum limbo_kind {
-	LIMBO_MEM = 0,              /* free() it */
-	LIMBO_SLICE,                /* a record: drop its atoms, then free() it */
-	LIMBO_CLAIM,
-	LIMBO_POD,
-	LIMBO_NODE,
-	LIMBO_POOL,
-	LIMBO_PNAME,
-	LIMBO_HOLD,
-};
-
-/* The limbo kind of a table's records. */
-enum limbo_kind view_limbo_of(enum vkind kind);
+/* What waits for the snapshots that may still reach it: a record of the
+ * table numbered what (its atoms are dropped, then it is freed), or, what
+ * VIEW_LIMBO_MEM, memory to free(). */
+#define VIEW_LIMBO_MEM VIEW_TABLES
 
 struct limbo_entry {
 	uint64_t seq;               /* retired while this sequence was the working one */
-	enum limbo_kind kind;
+	unsigned what;
 	void *p;
 };
 
@@ -117,11 +111,12 @@ struct pending_claim {
 
 struct view {
 	uint64_t seq;
-	const struct vdir *dir[VK_COUNT];
-	uint32_t count[VIEW_RESOURCE_COUNT];
-	int64_t updated_ns[VIEW_RESOURCE_COUNT];
-	int64_t synced_ns[VIEW_RESOURCE_COUNT];
-	int64_t heard_ns[VIEW_RESOURCE_COUNT];
+	const struct vdir *dir[VIEW_TABLES];   /* NULL where !view_has_table() */
+	/* by kind, those view_holds_kind() */
+	uint32_t count[OBJECT_KIND_COUNT];
+	int64_t updated_ns[OBJECT_KIND_COUNT];
+	int64_t synced_ns[OBJECT_KIND_COUNT];
+	int64_t heard_ns[OBJECT_KIND_COUNT];
 	struct view *next;          /* the builder's list of unreleased snapshots */
 	struct view *prev;
 };
@@ -129,12 +124,13 @@ struct view {
 struct view_builder {
 	struct view_limits lim;
 	uint64_t seq;               /* the working copy's sequence: the next published */
-	struct vtable t[VK_COUNT];
-	struct vtable relist[VIEW_RESOURCE_COUNT];
-	bool relisting[VIEW_RESOURCE_COUNT];
-	int64_t updated_ns[VIEW_RESOURCE_COUNT];
-	int64_t synced_ns[VIEW_RESOURCE_COUNT];
-	int64_t heard_ns[VIEW_RESOURCE_COUNT];
+	struct vtable t[VIEW_TABLES];   /* those view_has_table() */
+	/* by kind, those view_holds_kind() */
+	struct vtable relist[OBJECT_KIND_COUNT];
+	bool relisting[OBJECT_KIND_COUNT];
+	int64_t updated_ns[OBJECT_KIND_COUNT];
+	int64_t synced_ns[OBJECT_KIND_COUNT];
+	int64_t heard_ns[OBJECT_KIND_COUNT];
 	bool dirty;
 	uint32_t tombstones;
 	struct atom_set atoms;
@@ -154,19 +150,21 @@ struct view_builder {
 	/* Slabs of records (view_slab.c), sorted by address. */
 	struct vslab **slabs;
 	size_t nslabs, slabs_alloc;
-	struct vslab *slab_cur[VK_COUNT];   /* where the next bulk record of a kind goes */
-	int bulk;                   /* the vkind records are made in bulk for, or -1 */
+	struct vslab *slab_cur[VIEW_TABLES];   /* where the next bulk record of a table goes */
+	int bulk;                   /* the table records are made in bulk for, or -1 */
 	size_t slab_bytes;          /* slabs held */
 	size_t slab_rec_bytes;      /* of records in slabs (their h.size, counted in record_bytes) */
 };
 
 /* --- tables (view_table.c) ------------------------------------------------ */
 
-/* An empty table made in the working sequence. 0 or -ENOMEM. */
-int vt_init(struct view_builder *b, struct vtable *t, enum vkind kind);
+/* An empty table numbered table, made in the working sequence. 0 or
+ * -ENOMEM. */
+int vt_init(struct view_builder *b, struct vtable *t, unsigned table);
 
-/* The record with key k, or NULL. Any thread, on a published directory. */
-const struct view_rec *vt_get(const struct vdir *dir, enum vkind kind, const struct vkey *k);
+/* The record with key k in dir, a directory of the table numbered table,
+ * or NULL. Any thread, on a published directory. */
+const struct view_rec *vt_get(const struct vdir *dir, unsigned table, const struct vkey *k);
 
 /* Put rec (key k) in the working table, replacing the record with the same
  * key, which is returned in *old (not retired: the caller does that). 0 or
@@ -194,27 +192,29 @@ size_t vt_bytes(const struct vdir *dir);
  * every change reserves first. 0 or -ENOMEM. */
 int view_limbo_reserve(struct view_builder *b, size_t n);
 
-/* Retire p, of the kind given, at the working sequence (room reserved). */
-void view_retire(struct view_builder *b, enum limbo_kind kind, void *p);
+/* Retire p, a record of the table numbered what or VIEW_LIMBO_MEM, at the
+ * working sequence (room reserved). */
+void view_retire(struct view_builder *b, unsigned what, void *p);
 
 /* Free everything retired, at the end: no snapshot is read any more. */
 void view_limbo_drain(struct view_builder *b);
 
-/* Free a record of a kind now: its atoms are dropped. */
-void view_record_free(struct view_builder *b, enum limbo_kind kind, void *p);
+/* Free p now, a record of the table numbered what (its atoms are
+ * dropped) or VIEW_LIMBO_MEM. */
+void view_record_free(struct view_builder *b, unsigned what, void *p);
 
-/* Drop the atoms of a Pod, Node, pool-name or hold record
- * (view_record_pod.c); view_record_free() frees it. */
-void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p);
+/* Drop the atoms of a Pod, Node, pool-name or hold record, of the table
+ * numbered table (view_record_pod.c); view_record_free() frees it. */
+void view_record_put_more(struct view_builder *b, unsigned table, void *p);
 
 /* The amounts the scheduler adds for a result that consumed consumed[]
  * on device d (view_device_amounts(), view_hold.c). */
 int view_mapping_amounts(const struct view_device *d, const struct view_amount *consumed, uint32_t nconsumed,
 			 struct view_amount *out, uint32_t max, enum view_charge_state *state);
 
-/* The key of a record of a kind; a hold's is (driver, pool) here, and
- * view_hold_key_eq() compares it whole. */
-struct vkey view_record_key(enum vkind kind, const struct view_rec *r);
+/* The key of a record of the table numbered table; a hold's is (driver,
+ * pool) here, and view_hold_key_eq() compares it whole. */
+struct vkey view_record_key(unsigned table, const struct view_rec *r);
 
 /* True when hold h has key k: (driver, "<pool>/<device>"). The record
  * keeps no copy of that text (24 B and a pointer in each of 40,000
@@ -226,9 +226,9 @@ bool view_hold_key_eq(const struct view_hold *h, const struct vkey *k);
 #define VIEW_SLAB (64u << 10)
 #define VIEW_SLAB_MAX_REC 4096u     /* larger records are malloc'd alone */
 
-/* Records of kind (a vkind) are made in bulk from now on (a relist, an
- * index rebuilt whole): they go into slabs; -1 ends it. */
-void view_slab_bulk(struct view_builder *b, int kind);
+/* Records of the table numbered table are made in bulk from now on (a
+ * relist, an index rebuilt whole): they go into slabs; -1 ends it. */
+void view_slab_bulk(struct view_builder *b, int table);
 
 /* size zeroed bytes for a record (in a slab while in bulk), or NULL. */
 void *view_rec_alloc(struct view_builder *b, size_t size);
@@ -433,7 +433,7 @@ int view_pool_evict(struct view_builder *b, struct vtable *pools);
 /* The pools of a new slices table, with what the old pools remember. */
 int view_pool_rebuild(struct view_builder *b, struct vtable *slices, int64_t now, struct vtable *out);
 
-/* The pool-name index (VK_PNAME) made again from the pools table. */
+/* The pool-name index (VIEW_INDEX_PNAMES) made again from the pools table. */
 int view_pname_rebuild(struct view_builder *b);
 
 /* Free a whole table in place (nothing reads it). */

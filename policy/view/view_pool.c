@@ -24,7 +24,7 @@ void view_table_free(struct view_builder *b, struct vtable *t)
 				const struct view_rec *r = t->dir->chunk[c]->slot[i];
 
 				if (r)
-					view_record_free(b, view_limbo_of(t->kind), (void *)(uintptr_t)r);
+					view_record_free(b, t->table, (void *)(uintptr_t)r);
 			}
 			free(t->dir->chunk[c]);
 		}
@@ -40,9 +40,9 @@ void view_table_free(struct view_builder *b, struct vtable *t)
 static int pname_set(struct view_builder *b, const struct view_atom *name, const struct view_atom *driver,
 		     bool live)
 {
-	struct vtable *t = &b->t[VK_PNAME];
+	struct vtable *t = &b->t[VIEW_INDEX_PNAMES];
 	struct vkey k = view_key((struct str){ "", 0 }, view_atom_str(name));
-	const struct view_pname *old = (const struct view_pname *)vt_get(t->dir, VK_PNAME, &k);
+	const struct view_pname *old = (const struct view_pname *)vt_get(t->dir, VIEW_INDEX_PNAMES, &k);
 	const struct view_atom **drivers;
 	const struct view_rec *replaced = NULL;
 	struct view_pname *p = NULL;
@@ -72,12 +72,12 @@ static int pname_set(struct view_builder *b, const struct view_atom *name, const
 		p->h.hash = k.hash;
 		b->record_bytes += p->h.size;
 		if ((rc = vt_put(b, t, &p->h, &k, &replaced)) != 0) {
-			view_record_free(b, LIMBO_PNAME, p);
+			view_record_free(b, VIEW_INDEX_PNAMES, p);
 			return rc;
 		}
 	}
 	if (replaced)
-		view_retire(b, LIMBO_PNAME, (void *)(uintptr_t)replaced);
+		view_retire(b, VIEW_INDEX_PNAMES, (void *)(uintptr_t)replaced);
 	return 0;
 }
 
@@ -104,15 +104,15 @@ int view_pname_rebuild(struct view_builder *b)
 	struct pname_walk w = { b, 0 };
 	int rc;
 
-	if ((rc = vt_init(b, &t, VK_PNAME)) != 0)
+	if ((rc = vt_init(b, &t, VIEW_INDEX_PNAMES)) != 0)
 		return rc;
-	if ((rc = vt_retire_all(b, &b->t[VK_PNAME], true)) != 0) {
+	if ((rc = vt_retire_all(b, &b->t[VIEW_INDEX_PNAMES], true)) != 0) {
 		view_table_free(b, &t);
 		return rc;
 	}
-	b->t[VK_PNAME] = t;
-	view_slab_bulk(b, VK_PNAME);
-	vt_each(b->t[VK_POOL].dir, add_pname, &w);
+	b->t[VIEW_INDEX_PNAMES] = t;
+	view_slab_bulk(b, VIEW_INDEX_PNAMES);
+	vt_each(b->t[VIEW_INDEX_POOLS].dir, add_pname, &w);
 	view_slab_bulk(b, -1);
 	return w.rc;
 }
@@ -138,7 +138,7 @@ static int pool_update(struct view_builder *b, struct vtable *slices, struct vta
 		       int64_t now, bool observed)
 {
 	struct vkey k = view_key(driver, pool);
-	const struct view_pool *old = (const struct view_pool *)vt_get(pools->dir, VK_POOL, &k);
+	const struct view_pool *old = (const struct view_pool *)vt_get(pools->dir, VIEW_INDEX_POOLS, &k);
 	const struct view_rec *replaced = NULL;
 	struct view_pool tmpl, *p = NULL;
 	struct str *names;
@@ -170,7 +170,7 @@ static int pool_update(struct view_builder *b, struct vtable *slices, struct vta
 	tmpl.generation = 0;
 	for (i = 0; i < n; i++) {
 		struct vkey sk = view_key((struct str){ "", 0 }, names[i]);
-		const struct view_slice *s = (const struct view_slice *)vt_get(slices->dir, VK_SLICE, &sk);
+		const struct view_slice *s = (const struct view_slice *)vt_get(slices->dir, OBJECT_RESOURCE_SLICE, &sk);
 
 		if (!s)
 			continue;
@@ -220,14 +220,14 @@ static int pool_update(struct view_builder *b, struct vtable *slices, struct vta
 		return rc;
 	if ((rc = vt_put(b, pools, &p->h, &k, &replaced)) != 0) {
 		b->record_bytes += p->h.size;
-		view_record_free(b, LIMBO_POOL, p);
+		view_record_free(b, VIEW_INDEX_POOLS, p);
 		return rc;
 	}
 	b->record_bytes += p->h.size;
 	if (replaced) {
 		if (((const struct view_pool *)replaced)->nslices == 0)
 			b->tombstones--;
-		view_retire(b, LIMBO_POOL, (void *)(uintptr_t)replaced);
+		view_retire(b, VIEW_INDEX_POOLS, (void *)(uintptr_t)replaced);
 	}
 	if (p->nslices == 0)
 		b->tombstones++;
@@ -296,7 +296,7 @@ int view_pool_evict(struct view_builder *b, struct vtable *pools)
 			return rc;
 		if (old) {
 			b->tombstones--;
-			view_retire(b, LIMBO_POOL, (void *)(uintptr_t)old);
+			view_retire(b, VIEW_INDEX_POOLS, (void *)(uintptr_t)old);
 		}
 	}
 	return 0;
@@ -327,7 +327,7 @@ static int carry_pool(void *ctx, const struct view_rec *r)
 	int rc;
 
 	k.hash = old->h.hash;
-	cur = (const struct view_pool *)vt_get(c->pools->dir, VK_POOL, &k);
+	cur = (const struct view_pool *)vt_get(c->pools->dir, VIEW_INDEX_POOLS, &k);
 	tmpl = cur ? *cur : *old;
 	if (cur) {
 		if (old->max_generation > tmpl.max_generation)
@@ -358,11 +358,11 @@ static int carry_pool(void *ctx, const struct view_rec *r)
 		return c->rc = rc;
 	c->b->record_bytes += p->h.size;
 	if ((rc = vt_put(c->b, c->pools, &p->h, &k, &replaced)) != 0) {
-		view_record_free(c->b, LIMBO_POOL, p);
+		view_record_free(c->b, VIEW_INDEX_POOLS, p);
 		return c->rc = rc;
 	}
 	if (replaced)
-		view_retire(c->b, LIMBO_POOL, (void *)(uintptr_t)replaced);
+		view_retire(c->b, VIEW_INDEX_POOLS, (void *)(uintptr_t)replaced);
 	return 0;
 }
 
@@ -396,12 +396,12 @@ int view_pool_rebuild(struct view_builder *b, struct vtable *slices, int64_t now
 	uint32_t saved = b->tombstones;
 	int rc;
 
-	if ((rc = vt_init(b, out, VK_POOL)) != 0)
+	if ((rc = vt_init(b, out, VIEW_INDEX_POOLS)) != 0)
 		return rc;
 	out->private_copy = true;
 	if ((rc = vt_each(slices->dir, add_slice_pool, &a)) == 0) {
 		arena_reset(b->scratch);
-		rc = vt_each(b->t[VK_POOL].dir, carry_pool, &c);
+		rc = vt_each(b->t[VIEW_INDEX_POOLS].dir, carry_pool, &c);
 		if (rc == 0)
 			rc = c.rc;
 	}

@@ -539,7 +539,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 	}
 	if (f.rc) {
 		b->record_bytes += s->h.size;  /* view_record_free() takes it off */
-		view_record_free(b, LIMBO_SLICE, s);
+		view_record_free(b, OBJECT_RESOURCE_SLICE, s);
 		if (f.rc == -E2BIG)
 			snprintf(err, errn, "more distinct names and quantities than the view holds (%u)",
 				 b->lim.max_atoms);
@@ -789,7 +789,7 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	}
 	if (!c->name || !c->resource_version || bp.p > bp.end) {
 		b->record_bytes += c->h.size;
-		view_record_free(b, LIMBO_CLAIM, c);
+		view_record_free(b, OBJECT_RESOURCE_CLAIM, c);
 		return -EINVAL;
 	}
 	c->namespace = S(&f, o->meta.namespace);
@@ -812,7 +812,7 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	}
 	if (f.rc) {
 		b->record_bytes += c->h.size;
-		view_record_free(b, LIMBO_CLAIM, c);
+		view_record_free(b, OBJECT_RESOURCE_CLAIM, c);
 		if (f.rc == -E2BIG)
 			snprintf(err, errn, "more distinct names and quantities than the view holds (%u)",
 				 b->lim.max_atoms);
@@ -943,30 +943,30 @@ int view_record_pool(struct view_builder *b, const struct view_pool *tmpl, const
 	return 0;
 }
 
-void view_record_free(struct view_builder *b, enum limbo_kind kind, void *p)
+void view_record_free(struct view_builder *b, unsigned what, void *p)
 {
-	switch (kind) {
-	case LIMBO_SLICE:
+	switch (what) {
+	case OBJECT_RESOURCE_SLICE:
 		slice_put_atoms(&b->atoms, p);
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
-	case LIMBO_CLAIM:
+	case OBJECT_RESOURCE_CLAIM:
 		claim_put_atoms(&b->atoms, p);
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
-	case LIMBO_POD:
-	case LIMBO_NODE:
-	case LIMBO_PNAME:
-	case LIMBO_HOLD:
-		view_record_put_more(b, kind, p);
+	case OBJECT_POD:
+	case OBJECT_NODE:
+	case VIEW_INDEX_PNAMES:
+	case VIEW_INDEX_HOLDS:
+		view_record_put_more(b, what, p);
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
-	case LIMBO_POOL:
+	case VIEW_INDEX_POOLS:
 		atom_put(&b->atoms, ((struct view_pool *)p)->driver);
 		atom_put(&b->atoms, ((struct view_pool *)p)->name);
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
-	case LIMBO_MEM:
+	case VIEW_LIMBO_MEM:
 		free(p);
 		return;
 	}

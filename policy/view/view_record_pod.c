@@ -169,7 +169,7 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	v->nstatuses = v->statuses ? nstat & 511 : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
-		view_record_free(b, LIMBO_POD, v);
+		view_record_free(b, OBJECT_POD, v);
 		if (f.rc == -E2BIG)
 			snprintf(err, errn, "more distinct names and quantities than the view holds (%u)",
 				 b->lim.max_atoms);
@@ -228,7 +228,7 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 	v->nallocatable = v->allocatable ? k : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
-		view_record_free(b, LIMBO_NODE, v);
+		view_record_free(b, OBJECT_NODE, v);
 		return f.rc;
 	}
 	*out = v;
@@ -286,13 +286,13 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 	return 0;
 }
 
-void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
+void view_record_put_more(struct view_builder *b, unsigned table, void *p)
 {
 	struct atom_set *as = &b->atoms;
 	uint32_t i;
 
-	switch (kind) {
-	case LIMBO_POD: {
+	switch (table) {
+	case OBJECT_POD: {
 		const struct view_pod *v = p;
 
 		atom_put(as, v->namespace);
@@ -301,13 +301,13 @@ void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 		atom_put(as, view_blob_of(v->statuses));
 		break;
 	}
-	case LIMBO_NODE: {
+	case OBJECT_NODE: {
 		const struct view_node *v = p;
 
 		atom_put(as, view_blob_of(v->allocatable));
 		break;
 	}
-	case LIMBO_PNAME: {
+	case VIEW_INDEX_PNAMES: {
 		const struct view_pname *v = p;
 
 		atom_put(as, v->name);
@@ -315,7 +315,7 @@ void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 			atom_put(as, v->drivers[i]);
 		break;
 	}
-	case LIMBO_HOLD: {
+	case VIEW_INDEX_HOLDS: {
 		const struct view_hold *v = p;
 
 		atom_put(as, v->driver);
@@ -323,10 +323,7 @@ void view_record_put_more(struct view_builder *b, enum limbo_kind kind, void *p)
 		atom_put(as, v->device);
 		break;
 	}
-	case LIMBO_MEM:
-	case LIMBO_SLICE:
-	case LIMBO_CLAIM:
-	case LIMBO_POOL:
+	default:                    /* slices, claims and pools: view_record_free() */
 		break;
 	}
 }

@@ -86,7 +86,7 @@ void *view_rec_alloc(struct view_builder *b, size_t size)
 	struct vslab *s;
 	void *p;
 
-	if (b->bulk < 0 || b->bulk >= VK_COUNT || size > VIEW_SLAB_MAX_REC || size == 0)
+	if (b->bulk < 0 || b->bulk >= VIEW_TABLES || size > VIEW_SLAB_MAX_REC || size == 0)
 		return calloc(1, size);
 	size = rounded(size);
 	s = b->slab_cur[b->bulk];
@@ -119,7 +119,7 @@ void view_rec_free_mem(struct view_builder *b, void *p, size_t size)
 	b->slab_rec_bytes -= size;
 	if (s->live)
 		return;
-	for (k = 0; k < VK_COUNT; k++)
+	for (k = 0; k < VIEW_TABLES; k++)
 		if (b->slab_cur[k] == s)
 			b->slab_cur[k] = NULL;
 	memmove(&b->slabs[i], &b->slabs[i + 1], (b->nslabs - (size_t)i - 1) * sizeof(*b->slabs));

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "view_impl.h"
 
 /* Grow past 70% full. */
@@ -28,20 +29,11 @@
 
 uint32_t view_hash2(struct str a, struct str b)
 {
-	/* FNV-1a, with a separator byte so ("ab","c") and ("a","bc") differ. */
-	uint32_t h = 2166136261u;
-	size_t i;
+	/* A separator byte, so ("ab","c") and ("a","bc") differ. */
+	uint32_t h = hmap_hash_add(HMAP_HASH_INIT, a.ptr, a.len);
 
-	for (i = 0; i < a.len; i++)
-		h = (h ^ (unsigned char)a.ptr[i]) * 16777619u;
-	h = (h ^ 0xffu) * 16777619u;
-	for (i = 0; i < b.len; i++)
-		h = (h ^ (unsigned char)b.ptr[i]) * 16777619u;
-	/* Finish with a mix: linear probing takes the low bits. */
-	h ^= h >> 15;
-	h *= 0x2c1b3c6dU;
-	h ^= h >> 12;
-	return h;
+	h = hmap_hash_add(h, "\xff", 1);
+	return hmap_hash_finish(hmap_hash_add(h, b.ptr, b.len));
 }
 
 static bool key_eq(struct str x, struct str y)
@@ -49,15 +41,15 @@ static bool key_eq(struct str x, struct str y)
 	return str_eq(x, y);
 }
 
-static bool rec_matches(enum vkind kind, const struct view_rec *r, const struct vkey *k)
+static bool rec_matches(unsigned table, const struct view_rec *r, const struct vkey *k)
 {
 	struct vkey rk;
 
 	if (r->hash != k->hash)
 		return false;
-	if (kind == VK_HOLD)
+	if (table == VIEW_INDEX_HOLDS)
 		return view_hold_key_eq((const struct view_hold *)r, k);
-	rk = view_record_key(kind, r);
+	rk = view_record_key(table, r);
 	return key_eq(rk.a, k->a) && key_eq(rk.b, k->b);
 }
 
@@ -94,21 +86,21 @@ fail:
 	return NULL;
 }
 
-int vt_init(struct view_builder *b, struct vtable *t, enum vkind kind)
+int vt_init(struct view_builder *b, struct vtable *t, unsigned table)
 {
-	t->kind = kind;
+	t->table = table;
 	t->private_copy = false;
 	t->dir = dir_new(1, b->seq);
 	return t->dir ? 0 : -ENOMEM;
 }
 
-const struct view_rec *vt_get(const struct vdir *dir, enum vkind kind, const struct vkey *k)
+const struct view_rec *vt_get(const struct vdir *dir, unsigned table, const struct vkey *k)
 {
 	uint32_t mask = nslots(dir) - 1, i;
 	const struct view_rec *r;
 
 	for (i = k->hash & mask; (r = slot_get(dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(kind, r, k))
+		if (rec_matches(table, r, k))
 			return r;
 	return NULL;
 }
@@ -134,7 +126,7 @@ static int own_dir(struct view_builder *b, struct vtable *t)
 		return -ENOMEM;
 	memcpy(c, d, sz);
 	c->epoch = b->seq;
-	view_retire(b, LIMBO_MEM, d);
+	view_retire(b, VIEW_LIMBO_MEM, d);
 	t->dir = c;
 	return 0;
 }
@@ -157,7 +149,7 @@ static int own_chunk(struct view_builder *b, struct vtable *t, uint32_t ci)
 		return -ENOMEM;
 	memcpy(c, ch, sizeof(*c));
 	c->epoch = b->seq;
-	view_retire(b, LIMBO_MEM, ch);
+	view_retire(b, VIEW_LIMBO_MEM, ch);
 	t->dir->chunk[ci] = c;
 	return 0;
 }
@@ -194,8 +186,8 @@ static int grow(struct view_builder *b, struct vtable *t)
 	}
 	d->count = old->count;
 	for (i = 0; i < old->nchunks; i++)
-		view_retire(b, LIMBO_MEM, old->chunk[i]);
-	view_retire(b, LIMBO_MEM, old);
+		view_retire(b, VIEW_LIMBO_MEM, old->chunk[i]);
+	view_retire(b, VIEW_LIMBO_MEM, old);
 	t->dir = d;
 	return 0;
 }
@@ -213,7 +205,7 @@ int vt_put(struct view_builder *b, struct vtable *t, const struct view_rec *rec,
 		return rc;
 	mask = nslots(t->dir) - 1;
 	for (i = k->hash & mask; (r = slot_get(t->dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(t->kind, r, k))
+		if (rec_matches(t->table, r, k))
 			break;
 	if ((rc = own_chunk(b, t, i / VIEW_CHUNK)) != 0)
 		return rc;
@@ -234,7 +226,7 @@ int vt_del(struct view_builder *b, struct vtable *t, const struct vkey *k,
 
 	*old = NULL;
 	for (i = k->hash & mask; (r = slot_get(t->dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(t->kind, r, k))
+		if (rec_matches(t->table, r, k))
 			break;
 	if (!r)
 		return 0;
@@ -277,7 +269,7 @@ int vt_retire_all(struct view_builder *b, struct vtable *t, bool records)
 {
 	struct vdir *d = t->dir;
 	uint32_t i, n = nslots(d);
-	enum limbo_kind rk = view_limbo_of(t->kind);
+	unsigned rk = t->table;
 
 	if (view_limbo_reserve(b, (size_t)d->nchunks + 1 + (records ? d->count : 0)) != 0)
 		return -ENOMEM;
@@ -288,8 +280,8 @@ int vt_retire_all(struct view_builder *b, struct vtable *t, bool records)
 			view_retire(b, rk, (void *)(uintptr_t)r);
 	}
 	for (i = 0; i < d->nchunks; i++)
-		view_retire(b, LIMBO_MEM, d->chunk[i]);
-	view_retire(b, LIMBO_MEM, d);
+		view_retire(b, VIEW_LIMBO_MEM, d->chunk[i]);
+	view_retire(b, VIEW_LIMBO_MEM, d);
 	t->dir = NULL;
 	return 0;
 }
@@ -343,21 +335,21 @@ int view_limbo_reserve(struct view_builder *b, size_t n)
 	return 0;
 }
 
-void view_retire(struct view_builder *b, enum limbo_kind kind, void *p)
+void view_retire(struct view_builder *b, unsigned what, void *p)
 {
 	struct limbo_entry *e = &b->limbo[b->limbo_len++];
 
 	e->seq = b->seq;
-	e->kind = kind;
+	e->what = what;
 	e->p = p;
 }
 
 static void limbo_free(struct view_builder *b, struct limbo_entry *e)
 {
-	if (e->kind == LIMBO_MEM)
+	if (e->what == VIEW_LIMBO_MEM)
 		free(e->p);
 	else
-		view_record_free(b, e->kind, e->p);
+		view_record_free(b, e->what, e->p);
 }
 
 size_t view_builder_collect(struct view_builder *b)

@@ -14,6 +14,13 @@
   without a space) is handed to a buffer, printf or jw_raw() to build a
   document by hand. Constant bodies kept whole in a table stay constants.
   The literals JW_KEY()/JW_LIT() copy unescaped need no escape.
+- Kinds of Kubernetes object have one enum, enum object_kind
+  (policy/model/model.h): no other enum of policy/, webhook/ or bench/
+  names two or more kinds, and nothing casts to it (a kind is never made
+  from another enum's number).
+- FNV is written once, in policy/lib/hmap.h: every hash of the tree is
+  hmap's (the benchmarks keep copies of the tables hmap replaced, to
+  compare with).
 - Every source lies in a folder of the Makefile's LAYERS, and includes only
   headers of its own folder and of the folders below it (the compiler's -I
   per folder enforces the same; this says which include broke it).
@@ -238,6 +245,81 @@ def test_json_is_written_through_jw():
                 "the check does not see JSON written by hand: %s" % json_by_hand(probe))
 
 
+# An enumerator that names a kind once the enum's common prefix is cut:
+# VIEW_SLICES, VK_POD, RES_CONFIGMAP, METRICS_RES_RESOURCECLAIMS.
+KIND_WORD = re.compile(r"^(RESOURCE_?)?(SLICE|CLAIM|POD|NODE|CONFIG_?MAP)S?$")
+ENUM = re.compile(r"\benum\s+(\w+)\s*\{([^}]*)\}")
+KIND_CAST = re.compile(r"\(\s*enum\s+(object_kind|view_index)\s*\)")
+
+
+def kind_enums(files):
+    """Enums other than object_kind whose enumerators name two kinds or more,
+    and casts to enum object_kind or view_index."""
+    bad = []
+    for p, t in files:
+        code = re.sub(r"/\*.*?\*/", "", t, flags=re.S)
+        code = re.sub(r"//[^\n]*", "", code)
+        for m in ENUM.finditer(code):
+            if m.group(1) == "object_kind":
+                continue
+            names = [e.split("=")[0].strip() for e in m.group(2).split(",") if e.strip()]
+            if len(names) < 2:
+                continue
+            parts = [n.split("_") for n in names]
+            cut = 0
+            while all(len(q) > cut + 1 and q[cut] == parts[0][cut] for q in parts):
+                cut += 1
+            kinds = {KIND_WORD.match("_".join(q[cut:])).group(2).replace("_", "")
+                     for q in parts if KIND_WORD.match("_".join(q[cut:]))}
+            if len(kinds) >= 2:
+                bad.append("%s: enum %s names %s" % (p, m.group(1), ", ".join(sorted(kinds))))
+        for m in KIND_CAST.finditer(code):
+            bad.append("%s: a cast to enum %s" % (p, m.group(1)))
+    return bad
+
+
+def test_one_kind_enum():
+    # The view, the cluster view's watches, replay and audit, dumps and
+    # the metrics' resource label name kinds by enum object_kind; a second
+    # enum of them, bridged by casts, is how they drifted apart before.
+    bad = kind_enums(sources("policy", "webhook", "bench"))
+    guard.check(not bad, "a second enum of object kinds, or a cast to one:\n" + "\n".join(bad))
+    probe = [("policy/view/probe.h", "enum view_resource {\n\tVIEW_SLICES = 0,\n\tVIEW_CLAIMS,\n\tVIEW_PODS,\n"
+              "\tVIEW_NODES,\n\tVIEW_RESOURCE_COUNT\n};\n"),
+             ("policy/view/probe2.c", "enum vkind { VK_SLICE = 0, VK_CLAIM, VK_POOL, VK_COUNT };\n"),
+             ("webhook/base/probe3.h", "enum m { METRICS_RES_RESOURCESLICES, METRICS_RES_PODS, METRICS_RES_OTHER };\n"),
+             ("webhook/kube/probe4.c", "x->res = view_apply(b, (enum object_kind)k);\n"),
+             ("policy/model/probe5.h", "enum rule_id { RULE_SLICE_WRITER_NODE, RULE_POD_NODE_NAME, RULE_COUNT };\n"
+              "enum scope { SCOPE_ANY, SCOPE_NODE };\n/* enum old { OLD_PODS, OLD_NODES }; */\n")]
+    guard.check([b.split(":")[0] for b in kind_enums(probe)] == ["policy/view/probe.h", "policy/view/probe2.c",
+                                                               "webhook/base/probe3.h", "webhook/kube/probe4.c"],
+                "the check does not see a second enum of kinds: %s" % kind_enums(probe))
+
+
+# FNV's primes, 32 and 64 bits, as a hand-written FNV spells them.
+FNV_PRIME = re.compile(r"\b(16777619|0x0*1000193|1099511628211|0x0*100000001b3)(u|ul|ull|lu|llu)?\b", re.I)
+
+
+def fnv_writers(files):
+    """Files other than hmap.h that multiply by an FNV prime."""
+    keep = os.path.join("policy", "lib", "hmap.h")
+    return ["%s: %s" % (p, m.group(0)) for p, t in files if p != keep
+            for m in [FNV_PRIME.search(re.sub(r"/\*.*?\*/", "", t, flags=re.S))] if m]
+
+
+def test_hashes_are_hmaps():
+    # One hash function: a table or a signature hashes with hmap_hash*(),
+    # so the function, its mix and its test vectors live in one place.
+    bad = fnv_writers(sources("webhook", "policy"))
+    guard.check(not bad, "FNV written by hand, not through hmap.h:\n" + "\n".join(bad))
+    probe = [("policy/ledger/probe.c", "h = (h ^ c) * 16777619u;\n"),
+             ("webhook/base/probe2.c", "h *= 0x100000001b3ULL;\n"),
+             ("policy/lib/probe3.c", "/* FNV's prime is 16777619 */\n"),
+             ("policy/lib/hmap.h", "h = (h ^ c) * 16777619u;\n")]
+    guard.check([b.split(":")[0] for b in fnv_writers(probe)] == ["policy/ledger/probe.c", "webhook/base/probe2.c"],
+                "the check does not see an FNV written by hand")
+
+
 def test_folders_include_only_downwards():
     allowed = layers()
     # The table itself: acyclic, policy/ never above webhook/, every folder
@@ -274,4 +356,6 @@ if __name__ == "__main__":
         test_folders_include_only_downwards,
         test_metric_families_come_from_the_table,
         test_json_is_written_through_jw,
+        test_hashes_are_hmaps,
+        test_one_kind_enum,
     ])

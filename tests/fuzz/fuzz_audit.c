@@ -57,7 +57,7 @@ static void read_line(const char *line, size_t len)
 		check(err[0] != '\0');
 	if (rc != 0)
 		return;
-	check(ev.verb != AUDIT_VERB_OTHER && ev.resource != AUDIT_OTHER);
+	check(ev.verb != AUDIT_VERB_OTHER && ev.kind != OBJECT_OTHER);
 	check(ev.name.len || ev.verb == AUDIT_CREATE);
 	check_inside(ev.audit_id, line, len);
 	check_inside(ev.namespace, line, len);

@@ -18,9 +18,19 @@
 
 static const char *const endpoint_names[METRICS_EP_COUNT] = { "validate", "mutate" };
 
-static const char *const resource_names[METRICS_RES_COUNT] = {
-	"resourceslices", "resourceclaims", "pods", "configmaps", "other", "unknown",
+/* The resource label's values, by kind (metrics_kind_of_resource()): a
+ * kind without one (Nodes) counts as "other". */
+static const char *const resource_names[OBJECT_KIND_COUNT] = {
+	[OBJECT_RESOURCE_SLICE] = "resourceslices", [OBJECT_RESOURCE_CLAIM] = "resourceclaims",
+	[OBJECT_POD] = "pods", [OBJECT_CONFIG_MAP] = "configmaps", [OBJECT_OTHER] = "other",
+	[OBJECT_NONE] = "unknown",
 };
+
+/* The order the label's values are written in. */
+static const enum object_kind resource_order[] = {
+	OBJECT_RESOURCE_SLICE, OBJECT_RESOURCE_CLAIM, OBJECT_POD, OBJECT_CONFIG_MAP, OBJECT_OTHER, OBJECT_NONE,
+};
+#define NRESOURCES ((int)(sizeof(resource_order) / sizeof(resource_order[0])))
 
 static const char *const result_names[METRICS_RESULT_COUNT] = { "allowed", "denied", "error" };
 
@@ -64,11 +74,11 @@ struct driver_slot {
 };
 
 struct metrics {
-	atomic_uint_fast64_t requests[METRICS_EP_COUNT][METRICS_RES_COUNT][METRICS_OP_COUNT]
+	atomic_uint_fast64_t requests[METRICS_EP_COUNT][OBJECT_KIND_COUNT][METRICS_OP_COUNT]
 				     [METRICS_RESULT_COUNT];
 	struct histogram duration[METRICS_EP_COUNT][METRICS_RESULT_COUNT];
 	atomic_uint_fast64_t violations[RULE_COUNT][ACTION_DRYRUN + 1];
-	atomic_uint_fast64_t break_glass[METRICS_RES_COUNT];
+	atomic_uint_fast64_t break_glass[OBJECT_KIND_COUNT];
 	atomic_uint_fast64_t gate_withheld;
 	atomic_uint_fast64_t http_errors[METRICS_HTTP_COUNT];
 	struct driver_slot drivers[METRICS_DRIVERS_MAX];
@@ -127,16 +137,26 @@ void metrics_free(struct metrics *m)
 	free(m);
 }
 
-enum metrics_resource metrics_resource_of(const char *resource, size_t len)
+enum object_kind metrics_kind_of_resource(const char *resource, size_t len)
 {
 	int i;
 
 	if (len == 0)
-		return METRICS_RES_UNKNOWN;
-	for (i = 0; i < METRICS_RES_OTHER; i++)
-		if (strlen(resource_names[i]) == len && memcmp(resource_names[i], resource, len) == 0)
-			return (enum metrics_resource)i;
-	return METRICS_RES_OTHER;
+		return OBJECT_NONE;
+	for (i = 0; i < NRESOURCES; i++) {
+		enum object_kind k = resource_order[i];
+
+		if (k != OBJECT_OTHER && k != OBJECT_NONE && strlen(resource_names[k]) == len &&
+		    memcmp(resource_names[k], resource, len) == 0)
+			return k;
+	}
+	return OBJECT_OTHER;
+}
+
+/* The kind whose label counts kind. */
+static enum object_kind labelled(enum object_kind kind)
+{
+	return (unsigned)kind < OBJECT_KIND_COUNT && resource_names[kind] ? kind : OBJECT_OTHER;
 }
 
 int metrics_http_error_of(unsigned code)
@@ -159,18 +179,17 @@ static uint64_t get(atomic_uint_fast64_t *c)
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum metrics_resource res,
+void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum object_kind kind,
 		     enum admission_op op, enum metrics_result result, uint64_t duration_ns)
 {
 	struct histogram *h;
 	int i;
 
-	if ((unsigned)ep >= METRICS_EP_COUNT || (unsigned)res >= METRICS_RES_COUNT ||
-	    (unsigned)result >= METRICS_RESULT_COUNT)
+	if ((unsigned)ep >= METRICS_EP_COUNT || (unsigned)result >= METRICS_RESULT_COUNT)
 		return;
 	if ((unsigned)op >= METRICS_OP_COUNT)
 		op = ADMISSION_OP_UNKNOWN;
-	inc(&m->requests[ep][res][op][result], 1);
+	inc(&m->requests[ep][labelled(kind)][op][result], 1);
 	h = &m->duration[ep][result];
 	for (i = 0; i < METRICS_BUCKETS; i++) {
 		if (duration_ns <= bucket_ns[i]) {
@@ -188,10 +207,9 @@ void metrics_violation(struct metrics *m, enum rule_id rule, enum action action)
 		inc(&m->violations[rule][action], 1);
 }
 
-void metrics_break_glass(struct metrics *m, enum metrics_resource res)
+void metrics_break_glass(struct metrics *m, enum object_kind kind)
 {
-	if ((unsigned)res < METRICS_RES_COUNT)
-		inc(&m->break_glass[res], 1);
+	inc(&m->break_glass[labelled(kind)], 1);
 }
 
 void metrics_gate_withheld(struct metrics *m)
@@ -351,13 +369,14 @@ static int render_requests(struct metrics *m, struct buf *out)
 
 	rc = prom_header(out, PROM_REQUESTS_TOTAL);
 	for (e = 0; rc == 0 && e < METRICS_EP_COUNT; e++)
-		for (r = 0; rc == 0 && r < METRICS_RES_COUNT; r++)
+		for (r = 0; rc == 0 && r < NRESOURCES; r++)
 			for (o = 0; rc == 0 && o < METRICS_OP_COUNT; o++)
 				for (s = 0; rc == 0 && s < METRICS_RESULT_COUNT; s++)
 					rc = prom_sample(out, PROM_REQUESTS_TOTAL,
-							 (const char *const[]){ endpoint_names[e], resource_names[r],
+							 (const char *const[]){ endpoint_names[e],
+										resource_names[resource_order[r]],
 										op_names[o], result_names[s] },
-							 "%" PRIu64, get(&m->requests[e][r][o][s]));
+							 "%" PRIu64, get(&m->requests[e][resource_order[r]][o][s]));
 	return rc;
 }
 
@@ -425,8 +444,9 @@ static int render_counters(struct metrics *m, struct buf *out)
 					 "%" PRIu64, get(&m->violations[i][a]));
 	if (rc == 0)
 		rc = prom_header(out, PROM_BREAK_GLASS_TOTAL);
-	for (i = 0; rc == 0 && i < METRICS_RES_COUNT; i++)
-		rc = prom_sample(out, PROM_BREAK_GLASS_TOTAL, &resource_names[i], "%" PRIu64, get(&m->break_glass[i]));
+	for (i = 0; rc == 0 && i < NRESOURCES; i++)
+		rc = prom_sample(out, PROM_BREAK_GLASS_TOTAL, &resource_names[resource_order[i]], "%" PRIu64,
+				 get(&m->break_glass[resource_order[i]]));
 	if (rc == 0)
 		rc = prom_header(out, PROM_GATE_WITHHELD_TOTAL);
 	if (rc == 0)

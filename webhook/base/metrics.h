@@ -28,17 +28,6 @@ enum metrics_endpoint {
 	METRICS_EP_COUNT
 };
 
-/* request.resource.resource, folded to the kinds the guard knows. */
-enum metrics_resource {
-	METRICS_RES_RESOURCESLICES = 0,
-	METRICS_RES_RESOURCECLAIMS,
-	METRICS_RES_PODS,
-	METRICS_RES_CONFIGMAPS,
-	METRICS_RES_OTHER,            /* a resource no rule reads */
-	METRICS_RES_UNKNOWN,          /* the review did not decode */
-	METRICS_RES_COUNT
-};
-
 enum metrics_result {
 	METRICS_RESULT_ALLOWED = 0,
 	METRICS_RESULT_DENIED,        /* a policy denial (403) */
@@ -86,8 +75,12 @@ int metrics_new(const char *version, struct metrics **out);
 /* metrics_free(NULL) is a no-op. No other call may be running. */
 void metrics_free(struct metrics *m);
 
-/* The resource label for request.resource.resource ("" when unknown). */
-enum metrics_resource metrics_resource_of(const char *resource, size_t len);
+/* The resource label of a request is a kind: request.resource.resource
+ * folded to the kinds a rule reads ("resourceslices", "resourceclaims",
+ * "pods", "configmaps"), OBJECT_OTHER for any other resource ("other",
+ * Nodes included: no rule reads them) and OBJECT_NONE when the review did
+ * not decode ("unknown"; also for "" here). */
+enum object_kind metrics_kind_of_resource(const char *resource, size_t len);
 
 /* The code's entry, or -1 for a code not counted. */
 int metrics_http_error_of(unsigned code);
@@ -95,10 +88,10 @@ int metrics_http_error_of(unsigned code);
 /* --- the request path: lock-free, allocation-free ------------------------- */
 
 /* One admission request answered: counts it and observes its duration. */
-void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum metrics_resource res,
+void metrics_request(struct metrics *m, enum metrics_endpoint ep, enum object_kind kind,
 		     enum admission_op op, enum metrics_result result, uint64_t duration_ns);
 void metrics_violation(struct metrics *m, enum rule_id rule, enum action action);
-void metrics_break_glass(struct metrics *m, enum metrics_resource res);
+void metrics_break_glass(struct metrics *m, enum object_kind kind);
 void metrics_http_error(struct metrics *m, enum metrics_http_error code);
 /* A Pod the freeze would have gated, not gated: no replica could release it. */
 void metrics_gate_withheld(struct metrics *m);

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hmap.h"
+
 #define MOUNTDIR_DATA_LINK "..data"
 /* A swap during every one of this many reads in a row is not a race but a
  * directory that never settles: report it instead of spinning. */
@@ -188,27 +190,15 @@ int mountdir_read_path(struct mountdir_file *f, char *err, size_t errn)
 	return read_one(AT_FDCWD, f, err, errn);
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 uint64_t mountdir_signature(const char *dir, const char *const *names, size_t n)
 {
 	char target[PATH_MAX], path[PATH_MAX];
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = HMAP_HASH64_INIT;
 	size_t i;
 
 	if (data_target(dir, target, sizeof(target)) != 0)
 		target[0] = '\0';
-	h = fnv(h, target, strlen(target) + 1);
+	h = hmap_hash64_add(h, target, strlen(target) + 1);
 	for (i = 0; i < n; i++) {
 		struct stat st;
 		int64_t v[7] = { 0 };
@@ -225,7 +215,7 @@ uint64_t mountdir_signature(const char *dir, const char *const *names, size_t n)
 		} else {
 			v[0] = -errno;
 		}
-		h = fnv(h, v, sizeof(v));
+		h = hmap_hash64_add(h, v, sizeof(v));
 	}
 	return h;
 }

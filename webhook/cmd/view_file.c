@@ -140,7 +140,7 @@ int view_file_load(const char *const *paths, size_t npaths, int64_t now_ns, stru
 {
 	struct view_stats vs;
 	size_t i;
-	int rc, r;
+	int rc, k;
 
 	*b = NULL;
 	*v = NULL;
@@ -151,10 +151,9 @@ int view_file_load(const char *const *paths, size_t npaths, int64_t now_ns, stru
 		if ((rc = load_path(*b, paths[i], now_ns, st, err, n)) != 0)
 			goto fail;
 	view_builder_stats(*b, &vs);
-	for (r = 0; r < VIEW_RESOURCE_COUNT; r++) {
-		st->objects[r] = vs.objects[r];
-		view_builder_touch(*b, (enum view_resource)r, now_ns);
-	}
+	for (k = 0; k < OBJECT_KIND_COUNT; k++)
+		st->objects[k] = vs.objects[k];
+	view_builder_touch_all(*b, now_ns);
 	if ((rc = view_builder_publish(*b, v)) == 0)
 		return 0;
 fail:
@@ -165,9 +164,9 @@ fail:
 
 void view_file_describe(const struct view *v, const struct view_dump_stats *st, char *buf, size_t n)
 {
-	int k = snprintf(buf, n, "%u slices (%u pools), %u claims, %u Pods, %u Nodes", view_count(v, VIEW_SLICES),
-			 view_pool_count(v), view_count(v, VIEW_CLAIMS), view_count(v, VIEW_PODS),
-			 view_count(v, VIEW_NODES));
+	int k = snprintf(buf, n, "%u slices (%u pools), %u claims, %u Pods, %u Nodes", view_count(v, OBJECT_RESOURCE_SLICE),
+			 view_pool_count(v), view_count(v, OBJECT_RESOURCE_CLAIM), view_count(v, OBJECT_POD),
+			 view_count(v, OBJECT_NODE));
 
 	if (k > 0 && (size_t)k < n && (st->other || st->refused))
 		snprintf(buf + k, n - (size_t)k, "; %llu of other kinds skipped, %llu unusable%s%s",

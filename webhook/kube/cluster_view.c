@@ -24,20 +24,18 @@
 #include "reflector.h"
 #include "view_stream.h"
 
-/* The first VIEW_RESOURCE_COUNT in enum view_resource order. */
-enum res {
-	RES_SLICES = 0,
-	RES_CLAIMS,
-	RES_PODS,
-	RES_NODES,
-	RES_CONFIGMAP,
-	RES_COUNT
-};
+/* What the cluster view watches, in the order of its metrics and of
+ * /debug/view: the kinds the view holds, then the policy ConfigMap. */
+static const enum object_kind watched[] = { OBJECT_RESOURCE_SLICE, OBJECT_RESOURCE_CLAIM, OBJECT_POD, OBJECT_NODE,
+					    OBJECT_CONFIG_MAP };
+#define NWATCHED ((int)(sizeof(watched) / sizeof(watched[0])))
 
-static const char *const res_names[RES_COUNT] = { "resourceslices", "resourceclaims", "pods", "nodes",
-						  "configmap" };
-static const enum object_kind res_kinds[RES_COUNT] = { OBJECT_RESOURCE_SLICE, OBJECT_RESOURCE_CLAIM, OBJECT_POD,
-						       OBJECT_NODE, OBJECT_CONFIG_MAP };
+/* A watch's name (its metrics' resource label, its key in /debug/view):
+ * the kind's API resource, but "configmap" for the one ConfigMap. */
+static const char *watch_name(enum object_kind k)
+{
+	return k == OBJECT_CONFIG_MAP ? "configmap" : model_kind_resource(k);
+}
 
 /* Pods are watched as kube-scheduler's own informer watches them: the
  * finished ones hold nothing on a node. */
@@ -51,7 +49,7 @@ struct cluster_view;
 /* One watched resource: its reflector, and where its objects go. */
 struct resource {
 	struct cluster_view *cv;
-	enum res res;
+	enum object_kind kind;
 	struct reflector *r;
 };
 
@@ -80,7 +78,7 @@ struct cluster_view {
 	char version[16];             /* resource.k8s.io version in use */
 	enum api_version api_version;
 	struct view_builder *b;
-	struct resource r[RES_COUNT];
+	struct resource r[NWATCHED];  /* in watched[] order */
 	struct config_map_copy cm, cm_list;   /* the ConfigMap: as watched, as being listed */
 	atomic_bool cm_exists_pub;
 	struct snapshot_slot slot;
@@ -196,13 +194,13 @@ static void set_why(struct cluster_view *cv)
 	char why[600] = "";
 	int k;
 
-	for (k = 0; k < RES_COUNT; k++) {
+	for (k = 0; k < NWATCHED; k++) {
 		const struct reflector *r = cv->r[k].r;
 		const char *err = reflector_last_error(r);
 
 		if (reflector_synced(r))
 			continue;
-		snprintf(why, sizeof(why), "cluster view: %s not synced yet%s%.400s", res_names[k],
+		snprintf(why, sizeof(why), "cluster view: %s not synced yet%s%.400s", watch_name(cv->r[k].kind),
 			 err[0] ? ": " : "", err);
 		break;
 	}
@@ -280,14 +278,14 @@ static int view_begin(void *ctx)
 {
 	struct resource *x = ctx;
 
-	return view_builder_relist_begin(x->cv->b, (enum view_resource)x->res);
+	return view_builder_relist_begin(x->cv->b, x->kind);
 }
 
 static void view_abort(void *ctx)
 {
 	struct resource *x = ctx;
 
-	view_builder_relist_abort(x->cv->b, (enum view_resource)x->res);
+	view_builder_relist_abort(x->cv->b, x->kind);
 }
 
 static int view_commit(void *ctx)
@@ -295,7 +293,7 @@ static int view_commit(void *ctx)
 	struct resource *x = ctx;
 
 	x->cv->trim_due = true;
-	return view_builder_relist_commit(x->cv->b, (enum view_resource)x->res, clock_wall_ns());
+	return view_builder_relist_commit(x->cv->b, x->kind, clock_wall_ns());
 }
 
 static int view_object(void *ctx, bool listed, enum view_event ev, const struct k8s_object *obj, char *err,
@@ -304,15 +302,15 @@ static int view_object(void *ctx, bool listed, enum view_event ev, const struct 
 	struct resource *x = ctx;
 
 	if (listed)
-		return view_builder_relist_add(x->cv->b, (enum view_resource)x->res, obj, clock_wall_ns(), err, n);
-	return view_builder_apply(x->cv->b, (enum view_resource)x->res, ev, obj, clock_wall_ns(), err, n);
+		return view_builder_relist_add(x->cv->b, x->kind, obj, clock_wall_ns(), err, n);
+	return view_builder_apply(x->cv->b, x->kind, ev, obj, clock_wall_ns(), err, n);
 }
 
 static void view_touch(void *ctx, int64_t now_ns)
 {
 	struct resource *x = ctx;
 
-	view_builder_touch(x->cv->b, (enum view_resource)x->res, now_ns);
+	view_builder_touch(x->cv->b, x->kind, now_ns);
 }
 
 static int cm_begin(void *ctx)
@@ -359,18 +357,18 @@ static int cm_object(void *ctx, bool listed, enum view_event ev, const struct k8
 	return 0;
 }
 
-/* The collection of a resource, and the start of its query. */
-static void collection(const struct cluster_view *cv, enum res res, char *buf, size_t n)
+/* The collection of kind k, and the start of its query. */
+static void collection(const struct cluster_view *cv, enum object_kind k, char *buf, size_t n)
 {
-	if (res == RES_CONFIGMAP)
+	if (k == OBJECT_CONFIG_MAP)
 		snprintf(buf, n, "/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3D%s&",
 			 cv->cfg.cm_namespace, cv->cfg.cm_name);
-	else if (res == RES_PODS)
+	else if (k == OBJECT_POD)
 		snprintf(buf, n, "/api/v1/pods?fieldSelector=%s&", POD_FIELD_SELECTOR);
-	else if (res == RES_NODES)
+	else if (k == OBJECT_NODE)
 		snprintf(buf, n, "/api/v1/nodes?");
 	else
-		snprintf(buf, n, "/apis/resource.k8s.io/%s/%s?", cv->version, res_names[res]);
+		snprintf(buf, n, "/apis/resource.k8s.io/%s/%s?", cv->version, model_kind_resource(k));
 }
 
 /* --- discovery ------------------------------------------------------------------- */
@@ -435,7 +433,7 @@ static void update_readiness(struct cluster_view *cv)
 	int k;
 	bool all = true;
 
-	for (k = 0; k < RES_COUNT; k++)
+	for (k = 0; k < NWATCHED; k++)
 		all = all && reflector_synced(cv->r[k].r);
 	pthread_mutex_lock(&cv->mu);
 	if (all && !cv->synced_ns)
@@ -458,7 +456,7 @@ static void *run(void *arg)
 		if (discover(cv, err, sizeof(err)) == 0)
 			break;
 		/* Counted for every resource: each waits for the version discovery names. */
-		for (k = 0; k < RES_COUNT; k++)
+		for (k = 0; k < NWATCHED; k++)
 			reflector_discovery_failed(cv->r[k].r, err);
 		set_why(cv);
 		log_msg_str(LOG_WARN, "cluster view: API server not reachable yet", "error", err);
@@ -469,10 +467,10 @@ static void *run(void *arg)
 		while (!atomic_load(&cv->stop) && clock_mono_ms() < until)
 			curl_multi_poll(cv->multi, NULL, 0, (int)(until - clock_mono_ms()), NULL);
 	}
-	for (k = 0; k < RES_COUNT; k++) {
-		collection(cv, (enum res)k, path, sizeof(path));
+	for (k = 0; k < NWATCHED; k++) {
+		collection(cv, cv->r[k].kind, path, sizeof(path));
 		reflector_set_collection(cv->r[k].r, path,
-					 k == RES_SLICES || k == RES_CLAIMS ? cv->api_version : API_V1);
+					 *model_kind_group(cv->r[k].kind) ? cv->api_version : API_V1);
 	}
 	if (!atomic_load(&cv->stop))
 		log_msg_str(LOG_INFO, "cluster view: watching", "resource_k8s_io_version", cv->version);
@@ -481,7 +479,7 @@ static void *run(void *arg)
 		int running = 0, left;
 		CURLMsg *msg;
 
-		for (k = 0; k < RES_COUNT; k++)
+		for (k = 0; k < NWATCHED; k++)
 			wait = reflector_poll(cv->r[k].r, wait);
 		curl_multi_perform(cv->multi, &running);
 		while ((msg = curl_multi_info_read(cv->multi, &left)) != NULL) {
@@ -491,12 +489,14 @@ static void *run(void *arg)
 			update_readiness(cv);
 			wait = 0;
 		}
-		for (k = 0; k < RES_COUNT; k++)
+		for (k = 0; k < NWATCHED; k++)
 			reflector_count_events(cv->r[k].r);
 		now = clock_mono_ms();
 		if (view_builder_dirty(cv->b)) {
-			bool all = reflector_synced(cv->r[RES_SLICES].r) && reflector_synced(cv->r[RES_CLAIMS].r) &&
-				   reflector_synced(cv->r[RES_PODS].r) && reflector_synced(cv->r[RES_NODES].r);
+			bool all = true;   /* every watch of a kind the view holds */
+
+			for (k = 0; k < NWATCHED; k++)
+				all = all && (!view_holds_kind(cv->r[k].kind) || reflector_synced(cv->r[k].r));
 
 			if (all && now - cv->last_publish_ms >= CLUSTER_VIEW_PUBLISH_MS)
 				publish(cv);
@@ -546,25 +546,25 @@ int cluster_view_new(struct cluster_view_config *cfg, struct metrics *m, struct 
 		cluster_view_free(cv);
 		return -ENOMEM;
 	}
-	for (k = 0; k < RES_COUNT; k++) {
+	for (k = 0; k < NWATCHED; k++) {
 		static const struct reflector_sink view_sink = { .begin = view_begin, .abort = view_abort,
 								 .commit = view_commit, .object = view_object,
 								 .touch = view_touch };
 		static const struct reflector_sink cm_sink = { .begin = cm_begin, .abort = cm_abort,
 							       .commit = cm_commit, .object = cm_object };
 		struct reflector_config rc = {
-			.name = res_names[k], .kind = res_kinds[k],
+			.name = watch_name(watched[k]), .kind = watched[k],
 			/* The ConfigMap, one object by name, is listed. */
-			.stream = cv->cfg.stream_lists && k != RES_CONFIGMAP,
+			.stream = cv->cfg.stream_lists && watched[k] != OBJECT_CONFIG_MAP,
 			.page_size = cv->cfg.page_size, .watch_timeout_s = cv->cfg.watch_timeout_s,
 			.watch_silence_s = cv->cfg.watch_silence_s, .list_timeout_s = cv->cfg.list_timeout_s,
 			.max_object = cv->cfg.max_object,
 		};
-		struct reflector_sink sink = k == RES_CONFIGMAP ? cm_sink : view_sink;
+		struct reflector_sink sink = view_holds_kind(watched[k]) ? view_sink : cm_sink;
 		struct resource *x = &cv->r[k];
 
 		x->cv = cv;
-		x->res = (enum res)k;
+		x->kind = watched[k];
 		sink.ctx = x;
 		if (reflector_new(&rc, &sink, cv->cfg.client, cv->multi, &x->r) != 0) {
 			cluster_view_free(cv);
@@ -611,7 +611,7 @@ void cluster_view_free(struct cluster_view *cv)
 		free(h);
 	}
 	/* Before the builder and the multi handle their requests use. */
-	for (k = 0; k < RES_COUNT; k++)
+	for (k = 0; k < NWATCHED; k++)
 		reflector_free(cv->r[k].r);
 	cm_clear(&cv->cm);
 	cm_clear(&cv->cm_list);
@@ -669,11 +669,12 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 	pthread_mutex_unlock(&cv->mu);
 	jw_key(&w, "resources");
 	jw_object_begin(&w);
-	for (k = 0; k < RES_COUNT; k++) {
+	for (k = 0; k < NWATCHED; k++) {
 		struct reflector *r = cv->r[k].r;
-		uint64_t objects = k < VIEW_RESOURCE_COUNT ? st.objects[k] : atomic_load(&cv->cm_exists_pub) ? 1 : 0;
+		enum object_kind kind = cv->r[k].kind;
+		uint64_t objects = view_holds_kind(kind) ? st.objects[kind] : atomic_load(&cv->cm_exists_pub) ? 1 : 0;
 
-		jw_key(&w, res_names[k]);
+		jw_key(&w, watch_name(kind));
 		jw_object_begin(&w);
 		jw_kbool(&w, "synced", reflector_synced_pub(r));
 		jw_kuint(&w, "objects", objects);
@@ -773,7 +774,7 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 	static const char *const object_names[] = { "resourceslices", "resourceclaims", "pods",
 						    "nodes", "pools", "pool_tombstones" };
 	struct cluster_view *cv = ctx;
-	struct reflector *rs[RES_COUNT];
+	struct reflector *rs[NWATCHED];
 	struct view_stats st;
 	int64_t now = clock_wall_ns();
 	int rc, k;
@@ -781,12 +782,12 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 	pthread_mutex_lock(&cv->mu);
 	st = cv->stats;
 	pthread_mutex_unlock(&cv->mu);
-	for (k = 0; k < RES_COUNT; k++)
+	for (k = 0; k < NWATCHED; k++)
 		rs[k] = cv->r[k].r;
-	unsigned objects[] = { st.objects[VIEW_SLICES], st.objects[VIEW_CLAIMS], st.objects[VIEW_PODS],
-			       st.objects[VIEW_NODES], st.pools, st.pool_tombstones };
+	unsigned objects[] = { st.objects[OBJECT_RESOURCE_SLICE], st.objects[OBJECT_RESOURCE_CLAIM],
+			       st.objects[OBJECT_POD], st.objects[OBJECT_NODE], st.pools, st.pool_tombstones };
 
-	rc = reflector_render_metrics(rs, RES_COUNT, out);
+	rc = reflector_render_metrics(rs, NWATCHED, out);
 	if (rc == 0)
 		rc = prom_header(out, PROM_VIEW_OBJECTS);
 	for (k = 0; rc == 0 && k < (int)(sizeof(objects) / sizeof(objects[0])); k++)

@@ -229,19 +229,19 @@ static void log_break_glass(const struct admission_result *res)
 static void record(struct admit *a, enum metrics_endpoint ep, const struct admission_result *res,
 		   enum metrics_result result, unsigned status, uint64_t dur)
 {
-	enum metrics_resource resource = METRICS_RES_UNKNOWN;
+	enum object_kind resource = OBJECT_NONE;
 	int idx = metrics_http_error_of(status);
 	uint32_t i;
 
 	if (res->decoded)
-		resource = metrics_resource_of(res->req.resource.resource.ptr, res->req.resource.resource.len);
+		resource = metrics_kind_of_resource(res->req.resource.resource.ptr, res->req.resource.resource.len);
 	metrics_request(a->m, ep, resource, res->decoded ? res->req.operation : ADMISSION_OP_UNKNOWN,
 			result, dur);
 	if (idx >= 0)
 		metrics_http_error(a->m, (enum metrics_http_error)idx);
 	if (status != 200)
 		return;
-	if (result == METRICS_RESULT_DENIED && resource == METRICS_RES_RESOURCESLICES) {
+	if (result == METRICS_RESULT_DENIED && resource == OBJECT_RESOURCE_SLICE) {
 		/* DELETE reviews carry only the old object. */
 		const struct k8s_object *o = res->req.object.kind == OBJECT_RESOURCE_SLICE ? &res->req.object
 					     : &res->req.old_object;
@@ -403,7 +403,7 @@ int admit_refuse(struct admit *a, bool mutate, const char *text, size_t len, int
 	if (rc == 0) {
 		dur = clock_mono_ns() - start_ns;
 		if (!counted)
-			metrics_request(a->m, mutate ? METRICS_EP_MUTATE : METRICS_EP_VALIDATE, METRICS_RES_UNKNOWN,
+			metrics_request(a->m, mutate ? METRICS_EP_MUTATE : METRICS_EP_VALIDATE, OBJECT_NONE,
 					ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR, dur);
 		/* Before the copy, which may overwrite the uid. */
 		log_unjudged(mutate, uid, code, message, dur);
@@ -442,7 +442,7 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		dur = clock_mono_ns() - start_ns;
 		if (unjudged_uid(body, len, tmp, sizeof(tmp), &uid) &&
 		    encode_unjudged(mutate, uid, 503, no_policy, out) == 0) {
-			metrics_request(a->m, ep, METRICS_RES_UNKNOWN, ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR, dur);
+			metrics_request(a->m, ep, OBJECT_NONE, ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR, dur);
 			log_unjudged(mutate, uid, 503, no_policy, dur);
 			return 200;
 		}
@@ -481,7 +481,7 @@ unsigned admit_review(struct admit *a, bool mutate, const char *body, size_t len
 		snprintf(msg, sizeof(msg), "dra-guard could not build the answer to this review within its "
 			 "limits (%s); it was not judged", strerror(-rc));
 		if (encode_unjudged(mutate, uid, 500, msg, out) == 0) {
-			metrics_request(a->m, ep, METRICS_RES_UNKNOWN, ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR,
+			metrics_request(a->m, ep, OBJECT_NONE, ADMISSION_OP_UNKNOWN, METRICS_RESULT_ERROR,
 					dur);
 			log_unjudged(mutate, uid, 500, msg, dur);
 			snapshot_release(vsnap);
