@@ -354,16 +354,26 @@ int jw_array_end(struct jw *w)
 	return end(w, JW_ARRAY, ']');
 }
 
+/* 0 when the next thing the writer takes is an object's member (a key):
+ * else its sticky error, or -EINVAL (kept) for a key where none fits. */
+static int member_next(struct jw *w)
+{
+	if (w->err)
+		return w->err;
+	if (w->depth == 0 || w->want_value || !(w->level[w->depth - 1] & JW_OBJECT))
+		return fail(w, -EINVAL);
+	return 0;
+}
+
 /* clean: the caller knows the key needs no escape (a JW_KEY() literal). */
 static int key_n(struct jw *w, const char *key, size_t n, bool clean)
 {
 	uint8_t *lv;
 	int rc;
 
-	if (w->err)
-		return w->err;
-	if (w->depth == 0 || w->want_value || !(w->level[w->depth - 1] & JW_OBJECT))
-		return fail(w, -EINVAL);
+	rc = member_next(w);
+	if (rc)
+		return rc;
 	lv = &w->level[w->depth - 1];
 	if (w->indent == 0 && (clean || all_verbatim(key, n, !w->plain))) {
 		/* a compact writer's plain key: comma, key and colon in one append */
@@ -431,10 +441,9 @@ int jw_members(struct jw *w, const char *json, size_t n)
 	uint8_t *lv;
 	int rc;
 
-	if (w->err)
-		return w->err;
-	if (w->depth == 0 || w->want_value || !(w->level[w->depth - 1] & JW_OBJECT))
-		return fail(w, -EINVAL);
+	rc = member_next(w);
+	if (rc)
+		return rc;
 	if (n == 0)
 		return 0;
 	lv = &w->level[w->depth - 1];
