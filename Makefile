@@ -82,7 +82,7 @@ CMOCKA_LIBS = $(shell $(PKG_CONFIG) --libs cmocka)
 
 # The source folders, lowest first, and the folders each one may include
 # (docs/development.md draws them). policy/ is the pure engine, webhook/ the
-# program around it; tests/test_source_rules.py checks this table against
+# program around it; tests/e2e/test_source_rules.py checks this table against
 # the tree and the includes.
 POLICY_DIRS := lib model config view ledger rules events offline
 WEBHOOK_DIRS := base kube server cmd
@@ -99,6 +99,15 @@ LAYERS_webhook/kube := $(LAYERS_webhook/base) webhook/base
 LAYERS_webhook/server := $(LAYERS_webhook/kube) webhook/kube
 LAYERS_webhook/cmd := $(LAYERS_webhook/server) webhook/server
 SRC_DIRS := $(addprefix policy/,$(POLICY_DIRS)) $(addprefix webhook/,$(WEBHOOK_DIRS))
+
+# After a failed compile of a folder's source: which headers that folder may
+# include, because a header of a folder above it is "No such file" (the -I
+# of each folder is its layer), which does not say that the include is the
+# mistake.
+layer_dir = $(patsubst %/,%,$(dir $(1)))
+layer_note = $(if $(filter $(call layer_dir,$(1)),$(SRC_DIRS)),echo "note: $(call layer_dir,$(1)) may include \
+	headers of its own folder $(if $(LAYERS_$(call layer_dir,$(1))),and of $(LAYERS_$(call layer_dir,$(1))),only) \
+	(docs/development.md, Layout): a header not found is in a folder above it" >&2,true)
 $(foreach d,$(SRC_DIRS),$(eval INC_$(d) := $(addprefix -I,$(d) $(LAYERS_$(d)))))
 .PHONY: print-layers
 print-layers:
@@ -207,7 +216,8 @@ $(BUILD)/$(1)/gen/%.o: private INC := $$(INC_webhook/cmd)
 $(BUILD)/$(1)/%.o: %.c $(BUILD)/$(1)/.flags $$($(1)_OBJ_DEPS) | deps
 	$$(call msg,CC,$$@)
 	@mkdir -p $$(@D)
-	$$(Q)$$($(1)_FLAGS) $$(or $$(INC),$$(INC_other)) $$(PROFILE_EXTRA) -dumpbase $$< -MMD -MP -c -o $$@ $$<
+	$$(Q)$$($(1)_FLAGS) $$(or $$(INC),$$(INC_other)) $$(PROFILE_EXTRA) -dumpbase $$< -MMD -MP -c -o $$@ $$< \
+		|| { $$(call layer_note,$$<); exit 1; }
 
 $(BUILD)/$(1)/gen/%.o: $(BUILD)/gen/%.c $(BUILD)/$(1)/.flags | deps
 	$$(call msg,CC,$$@)

@@ -115,6 +115,9 @@ def test_an_include_pointing_up_does_not_compile():
         try:
             p = make("VERSION=t2", "build/rel/policy/%s/zz_arrow.o" % folder, ok=False)
             guard.check(p.returncode != 0 and header in p.stdout, "%s compiled:\n%s" % (what, p.stdout))
+            # The failure names the rule, not only the missing file.
+            guard.check("note: policy/%s may include headers of its own folder" % folder in p.stdout,
+                        "%s: the failure does not say what the folder may include:\n%s" % (what, p.stdout))
         finally:
             os.unlink(path)
     # The same include where the layer allows it compiles.

@@ -68,6 +68,12 @@ class Block:
         return self.lang == "sh" or self.prompted
 
 
+def read_text(path):
+    """The file at path (from the repository's root), closed again."""
+    with open(os.path.join(ROOT, path)) as f:
+        return f.read()
+
+
 def blocks(path):
     """Every fenced block of path, its lines without the fence's indent."""
     with open(os.path.join(ROOT, path)) as f:
@@ -319,7 +325,7 @@ class Flags(unittest.TestCase):
     every flag the docs give a command is one of its flags."""
 
     def test_every_flag_is_documented(self):
-        text = "\n".join(open(os.path.join(ROOT, p)).read() for p in doc_files())
+        text = "\n".join(read_text(p) for p in doc_files())
         for command in FLAG_COMMANDS:
             for flag in help_flags(command):
                 self.assertRegex(text, r"(?<![\w-])--%s(?![\w-])" % re.escape(flag),
@@ -329,7 +335,7 @@ class Flags(unittest.TestCase):
         known = {c: set(help_flags(c)) | {"help"} for c in FLAG_COMMANDS}
         pattern = re.compile(r"dra-guard (%s)\b" % "|".join(re.escape(c) for c in FLAG_COMMANDS))
         for path in doc_files():
-            lines = open(os.path.join(ROOT, path)).read().split("\n")
+            lines = read_text(path).split("\n")
             i = 0
             while i < len(lines):
                 line, j = lines[i], i
@@ -348,7 +354,7 @@ class Flags(unittest.TestCase):
     def test_serve_flags_table_is_the_table(self):
         """docs/operations.md's table of serve's flags: one row per flag of
         the table, with the variable --help names."""
-        doc = open(os.path.join(ROOT, "docs", "operations.md")).read()
+        doc = read_text(os.path.join("docs", "operations.md"))
         section = doc[doc.index("### Flags"):]
         section = section[:section.index("\n#", 5)]
         rows = dict(re.findall(r"^\| `--([a-z0-9-]+)[^|]*\| `(\w+)`", section, re.M))

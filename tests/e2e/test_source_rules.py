@@ -83,7 +83,12 @@ def layer_violations(files, allowed):
             continue
         for inc in INCLUDE.findall(t):
             where = home.get(inc)
-            if not where:
+            if "/" in inc:
+                # A path defeats the per-folder -I: the include is named by
+                # its file alone, and the folder's layer decides.
+                bad.append("%s includes \"%s\" by a path: name the header alone (\"%s\"); its folder "
+                           "must be below %s" % (p, inc, os.path.basename(inc), d))
+            elif not where:
                 bad.append("%s includes %s, which no folder has" % (p, inc))
             elif len(where) > 1:
                 bad.append("%s includes %s, which %s all have" % (p, inc, ", ".join(where)))
@@ -200,15 +205,26 @@ JW_LITERAL = re.compile(r'\bJW_(?:KEY|LIT)\s*\([^,]*,\s*"((?:\\.|[^"\\\n])*)"\s*
 JW_VERBATIM = re.compile(r"\bjw_(?:key|string)_verbatim\s*\(")
 
 
+def strip_comments(text):
+    """text without its /* */ comments, each kept as its line breaks, so
+    that an offset in the result is on the line it was on in text."""
+    return re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+
+
+def line_of(text, offset):
+    return text.count("\n", 0, offset) + 1
+
+
 def json_by_hand(files):
     """Places other than jw.c that quote JSON strings or build JSON text by hand."""
     bad = []
     for p, t in files:
         if p in (os.path.join("policy", "lib", "jw.c"), os.path.join("policy", "lib", "jw.h")):
             continue
-        code = re.sub(r"/\*.*?\*/", "", t, flags=re.S)
-        if re.search(r"\bbuf_add_json_str", code):
-            bad.append("%s: buf_add_json_str" % p)
+        code = strip_comments(t)
+        m = re.search(r"\bbuf_add_json_str", code)
+        if m:
+            bad.append("%s:%d: buf_add_json_str" % (p, line_of(code, m.start())))
         if JW_VERBATIM.search(code):
             bad.append("%s: jw_*_verbatim() called, not through JW_KEY()/JW_LIT()" % p)
         for m in JW_LITERAL.finditer(code):
@@ -218,7 +234,7 @@ def json_by_hand(files):
             lits = [s.group(0) for s in STRINGS.finditer(call_text(code, m.end() - 1))]
             hit = next((x for x in lits if JSON_SYNTAX.search(x)), None)
             if hit:
-                bad.append("%s: %s(%s" % (p, m.group(1), hit[:60]))
+                bad.append("%s:%d: %s(%s" % (p, line_of(code, m.start()), m.group(1), hit[:60]))
     return bad
 
 
@@ -303,8 +319,8 @@ FNV_PRIME = re.compile(r"\b(16777619|0x0*1000193|1099511628211|0x0*100000001b3)(
 def fnv_writers(files):
     """Files other than hmap.h that multiply by an FNV prime."""
     keep = os.path.join("policy", "lib", "hmap.h")
-    return ["%s: %s" % (p, m.group(0)) for p, t in files if p != keep
-            for m in [FNV_PRIME.search(re.sub(r"/\*.*?\*/", "", t, flags=re.S))] if m]
+    return ["%s:%d: %s" % (p, line_of(code, m.start()), m.group(0)) for p, t in files if p != keep
+            for code in [strip_comments(t)] for m in [FNV_PRIME.search(code)] if m]
 
 
 def test_hashes_are_hmaps():
@@ -344,6 +360,9 @@ def test_folders_include_only_downwards():
     probe["policy/lib/probe.c"] = '#include "engine.h"\n'
     guard.check(any("probe.c" in b for b in layer_violations(probe, allowed)),
                 "an include of the engine from policy/lib went unnoticed")
+    probe = {"policy/lib/probe.c": '#include "../../webhook/base/clock.h"\n', "webhook/base/clock.h": ""}
+    guard.check(any("by a path" in b for b in layer_violations(probe, allowed)),
+                "an include by a relative path went unnoticed: %s" % layer_violations(probe, allowed))
     print("     %d folders, %d files, every include points down" % (len(allowed), len(files)))
 
 
