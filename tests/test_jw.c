@@ -159,6 +159,31 @@ static void test_json_escaping(void **state)
 	}
 }
 
+/* An empty string may come as (NULL, 0), as an absent field's struct str
+ * does: it is "" and touches no memory (UBSan checks the copies). */
+static void test_empty_strings_with_no_text(void **state)
+{
+	struct buf b;
+	struct jw w;
+
+	(void)state;
+	buf_init(&b, 1024);
+	jw_init(&w, &b);
+	jw_object_begin(&w);
+	jw_key_str(&w, (struct str){ NULL, 0 });
+	jw_string(&w, NULL, 0);
+	jw_key_verbatim(&w, NULL, 0);
+	jw_string_verbatim(&w, NULL, 0);
+	jw_key(&w, "a");
+	jw_array_begin(&w);
+	jw_string(&w, NULL, 0);
+	jw_array_end(&w);
+	jw_object_end(&w);
+	assert_int_equal(jw_finish(&w), 0);
+	assert_string_equal(buf_cstr(&b), "{\"\":\"\",\"\":\"\",\"a\":[\"\"]}");
+	buf_free(&b);
+}
+
 static void test_escape_over_cap_rolls_back(void **state)
 {
 	struct buf b;
@@ -669,6 +694,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_documents),
 		cmocka_unit_test(test_json_escaping),
+		cmocka_unit_test(test_empty_strings_with_no_text),
 		cmocka_unit_test(test_escape_over_cap_rolls_back),
 		cmocka_unit_test(test_strings_of_every_length),
 		cmocka_unit_test(test_members),

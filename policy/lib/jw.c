@@ -177,7 +177,8 @@ static int add_json_str(struct buf *b, const char *s, size_t n, bool html)
 		rc = buf_extend(b, n + 2, &p);
 		if (rc == 0) {
 			p[0] = '"';
-			memcpy(p + 1, s, n);
+			if (n)                 /* an empty string's text may be NULL */
+				memcpy(p + 1, s, n);
 			p[n + 1] = '"';
 		}
 		return rc;
@@ -386,7 +387,8 @@ static int key_n(struct jw *w, const char *key, size_t n, bool clean)
 		if (comma)
 			*p++ = ',';
 		p[0] = '"';
-		memcpy(p + 1, key, n);
+		if (n)                     /* an empty key's text may be NULL */
+			memcpy(p + 1, key, n);
 		p[n + 1] = '"';
 		p[n + 2] = ':';
 		*lv |= JW_SOME;
@@ -430,7 +432,8 @@ int jw_string_verbatim(struct jw *w, const char *s, size_t n)
 	rc = buf_extend(w->out, n + 2, &p);
 	if (rc == 0) {
 		p[0] = '"';
-		memcpy(p + 1, s, n);
+		if (n)
+			memcpy(p + 1, s, n);
 		p[n + 1] = '"';
 	}
 	return value_done(w, rc);
@@ -571,7 +574,8 @@ static int json_number(struct jw *w, struct str lit)
 
 	if (lit.len >= sizeof(t))
 		return fail(w, -ERANGE);
-	memcpy(t, lit.ptr, lit.len);
+	if (lit.len)
+		memcpy(t, lit.ptr, lit.len);
 	t[lit.len] = '\0';
 	errno = 0;
 	if (!memchr(lit.ptr, '.', lit.len) && !memchr(lit.ptr, 'e', lit.len) && !memchr(lit.ptr, 'E', lit.len)) {
