@@ -215,6 +215,34 @@ void doc_build_take(struct doc_builder *b, struct doc_set **out)
 	b->set = NULL;
 }
 
+int doc_build_size(struct doc_builder *b, size_t len)
+{
+	if (len <= b->lim.max_bytes)
+		return 0;
+	return doc_build_fail(b, -E2BIG, 0, 0, "input is %zu bytes, more than the limit of %zu", len,
+			      b->lim.max_bytes);
+}
+
+int doc_build_parse(doc_reader_fn *read, const char *text, size_t len, const struct doc_limits *lim,
+		    struct arena *mem, struct doc_set **out, struct doc_error *err)
+{
+	struct doc_builder b;
+	int rc;
+
+	*out = NULL;
+	rc = doc_build_init(&b, lim, mem, err);
+	if (rc)
+		goto out;
+	rc = doc_build_size(&b, len);
+	if (rc == 0)
+		rc = read(&b, text, len);
+	if (rc == 0)
+		doc_build_take(&b, out);
+out:
+	doc_build_release(&b);
+	return rc;
+}
+
 /* Grow *arr (of elem-sized entries, *alloc of them) to hold need entries,
  * in mem when it is not NULL. */
 static int grow(struct arena *mem, void **arr, size_t *alloc, size_t need, size_t elem)

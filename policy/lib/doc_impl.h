@@ -73,6 +73,19 @@ void doc_build_release(struct doc_builder *b);
 /* Hand the finished set to the caller. */
 void doc_build_take(struct doc_builder *b, struct doc_set **out);
 
+/* 0 when an input of len bytes is within the builder's limit; else the
+ * -E2BIG failure, recorded as the builder's error. */
+int doc_build_size(struct doc_builder *b, size_t len);
+
+/* A reader of one text into a builder (doc_yaml_read, doc_json_read). */
+typedef int doc_reader_fn(struct doc_builder *b, const char *text, size_t len);
+
+/* The whole of doc_parse_yaml_in() / doc_parse_json_in(): a builder as
+ * doc_build_init() makes it, the size checked, text read by read, the set
+ * into *out (NULL on failure). 0 or the builder's error. */
+int doc_build_parse(doc_reader_fn *read, const char *text, size_t len, const struct doc_limits *lim,
+		    struct arena *mem, struct doc_set **out, struct doc_error *err);
+
 /* Start and end one document of a stream. */
 int doc_build_begin_doc(struct doc_builder *b, uint32_t line, uint32_t col);
 int doc_build_end_doc(struct doc_builder *b);

@@ -119,11 +119,9 @@ int doc_parse_stream(const char *text, size_t len, const struct doc_limits *lim,
 	rc = doc_build_init(&b, lim, NULL, err ? err : &local);
 	if (rc)
 		goto out;
-	if (len > b.lim.max_bytes) {
-		rc = doc_build_fail(&b, -E2BIG, 0, 0, "input is %zu bytes, more than the limit of %zu",
-				    len, b.lim.max_bytes);
+	rc = doc_build_size(&b, len);
+	if (rc)
 		goto out;
-	}
 	if (is_json(text, len)) {
 		rc = doc_json_read(&b, text, len);
 		if (rc && !b.fatal)

@@ -873,22 +873,5 @@ int doc_parse_yaml(const char *text, size_t len, const struct doc_limits *lim,
 int doc_parse_yaml_in(const char *text, size_t len, const struct doc_limits *lim, struct arena *mem,
 		      struct doc_set **out, struct doc_error *err)
 {
-	struct doc_builder b;
-	int rc;
-
-	*out = NULL;
-	rc = doc_build_init(&b, lim, mem, err);
-	if (rc)
-		goto out;
-	if (len > b.lim.max_bytes) {
-		rc = doc_build_fail(&b, -E2BIG, 0, 0, "input is %zu bytes, more than the limit of %zu",
-				    len, b.lim.max_bytes);
-		goto out;
-	}
-	rc = doc_yaml_read(&b, text, len);
-	if (rc == 0)
-		doc_build_take(&b, out);
-out:
-	doc_build_release(&b);
-	return rc;
+	return doc_build_parse(doc_yaml_read, text, len, lim, mem, out, err);
 }
