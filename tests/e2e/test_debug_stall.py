@@ -39,11 +39,11 @@ REVIEW_SIZE = 64 * 1024
 BOUND = 120.0
 
 
-def seed(env):
-    """CLAIMS claims of 253-byte names, put straight into the fake store."""
+def seed(env, claims=CLAIMS):
+    """claims claims of 253-byte names, put straight into the fake store."""
     env.ensure_namespace(NS)
     with env.lock:
-        for i in range(CLAIMS):
+        for i in range(claims):
             name = ("claim-%06d-" % i).ljust(253, "x")
             env._put_new("resource.k8s.io", "resourceclaims", NS, {
                 "metadata": {"name": name},
@@ -196,7 +196,47 @@ def test_a_slow_reader_is_cut_off_at_the_send_timeout():
         env.stop()
 
 
+def test_an_answer_past_the_debug_budget_is_refused_and_the_path_freed():
+    """An answer larger than what --debug-memory-budget has left is never
+    built past it: 503 with Retry-After, counted as reason="budget", its
+    bytes and its path's slot given back (the next request is refused for
+    the budget again, not as busy), and a smaller answer still served."""
+    claims = 1000
+    env = envtest.EnvTest()
+    env.start()
+    try:
+        seed(env, claims)
+        with guard.TempDir() as d:
+            certs = guard.make_certs(d)
+            kc = env.kubeconfig(path=os.path.join(d, "kc.yaml"))
+            srv = guard.Server(certs, ["--kubeconfig", kc, "--debug-memory-budget", "64Ki"], wait_ready=False)
+            try:
+                srv.wait(lambda: srv.ready()[0] and srv.ready()[1]["clusterView"]["resources"]["resourceclaims"]
+                         ["objects"] == claims, "the view to hold every claim", timeout=BOUND)
+                for i in range(2):
+                    st, body, hdrs = guard.http_get(srv.metrics_port, "/debug/view", with_headers=True)
+                    check(st == 503, "/debug/view past the budget, try %d: HTTP %d" % (i, st))
+                    check(hdrs.get("Retry-After") == "5", "no Retry-After: %s" % hdrs)
+                    check(b"--debug-memory-budget" in body, "the refusal does not name the flag: %r" % body[:300])
+                m = srv.metrics()
+                check(guard.metric(m, "dra_guard_debug_refused_total", reason="budget") == 2,
+                      "budget refusals counted: %s" % guard.metric(m, "dra_guard_debug_refused_total",
+                                                                     reason="budget"))
+                check(guard.metric(m, "dra_guard_debug_refused_total", reason="busy") == 0,
+                      "a refused answer kept its path busy")
+                check(guard.metric(m, "dra_guard_debug_memory_bytes") == 0, "a refused answer holds bytes")
+                st, _ = guard.http_get(srv.metrics_port, "/debug/pending")
+                check(st in (200, 404), "/debug/pending beside the refusals: HTTP %d" % st)
+                print("     /debug/view of %d claims refused twice under --debug-memory-budget 64Ki" % claims)
+            finally:
+                srv.stop()
+                srv.cleanup()
+    finally:
+        env.stop()
+
+
 if __name__ == "__main__":
     envtest.require("test_debug_stall", fake=True)
     guard.run_tests([test_stalled_debug_readers_leave_reviews_judged,
-                     test_a_slow_reader_is_cut_off_at_the_send_timeout])
+                     test_a_slow_reader_is_cut_off_at_the_send_timeout,
+                     test_an_answer_past_the_debug_budget_is_refused_and_the_path_freed])

@@ -83,6 +83,19 @@ struct debug_text {
 
 static const char *const debug_refusal_names[HTTPD_DEBUG_REFUSALS] = { "busy", "budget" };
 
+/* Take path's slot: false when another answer of it is in flight. */
+static bool debug_begin(struct httpd *h, enum httpd_debug_path path)
+{
+	return !atomic_exchange(&h->debug_busy[path], true);
+}
+
+/* Give path's slot back (debug_begin() took it): the answer is sent,
+ * dropped or never made. */
+static void debug_end(struct httpd *h, enum httpd_debug_path path)
+{
+	atomic_store(&h->debug_busy[path], false);
+}
+
 /* The answer has been sent or dropped: its bytes and its path's slot
  * are free again. */
 static void debug_text_free(void *cls)
@@ -90,7 +103,7 @@ static void debug_text_free(void *cls)
 	struct debug_text *t = cls;
 
 	atomic_fetch_sub(&t->h->debug_in_use, t->n);
-	atomic_store(&t->h->debug_busy[t->path], false);
+	debug_end(t->h, t->path);
 	free(t->text);
 	free(t);
 }
@@ -113,12 +126,6 @@ static enum MHD_Result answer_status(struct MHD_Connection *c, unsigned code, co
 static void debug_refused(struct httpd *h, enum httpd_debug_refusal why)
 {
 	atomic_fetch_add(&h->debug_refused[why], 1);
-}
-
-/* Take path's slot: false when another answer of it is in flight. */
-static bool debug_begin(struct httpd *h, enum httpd_debug_path path)
-{
-	return !atomic_exchange(&h->debug_busy[path], true);
 }
 
 /* What the debug budget has left: the cap of the buffer an answer is
@@ -146,7 +153,7 @@ static enum MHD_Result answer_debug(struct httpd *h, struct MHD_Connection *c, e
 
 	if (rc == -E2BIG) {
 		buf_free(b);
-		atomic_store(&h->debug_busy[path], false);
+		debug_end(h, path);
 		debug_refused(h, HTTPD_DEBUG_BUDGET);
 		log_msg(LOG_WARN, "debug answer refused: larger than what --debug-memory-budget has left");
 		return answer_status(c, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailable", too_big,
@@ -154,7 +161,7 @@ static enum MHD_Result answer_debug(struct httpd *h, struct MHD_Connection *c, e
 	}
 	if (rc != 0 || buf_take(b, &text, &len) != 0) {
 		buf_free(b);
-		atomic_store(&h->debug_busy[path], false);
+		debug_end(h, path);
 		return MHD_queue_response(c, MHD_HTTP_INTERNAL_SERVER_ERROR, h->r_500);
 	}
 	atomic_fetch_add(&h->debug_in_use, len);
@@ -162,7 +169,7 @@ static enum MHD_Result answer_debug(struct httpd *h, struct MHD_Connection *c, e
 	r = t ? MHD_create_response_from_buffer_with_free_callback_cls(len, text, debug_text_free, t) : NULL;
 	if (!r) {
 		atomic_fetch_sub(&h->debug_in_use, len);
-		atomic_store(&h->debug_busy[path], false);
+		debug_end(h, path);
 		free(text);
 		free(t);
 		return MHD_NO;
@@ -256,7 +263,7 @@ static enum MHD_Result answer_debug_view(struct httpd *h, struct MHD_Connection 
 	rc = cluster_view_dump_json(h->env.view, &b);
 	if (rc == -EAGAIN) {
 		buf_free(&b);
-		atomic_store(&h->debug_busy[HTTPD_DEBUG_VIEW], false);
+		debug_end(h, HTTPD_DEBUG_VIEW);
 		return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, h->r_503);
 	}
 	return answer_debug(h, c, HTTPD_DEBUG_VIEW, rc, &b,
@@ -286,7 +293,7 @@ static enum MHD_Result answer_debug_ledger(struct httpd *h, struct MHD_Connectio
 	rc = ledger_watch_json(h->env.ledger, node, at != NULL, &b);
 	if (rc == -EAGAIN || rc == -ENOENT) {
 		buf_free(&b);
-		atomic_store(&h->debug_busy[HTTPD_DEBUG_LEDGER], false);
+		debug_end(h, HTTPD_DEBUG_LEDGER);
 		return MHD_queue_response(c, rc == -EAGAIN ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_NOT_FOUND,
 					  rc == -EAGAIN ? h->r_503 : h->r_404_nofreeze);
 	}
