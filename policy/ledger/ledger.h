@@ -125,6 +125,7 @@ struct ledger_totals {
 struct ledger {
 	int64_t now_ns;
 	uint64_t view_seq;
+	struct view_atom_ids ids;            /* the view's atoms: what the entries' claims name */
 	uint32_t nnodes;
 	struct ledger_node *nodes;           /* sorted by name */
 	uint32_t nentries;

@@ -23,33 +23,35 @@ void view_limits_default(struct view_limits *lim)
 
 static const struct str none = { "", 0 };
 
-struct vkey view_record_key(unsigned table, const struct view_rec *r)
+struct vkey view_record_key(struct view_atom_ids ids, unsigned table, const struct view_rec *r)
 {
 	switch (table) {
 	case OBJECT_RESOURCE_SLICE:
-		return (struct vkey){ none, str_from_cstr(((const struct view_slice *)r)->name), r->hash };
+		return (struct vkey){ none, str_from_cstr(view_slice_name((const struct view_slice *)r)), r->hash };
 	case OBJECT_RESOURCE_CLAIM: {
 		const struct view_claim *c = (const struct view_claim *)r;
 
-		return (struct vkey){ view_atom_str(c->namespace), str_from_cstr(c->name), r->hash };
+		return (struct vkey){ view_atom_str(view_atom_id(ids, c->namespace)), str_from_cstr(view_claim_name(c)),
+				      r->hash };
 	}
 	case OBJECT_POD: {
 		const struct view_pod *p = (const struct view_pod *)r;
 
-		return (struct vkey){ view_atom_str(p->namespace), str_from_cstr(p->name), r->hash };
+		return (struct vkey){ view_atom_str(view_atom_id(ids, p->namespace)), str_from_cstr(view_pod_name(p)),
+				      r->hash };
 	}
 	case OBJECT_NODE:
-		return (struct vkey){ none, str_from_cstr(((const struct view_node *)r)->name), r->hash };
+		return (struct vkey){ none, str_from_cstr(view_node_name((const struct view_node *)r)), r->hash };
 	case VIEW_INDEX_PNAMES:
 		return (struct vkey){ none, view_atom_str(((const struct view_pname *)r)->name), r->hash };
 	case VIEW_INDEX_HOLDS:   /* (driver, pool): the "<pool>/<device>" part is view_hold_key_eq()'s */
-		return (struct vkey){ view_atom_str(((const struct view_hold *)r)->driver),
-				      view_atom_str(((const struct view_hold *)r)->pool), r->hash };
+		return (struct vkey){ view_atom_str(view_atom_id(ids, ((const struct view_hold *)r)->driver)),
+				      view_atom_str(view_atom_id(ids, ((const struct view_hold *)r)->pool)), r->hash };
 	default:                    /* VIEW_INDEX_POOLS */
 		break;
 	}
-	return (struct vkey){ view_atom_str(((const struct view_pool *)r)->driver),
-			      view_atom_str(((const struct view_pool *)r)->name), r->hash };
+	return (struct vkey){ view_atom_str(view_atom_id(ids, ((const struct view_pool *)r)->driver)),
+			      view_atom_str(view_atom_id(ids, ((const struct view_pool *)r)->name)), r->hash };
 }
 
 int view_builder_new(const struct view_limits *lim, struct view_builder **out)
@@ -122,6 +124,7 @@ void view_builder_stats(const struct view_builder *b, struct view_stats *st)
 		if (view_has_table(k))
 			st->record_bytes += vt_bytes(b->t[k].dir);
 	st->atom_bytes = b->atoms.bytes;
+	st->atom_id_bytes = b->atoms.id_bytes;
 	st->retired = b->limbo_len - b->limbo_head;
 	st->snapshots = b->nviews;
 }
@@ -188,7 +191,7 @@ static int make_record(struct view_builder *b, enum object_kind kind, const stru
 		rc = view_record_slice(b, obj, &s, err, n);
 		if (rc == 0) {
 			/* An update that changes the mappings is seen here. */
-			if (o && o->fingerprint != s->fingerprint)
+			if (o && !view_aref_eq(o->fingerprint, s->fingerprint))
 				s->mapping_changed_ns = now;
 			else if (o)
 				s->mapping_changed_ns = o->mapping_changed_ns;
@@ -240,12 +243,12 @@ static int slice_pools(struct view_builder *b, struct vtable *slices, struct vta
 {
 	int rc = 0;
 
-	if (old && (!s || old->driver != s->driver || old->pool != s->pool))
-		rc = view_pool_update(b, slices, pools, view_atom_str(old->driver), view_atom_str(old->pool),
-				      str_from_cstr(old->name), none, now);
+	if (old && (!s || !view_aref_eq(old->driver, s->driver) || !view_aref_eq(old->pool, s->pool)))
+		rc = view_pool_update(b, slices, pools, astr(&b->atoms, old->driver), astr(&b->atoms, old->pool),
+				      str_from_cstr(view_slice_name(old)), none, now);
 	if (rc == 0 && s)
-		rc = view_pool_update(b, slices, pools, view_atom_str(s->driver), view_atom_str(s->pool),
-				      none, str_from_cstr(s->name), now);
+		rc = view_pool_update(b, slices, pools, astr(&b->atoms, s->driver), astr(&b->atoms, s->pool),
+				      none, str_from_cstr(view_slice_name(s)), now);
 	if (rc == 0)
 		rc = view_pool_evict(b, pools);
 	return rc;
@@ -487,6 +490,7 @@ int view_builder_publish(struct view_builder *b, const struct view **out)
 		free(v);
 		return -ENOMEM;
 	}
+	v->head.ids = atom_ids(&b->atoms);
 	v->seq = b->seq;
 	for (k = 0; k < VIEW_TABLES; k++)
 		v->dir[k] = b->t[k].dir;
