@@ -400,7 +400,8 @@ static enum ledger_counted counted_on(const struct build *b, const struct view_c
 	return reserved_on(b, c, n->name) ? LEDGER_OMITTED : LEDGER_UNBOUND;
 }
 
-struct str ledger_device_zone(const struct policy *pol, struct str driver, const struct view_device *d,
+struct str ledger_device_zone(const struct view *v, const struct policy *pol, struct str driver,
+			      const struct view_device *d,
 			      char *buf, size_t n)
 {
 	const struct driver_policy *dp = pol ? policy_driver(pol, driver) : NULL;
@@ -415,7 +416,7 @@ struct str ledger_device_zone(const struct policy *pol, struct str driver, const
 		names[nn++] = pol->numa_attributes.items[i];
 	for (i = 0; i < nn; i++) {
 		for (j = 0; j < d->nattrs; j++) {
-			const struct view_attr *at = &d->attrs[j];
+			const struct view_attr *at = &view_device_attrs(v, d)[j];
 			struct str an = view_atom_str(at->name);
 
 			/* "numaNode" in the driver's domain is spelled either way. */
@@ -507,7 +508,7 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 
 	if (!n)
 		return b->rc;
-	zone = ledger_device_zone(b->pol, view_str(b->v, r->driver), d, zbuf, sizeof(zbuf));
+	zone = ledger_device_zone(b->v, b->pol, view_str(b->v, r->driver), d, zbuf, sizeof(zbuf));
 	if (zone.ptr == zbuf && arena_strdup(b->a, zbuf, zone.len, &zone) != 0)
 		return b->rc = arena_error(b->a);
 	if (l->nentries == b->ealloc) {

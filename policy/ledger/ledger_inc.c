@@ -594,7 +594,7 @@ static int slice_holders(struct update *u, const struct view_slice *s)
 
 	for (i = 0; s && i < s->ndevices && rc == 0; i++) {
 		const struct view_hold *h = view_hold_get(u->nv, view_str(u->nv, s->driver), view_str(u->nv, s->pool),
-							  view_atom_str(s->devices[i].name));
+							  view_str(u->nv, s->devices[i].name));
 		char kb[KEY_MAX];
 
 		for (j = 0; h && j < h->nholders && rc == 0; j++)

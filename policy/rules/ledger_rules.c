@@ -163,7 +163,7 @@ static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 			 * name in both is not, on this node or any other. */
 			for (k = 0; k < o->ndevices; k++) {
 				const struct view_device *od = &o->devices[k];
-				const struct device *d = model_device(s, view_atom_str(od->name));
+				const struct device *d = model_device(s, view_str(c->view, od->name));
 
 				if (!d || (d->nmappings == 0 && od->nmappings == 0))
 					continue;
@@ -265,12 +265,13 @@ static void undecided_or_deny(struct check *c, enum ledger_reason reason, uint8_
 			      "%s; the policy says ledger.undecided: deny", what);
 }
 
-static bool capacity_mapped(const struct view_device *d)
+static bool capacity_mapped(const struct view *v, const struct view_device *d)
 {
+	const struct view_mapping *m = view_device_mappings(v, d);
 	uint32_t i;
 
 	for (i = 0; i < d->nmappings; i++)
-		if (d->mappings[i].capacity_key && view_atom_str(d->mappings[i].capacity_key).len)
+		if (m[i].capacity_key && view_atom_str(m[i].capacity_key).len)
 			return true;
 	return false;
 }
@@ -345,7 +346,7 @@ static void rule_pool_fresh(struct check *c, const struct resource_claim *cl)
 					      shown(r->driver), r->driver.ptr, (long long)p->generation);
 			continue;
 		}
-		if (r->nconsumed_capacity == 0 && capacity_mapped(d))
+		if (r->nconsumed_capacity == 0 && capacity_mapped(c->view, d))
 			check_violation_cause(c, RULE_LEDGER_POOL_FRESH, LEDGER_CAUSE_MAPPING_UNCHARGED, false, path,
 					      "device \"%.*s\" maps node resources from its capacity (capacityKey) but "
 					      "the result has no consumedCapacity: neither the scheduler nor the ledger "
@@ -528,7 +529,7 @@ static void rule_numa_split(struct check *c, const struct resource_claim *cl)
 		if (!(dp && dp->numa_align) && !class_aligned(c, cl, r->request))
 			continue;
 		d = view_device_current(c->view, r->driver, r->pool, r->device, NULL);
-		z = ledger_device_zone(c->policy, r->driver, d, buf, sizeof(buf));
+		z = ledger_device_zone(c->view, c->policy, r->driver, d, buf, sizeof(buf));
 		if (str_eq_cstr(z, LEDGER_ZONE_UNKNOWN))
 			continue;
 		if (nz == 1 && str_eq_cstr(z, zones[0]))
@@ -749,7 +750,7 @@ static void lookup_result(const struct check *c, struct lookup *lk, uint32_t k, 
 				struct amounts a;
 				int n, x;
 
-				if (!str_eq(view_atom_str(s->devices[m].name), dev))
+				if (!str_eq(view_str(c->view, s->devices[m].name), dev))
 					continue;
 				n = view_device_amounts(c->view, &s->devices[m], r, now, MAX_RES, &st);
 				if (n < 0 || st != VIEW_CHARGE_OK)

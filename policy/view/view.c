@@ -610,7 +610,7 @@ const struct view_device *view_device_find(const struct view *v, struct str driv
 		const struct view_slice *s = view_slice_get(v, str_from_cstr(p->slice_names[i]));
 
 		for (j = 0; s && j < s->ndevices; j++) {
-			if (str_eq(view_atom_str(s->devices[j].name), device)) {
+			if (str_eq(view_str(v, s->devices[j].name), device)) {
 				if (slice)
 					*slice = s;
 				return &s->devices[j];
@@ -758,7 +758,8 @@ uint32_t view_pool_drivers(const struct view *v, struct str pool, const struct v
 
 /* The device in the pool's slices of dirs, preferring its newest
  * generation. */
-static const struct view_device *device_in(const struct vdir *slices, const struct vdir *pools,
+static const struct view_device *device_in(struct view_atom_ids ids, const struct vdir *slices,
+					   const struct vdir *pools,
 					   struct str driver, struct str pool, struct str device,
 					   const struct view_slice **slice)
 {
@@ -774,7 +775,7 @@ static const struct view_device *device_in(const struct vdir *slices, const stru
 		const struct view_slice *s = (const struct view_slice *)vt_get(slices, OBJECT_RESOURCE_SLICE, &sk);
 
 		for (j = 0; s && j < s->ndevices; j++) {
-			if (!str_eq(view_atom_str(s->devices[j].name), device))
+			if (!str_eq(view_atom_str(view_atom_id(ids, s->devices[j].name)), device))
 				continue;
 			if (!found || s->generation == p->generation) {
 				found = &s->devices[j];
@@ -794,7 +795,8 @@ const struct view_device *view_device_current(const struct view *v, struct str d
 	struct vkey pk = view_key(driver, pool);
 	const struct view_pool *p = (const struct view_pool *)vt_get(v->dir[VIEW_INDEX_POOLS], VIEW_INDEX_POOLS, &pk);
 	const struct view_slice *s = NULL;
-	const struct view_device *d = device_in(v->dir[OBJECT_RESOURCE_SLICE], v->dir[VIEW_INDEX_POOLS], driver, pool, device, &s);
+	const struct view_device *d = device_in(view_ids(v), v->dir[OBJECT_RESOURCE_SLICE], v->dir[VIEW_INDEX_POOLS], driver, pool,
+						       device, &s);
 
 	if (slice)
 		*slice = NULL;
@@ -809,5 +811,6 @@ const struct view_device *view_builder_device(const struct view_builder *b, stru
 					      struct str pool, struct str device,
 					      const struct view_slice **slice)
 {
-	return device_in(b->t[OBJECT_RESOURCE_SLICE].dir, b->t[VIEW_INDEX_POOLS].dir, driver, pool, device, slice);
+	return device_in(atom_ids(&b->atoms), b->t[OBJECT_RESOURCE_SLICE].dir, b->t[VIEW_INDEX_POOLS].dir, driver, pool,
+			 device, slice);
 }

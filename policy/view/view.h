@@ -218,17 +218,29 @@ struct view_mapping {
 	const struct view_atom *overhead_per_container;
 };
 
+/* 32 B: the capacities stay a pointer, to a blob or, when some capacity
+ * has validValues, into the slice's record. */
 struct view_device {
-	const struct view_atom *name;
-	const struct view_atom *node_name;   /* perDeviceNodeSelection, or NULL */
+	struct view_aref name;
+	struct view_aref node_name;   /* perDeviceNodeSelection, or none */
+	struct view_aref attrs;       /* a blob of nattrs struct view_attr (view_device_attrs()) */
+	struct view_aref mappings;    /* a blob of nmappings struct view_mapping (view_device_mappings()) */
 	uint16_t nattrs, ncapacity, nmappings;
-	bool allow_multiple_allocations : 1;   /* bits beside the counts: 48 B a device */
+	bool allow_multiple_allocations : 1;   /* bits beside the counts */
 	bool all_nodes : 1;
 	bool has_node_selector : 1;
-	const struct view_attr *attrs;
 	const struct view_capacity *capacity;
-	const struct view_mapping *mappings;
 };
+
+static inline const struct view_attr *view_device_attrs(const struct view *v, const struct view_device *d)
+{
+	return (const struct view_attr *)view_blob_at(v, d->attrs);
+}
+
+static inline const struct view_mapping *view_device_mappings(const struct view *v, const struct view_device *d)
+{
+	return (const struct view_mapping *)view_blob_at(v, d->mappings);
+}
 
 /* Every record starts with its key's hash. */
 struct view_rec {

@@ -31,9 +31,10 @@ static const struct quantity *consumed_of(const struct view_amount *consumed, ui
 	return NULL;
 }
 
-int view_mapping_amounts(const struct view_device *d, const struct view_amount *consumed, uint32_t nconsumed,
-			 struct view_amount *out, uint32_t max, enum view_charge_state *state)
+int view_mapping_amounts(struct view_atom_ids ids, const struct view_device *d, const struct view_amount *consumed,
+			 uint32_t nconsumed, struct view_amount *out, uint32_t max, enum view_charge_state *state)
 {
+	const struct view_atom *maps = view_atom_id(ids, d->mappings);
 	struct quantity one;
 	uint32_t i, n = 0;
 	int rc;
@@ -41,7 +42,7 @@ int view_mapping_amounts(const struct view_device *d, const struct view_amount *
 	*state = VIEW_CHARGE_OK;
 	quantity_from_int(1, &one);
 	for (i = 0; i < d->nmappings; i++) {
-		const struct view_mapping *m = &d->mappings[i];
+		const struct view_mapping *m = (const struct view_mapping *)(const void *)maps->data + i;
 		const struct view_atom *mult = m->shape == MAPPING_V137 && m->capacity_key ? m->capacity_multiplier
 					       : m->multiplier;
 		const struct quantity *factor = mult ? view_atom_qty(mult) : &one;
@@ -94,7 +95,7 @@ int view_device_amounts(const struct view *v, const struct view_device *d, const
 		return -E2BIG;
 	for (i = 0; i < n; i++)
 		consumed[i] = (struct view_amount){ view_atom_str(q[i].name), *view_atom_qty(q[i].value) };
-	return view_mapping_amounts(d, consumed, n, out, max, state);
+	return view_mapping_amounts(view_ids(v), d, consumed, n, out, max, state);
 }
 
 /* --- holds ------------------------------------------------------------------- */

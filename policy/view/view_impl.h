@@ -220,7 +220,8 @@ void view_record_put_more(struct view_builder *b, unsigned table, void *p);
 
 /* The amounts the scheduler adds for a result that consumed consumed[]
  * on device d (view_device_amounts(), view_hold.c). */
-int view_mapping_amounts(const struct view_device *d, const struct view_amount *consumed, uint32_t nconsumed,
+int view_mapping_amounts(struct view_atom_ids ids, const struct view_device *d, const struct view_amount *consumed,
+			 uint32_t nconsumed,
 			 struct view_amount *out, uint32_t max, enum view_charge_state *state);
 
 /* The key of a record of the table numbered table; a hold's is (driver,

@@ -343,12 +343,12 @@ static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 	for (i = 0; s->devices && i < s->ndevices; i++) {
 		const struct view_device *d = &s->devices[i];
 
-		atom_put(as, d->name);
-		atom_put(as, d->node_name);
+		atom_put_ref(as, d->name);
+		atom_put_ref(as, d->node_name);
 		/* Attributes, capacities and mappings are blobs, but capacities
 		 * with validValues, which stay in the record. */
-		atom_put(as, view_blob_of(d->attrs));
-		atom_put(as, view_blob_of(d->mappings));
+		atom_put_ref(as, d->attrs);
+		atom_put_ref(as, d->mappings);
 		if (!view_in_record(s, d->capacity)) {
 			atom_put(as, view_blob_of(d->capacity));
 			continue;
@@ -488,8 +488,8 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 			f.rc = -ENOMEM;
 			break;
 		}
-		vd->name = S(&f, d->name);
-		vd->node_name = S_opt(&f, d->node_name);
+		vd->name = SR(&f, d->name);
+		vd->node_name = SR_opt(&f, d->node_name);
 		vd->allow_multiple_allocations = d->allow_multiple_allocations;
 		vd->all_nodes = d->all_nodes;
 		vd->has_node_selector = d->has_node_selector;
@@ -533,8 +533,8 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 			vm->overhead_per_pod = Qf(&f, &m->overhead_per_pod);
 			vm->overhead_per_container = Qf(&f, &m->overhead_per_container);
 		}
-		vd->attrs = B(&f, ATOM_ATTRS, attrs, (size_t)na * sizeof(*attrs));
-		vd->mappings = B(&f, ATOM_MAPS, maps, (size_t)d->nmappings * sizeof(*maps));
+		vd->attrs = BR(&f, ATOM_ATTRS, attrs, (size_t)na * sizeof(*attrs));
+		vd->mappings = BR(&f, ATOM_MAPS, maps, (size_t)d->nmappings * sizeof(*maps));
 		if (!pd[i].caps_inline)
 			vd->capacity = B(&f, ATOM_CAPS, caps, (size_t)d->ncapacity * sizeof(*caps));
 	}
@@ -660,7 +660,7 @@ static int charge(struct view_builder *b, const struct resource_claim *cl, struc
 		for (j = 0; j < a->nconsumed_capacity; j++)
 			consumed[j] = (struct view_amount){ a->consumed_capacity[j].name,
 							    a->consumed_capacity[j].value.value };
-		n = view_mapping_amounts(d, consumed, a->nconsumed_capacity, amounts, MAX_AMOUNTS, &c->state);
+		n = view_mapping_amounts(atom_ids(&b->atoms), d, consumed, a->nconsumed_capacity, amounts, MAX_AMOUNTS, &c->state);
 		if (n < 0)
 			return n;
 		c->slice = atom_str(&b->atoms, str_from_cstr(view_slice_name(sl)), &rc);
