@@ -512,7 +512,8 @@ struct view_hold {
 /* Caps, set when the builder is made; going over one is an error. */
 struct view_limits {
 	uint32_t max_objects;       /* per resource */
-	uint32_t max_atoms;         /* distinct interned strings, quantities and arrays */
+	uint32_t max_atoms;         /* distinct interned strings, quantities and arrays;
+				     * at most VIEW_ATOM_MAX_ID (an atom's id is 24 bits) */
 	uint32_t pool_tombstones;   /* emptied pools kept; the oldest go first */
 	uint32_t max_pool_slices;   /* slices in one pool */
 };
