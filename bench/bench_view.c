@@ -281,8 +281,9 @@ static int files(char **paths)
 		sum(&sc[3], &no->h);
 	for (pl = view_first_pool(&it, v); pl; pl = view_next_pool(&it))
 		sum(&sc[4], &pl->h);
-	printf("files  seconds=%.2f records=%zu atoms=%zu (%u) holds=%u rss_kib=%ld (at start %ld)\n",
-	       clock_mono_s() - t0, st.record_bytes, st.atom_bytes, st.atoms, st.holds, rss_kib(), rss0);
+	printf("files  seconds=%.2f records=%zu atoms=%zu (%u) atom_ids=%zu holds=%u rss_kib=%ld (at start %ld)\n",
+	       clock_mono_s() - t0, st.record_bytes, st.atom_bytes, st.atoms, st.atom_id_bytes, st.holds, rss_kib(),
+	       rss0);
 	per("slices", &sc[0]);
 	per("claims", &sc[1]);
 	per("pods", &sc[2]);

@@ -177,23 +177,23 @@ static void test_list_in_any_chunking_gives_the_same_view(void **state)
 		assert_int_equal(view_synced_ns(v, OBJECT_RESOURCE_SLICE), 1000);
 		s = view_slice_get(v, STR_LIT("worker-00042-gpu"));
 		assert_non_null(s);
-		assert_string_equal(s->resource_version, "10");
-		assert_true(str_eq(view_atom_str(s->pool), STR_LIT("worker-00042")));
+		assert_string_equal(view_slice_rv(s), "10");
+		assert_true(str_eq(view_str(v, s->pool), STR_LIT("worker-00042")));
 		assert_int_equal(s->ndevices, 8);
 		d = &s->devices[5];
-		assert_true(str_eq(view_atom_str(d->name), STR_LIT("gpu-5")));
+		assert_true(str_eq(view_str(v, d->name), STR_LIT("gpu-5")));
 		/* the list-typed attribute is not kept */
 		assert_int_equal(d->nattrs, 2);
-		assert_int_equal(d->attrs[0].type, VIEW_ATTR_INT);
-		assert_int_equal(d->attrs[0].i, 1);
+		assert_int_equal(view_device_attrs(v, d)[0].type, VIEW_ATTR_INT);
+		assert_int_equal(view_device_attrs(v, d)[0].i, 1);
 		assert_int_equal(d->ncapacity, 1);
 		assert_true(d->capacity[0].has_policy);
 		assert_non_null(d->capacity[0].step);
 		assert_int_equal(d->nmappings, 2);
-		assert_true(str_eq(view_atom_str(d->mappings[1].capacity_key), STR_LIT("gpu.example.com/memory")));
+		assert_true(str_eq(view_atom_str(view_device_mappings(v, d)[1].capacity_key), STR_LIT("gpu.example.com/memory")));
 		/* atoms are shared between records */
-		assert_ptr_equal(d->mappings[0].multiplier,
-				 view_slice_get(v, STR_LIT("worker-00001-gpu"))->devices[0].mappings[0].multiplier);
+		assert_ptr_equal(view_device_mappings(v, d)[0].multiplier,
+				 view_device_mappings(v, &view_slice_get(v, STR_LIT("worker-00001-gpu"))->devices[0])[0].multiplier);
 		p = view_pool_get(v, STR_LIT("gpu.example.com"), STR_LIT("worker-00042"));
 		assert_non_null(p);
 		assert_int_equal(p->nslices, 1);
@@ -340,13 +340,13 @@ static void test_device_holds_name_each_claim_on_the_device_once(void **state)
 			assert_non_null(h);
 			memset(seen, 0, sizeof(seen));
 			for (i = 0; i < h->nholders; i++) {
-				unsigned c = (unsigned)atoi(h->holders[i].claim->name + 2);
+				unsigned c = (unsigned)atoi(view_claim_name(h->holders[i].claim) + 2);
 
 				assert_true(c < HOLD_CLAIMS);
 				hold_device(c, pool, dev);
 				assert_string_equal(pool, pools[d]);
 				assert_string_equal(dev, devs[d]);
-				assert_true(str_eq(view_atom_str(h->holders[i].claim->namespace),
+				assert_true(str_eq(view_str(v, h->holders[i].claim->namespace),
 						   str_from_cstr(c % 2 ? "ns-a" : "ns-b")));
 				assert_int_equal(h->holders[i].result, 0);
 				assert_int_equal(seen[c]++, 0);
@@ -415,22 +415,22 @@ static void test_claims_are_compact_and_keyed_by_namespace(void **state)
 	assert_non_null(c);
 	assert_true(c->allocated);
 	assert_true(c->node_local);
-	assert_true(str_eq(view_atom_str(c->node_name), STR_LIT("node-2")));
+	assert_true(str_eq(view_str(v, c->node_name), STR_LIT("node-2")));
 	assert_int_equal(c->nresults, 1);
-	assert_true(str_eq(view_atom_str(c->results[0].device), STR_LIT("gpu-1")));
-	assert_int_equal(view_result_nconsumed(&c->results[0]), 1);
+	assert_true(str_eq(view_str(v, c->results[0].device), STR_LIT("gpu-1")));
+	assert_int_equal(view_result_nconsumed(v, &c->results[0]), 1);
 	assert_null(view_uid_text(&c->uid));
 	view_uid_format(&c->uid, uid, sizeof(uid));
 	assert_string_equal(uid, "0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b");
 	assert_true(view_uid_eq(&c->uid, STR_LIT("0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b")));
 	assert_int_equal(c->nreserved, 1);
-	assert_string_equal(view_claim_reserved_for(c)[0].name, "p-1");
+	assert_string_equal(view_consumer_name(c, &view_claim_reserved_for(c)[0]), "p-1");
 	assert_string_equal(view_uid_text(&view_claim_reserved_for(c)[0].uid), "NOT-A-UUID");
-	assert_true(str_eq(view_atom_str(view_claim_reserved_for(c)[0].gr->api_group), STR_LIT("")));
-	assert_true(str_eq(view_atom_str(view_claim_reserved_for(c)[0].gr->resource), STR_LIT("pods")));
+	assert_true(str_eq(view_atom_str(view_consumer_gr(v, &view_claim_reserved_for(c)[0])->api_group), STR_LIT("")));
+	assert_true(str_eq(view_atom_str(view_consumer_gr(v, &view_claim_reserved_for(c)[0])->resource), STR_LIT("pods")));
 	/* one (apiGroup, resource) pair for both claims' Pods */
-	assert_ptr_equal(view_claim_reserved_for(c)[0].gr,
-			 view_claim_reserved_for(view_claim_get(v, STR_LIT("ns-1"), STR_LIT("c")))[0].gr);
+	assert_int_equal(view_claim_reserved_for(c)[0].gr.id,
+			 view_claim_reserved_for(view_claim_get(v, STR_LIT("ns-1"), STR_LIT("c")))[0].gr.id);
 	assert_null(view_claim_get(v, STR_LIT("ns-3"), STR_LIT("c")));
 	view_builder_release(b, v);
 	view_builder_free(b);
@@ -917,14 +917,14 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
 	v = publish(b);
 	p = view_pod_get(v, STR_LIT("ns"), STR_LIT("p"));
 	assert_non_null(p);
-	assert_string_equal(view_atom_str(p->node_name).ptr, "w1");
+	assert_string_equal(view_str(v, p->node_name).ptr, "w1");
 	assert_true(view_uid_eq(&p->uid, STR_LIT("0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b")));
 	assert_int_equal(p->nrequests, 2);
 	assert_int_equal(p->nclaims, 2);
-	assert_string_equal(p->claims[0], "fixed");
-	assert_string_equal(p->claims[1], "p-b-x7");      /* the template's claim, by its generated name */
+	assert_string_equal(view_pod_claim(p, 0), "fixed");
+	assert_string_equal(view_pod_claim(p, 1), "p-b-x7");      /* the template's claim, by its generated name */
 	assert_int_equal(p->nstatuses, 1);
-	assert_int_equal(p->statuses[0].claim, 1);
+	assert_int_equal(view_pod_statuses(v, p)[0].claim, 1);
 	/* a record of what the ledger reads: far below the Pod's JSON */
 	assert_true(p->h.size < 256);
 	n = view_node_get(v, STR_LIT("w1"));
@@ -948,12 +948,12 @@ static void test_pods_and_nodes_keep_what_the_ledger_reads(void **state)
  * arrays of them (attributes, mappings, requests, charges), are interned
  * atoms shared by every record holding them: counted once for the view
  * below, not per object. */
-#define BUDGET_PER_DEVICE 66        /* a slice's record over its 8 devices */
-#define BUDGET_PER_CLAIM 200
-#define BUDGET_PER_POD_WITH_CLAIM 104
-#define BUDGET_PER_POD 80
-#define BUDGET_PER_NODE 48
-#define BUDGET_PER_HOLD_DEVICE 56   /* a held device's hold, with one holder */
+#define BUDGET_PER_DEVICE 46        /* a slice's record over its 8 devices */
+#define BUDGET_PER_CLAIM 128        /* one result, one consumer */
+#define BUDGET_PER_POD_WITH_CLAIM 72
+#define BUDGET_PER_POD 56
+#define BUDGET_PER_NODE 32
+#define BUDGET_PER_HOLD_DEVICE 40   /* a held device's hold, with one holder */
 #define BUDGET_ATOMS_PER_NODE 224   /* interned bytes, for the whole view */
 
 #define B_NODES 64
@@ -1115,6 +1115,10 @@ static void test_records_stay_within_their_byte_budget(void **state)
 	 * resourceVersions, a node's charges; 8 devices, 4 namespaces, and
 	 * one array of attributes, mappings and requests of each shape). */
 	assert_true(st.atom_bytes <= (size_t)BUDGET_ATOMS_PER_NODE * B_NODES);
+	/* The atoms' id table: a directory sized from the cap, and chunks of
+	 * 4,096 ids only as far as ids were given. */
+	assert_true(st.atom_id_bytes <= (4000000 / VIEW_ATOM_CHUNK + 1) * sizeof(void *) +
+					(st.atoms / VIEW_ATOM_CHUNK + 1) * VIEW_ATOM_CHUNK * sizeof(void *));
 	view_builder_release(b, v);
 	view_builder_free(b);
 	arena_free(a);
@@ -1157,32 +1161,36 @@ static void test_a_results_share_id_and_consumed_capacity_read_back(void **state
 	struct arena *a = NULL;
 	const struct view_claim *plain, *shared, *c1, *c2;
 	const struct view_result *r;
+	const struct view *v;
 	struct quantity q;
 
 	(void)state;
 	assert_int_equal(view_builder_new(NULL, &b), 0);
 	assert_int_equal(arena_new(1 << 24, &a), 0);
 	plain = result_claim(b, a, "plain", "");
-	assert_null(plain->results[0].share_id);
-	assert_null(plain->results[0].consumed);
-	assert_int_equal(view_result_nconsumed(&plain->results[0]), 0);
 	shared = result_claim(b, a, "shared", ",\"shareID\":\"7d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50\","
 			      "\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\",\"gpu.example.com/sm\":\"10\"}");
-	r = &shared->results[0];
-	assert_true(str_eq(view_atom_str(r->share_id), STR_LIT("7d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50")));
-	assert_int_equal(view_result_nconsumed(r), 2);
-	assert_true(str_eq(view_atom_str(r->consumed[0].name), STR_LIT("gpu.example.com/memory")));
-	assert_int_equal(quantity_parse("8Gi", 3, &q), 0);
-	assert_int_equal(quantity_cmp(view_atom_qty(r->consumed[0].value), &q), 0);
-	assert_true(str_eq(view_atom_str(r->consumed[1].name), STR_LIT("gpu.example.com/sm")));
 	c1 = result_claim(b, a, "c1", ",\"shareID\":\"1d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50\","
 			  "\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}");
 	c2 = result_claim(b, a, "c2", ",\"shareID\":\"2d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50\","
 			  "\"consumedCapacity\":{\"gpu.example.com/memory\":\"8Gi\"}");
-	assert_int_equal(view_result_nconsumed(&c1->results[0]), 1);
-	assert_ptr_equal(c1->results[0].consumed, c2->results[0].consumed);
-	assert_ptr_not_equal(c1->results[0].share_id, c2->results[0].share_id);
-	assert_ptr_not_equal(c1->results[0].consumed, shared->results[0].consumed);
+	v = publish(b);             /* the records above are its own */
+	assert_ptr_equal(plain, view_claim_get(v, STR_LIT("ns"), STR_LIT("plain")));
+	assert_null(view_atom_at(v, plain->results[0].share_id));
+	assert_null(view_result_consumed(v, &plain->results[0]));
+	assert_int_equal(view_result_nconsumed(v, &plain->results[0]), 0);
+	r = &shared->results[0];
+	assert_true(str_eq(view_str(v, r->share_id), STR_LIT("7d3f0a2e-1b4c-4d5e-8f6a-0b1c2d3e4f50")));
+	assert_int_equal(view_result_nconsumed(v, r), 2);
+	assert_true(str_eq(view_atom_str(view_result_consumed(v, r)[0].name), STR_LIT("gpu.example.com/memory")));
+	assert_int_equal(quantity_parse("8Gi", 3, &q), 0);
+	assert_int_equal(quantity_cmp(view_atom_qty(view_result_consumed(v, r)[0].value), &q), 0);
+	assert_true(str_eq(view_atom_str(view_result_consumed(v, r)[1].name), STR_LIT("gpu.example.com/sm")));
+	assert_int_equal(view_result_nconsumed(v, &c1->results[0]), 1);
+	assert_int_equal(c1->results[0].consumed.id, c2->results[0].consumed.id);
+	assert_int_not_equal(c1->results[0].share_id.id, c2->results[0].share_id.id);
+	assert_int_not_equal(c1->results[0].consumed.id, shared->results[0].consumed.id);
+	view_builder_release(b, v);
 	view_builder_free(b);
 	arena_free(a);
 }
@@ -1217,7 +1225,7 @@ static void check_holders(struct view_builder *b, bool c1)
 		const char *name = names[c1 ? i : 1];
 
 		assert_ptr_equal(h->holders[i].claim, view_claim_get(v, STR_LIT("ns-a"), str_from_cstr(name)));
-		assert_string_equal(h->holders[i].claim->name, name);
+		assert_string_equal(view_claim_name(h->holders[i].claim), name);
 		assert_int_equal(h->holders[i].result, 0);
 	}
 	view_builder_release(b, v);
@@ -1283,12 +1291,144 @@ static void test_holders_are_their_claims_records(void **state)
 	for (i = 0; i < 100; i++) {
 		assert_false(h->holders[i].claim->charge_pending);
 		assert_ptr_equal(h->holders[i].claim,
-				 view_claim_get(v, STR_LIT("ns-b"), str_from_cstr(h->holders[i].claim->name)));
+				 view_claim_get(v, STR_LIT("ns-b"), str_from_cstr(view_claim_name(h->holders[i].claim))));
 	}
 	view_builder_release(b, v);
 	view_builder_free(b);
 	arena_free(a);
 	buf_free(&text);
+}
+
+/* --- atom ids recycled ------------------------------------------------------- */
+
+#define RECYCLE_CLAIMS 8
+
+/* What a reader reads of claim c through snapshot v. */
+static void claim_text(const struct view *v, const struct view_claim *c, char *out, size_t n)
+{
+	const struct view_result *r = &c->results[0];
+	const struct view_group_resource *gr = view_consumer_gr(v, &view_claim_reserved_for(c)[0]);
+
+	snprintf(out, n, "%.*s/%s node=%.*s %.*s/%.*s/%.*s request=%.*s consumed=%.*s for %.*s", STR_FMT(view_str(v, c->namespace)),
+		 view_claim_name(c), STR_FMT(view_str(v, c->node_name)), STR_FMT(view_str(v, r->driver)),
+		 STR_FMT(view_str(v, r->pool)), STR_FMT(view_str(v, r->device)), STR_FMT(view_str(v, r->request)),
+		 STR_FMT(view_atom_str(view_result_consumed(v, r)[0].name)), STR_FMT(view_atom_str(gr->resource)));
+}
+
+static void recycle_claims(struct view_builder *b, struct arena *a, enum view_event ev, const char *gen, int64_t now)
+{
+	struct buf t;
+	char err[256], ns[32], node[32], dev[32];
+	int i;
+
+	buf_init(&t, 1 << 16);
+	for (i = 0; i < RECYCLE_CLAIMS; i++) {
+		snprintf(ns, sizeof(ns), "%s-ns-%d", gen, i);
+		snprintf(node, sizeof(node), "%s-node-%d", gen, i);
+		snprintf(dev, sizeof(dev), "%s-dev-%d", gen, i);
+		buf_reset(&t);
+		claim_json(&t, ns, "c", node, dev, true);
+		if (view_builder_apply_json(b, ev, buf_cstr(&t), buf_len(&t), a, now, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+	}
+	buf_free(&t);
+}
+
+/* The ids of a claim's own atoms (its namespace, node, pool and device:
+ * the other atoms are shared by every claim here). */
+static void claim_ids(const struct view_claim *c, uint32_t out[4])
+{
+	out[0] = c->namespace.id;
+	out[1] = c->node_name.id;
+	out[2] = c->results[0].pool.id;
+	out[3] = c->results[0].device.id;
+}
+
+static bool id_among(uint32_t id, const uint32_t ids[][4], int n)
+{
+	int i, k;
+
+	for (i = 0; i < n; i++)
+		for (k = 0; k < 4; k++)
+			if (ids[i][k] == id)
+				return true;
+	return false;
+}
+
+/* Records name atoms by id, and a freed atom's id is given again: never
+ * while a snapshot that can reach a record holding it is still held. A
+ * snapshot held across the deletion of its claims, the making of others,
+ * the release of every other snapshot and a collect reads the same text
+ * through every id; once it is let go its ids are given to new atoms, and
+ * a snapshot held across that reads its own claims unchanged too. Under
+ * ASan a record or atom freed too early is a use after free here. */
+static void test_a_recycled_atom_id_never_changes_an_older_snapshot(void **state)
+{
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	const struct view *old, *mid, *v;
+	const struct view_claim *oc[RECYCLE_CLAIMS], *mc[RECYCLE_CLAIMS];
+	char want_old[RECYCLE_CLAIMS][256], want_mid[RECYCLE_CLAIMS][256], got[256], name[32];
+	uint32_t old_ids[RECYCLE_CLAIMS][4], ids[4];
+	int i, k, recycled = 0;
+
+	(void)state;
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(arena_new(1 << 24, &a), 0);
+	recycle_claims(b, a, VIEW_ADDED, "old", 1);
+	old = publish(b);
+	for (i = 0; i < RECYCLE_CLAIMS; i++) {
+		snprintf(name, sizeof(name), "old-ns-%d", i);
+		oc[i] = view_claim_get(old, str_from_cstr(name), STR_LIT("c"));
+		assert_non_null(oc[i]);
+		claim_text(old, oc[i], want_old[i], sizeof(want_old[i]));
+		claim_ids(oc[i], old_ids[i]);
+	}
+	/* The old claims go; other snapshots come and go; new claims come. */
+	recycle_claims(b, a, VIEW_DELETED, "old", 2);
+	v = publish(b);
+	assert_int_equal(view_count(v, OBJECT_RESOURCE_CLAIM), 0);
+	view_builder_release(b, v);
+	view_builder_collect(b);
+	recycle_claims(b, a, VIEW_ADDED, "mid", 3);
+	mid = publish(b);
+	view_builder_collect(b);
+	for (i = 0; i < RECYCLE_CLAIMS; i++) {
+		claim_text(old, oc[i], got, sizeof(got));
+		assert_string_equal(got, want_old[i]);
+		snprintf(name, sizeof(name), "mid-ns-%d", i);
+		mc[i] = view_claim_get(mid, str_from_cstr(name), STR_LIT("c"));
+		assert_non_null(mc[i]);
+		claim_text(mid, mc[i], want_mid[i], sizeof(want_mid[i]));
+		claim_ids(mc[i], ids);
+		for (k = 0; k < 4; k++)
+			assert_false(id_among(ids[k], old_ids, RECYCLE_CLAIMS));   /* not while old is held */
+	}
+	/* old let go: its records and their atoms are freed, their ids free. */
+	view_builder_release(b, old);
+	view_builder_collect(b);
+	recycle_claims(b, a, VIEW_DELETED, "mid", 4);
+	recycle_claims(b, a, VIEW_ADDED, "new", 4);
+	v = publish(b);
+	for (i = 0; i < RECYCLE_CLAIMS; i++) {
+		const struct view_claim *c;
+
+		snprintf(name, sizeof(name), "new-ns-%d", i);
+		c = view_claim_get(v, str_from_cstr(name), STR_LIT("c"));
+		assert_non_null(c);
+		claim_ids(c, ids);
+		for (k = 0; k < 4; k++)
+			recycled += id_among(ids[k], old_ids, RECYCLE_CLAIMS);
+		claim_text(mid, mc[i], got, sizeof(got));
+		assert_string_equal(got, want_mid[i]);
+		claim_text(v, c, got, sizeof(got));
+		assert_non_null(strstr(got, "new-ns-"));
+	}
+	assert_true(recycled > 0);   /* the ids of old's atoms were given again */
+	view_builder_release(b, v);
+	view_builder_release(b, mid);
+	view_builder_free(b);
+	arena_free(a);
 }
 
 /* --- records of a LIST in slabs ---------------------------------------------- */
@@ -1449,6 +1589,7 @@ int main(void)
 		cmocka_unit_test(test_records_stay_within_their_byte_budget),
 		cmocka_unit_test(test_holders_are_their_claims_records),
 		cmocka_unit_test(test_a_results_share_id_and_consumed_capacity_read_back),
+		cmocka_unit_test(test_a_recycled_atom_id_never_changes_an_older_snapshot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,14 +27,14 @@ static int count(void *ctx, const void *o, const void *n)
 
 	if (o && n) {
 		assert_ptr_not_equal(o, n);
-		assert_string_equal(((const struct view_node *)o)->name, ((const struct view_node *)n)->name);
+		assert_string_equal(view_node_name(o), view_node_name(n));
 		s->replaced++;
 	} else if (n) {
 		s->added++;
 	} else {
 		s->deleted++;
 	}
-	snprintf(s->last, sizeof(s->last), "%s", r->name);
+	snprintf(s->last, sizeof(s->last), "%s", view_node_name(r));
 	return 0;
 }
 

@@ -46,27 +46,27 @@ static void walk(const struct view *v, enum table t, struct walk *w)
 	switch (t) {
 	case T_SLICES:
 		for (const struct view_slice *s = view_first_slice(&it, v); s; s = view_next_slice(&it))
-			saw(w, s, NULL, s->name);
+			saw(w, s, NULL, view_slice_name(s));
 		assert_null(view_next_slice(&it));   /* done stays done */
 		break;
 	case T_POOLS:
 		for (const struct view_pool *p = view_first_pool(&it, v); p; p = view_next_pool(&it))
-			saw(w, p, view_atom_str(p->driver).ptr, view_atom_str(p->name).ptr);
+			saw(w, p, view_str(v, p->driver).ptr, view_str(v, p->name).ptr);
 		assert_null(view_next_pool(&it));
 		break;
 	case T_CLAIMS:
 		for (const struct view_claim *c = view_first_claim(&it, v); c; c = view_next_claim(&it))
-			saw(w, c, view_atom_str(c->namespace).ptr, c->name);
+			saw(w, c, view_str(v, c->namespace).ptr, view_claim_name(c));
 		assert_null(view_next_claim(&it));
 		break;
 	case T_PODS:
 		for (const struct view_pod *p = view_first_pod(&it, v); p; p = view_next_pod(&it))
-			saw(w, p, view_atom_str(p->namespace).ptr, p->name);
+			saw(w, p, view_str(v, p->namespace).ptr, view_pod_name(p));
 		assert_null(view_next_pod(&it));
 		break;
 	case T_NODES:
 		for (const struct view_node *n = view_first_node(&it, v); n; n = view_next_node(&it))
-			saw(w, n, NULL, n->name);
+			saw(w, n, NULL, view_node_name(n));
 		assert_null(view_next_node(&it));
 		break;
 	default:

@@ -51,6 +51,14 @@ struct status_key {
 	const struct view_pod_status *st;
 };
 
+/* A Pod bound to a node, with its sort key resolved (a comparator has no
+ * snapshot to read the namespace's atom through). */
+struct pod_ref {
+	struct str ns;
+	const char *name;
+	const struct view_pod *p;
+};
+
 struct build {
 	const struct view *v;
 	const struct policy *pol;
@@ -69,7 +77,7 @@ struct build {
 	/* entries */
 	uint32_t ealloc;
 	/* the Pods bound to a node, for the totals */
-	const struct view_pod **pods;
+	struct pod_ref *pods;
 	uint32_t npods, palloc;
 	int rc;
 };
@@ -169,20 +177,21 @@ static int add_zone(struct build *b, struct ledger_amount *a, struct str zone, i
 
 static int add_node(struct build *b, const struct view_node *vn)
 {
-	struct ledger_node *n = node_of(b, str_from_cstr(vn->name));
+	struct ledger_node *n = node_of(b, str_from_cstr(view_node_name(vn)));
+	const struct view_named_qty *al = view_node_allocatable(b->v, vn);
 	uint32_t i;
 
 	if (!n)
 		return b->rc;
 	n->has_node = true;
 	for (i = 0; i < vn->nallocatable; i++) {
-		struct str r = view_atom_str(vn->allocatable[i].name);
+		struct str r = view_atom_str(al[i].name);
 		struct ledger_amount *a = amount_of(b, n, r);
 
 		if (!a)
 			return b->rc;
 		a->has_allocatable = true;
-		a->allocatable = units(r, view_atom_qty(vn->allocatable[i].value));
+		a->allocatable = units(r, view_atom_qty(al[i].value));
 	}
 	return 0;
 }
@@ -255,32 +264,34 @@ static bool same_status(const struct view_pod_status *a, const struct view_pod_s
  * view, whole or one node at a time. */
 static int collect_pod(struct build *b, const struct view_pod *p)
 {
-	if (!p->node_name)
+	if (!p->node_name.id)
 		return 0;   /* not on a node yet: no account holds it */
 	if (b->npods == b->palloc) {
 		uint32_t cap = b->palloc ? b->palloc * 2 : 256;
-		const struct view_pod **g = arena_grow(b->a, b->pods, b->palloc * sizeof(*g), cap * sizeof(*g));
+		struct pod_ref *g = arena_grow(b->a, b->pods, b->palloc * sizeof(*g), cap * sizeof(*g));
 
 		if (!g)
 			return b->rc = arena_error(b->a);
 		b->pods = g;
 		b->palloc = cap;
 	}
-	b->pods[b->npods++] = p;
+	b->pods[b->npods++] = (struct pod_ref){ view_str(b->v, p->namespace), view_pod_name(p), p };
 	return 0;
 }
 
 static int cmp_pod(const void *x, const void *y)
 {
-	const struct view_pod *a = *(const struct view_pod *const *)x, *b = *(const struct view_pod *const *)y;
-	int c = str_cmp(view_atom_str(a->namespace), view_atom_str(b->namespace));
+	const struct pod_ref *a = x, *b = y;
+	int c = str_cmp(a->ns, b->ns);
 
 	return c ? c : strcmp(a->name, b->name);
 }
 
 static int add_pod(struct build *b, const struct view_pod *p)
 {
-	struct ledger_node *n = node_of(b, view_atom_str(p->node_name));
+	struct ledger_node *n = node_of(b, view_str(b->v, p->node_name));
+	const struct view_named_qty *rq = view_pod_requests(b->v, p);
+	const struct view_pod_status *sts = view_pod_statuses(b->v, p);
 	uint32_t i, j, idx;
 
 	if (!n)
@@ -288,17 +299,17 @@ static int add_pod(struct build *b, const struct view_pod *p)
 	idx = (uint32_t)(n - b->l->nodes);
 	n->npods++;
 	for (i = 0; i < p->nrequests; i++) {
-		struct str r = view_atom_str(p->requests[i].name);
+		struct str r = view_atom_str(rq[i].name);
 		struct ledger_amount *a = amount_of(b, n, r);
 
 		if (!a)
 			return b->rc;
-		a->pods += units(r, view_atom_qty(p->requests[i].value));
+		a->pods += units(r, view_atom_qty(rq[i].value));
 	}
 	for (i = 0; i < p->nstatuses; i++) {
-		const struct view_pod_status *st = &p->statuses[i];
+		const struct view_pod_status *st = &sts[i];
 		const struct view_pod_status *first;
-		int rc = status_seen(b, idx, p->namespace, p->claims[st->claim], st, &first);
+		int rc = status_seen(b, idx, view_atom_at(b->v, p->namespace), view_pod_claim(p, st->claim), st, &first);
 
 		n = &b->l->nodes[idx];
 		if (rc < 0)
@@ -329,7 +340,7 @@ static int add_pods(struct build *b)
 	if (b->npods > 1)
 		qsort(b->pods, b->npods, sizeof(*b->pods), cmp_pod);
 	for (i = 0; i < b->npods && b->rc == 0; i++) {
-		int rc = add_pod(b, b->pods[i]);
+		int rc = add_pod(b, b->pods[i].p);
 
 		if (rc != 0 && b->rc == 0)
 			b->rc = rc;
@@ -366,13 +377,14 @@ static bool reserved_on(const struct build *b, const struct view_claim *c, struc
 
 	for (i = 0; i < c->nreserved; i++) {
 		const struct view_consumer *cons = &view_claim_reserved_for(c)[i];
+		const struct view_group_resource *gr = view_consumer_gr(b->v, cons);
 		const struct view_pod *p;
 		char uid[64];
 
-		if (!str_eq_cstr(view_atom_str(cons->gr->resource), "pods") || view_atom_str(cons->gr->api_group).len)
+		if (!str_eq_cstr(view_atom_str(gr->resource), "pods") || view_atom_str(gr->api_group).len)
 			continue;
-		p = view_pod_get(b->v, view_atom_str(c->namespace), str_from_cstr(cons->name));
-		if (!p || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
+		p = view_pod_get(b->v, view_str(b->v, c->namespace), str_from_cstr(view_consumer_name(c, cons)));
+		if (!p || !p->node_name.id || !str_eq(view_str(b->v, p->node_name), node))
 			continue;
 		view_uid_format(&cons->uid, uid, sizeof(uid));
 		if (view_uid_eq(&p->uid, str_from_cstr(uid)))
@@ -383,12 +395,13 @@ static bool reserved_on(const struct build *b, const struct view_claim *c, struc
 
 static enum ledger_counted counted_on(const struct build *b, const struct view_claim *c, const struct ledger_node *n)
 {
-	if (status_names(b, (uint32_t)(n - b->l->nodes), c->namespace, c->name))
+	if (status_names(b, (uint32_t)(n - b->l->nodes), view_atom_at(b->v, c->namespace), view_claim_name(c)))
 		return LEDGER_COUNTED;
 	return reserved_on(b, c, n->name) ? LEDGER_OMITTED : LEDGER_UNBOUND;
 }
 
-struct str ledger_device_zone(const struct policy *pol, struct str driver, const struct view_device *d,
+struct str ledger_device_zone(const struct view *v, const struct policy *pol, struct str driver,
+			      const struct view_device *d,
 			      char *buf, size_t n)
 {
 	const struct driver_policy *dp = pol ? policy_driver(pol, driver) : NULL;
@@ -403,7 +416,7 @@ struct str ledger_device_zone(const struct policy *pol, struct str driver, const
 		names[nn++] = pol->numa_attributes.items[i];
 	for (i = 0; i < nn; i++) {
 		for (j = 0; j < d->nattrs; j++) {
-			const struct view_attr *at = &d->attrs[j];
+			const struct view_attr *at = &view_device_attrs(v, d)[j];
 			struct str an = view_atom_str(at->name);
 
 			/* "numaNode" in the driver's domain is spelled either way. */
@@ -430,16 +443,16 @@ struct str ledger_device_zone(const struct policy *pol, struct str driver, const
  * generation, else in any of its slices. */
 static const struct view_device *device_now(const struct view *v, const struct view_result *r)
 {
-	const struct view_device *d = view_device_current(v, view_atom_str(r->driver), view_atom_str(r->pool),
-							   view_atom_str(r->device), NULL);
+	const struct view_device *d = view_device_current(v, view_str(v, r->driver), view_str(v, r->pool),
+							   view_str(v, r->device), NULL);
 
-	return d ? d : view_device_find(v, view_atom_str(r->driver), view_atom_str(r->pool),
-					view_atom_str(r->device), NULL);
+	return d ? d : view_device_find(v, view_str(v, r->driver), view_str(v, r->pool), view_str(v, r->device), NULL);
 }
 
 /* True when the device maps the same amounts today as the claim was
  * charged. */
-static bool still_current(const struct view_device *d, const struct view_result *r, const struct view_charge *c)
+static bool still_current(const struct view *v, const struct view_device *d, const struct view_result *r,
+			  const struct view_charge *c)
 {
 	struct view_amount now[64];
 	enum view_charge_state st;
@@ -448,7 +461,7 @@ static bool still_current(const struct view_device *d, const struct view_result 
 
 	if (!d)
 		return false;
-	n = view_device_amounts(d, r, now, 64, &st);
+	n = view_device_amounts(v, d, r, now, 64, &st);
 	if (n < 0 || (uint32_t)n != c->namounts || st != c->state)
 		return false;
 	for (i = 0; i < n; i++) {
@@ -467,13 +480,15 @@ static bool covered_on(const struct build *b, const struct view_claim *c, struct
 	uint32_t i, j;
 
 	for (i = 0; i < c->nreserved; i++) {
-		const struct view_pod *p = view_pod_get(b->v, view_atom_str(c->namespace),
-							str_from_cstr(view_claim_reserved_for(c)[i].name));
+		const struct view_pod *p = view_pod_get(b->v, view_str(b->v, c->namespace),
+							str_from_cstr(view_consumer_name(c, &view_claim_reserved_for(c)[i])));
+		const struct view_named_qty *rq;
 
-		if (!p || !p->pod_level || !p->node_name || !str_eq(view_atom_str(p->node_name), node))
+		if (!p || !p->pod_level || !p->node_name.id || !str_eq(view_str(b->v, p->node_name), node))
 			continue;
+		rq = view_pod_requests(b->v, p);
 		for (j = 0; j < p->nrequests && j < 32; j++)
-			if ((p->pod_level & (1u << j)) && str_eq(view_atom_str(p->requests[j].name), resource))
+			if ((p->pod_level & (1u << j)) && str_eq(view_atom_str(rq[j].name), resource))
 				return true;
 	}
 	return false;
@@ -483,7 +498,7 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 		     const struct view_device *d)
 {
 	struct ledger *l = b->l;
-	const struct view_charge *ch = &c->charges[ri];
+	const struct view_charge *ch = &view_claim_charges(b->v, c)[ri];
 	const struct view_result *r = &c->results[ri];
 	struct ledger_node *n = node_of(b, node);
 	struct ledger_entry *e;
@@ -493,7 +508,7 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 
 	if (!n)
 		return b->rc;
-	zone = ledger_device_zone(b->pol, view_atom_str(r->driver), d, zbuf, sizeof(zbuf));
+	zone = ledger_device_zone(b->v, b->pol, view_str(b->v, r->driver), d, zbuf, sizeof(zbuf));
 	if (zone.ptr == zbuf && arena_strdup(b->a, zbuf, zone.len, &zone) != 0)
 		return b->rc = arena_error(b->a);
 	if (l->nentries == b->ealloc) {
@@ -506,7 +521,7 @@ static int add_entry(struct build *b, const struct view_claim *c, uint32_t ri, s
 		b->ealloc = cap;
 	}
 	e = &l->entries[l->nentries++];
-	*e = (struct ledger_entry){ c, ri, n->name, zone, still_current(d, r, ch), counted_on(b, c, n) };
+	*e = (struct ledger_entry){ c, ri, n->name, zone, still_current(b->v, d, r, ch), counted_on(b, c, n) };
 	for (i = 0; i < ch->namounts; i++) {
 		struct str res = view_atom_str(ch->amounts[i].name);
 		struct ledger_amount *a = amount_of(b, n, res);
@@ -530,27 +545,28 @@ uint32_t ledger_claim_nodes(const struct view *v, const struct view_claim *c, st
 	uint32_t n = 0, i, j;
 
 	if (c->node_local) {
-		out[n++] = view_atom_str(c->node_name);
+		out[n++] = view_str(v, c->node_name);
 		return n;
 	}
 	for (i = 0; i < c->nreserved && n < max; i++) {
 		const struct view_consumer *cons = &view_claim_reserved_for(c)[i];
+		const struct view_group_resource *gr = view_consumer_gr(v, cons);
 		const struct view_pod *p;
 		char uid[64];
 
-		if (!str_eq_cstr(view_atom_str(cons->gr->resource), "pods") || view_atom_str(cons->gr->api_group).len)
+		if (!str_eq_cstr(view_atom_str(gr->resource), "pods") || view_atom_str(gr->api_group).len)
 			continue;
-		p = view_pod_get(v, view_atom_str(c->namespace), str_from_cstr(cons->name));
-		if (!p || !p->node_name)
+		p = view_pod_get(v, view_str(v, c->namespace), str_from_cstr(view_consumer_name(c, cons)));
+		if (!p || !p->node_name.id)
 			continue;
 		view_uid_format(&cons->uid, uid, sizeof(uid));
 		if (!view_uid_eq(&p->uid, str_from_cstr(uid)))
 			continue;   /* a namesake, not the Pod the claim is reserved for */
 		for (j = 0; j < n; j++)
-			if (str_eq(out[j], view_atom_str(p->node_name)))
+			if (str_eq(out[j], view_str(v, p->node_name)))
 				break;
 		if (j == n)
-			out[n++] = view_atom_str(p->node_name);
+			out[n++] = view_str(v, p->node_name);
 	}
 	return n;
 }
@@ -558,15 +574,16 @@ uint32_t ledger_claim_nodes(const struct view *v, const struct view_claim *c, st
 static int add_claim(struct build *b, const struct view_claim *c)
 {
 	struct str nodes[LEDGER_CLAIM_NODES];
+	const struct view_charge *charges = view_claim_charges(b->v, c);
 	uint32_t nn, i, k;
 	bool old = false, added = false;
 
-	if (!c->allocated || !c->charges)
+	if (!c->allocated || !charges)
 		return 0;
 	if (c->charge_pending)
 		b->l->pending++;
 	for (i = 0; i < c->nresults; i++)
-		if (c->charges[i].state == VIEW_CHARGE_NO_CONSUMED)
+		if (charges[i].state == VIEW_CHARGE_NO_CONSUMED)
 			b->l->uncharged++;
 	nn = ledger_claim_nodes(b->v, c, nodes, LEDGER_CLAIM_NODES);
 	if (nn == 0) {
@@ -577,7 +594,7 @@ static int add_claim(struct build *b, const struct view_claim *c)
 	for (i = 0; i < c->nresults; i++) {
 		const struct view_device *d;
 
-		if (c->charges[i].state != VIEW_CHARGE_OK)
+		if (charges[i].state != VIEW_CHARGE_OK)
 			continue;
 		d = device_now(b->v, &c->results[i]);
 		added = false;
@@ -599,14 +616,15 @@ static int add_claim(struct build *b, const struct view_claim *c)
 void ledger_claim_counts(const struct view *v, const struct view_claim *c, struct ledger_claim_counts *out)
 {
 	struct str nodes[LEDGER_CLAIM_NODES];
+	const struct view_charge *charges = c ? view_claim_charges(v, c) : NULL;
 	uint32_t i;
 
 	memset(out, 0, sizeof(*out));
-	if (!c || !c->allocated || !c->charges)
+	if (!c || !c->allocated || !charges)
 		return;
 	out->pending = c->charge_pending;
 	for (i = 0; i < c->nresults; i++)
-		if (c->charges[i].state == VIEW_CHARGE_NO_CONSUMED)
+		if (charges[i].state == VIEW_CHARGE_NO_CONSUMED)
 			out->uncharged++;
 	if (ledger_claim_nodes(v, c, nodes, LEDGER_CLAIM_NODES) == 0) {
 		out->unreserved = 1;
@@ -614,8 +632,8 @@ void ledger_claim_counts(const struct view *v, const struct view_claim *c, struc
 	}
 	out->claims = 1;
 	for (i = 0; i < c->nresults && !out->old_mapping; i++)
-		if (c->charges[i].state == VIEW_CHARGE_OK &&
-		    !still_current(device_now(v, &c->results[i]), &c->results[i], &c->charges[i]))
+		if (charges[i].state == VIEW_CHARGE_OK &&
+		    !still_current(v, device_now(v, &c->results[i]), &c->results[i], &charges[i]))
 			out->old_mapping = 1;
 }
 
@@ -636,22 +654,60 @@ static int cmp_zone(const void *x, const void *y)
 	return str_cmp(((const struct ledger_zone *)x)->zone, ((const struct ledger_zone *)y)->zone);
 }
 
-static int cmp_entry(const void *x, const void *y)
+/* An entry's sort key, its claim's namespace resolved: the comparator has
+ * no snapshot to read it through. */
+struct entry_key {
+	struct str node, ns;
+	const char *name;
+	uint32_t result;
+	uint32_t at;                /* the entry's index */
+};
+
+static int cmp_entry_key(const void *x, const void *y)
 {
-	const struct ledger_entry *a = x, *b = y;
+	const struct entry_key *a = x, *b = y;
 	int c = str_cmp(a->node, b->node);
 
 	if (c == 0)
-		c = str_cmp(view_atom_str(a->claim->namespace), view_atom_str(b->claim->namespace));
+		c = str_cmp(a->ns, b->ns);
 	if (c == 0)
-		c = strcmp(a->claim->name, b->claim->name);
+		c = strcmp(a->name, b->name);
 	if (c == 0)
 		c = a->result < b->result ? -1 : a->result > b->result;
 	return c;
 }
 
+/* The entries by node, then claim (namespace and name), then result. */
+static int sort_entries(struct build *b)
+{
+	struct ledger *l = b->l;
+	struct entry_key *k = malloc((size_t)l->nentries * sizeof(*k));
+	struct ledger_entry *e = malloc((size_t)l->nentries * sizeof(*e));
+	uint32_t i;
+
+	if (!k || !e) {
+		free(k);
+		free(e);
+		return b->rc = -ENOMEM;
+	}
+	for (i = 0; i < l->nentries; i++) {
+		const struct ledger_entry *x = &l->entries[i];
+
+		k[i] = (struct entry_key){ x->node, view_str(b->v, x->claim->namespace), view_claim_name(x->claim),
+					   x->result, i };
+	}
+	qsort(k, l->nentries, sizeof(*k), cmp_entry_key);
+	for (i = 0; i < l->nentries; i++)
+		e[i] = l->entries[k[i].at];
+	memcpy(l->entries, e, (size_t)l->nentries * sizeof(*e));
+	free(k);
+	free(e);
+	return 0;
+}
+
 /* The first entry of (node, ns, claim) in the sorted entries, or nentries. */
-static uint32_t entries_of(const struct ledger *l, struct str node, struct str ns, const char *claim)
+static uint32_t entries_of(const struct view *v, const struct ledger *l, struct str node, struct str ns,
+			   const char *claim)
 {
 	uint32_t lo = 0, hi = l->nentries;
 
@@ -661,9 +717,9 @@ static uint32_t entries_of(const struct ledger *l, struct str node, struct str n
 		int c = str_cmp(e->node, node);
 
 		if (c == 0)
-			c = str_cmp(view_atom_str(e->claim->namespace), ns);
+			c = str_cmp(view_str(v, e->claim->namespace), ns);
 		if (c == 0)
-			c = strcmp(e->claim->name, claim);
+			c = strcmp(view_claim_name(e->claim), claim);
 		if (c < 0)
 			lo = mid + 1;
 		else
@@ -672,9 +728,11 @@ static uint32_t entries_of(const struct ledger *l, struct str node, struct str n
 	return lo;
 }
 
-static bool entry_is(const struct ledger_entry *e, struct str node, struct str ns, const char *claim)
+static bool entry_is(const struct view *v, const struct ledger_entry *e, struct str node, struct str ns,
+		     const char *claim)
 {
-	return str_eq(e->node, node) && str_eq(view_atom_str(e->claim->namespace), ns) && strcmp(e->claim->name, claim) == 0;
+	return str_eq(e->node, node) && str_eq(view_str(v, e->claim->namespace), ns) &&
+	       strcmp(view_claim_name(e->claim), claim) == 0;
 }
 
 struct pod_sum {
@@ -714,8 +772,10 @@ static int pod_totals(struct build *b)
 	if (!taken)
 		return b->rc = arena_error(b->a);
 	for (i = 0; i < b->npods; i++) {
-		const struct view_pod *p = b->pods[i];
-		struct str node = view_atom_str(p->node_name), ns = view_atom_str(p->namespace);
+		const struct view_pod *p = b->pods[i].p;
+		const struct view_named_qty *rq = view_pod_requests(b->v, p);
+		const struct view_pod_status *sts = view_pod_statuses(b->v, p);
+		struct str node = view_str(b->v, p->node_name), ns = b->pods[i].ns;
 		struct ledger_node *n = node_of(b, node);
 		struct pod_sum s, sched;
 
@@ -723,16 +783,16 @@ static int pod_totals(struct build *b)
 			return b->rc;
 		s.n = 0;
 		for (j = 0; j < p->nrequests; j++)
-			if (pod_sum_add(&s, view_atom_str(p->requests[j].name), view_atom_qty(p->requests[j].value),
+			if (pod_sum_add(&s, view_atom_str(rq[j].name), view_atom_qty(rq[j].value),
 					j < 32 && (p->pod_level & (1u << j))) != 0)
 				return b->rc = -E2BIG;
 		/* What the scheduler counts for the Pod: its requests and its own
 		 * statuses (PodRequests with UseDRANodeAllocatableResourceClaimStatus). */
 		sched = s;
 		for (j = 0; j < p->nstatuses; j++)
-			for (m = 0; m < p->statuses[j].nresources; m++)
-				if (pod_sum_add(&sched, view_atom_str(p->statuses[j].resources[m].name),
-						view_atom_qty(p->statuses[j].resources[m].value), false) != 0)
+			for (m = 0; m < sts[j].nresources; m++)
+				if (pod_sum_add(&sched, view_atom_str(sts[j].resources[m].name),
+						view_atom_qty(sts[j].resources[m].value), false) != 0)
 					return b->rc = -ERANGE;
 		for (j = 0; j < sched.n; j++) {
 			struct ledger_amount *a = amount_of(b, n, sched.name[j]);
@@ -742,10 +802,10 @@ static int pod_totals(struct build *b)
 			a->scheduled += units(sched.name[j], &sched.q[j]);
 		}
 		for (j = 0; j < p->nclaims; j++)
-			for (k = entries_of(l, node, ns, p->claims[j]);
-			     k < l->nentries && entry_is(&l->entries[k], node, ns, p->claims[j]); k++) {
+			for (k = entries_of(b->v, l, node, ns, view_pod_claim(p, j));
+			     k < l->nentries && entry_is(b->v, &l->entries[k], node, ns, view_pod_claim(p, j)); k++) {
 				const struct ledger_entry *e = &l->entries[k];
-				const struct view_charge *ch = &e->claim->charges[e->result];
+				const struct view_charge *ch = &view_claim_charges(b->v, e->claim)[e->result];
 
 				if (taken[k])
 					continue;
@@ -765,7 +825,7 @@ static int pod_totals(struct build *b)
 	}
 	for (k = 0; k < l->nentries; k++) {
 		const struct ledger_entry *e = &l->entries[k];
-		const struct view_charge *ch = &e->claim->charges[e->result];
+		const struct view_charge *ch = &view_claim_charges(b->v, e->claim)[e->result];
 		struct ledger_node *n;
 
 		if (taken[k])
@@ -851,8 +911,8 @@ static int finish(struct build *b)
 	struct ledger *l = b->l;
 	uint32_t i, j, e = 0;
 
-	if (l->nentries)
-		qsort(l->entries, l->nentries, sizeof(*l->entries), cmp_entry);
+	if (l->nentries > 1 && sort_entries(b) != 0)
+		return b->rc;
 	/* before the nodes are sorted: it finds them by the name index */
 	if (pod_totals(b) != 0)
 		return b->rc;
@@ -897,6 +957,7 @@ static int build_init(struct build *b, const struct view *v, const struct policy
 	l->arena = a;
 	l->now_ns = now_ns;
 	l->view_seq = view_seq(v);
+	l->ids = view_ids(v);
 	b->v = v;
 	b->pol = pol;
 	b->l = l;
@@ -975,7 +1036,7 @@ int ledger_build_node(const struct view *v, const struct policy *pol, int64_t no
 	if (vn)
 		add_node(&b, vn);
 	for (i = 0; i < npods && b.rc == 0; i++)
-		if (pods[i]->node_name && str_eq(view_atom_str(pods[i]->node_name), node))
+		if (pods[i]->node_name.id && str_eq(view_str(v, pods[i]->node_name), node))
 			collect_pod(&b, pods[i]);
 	if (b.rc == 0)
 		add_pods(&b);

@@ -125,6 +125,7 @@ struct ledger_totals {
 struct ledger {
 	int64_t now_ns;
 	uint64_t view_seq;
+	struct view_atom_ids ids;            /* the view's atoms: what the entries' claims name */
 	uint32_t nnodes;
 	struct ledger_node *nodes;           /* sorted by name */
 	uint32_t nentries;
@@ -161,8 +162,10 @@ const struct ledger_amount *ledger_node_amount(const struct ledger_node *n, stru
 
 /* The NUMA zone of a device under pol: the driver's numaAttribute, else
  * the first of numa.attributes the device has; "unknown" otherwise.
- * Integer zones print in decimal. buf (n bytes) holds a formatted value. */
-struct str ledger_device_zone(const struct policy *pol, struct str driver, const struct view_device *d,
+ * Integer zones print in decimal. buf (n bytes) holds a formatted value.
+ * d is a device of snapshot v (its attributes are read through v). */
+struct str ledger_device_zone(const struct view *v, const struct policy *pol, struct str driver,
+			      const struct view_device *d,
 			      char *buf, size_t n);
 
 /* An amount in a resource's scheduler units printed as a quantity. */

@@ -435,10 +435,10 @@ static int claim_move(struct ledger_inc *li, const struct view *v, const struct 
 		return 0;
 	ledger_claim_counts(v, c, &cc);
 	counts_add(&li->counts, &cc, sign);
-	if (!c->allocated || !c->charges)
+	if (!c->allocated || !c->charges.id)
 		return 0;
-	ns = view_atom_str(c->namespace);
-	key = obj_key(ns, str_from_cstr(c->name), kb, sizeof(kb));
+	ns = view_str(v, c->namespace);
+	key = obj_key(ns, str_from_cstr(view_claim_name(c)), kb, sizeof(kb));
 	nn = ledger_claim_nodes(v, c, nodes, LEDGER_CLAIM_NODES);
 	for (i = 0; i < nn && rc == 0; i++) {
 		if (sign > 0)
@@ -451,7 +451,8 @@ static int claim_move(struct ledger_inc *li, const struct view *v, const struct 
 	if (c->node_local)
 		return rc;
 	for (i = 0; i < c->nreserved && rc == 0; i++) {
-		struct str pk = obj_key(ns, str_from_cstr(view_claim_reserved_for(c)[i].name), pb, sizeof(pb));
+		struct str pk = obj_key(ns, str_from_cstr(view_consumer_name(c, &view_claim_reserved_for(c)[i])), pb,
+					sizeof(pb));
 
 		if (sign > 0)
 			rc = set_add(&li->reservers, pk, key);
@@ -461,16 +462,17 @@ static int claim_move(struct ledger_inc *li, const struct view *v, const struct 
 	return rc;
 }
 
-static int pod_move(struct ledger_inc *li, const struct view_pod *p, int sign, struct kmap *dirty)
+static int pod_move(struct ledger_inc *li, const struct view *v, const struct view_pod *p, int sign,
+		    struct kmap *dirty)
 {
 	char kb[KEY_MAX];
 	struct str key, node;
 	int rc = 0;
 
-	if (!p || !p->node_name)
+	if (!p || !p->node_name.id)
 		return 0;
-	key = obj_key(view_atom_str(p->namespace), str_from_cstr(p->name), kb, sizeof(kb));
-	node = view_atom_str(p->node_name);
+	key = obj_key(view_str(v, p->namespace), str_from_cstr(view_pod_name(p)), kb, sizeof(kb));
+	node = view_str(v, p->node_name);
 	if (sign > 0)
 		rc = set_add(&li->node_pods, node, key);
 	else
@@ -552,7 +554,7 @@ static int diff_node(void *ctx, const void *o, const void *n)
 	struct update *u = ctx;
 	const struct view_node *r = n ? n : o;
 
-	return mark(&u->dirty, str_from_cstr(r->name));
+	return mark(&u->dirty, str_from_cstr(view_node_name(r)));
 }
 
 static int diff_pod(void *ctx, const void *o, const void *n)
@@ -564,9 +566,12 @@ static int diff_pod(void *ctx, const void *o, const void *n)
 	uint32_t off;
 	int rc;
 
-	if ((rc = pod_move(u->li, o, -1, &u->dirty)) != 0 || (rc = pod_move(u->li, n, 1, &u->dirty)) != 0)
+	/* Records of either snapshot read their atoms through the new one:
+	 * both are live, and the id table is the builder's. */
+	if ((rc = pod_move(u->li, u->nv, o, -1, &u->dirty)) != 0 || (rc = pod_move(u->li, u->nv, n, 1, &u->dirty)) != 0)
 		return rc;
-	rs = set_get(&u->li->reservers, obj_key(view_atom_str(r->namespace), str_from_cstr(r->name), kb, sizeof(kb)));
+	rs = set_get(&u->li->reservers, obj_key(view_str(u->nv, r->namespace), str_from_cstr(view_pod_name(r)), kb,
+						sizeof(kb)));
 	for (off = 0; rs && off < rs->len && rc == 0; off += (uint32_t)strlen(rs->buf + off) + 1)
 		rc = mark(&u->redo, str_from_cstr(rs->buf + off));
 	return rc;
@@ -578,7 +583,7 @@ static int diff_claim(void *ctx, const void *o, const void *n)
 	const struct view_claim *r = n ? n : o;
 	char kb[KEY_MAX];
 
-	return mark(&u->redo, obj_key(view_atom_str(r->namespace), str_from_cstr(r->name), kb, sizeof(kb)));
+	return mark(&u->redo, obj_key(view_str(u->nv, r->namespace), str_from_cstr(view_claim_name(r)), kb, sizeof(kb)));
 }
 
 /* The claims holding a device of slice s are counted again. */
@@ -588,13 +593,13 @@ static int slice_holders(struct update *u, const struct view_slice *s)
 	int rc = 0;
 
 	for (i = 0; s && i < s->ndevices && rc == 0; i++) {
-		const struct view_hold *h = view_hold_get(u->nv, view_atom_str(s->driver), view_atom_str(s->pool),
-							  view_atom_str(s->devices[i].name));
+		const struct view_hold *h = view_hold_get(u->nv, view_str(u->nv, s->driver), view_str(u->nv, s->pool),
+							  view_str(u->nv, s->devices[i].name));
 		char kb[KEY_MAX];
 
 		for (j = 0; h && j < h->nholders && rc == 0; j++)
-			rc = mark(&u->redo, obj_key(view_atom_str(h->holders[j].claim->namespace),
-						   str_from_cstr(h->holders[j].claim->name), kb, sizeof(kb)));
+			rc = mark(&u->redo, obj_key(view_str(u->nv, h->holders[j].claim->namespace),
+						   str_from_cstr(view_claim_name(h->holders[j].claim)), kb, sizeof(kb)));
 	}
 	return rc;
 }
@@ -608,7 +613,7 @@ static int pool_holders(struct update *u, const struct view *v, const struct vie
 	uint32_t i;
 	int rc = 0;
 
-	if (!s || !(p = view_pool_get(v, view_atom_str(s->driver), view_atom_str(s->pool))))
+	if (!s || !(p = view_pool_get(v, view_str(v, s->driver), view_str(v, s->pool))))
 		return 0;
 	for (i = 0; i < p->nnames && rc == 0; i++)
 		rc = slice_holders(u, view_slice_get(v, str_from_cstr(p->slice_names[i])));
@@ -657,7 +662,7 @@ static int add_all(struct update *u, const struct view *v)
 	for (n = view_first_node(&it, v); n && rc == 0; n = view_next_node(&it))
 		rc = diff_node(u, NULL, n);
 	for (p = view_first_pod(&it, v); p && rc == 0; p = view_next_pod(&it))
-		rc = pod_move(u->li, p, 1, &u->dirty);
+		rc = pod_move(u->li, v, p, 1, &u->dirty);
 	for (c = view_first_claim(&it, v); c && rc == 0; c = view_next_claim(&it))
 		rc = claim_move(u->li, v, c, 1, &u->dirty);
 	return rc;
@@ -806,6 +811,7 @@ static int head(const struct ledger_inc *li, struct ledger **out)
 	l->arena = a;
 	l->now_ns = li->now_ns;
 	l->view_seq = view_seq(li->v);
+	l->ids = view_ids(li->v);
 	l->claims = li->counts.claims;
 	l->pending = li->counts.pending;
 	l->uncharged = li->counts.uncharged;

@@ -40,31 +40,37 @@ static void ktime(struct jw *w, const char *key, int64_t ns)
 	jw_cstr(w, t);
 }
 
-static void entry_json(struct jw *w, const struct ledger_entry *e)
+/* An atom of a claim the ledger names. */
+static struct str astr(const struct ledger *l, struct view_aref r)
+{
+	return view_atom_str(view_atom_id(l->ids, r));
+}
+
+static void entry_json(struct jw *w, const struct ledger *l, const struct ledger_entry *e)
 {
 	const struct view_claim *c = e->claim;
 	const struct view_result *r = &c->results[e->result];
-	const struct view_charge *ch = &c->charges[e->result];
+	const struct view_charge *ch = (const struct view_charge *)(const void *)view_atom_id(l->ids, c->charges)->data + e->result;
 	char uid[64], claim[512];
 	uint32_t i;
 
 	view_uid_format(&c->uid, uid, sizeof(uid));
-	snprintf(claim, sizeof(claim), "%.*s/%s", STR_FMT(view_atom_str(c->namespace)), c->name);
+	snprintf(claim, sizeof(claim), "%.*s/%s", STR_FMT(astr(l, c->namespace)), view_claim_name(c));
 	jw_object_begin(w);
 	jw_kcstr(w, "claim", claim);
 	jw_kcstr(w, "uid", uid);
 	jw_kuint(w, "result", e->result);
 	jw_key(w, "request");
-	jstr(w, view_atom_str(r->request));
+	jstr(w, astr(l, r->request));
 	jw_key(w, "driver");
-	jstr(w, view_atom_str(r->driver));
+	jstr(w, astr(l, r->driver));
 	jw_key(w, "pool");
-	jstr(w, view_atom_str(r->pool));
+	jstr(w, astr(l, r->pool));
 	jw_key(w, "device");
-	jstr(w, view_atom_str(r->device));
-	if (r->share_id) {
+	jstr(w, astr(l, r->device));
+	if (r->share_id.id) {
 		jw_key(w, "shareID");
-		jstr(w, view_atom_str(r->share_id));
+		jstr(w, astr(l, r->share_id));
 	}
 	jw_key(w, "zone");
 	jstr(w, e->zone);
@@ -147,7 +153,7 @@ static void node_json(struct jw *w, const struct ledger *l, const struct ledger_
 	jw_key(w, "entries");
 	jw_array_begin(w);
 	for (i = 0; i < n->nentries; i++)
-		entry_json(w, &l->entries[n->first_entry + i]);
+		entry_json(w, l, &l->entries[n->first_entry + i]);
 	jw_array_end(w);
 	jw_object_end(w);
 }
@@ -256,7 +262,8 @@ int ledger_table(const struct ledger *l, struct str node, bool entries, struct b
 			const struct ledger_entry *e = &l->entries[n->first_entry + j];
 			const struct view_claim *c = e->claim;
 			const struct view_result *r = &c->results[e->result];
-			const struct view_charge *ch = &c->charges[e->result];
+			const struct view_charge *ch =
+				(const struct view_charge *)(const void *)view_atom_id(l->ids, c->charges)->data + e->result;
 			char amounts[512] = "";
 			size_t off = 0;
 			uint32_t k;
@@ -269,9 +276,9 @@ int ledger_table(const struct ledger *l, struct str node, bool entries, struct b
 							STR_FMT(view_atom_str(ch->amounts[k].name)), q);
 			}
 			rc = buf_printf(out, "  %.*s/%s[%u] %.*s/%.*s/%.*s zone=%.*s %s %s%s\n",
-					STR_FMT(view_atom_str(c->namespace)), c->name, e->result,
-					STR_FMT(view_atom_str(r->driver)), STR_FMT(view_atom_str(r->pool)),
-					STR_FMT(view_atom_str(r->device)), STR_FMT(e->zone), amounts,
+					STR_FMT(astr(l, c->namespace)), view_claim_name(c), e->result,
+					STR_FMT(astr(l, r->driver)), STR_FMT(astr(l, r->pool)),
+					STR_FMT(astr(l, r->device)), STR_FMT(e->zone), amounts,
 					e->current ? "" : "(charged at an older mapping)",
 					e->counted == LEDGER_OMITTED ? " (no Pod status names it: the scheduler does not count it)"
 					: e->counted == LEDGER_UNBOUND ? " (no Pod on the node reserves it)" : "");

@@ -103,14 +103,14 @@ static enum gated_owner owner_gated(const struct check *c, struct str ns)
 }
 
 /* Whether Pod p, of namespace ns, names claim. */
-static bool names_claim(const struct view_pod *p, struct str ns, struct str claim)
+static bool names_claim(const struct view *v, const struct view_pod *p, struct str ns, struct str claim)
 {
 	uint32_t i;
 
-	if (!str_eq(view_atom_str(p->namespace), ns))
+	if (!str_eq(view_str(v, p->namespace), ns))
 		return false;
 	for (i = 0; i < p->nclaims; i++)
-		if (str_eq_cstr(claim, p->claims[i]))
+		if (str_eq_cstr(claim, view_pod_claim(p, i)))
 			return true;
 	return false;
 }
@@ -132,10 +132,10 @@ static void find_held_pods(struct check *c, struct str ns)
 		struct verdict_pod *vp = &v->held_pods[v->nheld_pods];
 		char uid[64];
 
-		if (!names_claim(p, ns, claim))
+		if (!names_claim(c->view, p, ns, claim))
 			continue;
 		view_uid_format(&p->uid, uid, sizeof(uid));
-		vp->name = str_from_cstr(p->name);
+		vp->name = str_from_cstr(view_pod_name(p));
 		if ((rc = arena_strdup(c->arena, uid, strlen(uid), &vp->uid)) != 0)
 			break;
 		v->nheld_pods++;

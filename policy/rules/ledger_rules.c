@@ -77,7 +77,7 @@ static void rule_generation_stale(struct check *c, const struct resource_slice *
 			o = view_slice_get(c->view, str_from_cstr(p->slice_names[i]));
 			if (o && o->generation > other) {
 				other = o->generation;
-				other_name = o->name;
+				other_name = view_slice_name(o);
 			}
 		}
 		if (other_name && s->pool_generation < other)
@@ -121,10 +121,10 @@ static const struct device *model_device(const struct resource_slice *s, struct 
 
 /* Where a slice's devices are: "on node \"x\"", "on nodes its nodeSelector
  * picks", ... for messages. */
-static const char *slice_where(const struct view_slice *o, char *buf, size_t n)
+static const char *slice_where(const struct view *v, const struct view_slice *o, char *buf, size_t n)
 {
-	if (o->node_name)
-		snprintf(buf, n, "on node \"%.*s\"", STR_FMT(view_atom_str(o->node_name)));
+	if (o->node_name.id)
+		snprintf(buf, n, "on node \"%.*s\"", STR_FMT(view_str(v, o->node_name)));
 	else if (o->all_nodes)
 		snprintf(buf, n, "on all nodes");
 	else if (o->has_node_selector)
@@ -163,7 +163,7 @@ static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 			 * name in both is not, on this node or any other. */
 			for (k = 0; k < o->ndevices; k++) {
 				const struct view_device *od = &o->devices[k];
-				const struct device *d = model_device(s, view_atom_str(od->name));
+				const struct device *d = model_device(s, view_str(c->view, od->name));
 
 				if (!d || (d->nmappings == 0 && od->nmappings == 0))
 					continue;
@@ -174,8 +174,8 @@ static void rule_pool_collision(struct check *c, const struct resource_slice *s)
 						      "node-allocatable mappings by pool and device name only, on any node, "
 						      "and can charge one driver's device for the other's; give the pool a "
 						      "name of its own", shown(d->name), d->name.ptr, shown(s->pool_name),
-						      s->pool_name.ptr, shown(other), other.ptr, o->name,
-						      slice_where(o, where, sizeof(where)));
+						      s->pool_name.ptr, shown(other), other.ptr, view_slice_name(o),
+						      slice_where(c->view, o, where, sizeof(where)));
 			}
 		}
 	}
@@ -196,13 +196,14 @@ static struct str holders_text(struct check *c, const struct view_hold *h, struc
 		const struct view_holder *x = &h->holders[i];
 		char uid[64];
 
-		if (str_eq(view_atom_str(x->claim->namespace), skip_ns) && str_eq_cstr(skip_name, x->claim->name))
+		if (str_eq(view_str(c->view, x->claim->namespace), skip_ns) &&
+		    str_eq_cstr(skip_name, view_claim_name(x->claim)))
 			continue;
 		view_uid_format(&x->claim->uid, uid, sizeof(uid));
 		check_claim_uid(c, str_from_cstr(uid));
 		if (n < MAX_LISTED && off < sizeof(text))
 			off += (size_t)snprintf(text + off, sizeof(text) - off, "%s%.*s/%s (uid %s)", n ? ", " : "",
-						STR_FMT(view_atom_str(x->claim->namespace)), x->claim->name, uid);
+						STR_FMT(view_str(c->view, x->claim->namespace)), view_claim_name(x->claim), uid);
 		n++;
 	}
 	if (n > MAX_LISTED && off < sizeof(text))
@@ -264,12 +265,13 @@ static void undecided_or_deny(struct check *c, enum ledger_reason reason, uint8_
 			      "%s; the policy says ledger.undecided: deny", what);
 }
 
-static bool capacity_mapped(const struct view_device *d)
+static bool capacity_mapped(const struct view *v, const struct view_device *d)
 {
+	const struct view_mapping *m = view_device_mappings(v, d);
 	uint32_t i;
 
 	for (i = 0; i < d->nmappings; i++)
-		if (d->mappings[i].capacity_key && view_atom_str(d->mappings[i].capacity_key).len)
+		if (m[i].capacity_key && view_atom_str(m[i].capacity_key).len)
 			return true;
 	return false;
 }
@@ -344,7 +346,7 @@ static void rule_pool_fresh(struct check *c, const struct resource_claim *cl)
 					      shown(r->driver), r->driver.ptr, (long long)p->generation);
 			continue;
 		}
-		if (r->nconsumed_capacity == 0 && capacity_mapped(d))
+		if (r->nconsumed_capacity == 0 && capacity_mapped(c->view, d))
 			check_violation_cause(c, RULE_LEDGER_POOL_FRESH, LEDGER_CAUSE_MAPPING_UNCHARGED, false, path,
 					      "device \"%.*s\" maps node resources from its capacity (capacityKey) but "
 					      "the result has no consumedCapacity: neither the scheduler nor the ledger "
@@ -364,20 +366,22 @@ static const struct quantity *consumed_of(const struct allocation_result *r, str
 	return NULL;
 }
 
-static const struct quantity *view_consumed_of(const struct view_result *r, struct str name)
+static const struct quantity *view_consumed_of(const struct view *v, const struct view_result *r, struct str name)
 {
+	const struct view_named_qty *q = view_result_consumed(v, r);
 	uint32_t i;
 
-	for (i = 0; i < view_result_nconsumed(r); i++)
-		if (str_eq(view_atom_str(r->consumed[i].name), name))
-			return view_atom_qty(r->consumed[i].value);
+	for (i = 0; i < view_result_nconsumed(v, r); i++)
+		if (str_eq(view_atom_str(q[i].name), name))
+			return view_atom_qty(q[i].value);
 	return NULL;
 }
 
 /* The first capacity of a shareable device that the holders and this
  * request together would use past its value, or NULL; *used gets that
  * sum. */
-static const struct view_capacity *over_capacity(const struct view_device *d, const struct view_hold *h,
+static const struct view_capacity *over_capacity(const struct view *v, const struct view_device *d,
+						 const struct view_hold *h,
 						 struct str ns, struct str name, const struct resource_claim *cl,
 						 uint32_t upto, struct quantity *used)
 {
@@ -396,11 +400,11 @@ static const struct view_capacity *over_capacity(const struct view_device *d, co
 			const struct view_claim *hc = x->claim;
 			const struct quantity *q;
 
-			if (str_eq(view_atom_str(hc->namespace), ns) && str_eq_cstr(name, hc->name))
+			if (str_eq(view_str(v, hc->namespace), ns) && str_eq_cstr(name, view_claim_name(hc)))
 				continue;
 			if (x->result >= hc->nresults)
 				continue;
-			if ((q = view_consumed_of(&hc->results[x->result], cn)) != NULL)
+			if ((q = view_consumed_of(v, &hc->results[x->result], cn)) != NULL)
 				quantity_add(&sum, q, &sum);
 		}
 		for (i = 0; i <= upto; i++) {
@@ -439,8 +443,8 @@ static void rule_device_duplicate(struct check *c, const struct k8s_object *obj)
 		struct str who;
 
 		for (j = 0; h && j < h->nholders; j++)
-			if (!(str_eq(view_atom_str(h->holders[j].claim->namespace), ns) &&
-			      str_eq_cstr(name, h->holders[j].claim->name)))
+			if (!(str_eq(view_str(c->view, h->holders[j].claim->namespace), ns) &&
+			      str_eq_cstr(name, view_claim_name(h->holders[j].claim))))
 				others++;
 		for (j = 0; j < i; j++)
 			if (str_eq(cl->results[j].driver, r->driver) && str_eq(cl->results[j].pool, r->pool) &&
@@ -460,7 +464,7 @@ static void rule_device_duplicate(struct check *c, const struct k8s_object *obj)
 		if (d->allow_multiple_allocations) {
 			char q1[QUANTITY_STR_MAX], q2[QUANTITY_STR_MAX];
 
-			cap = over_capacity(d, h, ns, name, cl, i, &used);
+			cap = over_capacity(c->view, d, h, ns, name, cl, i, &used);
 			if (!cap)
 				continue;
 			quantity_format(&used, q1);
@@ -525,7 +529,7 @@ static void rule_numa_split(struct check *c, const struct resource_claim *cl)
 		if (!(dp && dp->numa_align) && !class_aligned(c, cl, r->request))
 			continue;
 		d = view_device_current(c->view, r->driver, r->pool, r->device, NULL);
-		z = ledger_device_zone(c->policy, r->driver, d, buf, sizeof(buf));
+		z = ledger_device_zone(c->view, c->policy, r->driver, d, buf, sizeof(buf));
 		if (str_eq_cstr(z, LEDGER_ZONE_UNKNOWN))
 			continue;
 		if (nz == 1 && str_eq_cstr(z, zones[0]))
@@ -556,12 +560,12 @@ void ledger_rules_claim_status(struct check *c)
 
 /* --- ledger.pod.amounts ------------------------------------------------------------------ */
 
-static bool reserved_for(const struct view_claim *cl, struct str pod_uid)
+static bool reserved_for(const struct view *v, const struct view_claim *cl, struct str pod_uid)
 {
 	uint32_t i;
 
 	for (i = 0; i < cl->nreserved; i++)
-		if (str_eq_cstr(view_atom_str(view_claim_reserved_for(cl)[i].gr->resource), "pods") &&
+		if (str_eq_cstr(view_atom_str(view_consumer_gr(v, &view_claim_reserved_for(cl)[i])->resource), "pods") &&
 		    view_uid_eq(&view_claim_reserved_for(cl)[i].uid, pod_uid))
 			return true;
 	return false;
@@ -664,8 +668,8 @@ static bool mapping_changing(const struct check *c, const struct view_claim *cl)
 	for (i = 0; i < cl->nresults; i++) {
 		const struct view_slice *s = NULL;
 
-		view_device_find(c->view, view_atom_str(cl->results[i].driver), view_atom_str(cl->results[i].pool),
-				 view_atom_str(cl->results[i].device), &s);
+		view_device_find(c->view, view_str(c->view, cl->results[i].driver), view_str(c->view, cl->results[i].pool),
+				 view_str(c->view, cl->results[i].device), &s);
 		if (s && s->mapping_changed_ns && s->mapping_changed_ns + MAPPING_RACE_NS >= cl->allocated_ns &&
 		    s->mapping_changed_ns <= cl->allocated_ns + MAPPING_RACE_NS)
 			return true;
@@ -729,7 +733,7 @@ static void lookup_result(const struct check *c, struct lookup *lk, uint32_t k, 
 			  struct str charged_slice)
 {
 	const struct view_atom *drivers[MAX_DRIVERS];
-	struct str pool = view_atom_str(r->pool), dev = view_atom_str(r->device);
+	struct str pool = view_str(c->view, r->pool), dev = view_str(c->view, r->device);
 	uint32_t nd = view_pool_drivers(c->view, pool, drivers, MAX_DRIVERS), i, j, m;
 
 	for (i = 0; i < nd && i < MAX_DRIVERS; i++) {
@@ -738,7 +742,7 @@ static void lookup_result(const struct check *c, struct lookup *lk, uint32_t k, 
 		for (j = 0; p && j < p->nnames; j++) {
 			const struct view_slice *s = view_slice_get(c->view, str_from_cstr(p->slice_names[j]));
 
-			if (s && str_eq_cstr(charged_slice, s->name))
+			if (s && str_eq_cstr(charged_slice, view_slice_name(s)))
 				continue;
 			for (m = 0; s && m < s->ndevices; m++) {
 				struct view_amount now[MAX_RES];
@@ -746,9 +750,9 @@ static void lookup_result(const struct check *c, struct lookup *lk, uint32_t k, 
 				struct amounts a;
 				int n, x;
 
-				if (!str_eq(view_atom_str(s->devices[m].name), dev))
+				if (!str_eq(view_str(c->view, s->devices[m].name), dev))
 					continue;
-				n = view_device_amounts(&s->devices[m], r, now, MAX_RES, &st);
+				n = view_device_amounts(c->view, &s->devices[m], r, now, MAX_RES, &st);
 				if (n < 0 || st != VIEW_CHARGE_OK)
 					continue;
 				memset(&a, 0, sizeof(a));
@@ -809,7 +813,7 @@ static bool scheduler_could(struct check *c, const struct view_claim *cl, const 
 	memset(lk->n, 0, sizeof(lk->n));
 	lk->nresults = cl->nresults;
 	for (k = 0; k < cl->nresults; k++) {
-		const struct view_charge *ch = &cl->charges[k];
+		const struct view_charge *ch = &view_claim_charges(c->view, cl)[k];
 		struct amounts own;
 
 		memset(&own, 0, sizeof(own));
@@ -826,8 +830,8 @@ static bool scheduler_could(struct check *c, const struct view_claim *cl, const 
 
 		if (s && lk->pick[k] != 0) {
 			*why = check_printf(c, "device \"%.*s\" of slice \"%s\" (driver %.*s, pool generation %lld)",
-					    STR_FMT(view_atom_str(cl->results[k].device)), s->name,
-					    STR_FMT(view_atom_str(s->driver)), (long long)s->generation);
+					    STR_FMT(view_str(c->view, cl->results[k].device)), view_slice_name(s),
+					    STR_FMT(view_str(c->view, s->driver)), (long long)s->generation);
 			return true;
 		}
 	}
@@ -882,11 +886,11 @@ static void rule_pod_omitted(struct check *c, struct str ns, const struct pod *c
 			if (str_eq(model_pod_claim_name(cur, &cur->resource_claims[k]), name))
 				dup = true;
 		cl = dup ? NULL : view_claim_get(c->view, ns, name);
-		if (!cl || !cl->allocated || !cl->charges || !reserved_for(cl, pod_uid))
+		if (!cl || !cl->allocated || !cl->charges.id || !reserved_for(c->view, cl, pod_uid))
 			continue;
 		memset(&left, 0, sizeof(left));
 		for (k = 0; k < cl->nresults; k++) {
-			const struct view_charge *ch = &cl->charges[k];
+			const struct view_charge *ch = &view_claim_charges(c->view, cl)[k];
 
 			if (ch->state != VIEW_CHARGE_OK)
 				continue;
@@ -896,7 +900,7 @@ static void rule_pod_omitted(struct check *c, struct str ns, const struct pod *c
 		if (left.n == 0)
 			continue;   /* no mapping: the scheduler rightly leaves it out */
 		{
-			struct str node = cl->node_local ? view_atom_str(cl->node_name) : cur->node_name;
+			struct str node = cl->node_local ? view_str(c->view, cl->node_name) : cur->node_name;
 			char uid[64];
 
 			view_uid_format(&cl->uid, uid, sizeof(uid));
@@ -938,14 +942,14 @@ void ledger_rules_pod_status(struct check *c)
 		cl = view_claim_get(c->view, ns, st->claim_name);
 		/* The scheduler writes the claim's allocation and reservation
 		 * first, then this status: a view without them is behind. */
-		if (!cl || !cl->allocated || !cl->charges || !reserved_for(cl, req->object.meta.uid)) {
+		if (!cl || !cl->allocated || !cl->charges.id || !reserved_for(c->view, cl, req->object.meta.uid)) {
 			check_undecided(c, RULE_LEDGER_POD_AMOUNTS, LEDGER_REASON_CLAIM_UNSEEN);
 			continue;
 		}
 		check_claim_uid(c, uid_text(c, &cl->uid));
 		memset(&want, 0, sizeof(want));
 		for (k = 0; k < cl->nresults && charged; k++) {
-			const struct view_charge *ch = &cl->charges[k];
+			const struct view_charge *ch = &view_claim_charges(c->view, cl)[k];
 
 			if (ch->state != VIEW_CHARGE_OK) {
 				charged = false;
@@ -985,7 +989,7 @@ void ledger_rules_pod_status(struct check *c)
 			}
 		}
 		{
-			const struct view_charge *ch0 = cl->nresults ? &cl->charges[0] : NULL;
+			const struct view_charge *ch0 = cl->nresults ? &view_claim_charges(c->view, cl)[0] : NULL;
 			char uid[64];
 
 			view_uid_format(&cl->uid, uid, sizeof(uid));

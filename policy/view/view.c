@@ -23,33 +23,35 @@ void view_limits_default(struct view_limits *lim)
 
 static const struct str none = { "", 0 };
 
-struct vkey view_record_key(unsigned table, const struct view_rec *r)
+struct vkey view_record_key(struct view_atom_ids ids, unsigned table, const struct view_rec *r)
 {
 	switch (table) {
 	case OBJECT_RESOURCE_SLICE:
-		return (struct vkey){ none, str_from_cstr(((const struct view_slice *)r)->name), r->hash };
+		return (struct vkey){ none, str_from_cstr(view_slice_name((const struct view_slice *)r)), r->hash };
 	case OBJECT_RESOURCE_CLAIM: {
 		const struct view_claim *c = (const struct view_claim *)r;
 
-		return (struct vkey){ view_atom_str(c->namespace), str_from_cstr(c->name), r->hash };
+		return (struct vkey){ view_atom_str(view_atom_id(ids, c->namespace)), str_from_cstr(view_claim_name(c)),
+				      r->hash };
 	}
 	case OBJECT_POD: {
 		const struct view_pod *p = (const struct view_pod *)r;
 
-		return (struct vkey){ view_atom_str(p->namespace), str_from_cstr(p->name), r->hash };
+		return (struct vkey){ view_atom_str(view_atom_id(ids, p->namespace)), str_from_cstr(view_pod_name(p)),
+				      r->hash };
 	}
 	case OBJECT_NODE:
-		return (struct vkey){ none, str_from_cstr(((const struct view_node *)r)->name), r->hash };
+		return (struct vkey){ none, str_from_cstr(view_node_name((const struct view_node *)r)), r->hash };
 	case VIEW_INDEX_PNAMES:
 		return (struct vkey){ none, view_atom_str(((const struct view_pname *)r)->name), r->hash };
 	case VIEW_INDEX_HOLDS:   /* (driver, pool): the "<pool>/<device>" part is view_hold_key_eq()'s */
-		return (struct vkey){ view_atom_str(((const struct view_hold *)r)->driver),
-				      view_atom_str(((const struct view_hold *)r)->pool), r->hash };
+		return (struct vkey){ view_atom_str(view_atom_id(ids, ((const struct view_hold *)r)->driver)),
+				      view_atom_str(view_atom_id(ids, ((const struct view_hold *)r)->pool)), r->hash };
 	default:                    /* VIEW_INDEX_POOLS */
 		break;
 	}
-	return (struct vkey){ view_atom_str(((const struct view_pool *)r)->driver),
-			      view_atom_str(((const struct view_pool *)r)->name), r->hash };
+	return (struct vkey){ view_atom_str(view_atom_id(ids, ((const struct view_pool *)r)->driver)),
+			      view_atom_str(view_atom_id(ids, ((const struct view_pool *)r)->name)), r->hash };
 }
 
 int view_builder_new(const struct view_limits *lim, struct view_builder **out)
@@ -122,6 +124,7 @@ void view_builder_stats(const struct view_builder *b, struct view_stats *st)
 		if (view_has_table(k))
 			st->record_bytes += vt_bytes(b->t[k].dir);
 	st->atom_bytes = b->atoms.bytes;
+	st->atom_id_bytes = b->atoms.id_bytes;
 	st->retired = b->limbo_len - b->limbo_head;
 	st->snapshots = b->nviews;
 }
@@ -188,7 +191,7 @@ static int make_record(struct view_builder *b, enum object_kind kind, const stru
 		rc = view_record_slice(b, obj, &s, err, n);
 		if (rc == 0) {
 			/* An update that changes the mappings is seen here. */
-			if (o && o->fingerprint != s->fingerprint)
+			if (o && !view_aref_eq(o->fingerprint, s->fingerprint))
 				s->mapping_changed_ns = now;
 			else if (o)
 				s->mapping_changed_ns = o->mapping_changed_ns;
@@ -240,12 +243,12 @@ static int slice_pools(struct view_builder *b, struct vtable *slices, struct vta
 {
 	int rc = 0;
 
-	if (old && (!s || old->driver != s->driver || old->pool != s->pool))
-		rc = view_pool_update(b, slices, pools, view_atom_str(old->driver), view_atom_str(old->pool),
-				      str_from_cstr(old->name), none, now);
+	if (old && (!s || !view_aref_eq(old->driver, s->driver) || !view_aref_eq(old->pool, s->pool)))
+		rc = view_pool_update(b, slices, pools, astr(&b->atoms, old->driver), astr(&b->atoms, old->pool),
+				      str_from_cstr(view_slice_name(old)), none, now);
 	if (rc == 0 && s)
-		rc = view_pool_update(b, slices, pools, view_atom_str(s->driver), view_atom_str(s->pool),
-				      none, str_from_cstr(s->name), now);
+		rc = view_pool_update(b, slices, pools, astr(&b->atoms, s->driver), astr(&b->atoms, s->pool),
+				      none, str_from_cstr(view_slice_name(s)), now);
 	if (rc == 0)
 		rc = view_pool_evict(b, pools);
 	return rc;
@@ -487,6 +490,7 @@ int view_builder_publish(struct view_builder *b, const struct view **out)
 		free(v);
 		return -ENOMEM;
 	}
+	v->head.ids = atom_ids(&b->atoms);
 	v->seq = b->seq;
 	for (k = 0; k < VIEW_TABLES; k++)
 		v->dir[k] = b->t[k].dir;
@@ -606,7 +610,7 @@ const struct view_device *view_device_find(const struct view *v, struct str driv
 		const struct view_slice *s = view_slice_get(v, str_from_cstr(p->slice_names[i]));
 
 		for (j = 0; s && j < s->ndevices; j++) {
-			if (str_eq(view_atom_str(s->devices[j].name), device)) {
+			if (str_eq(view_str(v, s->devices[j].name), device)) {
 				if (slice)
 					*slice = s;
 				return &s->devices[j];
@@ -754,7 +758,8 @@ uint32_t view_pool_drivers(const struct view *v, struct str pool, const struct v
 
 /* The device in the pool's slices of dirs, preferring its newest
  * generation. */
-static const struct view_device *device_in(const struct vdir *slices, const struct vdir *pools,
+static const struct view_device *device_in(struct view_atom_ids ids, const struct vdir *slices,
+					   const struct vdir *pools,
 					   struct str driver, struct str pool, struct str device,
 					   const struct view_slice **slice)
 {
@@ -770,7 +775,7 @@ static const struct view_device *device_in(const struct vdir *slices, const stru
 		const struct view_slice *s = (const struct view_slice *)vt_get(slices, OBJECT_RESOURCE_SLICE, &sk);
 
 		for (j = 0; s && j < s->ndevices; j++) {
-			if (!str_eq(view_atom_str(s->devices[j].name), device))
+			if (!str_eq(view_atom_str(view_atom_id(ids, s->devices[j].name)), device))
 				continue;
 			if (!found || s->generation == p->generation) {
 				found = &s->devices[j];
@@ -790,7 +795,8 @@ const struct view_device *view_device_current(const struct view *v, struct str d
 	struct vkey pk = view_key(driver, pool);
 	const struct view_pool *p = (const struct view_pool *)vt_get(v->dir[VIEW_INDEX_POOLS], VIEW_INDEX_POOLS, &pk);
 	const struct view_slice *s = NULL;
-	const struct view_device *d = device_in(v->dir[OBJECT_RESOURCE_SLICE], v->dir[VIEW_INDEX_POOLS], driver, pool, device, &s);
+	const struct view_device *d = device_in(view_ids(v), v->dir[OBJECT_RESOURCE_SLICE], v->dir[VIEW_INDEX_POOLS], driver, pool,
+						       device, &s);
 
 	if (slice)
 		*slice = NULL;
@@ -805,5 +811,6 @@ const struct view_device *view_builder_device(const struct view_builder *b, stru
 					      struct str pool, struct str device,
 					      const struct view_slice **slice)
 {
-	return device_in(b->t[OBJECT_RESOURCE_SLICE].dir, b->t[VIEW_INDEX_POOLS].dir, driver, pool, device, slice);
+	return device_in(atom_ids(&b->atoms), b->t[OBJECT_RESOURCE_SLICE].dir, b->t[VIEW_INDEX_POOLS].dir, driver, pool,
+			 device, slice);
 }

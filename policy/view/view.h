@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model.h"
 #include "quantity.h"
@@ -64,7 +65,8 @@ struct view_atom {
 	uint32_t refs;              /* the builder's; readers never look */
 	uint32_t hash;
 	uint32_t len;               /* bytes of text (quantities: sizeof(struct quantity)) */
-	uint8_t kind;
+	uint32_t kind : 8;
+	uint32_t id : 24;           /* its slot in the id table (struct view_aref) */
 	char data[] __attribute__((aligned(16)));
 };
 
@@ -76,6 +78,86 @@ static inline struct str view_atom_str(const struct view_atom *a)
 static inline const struct quantity *view_atom_qty(const struct view_atom *a)
 {
 	return a ? (const struct quantity *)(const void *)a->data : NULL;
+}
+
+/* An atom as a record holds it: its id, 4 bytes where a pointer took 8
+ * (a claim holds ten, a Pod four: 30 B a claim at the scale of
+ * docs/performance.md). 0 is none (NULL). A distinct type, so that no
+ * reader takes an id for a pointer. The id's slot is written before any
+ * snapshot that reaches it is published and holds the atom while any
+ * live snapshot can reach a record holding the id; a freed atom's id is
+ * used again only after that (view_atom.c). */
+struct view_aref {
+	uint32_t id;
+};
+
+/* The id table: chunks of VIEW_ATOM_CHUNK atoms under a directory sized
+ * once, when the builder is made, from view_limits.max_atoms: it never
+ * moves, so every snapshot reads the same one, with no lock. */
+#define VIEW_ATOM_CHUNK_BITS 12
+#define VIEW_ATOM_CHUNK (1u << VIEW_ATOM_CHUNK_BITS)
+#define VIEW_ATOM_MAX_ID ((1u << 24) - 1)
+
+struct view_atom_ids {
+	struct view_atom **const *chunk;
+};
+
+static inline const struct view_atom *view_atom_id(struct view_atom_ids ids, struct view_aref r)
+{
+	return r.id ? ids.chunk[r.id >> VIEW_ATOM_CHUNK_BITS][r.id & (VIEW_ATOM_CHUNK - 1)] : NULL;
+}
+
+static inline bool view_aref_eq(struct view_aref a, struct view_aref b)
+{
+	return a.id == b.id;
+}
+
+/* What every snapshot starts with (struct view, view_impl.h): its atoms,
+ * for the inline readers below. */
+struct view;
+struct view_head {
+	struct view_atom_ids ids;
+};
+
+/* The id table of snapshot v: the builder's, the same in all its
+ * snapshots, and good while the builder lives (a reader that keeps records
+ * past one snapshot, as the ledger, keeps this rather than the snapshot). */
+static inline struct view_atom_ids view_ids(const struct view *v)
+{
+	return ((const struct view_head *)(const void *)v)->ids;
+}
+
+/* The atom r of a record of snapshot v (NULL for none). Any snapshot of
+ * the same builder reads the same: the table is the builder's. */
+static inline const struct view_atom *view_atom_at(const struct view *v, struct view_aref r)
+{
+	return view_atom_id(((const struct view_head *)(const void *)v)->ids, r);
+}
+
+static inline struct str view_str(const struct view *v, struct view_aref r)
+{
+	return view_atom_str(view_atom_at(v, r));
+}
+
+static inline const struct quantity *view_qty(const struct view *v, struct view_aref r)
+{
+	return view_atom_qty(view_atom_at(v, r));
+}
+
+/* A blob's data (an interned array), NULL for none. */
+static inline const void *view_blob_at(const struct view *v, struct view_aref r)
+{
+	const struct view_atom *a = view_atom_at(v, r);
+
+	return a ? a->data : NULL;
+}
+
+/* Bytes of a blob's data (0 for none). */
+static inline uint32_t view_blob_len(const struct view *v, struct view_aref r)
+{
+	const struct view_atom *a = view_atom_at(v, r);
+
+	return a ? a->len : 0;
 }
 
 /* A UID in 16 bytes, read through the functions below: its bytes when it
@@ -136,17 +218,29 @@ struct view_mapping {
 	const struct view_atom *overhead_per_container;
 };
 
+/* 32 B: the capacities stay a pointer, to a blob or, when some capacity
+ * has validValues, into the slice's record. */
 struct view_device {
-	const struct view_atom *name;
-	const struct view_atom *node_name;   /* perDeviceNodeSelection, or NULL */
+	struct view_aref name;
+	struct view_aref node_name;   /* perDeviceNodeSelection, or none */
+	struct view_aref attrs;       /* a blob of nattrs struct view_attr (view_device_attrs()) */
+	struct view_aref mappings;    /* a blob of nmappings struct view_mapping (view_device_mappings()) */
 	uint16_t nattrs, ncapacity, nmappings;
-	bool allow_multiple_allocations : 1;   /* bits beside the counts: 48 B a device */
+	bool allow_multiple_allocations : 1;   /* bits beside the counts */
 	bool all_nodes : 1;
 	bool has_node_selector : 1;
-	const struct view_attr *attrs;
 	const struct view_capacity *capacity;
-	const struct view_mapping *mappings;
 };
+
+static inline const struct view_attr *view_device_attrs(const struct view *v, const struct view_device *d)
+{
+	return (const struct view_attr *)view_blob_at(v, d->attrs);
+}
+
+static inline const struct view_mapping *view_device_mappings(const struct view *v, const struct view_device *d)
+{
+	return (const struct view_mapping *)view_blob_at(v, d->mappings);
+}
 
 /* Every record starts with its key's hash. */
 struct view_rec {
@@ -154,32 +248,44 @@ struct view_rec {
 	uint32_t size;              /* bytes of the record's own allocation */
 };
 
+/* The slice's name and resourceVersion follow the struct (view_slice_name(),
+ * view_slice_rv()), then its devices. */
 struct view_slice {
 	struct view_rec h;
-	const char *name;           /* NUL-terminated */
-	const char *resource_version;
-	const struct view_atom *driver;
-	const struct view_atom *pool;
-	const struct view_atom *node_name;   /* NULL unless spec.nodeName */
-	const struct view_atom *mapping_label;   /* dra-guard.io/mappings, or NULL */
-	const struct view_atom *fingerprint;     /* of its mappings as they are (mutation.h), NULL without */
+	struct view_aref driver;
+	struct view_aref pool;
+	struct view_aref node_name;       /* none unless spec.nodeName */
+	struct view_aref mapping_label;   /* dra-guard.io/mappings, or none */
+	struct view_aref fingerprint;     /* of its mappings as they are (mutation.h), none without */
+	uint32_t ndevices;
 	int64_t mapping_changed_ns; /* when an update was seen to change the fingerprint; 0 never */
 	int64_t generation;
 	int64_t resource_slice_count;
 	bool all_nodes;
 	bool has_node_selector;
 	bool per_device_node_selection;
-	uint32_t ndevices;
 	const struct view_device *devices;
 };
+
+static inline const char *view_slice_name(const struct view_slice *s)
+{
+	return (const char *)(const void *)(s + 1);
+}
+
+static inline const char *view_slice_rv(const struct view_slice *s)
+{
+	const char *n = view_slice_name(s);
+
+	return n + strlen(n) + 1;
+}
 
 /* A pool, keyed (driver, pool name): derived from its slices, and kept
  * after the last one is deleted so that the highest generation ever seen
  * survives a driver restart (see view_limits.pool_tombstones). */
 struct view_pool {
 	struct view_rec h;
-	const struct view_atom *driver;
-	const struct view_atom *name;
+	struct view_aref driver;
+	struct view_aref name;
 	int64_t max_generation;     /* highest ever seen, kept after deletion */
 	int64_t generation;         /* newest among the live slices */
 	int64_t resource_slice_count;   /* of the slices at that generation */
@@ -200,25 +306,25 @@ struct view_named_qty {
 };
 
 struct view_result {
-	const struct view_atom *request;
-	const struct view_atom *driver;
-	const struct view_atom *pool;
-	const struct view_atom *device;
-	const struct view_atom *share_id;     /* NULL when absent */
-	/* consumedCapacity, view_result_nconsumed() entries; NULL when none.
-	 * Interned (a blob: the same amounts repeat across the claims of a
-	 * shared device), its count read from the blob: 48 B a result. */
-	const struct view_named_qty *consumed;
+	struct view_aref request;
+	struct view_aref driver;
+	struct view_aref pool;
+	struct view_aref device;
+	struct view_aref share_id;            /* none when absent */
+	/* consumedCapacity, a blob of struct view_named_qty (the same amounts
+	 * repeat across the claims of a shared device), its count read from
+	 * the blob: view_result_consumed(), view_result_nconsumed(). */
+	struct view_aref consumed;
 };
 
-static inline uint32_t view_result_nconsumed(const struct view_result *r)
+static inline const struct view_named_qty *view_result_consumed(const struct view *v, const struct view_result *r)
 {
-	const struct view_atom *a;
+	return (const struct view_named_qty *)view_blob_at(v, r->consumed);
+}
 
-	if (!r->consumed)
-		return 0;
-	a = (const struct view_atom *)(const void *)((const char *)r->consumed - offsetof(struct view_atom, data));
-	return a->len / (uint32_t)sizeof(struct view_named_qty);
+static inline uint32_t view_result_nconsumed(const struct view *v, const struct view_result *r)
+{
+	return view_blob_len(v, r->consumed) / (uint32_t)sizeof(struct view_named_qty);
 }
 
 /* A consumer's apiGroup and resource: interned as a pair (a blob), the
@@ -229,8 +335,8 @@ struct view_group_resource {
 };
 
 struct view_consumer {
-	const struct view_group_resource *gr;
-	const char *name;
+	struct view_aref gr;        /* a struct view_group_resource blob */
+	uint32_t name;              /* offset of its text in the claim's record */
 	struct view_uid uid;
 };
 
@@ -254,22 +360,23 @@ struct view_charge {
 	const struct view_named_qty *amounts; /* resource -> amount, by resource name */
 };
 
+/* The fields are ordered so that nothing pads them: the results start 52
+ * B in. The claim's name and resourceVersion follow its consumers, read
+ * through view_claim_name() and view_claim_rv(). */
 struct view_claim {
 	struct view_rec h;
-	const struct view_atom *namespace;
-	const char *name;
-	const char *resource_version;
 	struct view_uid uid;
-	bool allocated;
-	bool node_local;            /* nodeSelector: metadata.name In [one node] */
-	bool deleting;
-	bool charge_pending;        /* some result is not charged yet (device not seen) */
+	int64_t allocated_ns;       /* when the view first saw this allocation; 0 unallocated */
+	struct view_aref namespace;
+	struct view_aref node_name;   /* when node_local */
+	struct view_aref charges;   /* a blob of one struct view_charge per result when
+				     * allocated (view_claim_charges()), else none */
 	uint16_t nresults;          /* narrow: the decoder's lists stop at 4,096 */
 	uint16_t nreserved;
-	const struct view_atom *node_name;   /* when node_local */
-	int64_t allocated_ns;       /* when the view first saw this allocation; 0 unallocated */
-	int64_t charged_ns;         /* when its charges were computed; 0 none */
-	const struct view_charge *charges;   /* one per result when allocated, else NULL */
+	bool allocated : 1;
+	bool node_local : 1;        /* nodeSelector: metadata.name In [one node] */
+	bool deleting : 1;
+	bool charge_pending : 1;    /* some result is not charged yet (device not seen) */
 	/* nresults, then the nreserved consumers of view_claim_reserved_for(),
 	 * in the record (no pointers to them: 16 B in each claim). */
 	struct view_result results[];
@@ -281,6 +388,36 @@ static inline const struct view_consumer *view_claim_reserved_for(const struct v
 	return (const struct view_consumer *)(const void *)&c->results[c->nresults];
 }
 
+/* Its name (NUL-terminated), right after the consumers: no offset kept. */
+static inline const char *view_claim_name(const struct view_claim *c)
+{
+	return (const char *)(const void *)(view_claim_reserved_for(c) + c->nreserved);
+}
+
+/* Its resourceVersion, right after the name. */
+static inline const char *view_claim_rv(const struct view_claim *c)
+{
+	const char *n = view_claim_name(c);
+
+	return n + strlen(n) + 1;
+}
+
+static inline const char *view_consumer_name(const struct view_claim *c, const struct view_consumer *k)
+{
+	return (const char *)(const void *)c + k->name;
+}
+
+static inline const struct view_group_resource *view_consumer_gr(const struct view *v, const struct view_consumer *k)
+{
+	return (const struct view_group_resource *)view_blob_at(v, k->gr);
+}
+
+/* One charge per result when allocated; NULL otherwise. */
+static inline const struct view_charge *view_claim_charges(const struct view *v, const struct view_claim *c)
+{
+	return (const struct view_charge *)view_blob_at(v, c->charges);
+}
+
 /* A Pod on a node (or with node-allocatable statuses): what the ledger
  * reads of it. */
 struct view_pod_status {
@@ -289,34 +426,68 @@ struct view_pod_status {
 	const struct view_named_qty *resources;
 };
 
+/* 48 B and 2 B a claim, then the texts: the Pod's name, then its claims'
+ * names, each at the offset claims[i] from the name (view_pod_name(),
+ * view_pod_claim()). */
 struct view_pod {
 	struct view_rec h;
-	const struct view_atom *namespace;
-	const char *name;
 	struct view_uid uid;
-	const struct view_atom *node_name;   /* NULL while unbound */
-	const struct view_named_qty *requests;   /* pod_requests.h, by resource name */
-	const struct view_pod_status *statuses;  /* nodeAllocatableResourceClaimStatuses;
-						  * claim names not among claims are added to claims */
+	struct view_aref namespace;
+	struct view_aref node_name;   /* none while unbound */
+	struct view_aref requests;    /* a blob of struct view_named_qty (pod_requests.h), by
+				       * resource name: view_pod_requests() */
+	struct view_aref statuses;    /* a blob of struct view_pod_status
+				       * (nodeAllocatableResourceClaimStatuses; claim names not
+				       * among claims are added to claims): view_pod_statuses() */
 	uint32_t pod_level;         /* bit i: requests[i] is a Pod-level request */
-	/* Narrow, so that the record's header is 80 B: at most 32 requests
-	 * (POD_REQUESTS_MAX_RESOURCES), 256 claims and statuses (more are
-	 * refused). */
+	/* Narrow: at most 32 requests (POD_REQUESTS_MAX_RESOURCES), 256
+	 * claims and statuses (more are refused). */
 	unsigned nrequests : 6;
 	unsigned nclaims : 9;
 	unsigned nstatuses : 9;
 	bool gated : 1;             /* carries the scheduling gate MODEL_FREEZE_GATE */
-	/* The nclaims claims it uses (generated names resolved), in the
-	 * record (no pointer to them). */
-	const char *claims[];
+	/* The nclaims claims it uses (generated names resolved): where each
+	 * name starts, from the Pod's name. */
+	uint16_t claims[];
 };
+
+static inline const char *view_pod_name(const struct view_pod *p)
+{
+	return (const char *)(const void *)&p->claims[p->nclaims];
+}
+
+static inline const char *view_pod_claim(const struct view_pod *p, uint32_t i)
+{
+	return view_pod_name(p) + p->claims[i];
+}
+
+static inline const struct view_named_qty *view_pod_requests(const struct view *v, const struct view_pod *p)
+{
+	return (const struct view_named_qty *)view_blob_at(v, p->requests);
+}
+
+static inline const struct view_pod_status *view_pod_statuses(const struct view *v, const struct view_pod *p)
+{
+	return (const struct view_pod_status *)view_blob_at(v, p->statuses);
+}
 
 struct view_node {
 	struct view_rec h;
-	const char *name;
 	uint32_t nallocatable;
-	const struct view_named_qty *allocatable;   /* node resources only, by name */
+	struct view_aref allocatable;   /* a blob of struct view_named_qty: node resources
+					 * only, by name (view_node_allocatable()) */
+	/* the name follows (view_node_name()) */
 };
+
+static inline const char *view_node_name(const struct view_node *n)
+{
+	return (const char *)(const void *)(n + 1);
+}
+
+static inline const struct view_named_qty *view_node_allocatable(const struct view *v, const struct view_node *n)
+{
+	return (const struct view_named_qty *)view_blob_at(v, n->allocatable);
+}
 
 /* Who holds a device: every allocated claim whose results name it. The
  * claim's record is the one of the same snapshot (view_claim_get() gives
@@ -331,9 +502,9 @@ struct view_holder {
 /* Keyed (driver, "<pool>/<device>"): device names have no '/'. */
 struct view_hold {
 	struct view_rec h;
-	const struct view_atom *driver;
-	const struct view_atom *pool;
-	const struct view_atom *device;
+	struct view_aref driver;
+	struct view_aref pool;
+	struct view_aref device;
 	uint32_t nholders;
 	struct view_holder holders[];
 };
@@ -341,7 +512,8 @@ struct view_hold {
 /* Caps, set when the builder is made; going over one is an error. */
 struct view_limits {
 	uint32_t max_objects;       /* per resource */
-	uint32_t max_atoms;         /* distinct interned strings, quantities and arrays */
+	uint32_t max_atoms;         /* distinct interned strings, quantities and arrays;
+				     * at most VIEW_ATOM_MAX_ID (an atom's id is 24 bits) */
 	uint32_t pool_tombstones;   /* emptied pools kept; the oldest go first */
 	uint32_t max_pool_slices;   /* slices in one pool */
 };
@@ -407,8 +579,8 @@ struct view_amount {
 	struct str resource;
 	struct quantity value;
 };
-int view_device_amounts(const struct view_device *d, const struct view_result *r, struct view_amount *out,
-			uint32_t max, enum view_charge_state *state);
+int view_device_amounts(const struct view *v, const struct view_device *d, const struct view_result *r,
+			struct view_amount *out, uint32_t max, enum view_charge_state *state);
 
 /* The device named (driver, pool, device) and its slice, or NULL. */
 const struct view_device *view_device_find(const struct view *v, struct str driver, struct str pool,
@@ -476,7 +648,8 @@ struct view_stats {
 	uint32_t charge_pending;    /* allocated claims waiting for their devices */
 	uint32_t atoms;
 	size_t record_bytes;        /* records, their chunks and directories */
-	size_t atom_bytes;
+	size_t atom_bytes;          /* the atoms themselves */
+	size_t atom_id_bytes;       /* their id table (struct view_aref) */
 	size_t retired;             /* objects waiting for snapshots to be let go */
 	uint32_t snapshots;         /* published and not yet released */
 };

@@ -7,9 +7,22 @@
  * model, the same requests on every Pod of a workload): compared as bytes,
  * which is exact because equal atoms are the same pointer, and holding a
  * reference on each atom in them. The set is the
- * builder's alone (readers only follow a record's pointer to an atom), and
+ * builder's alone (readers only follow a record's id to an atom), and
  * an atom is freed when the last record holding it is freed, which is
- * after every snapshot that could reach that record was let go. */
+ * after every snapshot that could reach that record was let go: records
+ * of published tables are freed by view_builder_collect() (view_table.c's
+ * retirement), the others (a failed fill, a relist dropped before it was
+ * swapped in) were never reachable from a snapshot.
+ *
+ * Records name atoms by id (struct view_aref): the id table is a
+ * directory of chunks sized once from the cap, so it never moves under a
+ * reader. A new atom's slot is written here, on the builder's thread,
+ * before the snapshot that reaches it is published (the watcher swaps the
+ * snapshot into its slot under the slot's mutex, which every reader takes
+ * to get it: the slot's write happens before any read of it). A freed
+ * atom's id goes on a free list and is given again only to an atom made
+ * after that, when no live snapshot holds a record with the old one: what
+ * an older snapshot reads never changes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +32,22 @@
 int atom_set_init(struct atom_set *s, uint32_t max)
 {
 	memset(s, 0, sizeof(*s));
+	if (max > VIEW_ATOM_MAX_ID)
+		max = VIEW_ATOM_MAX_ID;
+	s->ndir = max / VIEW_ATOM_CHUNK + 1;   /* ids 1..max */
+	s->dir = calloc(s->ndir, sizeof(*s->dir));
 	s->slot = calloc(1024, sizeof(*s->slot));
-	if (!s->slot)
+	if (!s->slot || !s->dir) {
+		free(s->slot);
+		free(s->dir);
+		s->slot = NULL;
+		s->dir = NULL;
 		return -ENOMEM;
+	}
 	s->mask = 1023;
 	s->max = max;
+	s->next_id = 1;
+	s->id_bytes = s->ndir * sizeof(*s->dir);
 	return 0;
 }
 
@@ -36,7 +60,42 @@ void atom_set_free(struct atom_set *s)
 	for (i = 0; i <= s->mask; i++)
 		free(s->slot[i]);
 	free(s->slot);
+	for (i = 0; i < s->ndir; i++)
+		free(s->dir[i]);
+	free(s->dir);
 	memset(s, 0, sizeof(*s));
+}
+
+/* An id for a new atom: a freed one first, else the next never given
+ * (its chunk allocated on first use). 0 on -ENOMEM. */
+static uint32_t id_take(struct atom_set *s)
+{
+	uint32_t id = s->free_id, c;
+
+	if (id) {
+		uintptr_t next = (uintptr_t)s->dir[id >> VIEW_ATOM_CHUNK_BITS][id & (VIEW_ATOM_CHUNK - 1)];
+
+		s->free_id = (uint32_t)(next >> 1);
+		return id;
+	}
+	id = s->next_id;
+	c = id >> VIEW_ATOM_CHUNK_BITS;
+	if (c >= s->ndir)
+		return 0;            /* not reached: count stays below max */
+	if (!s->dir[c]) {
+		if (!(s->dir[c] = calloc(VIEW_ATOM_CHUNK, sizeof(*s->dir[c]))))
+			return 0;
+		s->id_bytes += VIEW_ATOM_CHUNK * sizeof(*s->dir[c]);
+	}
+	s->next_id++;
+	return id;
+}
+
+static void id_give_back(struct atom_set *s, uint32_t id)
+{
+	s->dir[id >> VIEW_ATOM_CHUNK_BITS][id & (VIEW_ATOM_CHUNK - 1)] =
+		(struct view_atom *)((uintptr_t)s->free_id << 1 | 1);
+	s->free_id = id;
 }
 
 static uint32_t atom_hash(uint8_t kind, const void *p, size_t n)
@@ -96,6 +155,12 @@ static const struct view_atom *intern(struct atom_set *s, uint8_t kind, const vo
 		*rc = -ENOMEM;
 		return NULL;
 	}
+	if (!(a->id = id_take(s) & VIEW_ATOM_MAX_ID)) {
+		free(a);
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	s->dir[a->id >> VIEW_ATOM_CHUNK_BITS][a->id & (VIEW_ATOM_CHUNK - 1)] = a;
 	a->refs = 1;
 	a->hash = h;
 	a->len = (uint32_t)n;
@@ -249,6 +314,7 @@ void atom_put(struct atom_set *s, const struct view_atom *ca)
 done:
 	s->count--;
 	s->bytes -= sizeof(*a) + a->len + 1;
+	id_give_back(s, a->id);
 	/* Out of the table first: a blob's atoms are put into it below. */
 	if (a->kind > ATOM_QTY)
 		atom_blob_drop(s, (enum atom_kind)a->kind, a->data, a->len);

@@ -24,7 +24,7 @@ static int pass(const struct vdir *a, const struct vdir *b, unsigned table, bool
 
 			if (!r)
 				continue;
-			k = view_record_key(table, r);
+			k = view_record_key(a->ids, table, r);
 			other = vt_get(b, table, &k);
 			if (other == r || (only_missing && other))
 				continue;

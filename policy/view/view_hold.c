@@ -31,9 +31,10 @@ static const struct quantity *consumed_of(const struct view_amount *consumed, ui
 	return NULL;
 }
 
-int view_mapping_amounts(const struct view_device *d, const struct view_amount *consumed, uint32_t nconsumed,
-			 struct view_amount *out, uint32_t max, enum view_charge_state *state)
+int view_mapping_amounts(struct view_atom_ids ids, const struct view_device *d, const struct view_amount *consumed,
+			 uint32_t nconsumed, struct view_amount *out, uint32_t max, enum view_charge_state *state)
 {
+	const struct view_atom *maps = view_atom_id(ids, d->mappings);
 	struct quantity one;
 	uint32_t i, n = 0;
 	int rc;
@@ -41,7 +42,7 @@ int view_mapping_amounts(const struct view_device *d, const struct view_amount *
 	*state = VIEW_CHARGE_OK;
 	quantity_from_int(1, &one);
 	for (i = 0; i < d->nmappings; i++) {
-		const struct view_mapping *m = &d->mappings[i];
+		const struct view_mapping *m = (const struct view_mapping *)(const void *)maps->data + i;
 		const struct view_atom *mult = m->shape == MAPPING_V137 && m->capacity_key ? m->capacity_multiplier
 					       : m->multiplier;
 		const struct quantity *factor = mult ? view_atom_qty(mult) : &one;
@@ -83,25 +84,25 @@ int view_mapping_amounts(const struct view_device *d, const struct view_amount *
 	return (int)n;
 }
 
-int view_device_amounts(const struct view_device *d, const struct view_result *r, struct view_amount *out,
-			uint32_t max, enum view_charge_state *state)
+int view_device_amounts(const struct view *v, const struct view_device *d, const struct view_result *r,
+			struct view_amount *out, uint32_t max, enum view_charge_state *state)
 {
 	struct view_amount consumed[64];
-	uint32_t i;
+	const struct view_named_qty *q = view_result_consumed(v, r);
+	uint32_t i, n = view_result_nconsumed(v, r);
 
-	if (view_result_nconsumed(r) > 64)
+	if (n > 64)
 		return -E2BIG;
-	for (i = 0; i < view_result_nconsumed(r); i++)
-		consumed[i] = (struct view_amount){ view_atom_str(r->consumed[i].name),
-						    *view_atom_qty(r->consumed[i].value) };
-	return view_mapping_amounts(d, consumed, view_result_nconsumed(r), out, max, state);
+	for (i = 0; i < n; i++)
+		consumed[i] = (struct view_amount){ view_atom_str(q[i].name), *view_atom_qty(q[i].value) };
+	return view_mapping_amounts(view_ids(v), d, consumed, n, out, max, state);
 }
 
 /* --- holds ------------------------------------------------------------------- */
 
-static struct vkey hold_key(const struct view_result *r, char *buf, size_t n, bool *ok)
+static struct vkey hold_key(const struct atom_set *as, const struct view_result *r, char *buf, size_t n, bool *ok)
 {
-	struct str p = view_atom_str(r->pool), d = view_atom_str(r->device);
+	struct str p = astr(as, r->pool), d = astr(as, r->device);
 
 	*ok = p.len + 1 + d.len <= n;
 	if (!*ok)
@@ -109,14 +110,14 @@ static struct vkey hold_key(const struct view_result *r, char *buf, size_t n, bo
 	memcpy(buf, p.ptr, p.len);
 	buf[p.len] = '/';
 	memcpy(buf + p.len + 1, d.ptr, d.len);
-	return view_key(view_atom_str(r->driver), (struct str){ buf, p.len + 1 + d.len });
+	return view_key(astr(as, r->driver), (struct str){ buf, p.len + 1 + d.len });
 }
 
-bool view_hold_key_eq(const struct view_hold *h, const struct vkey *k)
+bool view_hold_key_eq(struct view_atom_ids ids, const struct view_hold *h, const struct vkey *k)
 {
-	struct str p = view_atom_str(h->pool), d = view_atom_str(h->device);
+	struct str p = view_atom_str(view_atom_id(ids, h->pool)), d = view_atom_str(view_atom_id(ids, h->device));
 
-	return str_eq(view_atom_str(h->driver), k->a) && k->b.len == p.len + 1 + d.len &&
+	return str_eq(view_atom_str(view_atom_id(ids, h->driver)), k->a) && k->b.len == p.len + 1 + d.len &&
 	       memcmp(k->b.ptr, p.ptr, p.len) == 0 && k->b.ptr[p.len] == '/' &&
 	       memcmp(k->b.ptr + p.len + 1, d.ptr, d.len) == 0;
 }
@@ -172,7 +173,7 @@ static int hold_change(struct view_builder *b, struct vtable *t, const struct vi
 	const struct view_result *r = &c->results[i];
 	char buf[1024];
 	bool ok;
-	struct vkey k = hold_key(r, buf, sizeof(buf), &ok);
+	struct vkey k = hold_key(&b->atoms, r, buf, sizeof(buf), &ok);
 	const struct view_hold *old;
 	struct view_holder small[16], *hs = small;
 	uint32_t n = 0, j;
@@ -213,13 +214,16 @@ static bool same_holds(const struct view_claim *a, const struct view_claim *b)
 	const char *ta, *tb;
 	uint32_t i;
 
-	if (!a->allocated || !b->allocated || a->nresults != b->nresults || a->namespace != b->namespace ||
-	    strcmp(a->name, b->name) != 0)
+	if (!a->allocated || !b->allocated || a->nresults != b->nresults || !view_aref_eq(a->namespace, b->namespace) ||
+	    strcmp(view_claim_name(a), view_claim_name(b)) != 0)
 		return false;
-	for (i = 0; i < a->nresults; i++)
-		if (a->results[i].driver != b->results[i].driver || a->results[i].pool != b->results[i].pool ||
-		    a->results[i].device != b->results[i].device || a->results[i].share_id != b->results[i].share_id)
+	for (i = 0; i < a->nresults; i++) {
+		const struct view_result *ra = &a->results[i], *rb = &b->results[i];
+
+		if (!view_aref_eq(ra->driver, rb->driver) || !view_aref_eq(ra->pool, rb->pool) ||
+		    !view_aref_eq(ra->device, rb->device) || !view_aref_eq(ra->share_id, rb->share_id))
 			return false;
+	}
 	ta = view_uid_text(&a->uid);
 	tb = view_uid_text(&b->uid);
 	if (ta || tb)
@@ -281,21 +285,21 @@ static int gather_holds(void *ctx, const struct view_rec *r)
 	return 0;
 }
 
-static int cmp_ptr(const void *a, const void *b)
+static int cmp_id(struct view_aref a, struct view_aref b)
 {
-	return (uintptr_t)a < (uintptr_t)b ? -1 : (uintptr_t)a > (uintptr_t)b;
+	return a.id < b.id ? -1 : a.id > b.id;
 }
 
-/* Atoms are interned: equal names are the same atom, so the device's
- * atoms order the entries by device. */
+/* Atoms are interned: equal names are the same atom, so the ids of the
+ * device's atoms order the entries by device. */
 static int entry_cmp(const void *pa, const void *pb)
 {
 	const struct hold_entry *a = pa, *b = pb;
 	const struct view_result *ra = &a->c->results[a->result], *rb = &b->c->results[b->result];
 	int d;
 
-	if ((d = cmp_ptr(ra->driver, rb->driver)) || (d = cmp_ptr(ra->pool, rb->pool)) ||
-	    (d = cmp_ptr(ra->device, rb->device)))
+	if ((d = cmp_id(ra->driver, rb->driver)) || (d = cmp_id(ra->pool, rb->pool)) ||
+	    (d = cmp_id(ra->device, rb->device)))
 		return d;
 	if (a->order != b->order)
 		return a->order < b->order ? -1 : 1;
@@ -306,7 +310,8 @@ static bool same_device(const struct hold_entry *a, const struct hold_entry *b)
 {
 	const struct view_result *ra = &a->c->results[a->result], *rb = &b->c->results[b->result];
 
-	return ra->driver == rb->driver && ra->pool == rb->pool && ra->device == rb->device;
+	return view_aref_eq(ra->driver, rb->driver) && view_aref_eq(ra->pool, rb->pool) &&
+	       view_aref_eq(ra->device, rb->device);
 }
 
 /* Fill the private table t with one hold per device of e[0..n) (sorted). */
@@ -320,7 +325,7 @@ static int store_holds(struct view_builder *b, struct vtable *t, const struct ho
 		const struct view_result *r = &e[i].c->results[e[i].result];
 		char buf[1024];
 		bool ok;
-		struct vkey k = hold_key(r, buf, sizeof(buf), &ok);
+		struct vkey k = hold_key(&b->atoms, r, buf, sizeof(buf), &ok);
 
 		for (j = i + 1; j < n && same_device(&e[i], &e[j]); j++)
 			;
@@ -405,9 +410,9 @@ int view_pending_add(struct view_builder *b, const struct view_claim *c)
 		b->pending_alloc = n;
 	}
 	p = &b->pending[b->npending];
-	if (!(p->name = strdup(c->name)))
+	if (!(p->name = strdup(view_claim_name(c))))
 		return -ENOMEM;
-	p->namespace = atom_get(c->namespace);
+	p->namespace = atom_get(atom_at(&b->atoms, c->namespace));
 	b->npending++;
 	return 0;
 }

@@ -54,6 +54,7 @@ struct vchunk {
 
 struct vdir {
 	uint64_t epoch;
+	struct view_atom_ids ids;   /* the builder's atoms: keys are compared through them */
 	uint32_t nchunks;           /* a power of two */
 	uint32_t count;             /* records held */
 	struct vchunk *chunk[];
@@ -95,6 +96,15 @@ struct limbo_entry {
 };
 
 struct atom_set {
+	/* The id table (struct view_aref): ndir chunks, each allocated when
+	 * its first id is given; slot 0 of chunk 0 is id 0, never an atom. A
+	 * free id's slot holds the next free id, shifted left, with the low
+	 * bit set (free_id is the first; 0 ends the list). */
+	struct view_atom ***dir;
+	uint32_t ndir;
+	uint32_t next_id;           /* ids below it have been given */
+	uint32_t free_id;
+	size_t id_bytes;            /* the directory and its chunks */
 	struct view_atom **slot;
 	uint32_t mask;              /* slots - 1 */
 	uint32_t count;
@@ -110,6 +120,7 @@ struct pending_claim {
 };
 
 struct view {
+	struct view_head head;      /* first: view.h's inline readers find the atoms there */
 	uint64_t seq;
 	const struct vdir *dir[VIEW_TABLES];   /* NULL where !view_has_table() */
 	/* by kind, those view_holds_kind() */
@@ -209,17 +220,18 @@ void view_record_put_more(struct view_builder *b, unsigned table, void *p);
 
 /* The amounts the scheduler adds for a result that consumed consumed[]
  * on device d (view_device_amounts(), view_hold.c). */
-int view_mapping_amounts(const struct view_device *d, const struct view_amount *consumed, uint32_t nconsumed,
+int view_mapping_amounts(struct view_atom_ids ids, const struct view_device *d, const struct view_amount *consumed,
+			 uint32_t nconsumed,
 			 struct view_amount *out, uint32_t max, enum view_charge_state *state);
 
 /* The key of a record of the table numbered table; a hold's is (driver,
  * pool) here, and view_hold_key_eq() compares it whole. */
-struct vkey view_record_key(unsigned table, const struct view_rec *r);
+struct vkey view_record_key(struct view_atom_ids ids, unsigned table, const struct view_rec *r);
 
 /* True when hold h has key k: (driver, "<pool>/<device>"). The record
  * keeps no copy of that text (24 B and a pointer in each of 40,000
  * holds at the scale of docs/performance.md). */
-bool view_hold_key_eq(const struct view_hold *h, const struct vkey *k);
+bool view_hold_key_eq(struct view_atom_ids ids, const struct view_hold *h, const struct vkey *k);
 
 /* --- where records live (view_slab.c) ------------------------------------- */
 
@@ -260,6 +272,27 @@ static inline void *take(struct bump *bp, size_t n)
 
 	bp->p += rounded(n);
 	return bp->p <= bp->end ? p : NULL;
+}
+
+/* Text with no padding after it (strings need no alignment); NULL when
+ * it does not fit. */
+static inline const char *take_chars(struct bump *bp, struct str s)
+{
+	char *p = bp->p;
+
+	if ((size_t)(bp->end - p) < s.len + 1)
+		return NULL;
+	if (s.len)
+		memcpy(p, s.ptr, s.len);
+	p[s.len] = '\0';
+	bp->p += s.len + 1;
+	return p;
+}
+
+/* On to the next VIEW_ALIGN boundary of the record. */
+static inline void bump_align(struct bump *bp)
+{
+	bp->p += (VIEW_ALIGN - (uintptr_t)bp->p % VIEW_ALIGN) % VIEW_ALIGN;
 }
 
 static inline const char *take_text(struct bump *bp, struct str s)
@@ -350,8 +383,8 @@ int view_record_pname(struct view_builder *b, const struct view_atom *name,
 /* A hold record for (driver, pool, device) with n holders (copied: each
  * points at its claim's record, which holds no reference for it; the
  * holds are made again whenever a claim's record is replaced). */
-int view_record_hold(struct view_builder *b, const struct view_atom *driver, const struct view_atom *pool,
-		     const struct view_atom *device, const struct view_holder *holders, uint32_t n,
+int view_record_hold(struct view_builder *b, struct view_aref driver, struct view_aref pool,
+		     struct view_aref device, const struct view_holder *holders, uint32_t n,
 		     struct view_hold **out);
 
 /* A pool name and the drivers with live slices in a pool of that name. */
@@ -416,6 +449,68 @@ static inline const void *B(struct filler *f, enum atom_kind kind, const void *p
 /* One more reference to a held atom (the builder's thread). NULL is a
  * no-op. Returns a. */
 const struct view_atom *atom_get(const struct view_atom *a);
+
+/* The builder's side of struct view_aref: the id table, an atom's id, and
+ * the atom of an id (the builder's thread; readers use view.h's). */
+static inline struct view_atom_ids atom_ids(const struct atom_set *s)
+{
+	return (struct view_atom_ids){ (struct view_atom **const *)s->dir };
+}
+
+static inline struct view_aref aref_of(const struct view_atom *a)
+{
+	return (struct view_aref){ a ? a->id : 0 };
+}
+
+/* The id of the blob whose data p is (none for NULL). */
+static inline struct view_aref aref_blob(const void *p)
+{
+	return aref_of(view_blob_of(p));
+}
+
+static inline const struct view_atom *atom_at(const struct atom_set *s, struct view_aref r)
+{
+	return view_atom_id(atom_ids(s), r);
+}
+
+static inline struct str astr(const struct atom_set *s, struct view_aref r)
+{
+	return view_atom_str(atom_at(s, r));
+}
+
+static inline const struct quantity *aqty(const struct atom_set *s, struct view_aref r)
+{
+	return view_atom_qty(atom_at(s, r));
+}
+
+static inline const void *ablob(const struct atom_set *s, struct view_aref r)
+{
+	const struct view_atom *a = atom_at(s, r);
+
+	return a ? a->data : NULL;
+}
+
+/* Drop the reference a record's id holds. */
+static inline void atom_put_ref(struct atom_set *s, struct view_aref r)
+{
+	atom_put(s, atom_at(s, r));
+}
+
+/* The filler's interning (S(), S_opt(), Q(), Qf(), B()) as ids. */
+static inline struct view_aref SR(struct filler *f, struct str v)
+{
+	return aref_of(S(f, v));
+}
+
+static inline struct view_aref SR_opt(struct filler *f, struct str v)
+{
+	return aref_of(S_opt(f, v));
+}
+
+static inline struct view_aref BR(struct filler *f, enum atom_kind kind, const void *p, size_t n)
+{
+	return aref_blob(B(f, kind, p, n));
+}
 
 /* --- pools (view_pool.c) ----------------------------------------------------- */
 

@@ -94,7 +94,7 @@ static int add_pname(void *ctx, const struct view_rec *r)
 	if (p->nslices == 0)
 		return 0;
 	arena_reset(w->b->scratch);
-	w->rc = pname_set(w->b, p->name, p->driver, true);
+	w->rc = pname_set(w->b, atom_at(&w->b->atoms, p->name), atom_at(&w->b->atoms, p->driver), true);
 	return w->rc;
 }
 
@@ -201,11 +201,11 @@ static int pool_update(struct view_builder *b, struct vtable *slices, struct vta
 		tmpl.name = old->name;
 	} else {
 		rc = 0;
-		tmpl.driver = atom_str(&b->atoms, driver, &rc);
-		if (tmpl.driver)
-			tmpl.name = atom_str(&b->atoms, pool, &rc);
+		tmpl.driver = aref_of(atom_str(&b->atoms, driver, &rc));
+		if (tmpl.driver.id)
+			tmpl.name = aref_of(atom_str(&b->atoms, pool, &rc));
 		if (rc) {
-			atom_put(&b->atoms, tmpl.driver);
+			atom_put_ref(&b->atoms, tmpl.driver);
 			return rc;
 		}
 		fresh_atoms = 1;
@@ -213,8 +213,8 @@ static int pool_update(struct view_builder *b, struct vtable *slices, struct vta
 	rc = view_record_pool(b, &tmpl, names, n, &p);
 	if (fresh_atoms) {
 		/* The record took its own references. */
-		atom_put(&b->atoms, tmpl.driver);
-		atom_put(&b->atoms, tmpl.name);
+		atom_put_ref(&b->atoms, tmpl.driver);
+		atom_put_ref(&b->atoms, tmpl.name);
 	}
 	if (rc)
 		return rc;
@@ -232,7 +232,7 @@ static int pool_update(struct view_builder *b, struct vtable *slices, struct vta
 	if (p->nslices == 0)
 		b->tombstones++;
 	if (observed && was_live != (p->nslices > 0))
-		return pname_set(b, p->name, p->driver, p->nslices > 0);
+		return pname_set(b, atom_at(&b->atoms, p->name), atom_at(&b->atoms, p->driver), p->nslices > 0);
 	return 0;
 }
 
@@ -249,6 +249,7 @@ struct tomb {
 };
 
 struct tomb_walk {
+	const struct atom_set *as;
 	struct tomb *t;
 	uint32_t n, cap;
 };
@@ -259,7 +260,7 @@ static int collect_tomb(void *ctx, const struct view_rec *r)
 	const struct view_pool *p = (const struct view_pool *)r;
 
 	if (p->nslices == 0 && w->n < w->cap)
-		w->t[w->n++] = (struct tomb){ p->emptied_ns, view_atom_str(p->driver), view_atom_str(p->name) };
+		w->t[w->n++] = (struct tomb){ p->emptied_ns, astr(w->as, p->driver), astr(w->as, p->name) };
 	return 0;
 }
 
@@ -280,6 +281,7 @@ int view_pool_evict(struct view_builder *b, struct vtable *pools)
 
 	if (b->tombstones <= b->lim.pool_tombstones)
 		return 0;
+	w.as = &b->atoms;
 	w.cap = b->tombstones;
 	w.n = 0;
 	w.t = arena_alloc(b->scratch, (size_t)w.cap * sizeof(*w.t));
@@ -321,7 +323,7 @@ static int carry_pool(void *ctx, const struct view_rec *r)
 	const struct view_pool *old = (const struct view_pool *)r, *cur;
 	struct view_pool tmpl, *p = NULL;
 	const struct view_rec *replaced = NULL;
-	struct vkey k = view_key(view_atom_str(old->driver), view_atom_str(old->name));
+	struct vkey k = view_key(astr(&c->b->atoms, old->driver), astr(&c->b->atoms, old->name));
 	struct str *names = NULL;
 	uint32_t i;
 	int rc;
@@ -378,8 +380,8 @@ static int add_slice_pool(void *ctx, const struct view_rec *r)
 	const struct view_slice *s = (const struct view_slice *)r;
 
 	arena_reset(a->b->scratch);
-	return pool_update(a->b, a->slices, a->pools, view_atom_str(s->driver), view_atom_str(s->pool),
-			   (struct str){ "", 0 }, str_from_cstr(s->name), a->now, false);
+	return pool_update(a->b, a->slices, a->pools, astr(&a->b->atoms, s->driver), astr(&a->b->atoms, s->pool),
+			   (struct str){ "", 0 }, str_from_cstr(view_slice_name(s)), a->now, false);
 }
 
 static int count_tomb(void *ctx, const struct view_rec *r)

@@ -335,20 +335,20 @@ static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 {
 	uint32_t i, j, k;
 
-	atom_put(as, s->driver);
-	atom_put(as, s->pool);
-	atom_put(as, s->node_name);
-	atom_put(as, s->mapping_label);
-	atom_put(as, s->fingerprint);
+	atom_put_ref(as, s->driver);
+	atom_put_ref(as, s->pool);
+	atom_put_ref(as, s->node_name);
+	atom_put_ref(as, s->mapping_label);
+	atom_put_ref(as, s->fingerprint);
 	for (i = 0; s->devices && i < s->ndevices; i++) {
 		const struct view_device *d = &s->devices[i];
 
-		atom_put(as, d->name);
-		atom_put(as, d->node_name);
+		atom_put_ref(as, d->name);
+		atom_put_ref(as, d->node_name);
 		/* Attributes, capacities and mappings are blobs, but capacities
 		 * with validValues, which stay in the record. */
-		atom_put(as, view_blob_of(d->attrs));
-		atom_put(as, view_blob_of(d->mappings));
+		atom_put_ref(as, d->attrs);
+		atom_put_ref(as, d->mappings);
 		if (!view_in_record(s, d->capacity)) {
 			atom_put(as, view_blob_of(d->capacity));
 			continue;
@@ -380,6 +380,7 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 	size_t size;
 	uint32_t i, j, k;
 	char fp[MUTATION_FINGERPRINT_LEN + 1] = "";
+	bool texts_ok;
 	int rc;
 
 	*out = NULL;
@@ -390,8 +391,8 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 		return rc == -E2BIG ? -E2BIG : -ENOMEM;
 	if (sl->ndevices && !(pd = arena_calloc(b->scratch, sl->ndevices, sizeof(*pd))))
 		return -ENOMEM;
-	size = rounded(sizeof(*s)) + rounded(o->meta.name.len + 1) +
-	       rounded(o->meta.resource_version.len + 1) + rounded((size_t)sl->ndevices * sizeof(*devs));
+	size = rounded(sizeof(*s) + o->meta.name.len + 1 + o->meta.resource_version.len + 1) +
+	       rounded((size_t)sl->ndevices * sizeof(*devs));
 	for (i = 0; i < sl->ndevices; i++) {
 		const struct device *d = &sl->devices[i];
 
@@ -431,10 +432,10 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 		return -ENOMEM;
 	bp.p = (char *)s;
 	bp.end = (char *)s + size;
-	take(&bp, sizeof(*s));
+	bp.p += sizeof(*s);
 	s->h.size = (uint32_t)size;
-	s->name = take_text(&bp, o->meta.name);
-	s->resource_version = take_text(&bp, o->meta.resource_version);
+	texts_ok = take_chars(&bp, o->meta.name) && take_chars(&bp, o->meta.resource_version);
+	bump_align(&bp);
 	devs = sl->ndevices ? take(&bp, (size_t)sl->ndevices * sizeof(*devs)) : NULL;
 	s->devices = devs;
 	s->ndevices = sl->ndevices;
@@ -462,15 +463,15 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 			c->valid = c->nvalid ? take(&bp, c->nvalid * sizeof(void *)) : NULL;
 		}
 	}
-	if (!s->name || !s->resource_version || bp.p > bp.end) {
+	if (!texts_ok || bp.p > bp.end) {
 		view_rec_free_mem(b, s, size);
 		return -EINVAL;  /* the size above is wrong: a bug, refused */
 	}
-	s->driver = S(&f, sl->driver);
-	s->pool = S(&f, sl->pool_name);
-	s->node_name = S_opt(&f, sl->node_name);
-	s->mapping_label = o->meta.has_mapping_label ? S(&f, o->meta.mapping_label) : NULL;
-	s->fingerprint = fp[0] ? S(&f, str_from_cstr(fp)) : NULL;
+	s->driver = SR(&f, sl->driver);
+	s->pool = SR(&f, sl->pool_name);
+	s->node_name = SR_opt(&f, sl->node_name);
+	s->mapping_label = o->meta.has_mapping_label ? SR(&f, o->meta.mapping_label) : aref_of(NULL);
+	s->fingerprint = fp[0] ? SR(&f, str_from_cstr(fp)) : aref_of(NULL);
 	for (i = 0; i < sl->ndevices && !f.rc; i++) {
 		const struct device *d = &sl->devices[i];
 		struct view_device *vd = &devs[i];
@@ -487,8 +488,8 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 			f.rc = -ENOMEM;
 			break;
 		}
-		vd->name = S(&f, d->name);
-		vd->node_name = S_opt(&f, d->node_name);
+		vd->name = SR(&f, d->name);
+		vd->node_name = SR_opt(&f, d->node_name);
 		vd->allow_multiple_allocations = d->allow_multiple_allocations;
 		vd->all_nodes = d->all_nodes;
 		vd->has_node_selector = d->has_node_selector;
@@ -532,8 +533,8 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 			vm->overhead_per_pod = Qf(&f, &m->overhead_per_pod);
 			vm->overhead_per_container = Qf(&f, &m->overhead_per_container);
 		}
-		vd->attrs = B(&f, ATOM_ATTRS, attrs, (size_t)na * sizeof(*attrs));
-		vd->mappings = B(&f, ATOM_MAPS, maps, (size_t)d->nmappings * sizeof(*maps));
+		vd->attrs = BR(&f, ATOM_ATTRS, attrs, (size_t)na * sizeof(*attrs));
+		vd->mappings = BR(&f, ATOM_MAPS, maps, (size_t)d->nmappings * sizeof(*maps));
 		if (!pd[i].caps_inline)
 			vd->capacity = B(&f, ATOM_CAPS, caps, (size_t)d->ncapacity * sizeof(*caps));
 	}
@@ -563,22 +564,21 @@ static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 {
 	uint32_t i;
 
-	atom_put(as, c->namespace);
-	atom_put(as, c->node_name);
+	atom_put_ref(as, c->namespace);
+	atom_put_ref(as, c->node_name);
 	for (i = 0; i < c->nresults; i++) {
 		const struct view_result *r = &c->results[i];
 
-		atom_put(as, r->request);
-		atom_put(as, r->driver);
-		atom_put(as, r->pool);
-		atom_put(as, r->device);
-		atom_put(as, r->share_id);
-		atom_put(as, view_blob_of(r->consumed));
+		atom_put_ref(as, r->request);
+		atom_put_ref(as, r->driver);
+		atom_put_ref(as, r->pool);
+		atom_put_ref(as, r->device);
+		atom_put_ref(as, r->share_id);
+		atom_put_ref(as, r->consumed);
 	}
-	atom_put(as, view_blob_of(c->charges));
-	for (i = 0; i < c->nreserved; i++) {
-		atom_put(as, view_blob_of(view_claim_reserved_for(c)[i].gr));
-	}
+	atom_put_ref(as, c->charges);
+	for (i = 0; i < c->nreserved; i++)
+		atom_put_ref(as, view_claim_reserved_for(c)[i].gr);
 }
 
 /* Charges as they are worked out, before the record exists: every atom
@@ -602,28 +602,29 @@ static void charges_put(struct atom_set *as, struct tmp_charges *t)
 /* The same allocation as old's, as the API server keeps it (allocation is
  * immutable once set: a claim re-sent with its status unchanged, or with
  * only reservedFor or device status changed). */
-static bool same_allocation(const struct view_claim *old, const struct k8s_object *o)
+static bool same_allocation(const struct atom_set *as, const struct view_claim *old, const struct k8s_object *o)
 {
 	const struct resource_claim *cl = &o->u.claim;
 	uint32_t i, j;
 
 	if (!old || !old->allocated || !cl->allocated || !view_uid_eq(&old->uid, o->meta.uid) ||
 	    old->nresults != cl->nresults || old->node_local != cl->node_local ||
-	    (cl->node_local && !str_eq(view_atom_str(old->node_name), cl->allocated_node)))
+	    (cl->node_local && !str_eq(astr(as, old->node_name), cl->allocated_node)))
 		return false;
 	for (i = 0; i < cl->nresults; i++) {
 		const struct view_result *r = &old->results[i];
 		const struct allocation_result *a = &cl->results[i];
+		const struct view_named_qty *consumed = ablob(as, r->consumed);
+		uint32_t nconsumed = consumed ? atom_at(as, r->consumed)->len / (uint32_t)sizeof(*consumed) : 0;
 
-		if (!str_eq(view_atom_str(r->request), a->request) || !str_eq(view_atom_str(r->driver), a->driver) ||
-		    !str_eq(view_atom_str(r->pool), a->pool) || !str_eq(view_atom_str(r->device), a->device) ||
-		    !str_eq(view_atom_str(r->share_id), a->share_id) ||
-		    view_result_nconsumed(r) != a->nconsumed_capacity)
+		if (!str_eq(astr(as, r->request), a->request) || !str_eq(astr(as, r->driver), a->driver) ||
+		    !str_eq(astr(as, r->pool), a->pool) || !str_eq(astr(as, r->device), a->device) ||
+		    !str_eq(astr(as, r->share_id), a->share_id) || nconsumed != a->nconsumed_capacity)
 			return false;
 		for (j = 0; j < a->nconsumed_capacity; j++)
-			if (!str_eq(view_atom_str(r->consumed[j].name), a->consumed_capacity[j].name) ||
+			if (!str_eq(view_atom_str(consumed[j].name), a->consumed_capacity[j].name) ||
 			    a->consumed_capacity[j].value.err ||
-			    quantity_cmp(view_atom_qty(r->consumed[j].value), &a->consumed_capacity[j].value.value))
+			    quantity_cmp(view_atom_qty(consumed[j].value), &a->consumed_capacity[j].value.value))
 				return false;
 	}
 	return true;
@@ -659,13 +660,13 @@ static int charge(struct view_builder *b, const struct resource_claim *cl, struc
 		for (j = 0; j < a->nconsumed_capacity; j++)
 			consumed[j] = (struct view_amount){ a->consumed_capacity[j].name,
 							    a->consumed_capacity[j].value.value };
-		n = view_mapping_amounts(d, consumed, a->nconsumed_capacity, amounts, MAX_AMOUNTS, &c->state);
+		n = view_mapping_amounts(atom_ids(&b->atoms), d, consumed, a->nconsumed_capacity, amounts, MAX_AMOUNTS, &c->state);
 		if (n < 0)
 			return n;
-		c->slice = atom_str(&b->atoms, str_from_cstr(sl->name), &rc);
+		c->slice = atom_str(&b->atoms, str_from_cstr(view_slice_name(sl)), &rc);
 		if (c->slice)
-			c->slice_rv = atom_str(&b->atoms, str_from_cstr(sl->resource_version), &rc);
-		c->fingerprint = atom_get(sl->fingerprint);
+			c->slice_rv = atom_str(&b->atoms, str_from_cstr(view_slice_rv(sl)), &rc);
+		c->fingerprint = atom_get(atom_at(&b->atoms, sl->fingerprint));
 		if (rc)
 			return rc;
 		out = n ? arena_calloc(b->scratch, (size_t)n, sizeof(*out)) : NULL;
@@ -688,23 +689,23 @@ static int charge(struct view_builder *b, const struct resource_claim *cl, struc
 /* The record, with old's charges carried (carry) or new ones computed. */
 /* A result's consumed capacity, interned; NULL when it has none, or on
  * failure (f->rc). */
-static const struct view_named_qty *consumed_blob(struct view_builder *b, struct filler *f,
+static struct view_aref consumed_blob(struct view_builder *b, struct filler *f,
 						 const struct allocation_result *ar)
 {
 	struct view_named_qty *q;
 	uint32_t j;
 
 	if (f->rc || !ar->nconsumed_capacity)
-		return NULL;
+		return aref_of(NULL);
 	if (!(q = arena_calloc(b->scratch, ar->nconsumed_capacity, sizeof(*q)))) {
 		f->rc = -ENOMEM;
-		return NULL;
+		return aref_of(NULL);
 	}
 	for (j = 0; j < ar->nconsumed_capacity; j++) {
 		q[j].name = S(f, ar->consumed_capacity[j].name);
 		q[j].value = Qf(f, &ar->consumed_capacity[j].value);
 	}
-	return B(f, ATOM_NQ, q, (size_t)ar->nconsumed_capacity * sizeof(*q));
+	return BR(f, ATOM_NQ, q, (size_t)ar->nconsumed_capacity * sizeof(*q));
 }
 
 static int record_claim(struct view_builder *b, const struct k8s_object *o, const struct view_claim *old,
@@ -717,10 +718,10 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	struct view_claim *c;
 	struct view_result *res;
 	struct view_consumer *cons;
-	const struct view_charge *charges = NULL;
-	bool pending = false;
+	const struct view_atom *charges = NULL;   /* the blob */
+	bool pending = false, texts_ok;
 	struct bump bp;
-	size_t size;
+	size_t size, fixed;
 	uint32_t i, j;
 	int rc;
 
@@ -739,8 +740,8 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 	/* The charges are a blob: claims charged from the same slice and
 	 * mappings share one. A carried allocation keeps old's. */
 	if (cl->allocated && carry) {
-		charges = old->charges;
-		atom_get(view_blob_of(charges));
+		charges = atom_at(&b->atoms, old->charges);
+		atom_get(charges);
 		pending = old->charge_pending;
 	} else if (cl->allocated) {
 		rc = charge(b, cl, &tc);
@@ -748,67 +749,75 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 			charges_put(&b->atoms, &tc);
 			return rc;
 		}
-		charges = atom_blob(&b->atoms, ATOM_CHARGES, tc.c, (size_t)tc.n * sizeof(*tc.c), &rc);
+		charges = view_blob_of(atom_blob(&b->atoms, ATOM_CHARGES, tc.c, (size_t)tc.n * sizeof(*tc.c), &rc));
 		pending = tc.pending;
 		tc.n = 0;  /* its references went to the blob */
 		if (rc)
 			return rc;
 	}
-	size = rounded(sizeof(*c) + (size_t)cl->nresults * sizeof(*res) + (size_t)cl->nreserved_for * sizeof(*cons)) +
-	       rounded(o->meta.name.len + 1) + rounded(o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid);
+	/* The fixed part and arrays; the claim's name and resourceVersion
+	 * (unaligned text); then the UIDs held as text and the consumers'
+	 * names. */
+	fixed = offsetof(struct view_claim, results) + (size_t)cl->nresults * sizeof(*res) +
+		(size_t)cl->nreserved_for * sizeof(*cons);
+	size = rounded(fixed + o->meta.name.len + 1 + o->meta.resource_version.len + 1) + view_uid_size(o->meta.uid);
 	for (i = 0; i < cl->nreserved_for; i++)
-		size += rounded(cl->reserved_for[i].name.len + 1) + view_uid_size(cl->reserved_for[i].uid);
+		size += cl->reserved_for[i].name.len + 1 + view_uid_size(cl->reserved_for[i].uid);
+	size = rounded(size);
 	if (size > UINT32_MAX || !(c = view_rec_alloc(b, size))) {
-		atom_put(&b->atoms, view_blob_of(charges));
+		atom_put(&b->atoms, charges);
 		return size > UINT32_MAX ? -E2BIG : -ENOMEM;
 	}
 	bp.p = (char *)c;
 	bp.end = (char *)c + size;
-	take(&bp, sizeof(*c) + (size_t)cl->nresults * sizeof(*res) + (size_t)cl->nreserved_for * sizeof(*cons));
+	bp.p += fixed;
 	res = c->results;
 	cons = (struct view_consumer *)(void *)&res[cl->nresults];   /* view_claim_reserved_for() */
 	c->h.size = (uint32_t)size;
-	c->name = take_text(&bp, o->meta.name);
-	c->resource_version = take_text(&bp, o->meta.resource_version);
+	c->nresults = (uint16_t)cl->nresults;
+	c->nreserved = (uint16_t)cl->nreserved_for;
+	texts_ok = take_chars(&bp, o->meta.name) && take_chars(&bp, o->meta.resource_version);
+	bump_align(&bp);
 	view_uid_fill(&bp, o->meta.uid, &c->uid);
 	c->allocated = cl->allocated;
 	c->node_local = cl->node_local;
 	c->deleting = o->meta.deleting;
-	c->nresults = (uint16_t)cl->nresults;
-	c->nreserved = (uint16_t)cl->nreserved_for;
-	for (i = 0; i < cl->nreserved_for; i++) {
-		cons[i].name = take_text(&bp, cl->reserved_for[i].name);
+	for (i = 0; i < cl->nreserved_for; i++)
 		view_uid_fill(&bp, cl->reserved_for[i].uid, &cons[i].uid);
+	for (i = 0; i < cl->nreserved_for; i++) {
+		const char *t = take_chars(&bp, cl->reserved_for[i].name);
+
+		texts_ok = texts_ok && t;
+		cons[i].name = t ? (uint32_t)(t - (const char *)c) : 0;
 	}
 	if (cl->allocated) {
 		/* The record holds the blob's reference now. */
-		c->charges = charges;
+		c->charges = aref_of(charges);
 		c->charge_pending = pending;
 		c->allocated_ns = allocated_ns ? allocated_ns : now;
-		c->charged_ns = carry && old ? old->charged_ns : now;
 	}
-	if (!c->name || !c->resource_version || bp.p > bp.end) {
+	if (!texts_ok || bp.p > bp.end) {
 		b->record_bytes += c->h.size;
 		view_record_free(b, OBJECT_RESOURCE_CLAIM, c);
 		return -EINVAL;
 	}
-	c->namespace = S(&f, o->meta.namespace);
-	c->node_name = cl->node_local ? S(&f, cl->allocated_node) : NULL;
+	c->namespace = SR(&f, o->meta.namespace);
+	c->node_name = cl->node_local ? SR(&f, cl->allocated_node) : aref_of(NULL);
 	for (i = 0; i < cl->nresults; i++) {
 		const struct allocation_result *ar = &cl->results[i];
 
-		res[i].request = S(&f, ar->request);
-		res[i].driver = S(&f, ar->driver);
-		res[i].pool = S(&f, ar->pool);
-		res[i].device = S(&f, ar->device);
-		res[i].share_id = S_opt(&f, ar->share_id);
+		res[i].request = SR(&f, ar->request);
+		res[i].driver = SR(&f, ar->driver);
+		res[i].pool = SR(&f, ar->pool);
+		res[i].device = SR(&f, ar->device);
+		res[i].share_id = SR_opt(&f, ar->share_id);
 		res[i].consumed = consumed_blob(b, &f, ar);
 	}
 	for (i = 0; i < cl->nreserved_for; i++) {
 		struct view_group_resource gr = { S(&f, cl->reserved_for[i].api_group),
 						  S(&f, cl->reserved_for[i].resource) };
 
-		cons[i].gr = B(&f, ATOM_GR, &gr, sizeof(gr));
+		cons[i].gr = BR(&f, ATOM_GR, &gr, sizeof(gr));
 	}
 	if (f.rc) {
 		b->record_bytes += c->h.size;
@@ -825,7 +834,7 @@ static int record_claim(struct view_builder *b, const struct k8s_object *o, cons
 int view_record_claim(struct view_builder *b, const struct k8s_object *o, const struct view_claim *old,
 		      int64_t now, struct view_claim **out, char *err, size_t errn)
 {
-	bool same = same_allocation(old, o);
+	bool same = same_allocation(&b->atoms, old, o);
 
 	return record_claim(b, o, old, same, same ? old->allocated_ns : 0, now, out, err, errn);
 }
@@ -834,6 +843,7 @@ int view_record_claim(struct view_builder *b, const struct k8s_object *o, const 
  * (strings borrowed from its atoms and text, arrays in the scratch arena). */
 static int claim_object(struct view_builder *b, const struct view_claim *c, struct k8s_object *o)
 {
+	const struct atom_set *as = &b->atoms;
 	struct resource_claim *cl = &o->u.claim;
 	char *uid;
 	uint32_t i, j;
@@ -841,9 +851,9 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 	memset(o, 0, sizeof(*o));
 	o->kind = OBJECT_RESOURCE_CLAIM;
 	o->version = API_V1;
-	o->meta.name = str_from_cstr(c->name);
-	o->meta.namespace = view_atom_str(c->namespace);
-	o->meta.resource_version = str_from_cstr(c->resource_version);
+	o->meta.name = str_from_cstr(view_claim_name(c));
+	o->meta.namespace = astr(as, c->namespace);
+	o->meta.resource_version = str_from_cstr(view_claim_rv(c));
 	o->meta.deleting = c->deleting;
 	if (!(uid = arena_alloc(b->scratch, 64)))
 		return -ENOMEM;
@@ -851,7 +861,7 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 	o->meta.uid = str_from_cstr(uid);
 	cl->allocated = c->allocated;
 	cl->node_local = c->node_local;
-	cl->allocated_node = view_atom_str(c->node_name);
+	cl->allocated_node = astr(as, c->node_name);
 	cl->nresults = c->nresults;
 	cl->results = arena_calloc(b->scratch, c->nresults ? c->nresults : 1, sizeof(*cl->results));
 	cl->nreserved_for = c->nreserved;
@@ -862,20 +872,22 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 		const struct view_result *r = &c->results[i];
 		struct allocation_result *a = &cl->results[i];
 
-		a->request = view_atom_str(r->request);
-		a->driver = view_atom_str(r->driver);
-		a->pool = view_atom_str(r->pool);
-		a->device = view_atom_str(r->device);
-		a->share_id = r->share_id ? view_atom_str(r->share_id) : (struct str){ NULL, 0 };
-		a->nconsumed_capacity = view_result_nconsumed(r);
+		a->request = astr(as, r->request);
+		a->driver = astr(as, r->driver);
+		a->pool = astr(as, r->pool);
+		a->device = astr(as, r->device);
+		a->share_id = r->share_id.id ? astr(as, r->share_id) : (struct str){ NULL, 0 };
+		const struct view_named_qty *consumed = ablob(as, r->consumed);
+
+		a->nconsumed_capacity = consumed ? atom_at(as, r->consumed)->len / (uint32_t)sizeof(*consumed) : 0;
 		a->consumed_capacity = arena_calloc(b->scratch, a->nconsumed_capacity ? a->nconsumed_capacity : 1,
 						    sizeof(*a->consumed_capacity));
 		if (!a->consumed_capacity)
 			return -ENOMEM;
 		for (j = 0; j < a->nconsumed_capacity; j++) {
-			a->consumed_capacity[j].name = view_atom_str(r->consumed[j].name);
+			a->consumed_capacity[j].name = view_atom_str(consumed[j].name);
 			a->consumed_capacity[j].value.present = true;
-			a->consumed_capacity[j].value.value = *view_atom_qty(r->consumed[j].value);
+			a->consumed_capacity[j].value.value = *view_atom_qty(consumed[j].value);
 		}
 	}
 	for (i = 0; i < c->nreserved; i++) {
@@ -885,9 +897,11 @@ static int claim_object(struct view_builder *b, const struct view_claim *c, stru
 		if (!(uid = arena_alloc(b->scratch, 64)))
 			return -ENOMEM;
 		view_uid_format(&v->uid, uid, 64);
-		r->api_group = view_atom_str(v->gr->api_group);
-		r->resource = view_atom_str(v->gr->resource);
-		r->name = str_from_cstr(v->name);
+		const struct view_group_resource *gr = ablob(as, v->gr);
+
+		r->api_group = view_atom_str(gr->api_group);
+		r->resource = view_atom_str(gr->resource);
+		r->name = str_from_cstr(view_consumer_name(c, v));
 		r->uid = str_from_cstr(uid);
 	}
 	return 0;
@@ -937,8 +951,8 @@ int view_record_pool(struct view_builder *b, const struct view_pool *tmpl, const
 	p->nnames = nnames;
 	p->slice_names = list;
 	/* The template's atoms are shared: one more reference each. */
-	((struct view_atom *)(uintptr_t)p->driver)->refs++;
-	((struct view_atom *)(uintptr_t)p->name)->refs++;
+	atom_get(atom_at(&b->atoms, p->driver));
+	atom_get(atom_at(&b->atoms, p->name));
 	*out = p;
 	return 0;
 }
@@ -962,8 +976,8 @@ void view_record_free(struct view_builder *b, unsigned what, void *p)
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
 	case VIEW_INDEX_POOLS:
-		atom_put(&b->atoms, ((struct view_pool *)p)->driver);
-		atom_put(&b->atoms, ((struct view_pool *)p)->name);
+		atom_put_ref(&b->atoms, ((struct view_pool *)p)->driver);
+		atom_put_ref(&b->atoms, ((struct view_pool *)p)->name);
 		b->record_bytes -= ((struct view_rec *)p)->size;
 		break;
 	case VIEW_LIMBO_MEM:

@@ -69,10 +69,11 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	uint32_t nnames = 0, i, j, nstat;
 	struct view_pod *v;
 	struct view_named_qty *rq;
-	const char **claims;
 	struct view_pod_status *st;
 	struct bump bp;
-	size_t size;
+	const char *name;
+	size_t size, texts;
+	bool texts_ok;
 	int rc;
 
 	*out = NULL;
@@ -112,10 +113,18 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 	}
 	/* Requests and statuses are blobs: most Pods of a workload ask the
 	 * same, and the scheduler writes them the same amounts. */
-	size = rounded(sizeof(*v) + (size_t)nnames * sizeof(char *)) + rounded(o->meta.name.len + 1) +
+	/* The fixed part and the claims' offsets, the names (unaligned
+	 * text), then the UID when it is held as text. */
+	texts = o->meta.name.len + 1;
+	for (i = 0; i < nnames; i++) {
+		if (texts > UINT16_MAX) {
+			snprintf(err, errn, "resource claim names longer than a Pod's record holds");
+			return -E2BIG;
+		}
+		texts += names[i].len + 1;
+	}
+	size = rounded(offsetof(struct view_pod, claims) + (size_t)nnames * sizeof(v->claims[0]) + texts) +
 	       view_uid_size(o->meta.uid);
-	for (i = 0; i < nnames; i++)
-		size += rounded(names[i].len + 1);
 	rq = req.n ? arena_calloc(b->scratch, req.n, sizeof(*rq)) : NULL;
 	st = nstat ? arena_calloc(b->scratch, nstat, sizeof(*st)) : NULL;
 	if ((req.n && !rq) || (nstat && !st))
@@ -126,32 +135,37 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		return -ENOMEM;
 	bp.p = (char *)v;
 	bp.end = (char *)v + size;
-	take(&bp, sizeof(*v) + (size_t)nnames * sizeof(char *));
+	bp.p += offsetof(struct view_pod, claims) + (size_t)nnames * sizeof(v->claims[0]);
 	v->h.size = (uint32_t)size;
-	v->name = take_text(&bp, o->meta.name);
 	v->gated = p->has_freeze_gate;
-	view_uid_fill(&bp, o->meta.uid, &v->uid);
 	v->nclaims = nnames & 511;
-	claims = v->claims;
-	for (i = 0; i < nnames; i++)
-		claims[i] = take_text(&bp, names[i]);
+	name = take_chars(&bp, o->meta.name);
+	texts_ok = name != NULL;
+	for (i = 0; i < nnames; i++) {
+		const char *t = take_chars(&bp, names[i]);
+
+		texts_ok = texts_ok && t;
+		v->claims[i] = t && name ? (uint16_t)(t - name) : 0;
+	}
+	bump_align(&bp);
+	view_uid_fill(&bp, o->meta.uid, &v->uid);
 	for (i = 0; i < nstat; i++) {
 		st[i].claim = (uint16_t)find_name(names, nnames, p->claim_statuses[i].claim_name);
 	}
-	if (!v->name || bp.p > bp.end) {
+	if (!texts_ok || bp.p > bp.end) {
 		view_rec_free_mem(b, v, size);
 		return -EINVAL;  /* the size above is wrong: a bug, refused */
 	}
-	v->namespace = S(&f, o->meta.namespace);
-	v->node_name = S_opt(&f, p->node_name);
+	v->namespace = SR(&f, o->meta.namespace);
+	v->node_name = SR_opt(&f, p->node_name);
 	for (i = 0; i < req.n; i++) {
 		rq[i].name = S(&f, req.items[i].name);
 		rq[i].value = Q(&f, &req.items[i].value);
 		if (req.items[i].pod_level && i < 32)
 			v->pod_level |= 1u << i;
 	}
-	v->requests = B(&f, ATOM_NQ, rq, (size_t)req.n * sizeof(*rq));
-	v->nrequests = v->requests ? req.n & 63 : 0;
+	v->requests = BR(&f, ATOM_NQ, rq, (size_t)req.n * sizeof(*rq));
+	v->nrequests = v->requests.id ? req.n & 63 : 0;
 	for (i = 0; i < nstat; i++) {
 		const struct claim_resource_status *cs = &p->claim_statuses[i];
 		struct view_named_qty *q = NULL;
@@ -165,8 +179,8 @@ int view_record_pod(struct view_builder *b, const struct k8s_object *o, struct v
 		st[i].resources = B(&f, ATOM_NQ, q, (size_t)cs->nresources * sizeof(*q));
 		st[i].nresources = st[i].resources ? (uint16_t)cs->nresources : 0;
 	}
-	v->statuses = B(&f, ATOM_PODST, st, (size_t)nstat * sizeof(*st));
-	v->nstatuses = v->statuses ? nstat & 511 : 0;
+	v->statuses = BR(&f, ATOM_PODST, st, (size_t)nstat * sizeof(*st));
+	v->nstatuses = v->statuses.id ? nstat & 511 : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
 		view_record_free(b, OBJECT_POD, v);
@@ -204,16 +218,15 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 		n++;
 	}
 	/* The allocatable list is a blob: nodes of a pool's shape share it. */
-	size = rounded(sizeof(*v)) + rounded(o->meta.name.len + 1);
+	size = rounded(sizeof(*v) + o->meta.name.len + 1);
 	al = n ? arena_calloc(b->scratch, n, sizeof(*al)) : NULL;
 	if ((n && !al) || !(v = view_rec_alloc(b, size)))
 		return -ENOMEM;
 	bp.p = (char *)v;
 	bp.end = (char *)v + size;
-	take(&bp, sizeof(*v));
+	bp.p += sizeof(*v);
 	v->h.size = (uint32_t)size;
-	v->name = take_text(&bp, o->meta.name);
-	if (!v->name || bp.p > bp.end) {
+	if (!take_chars(&bp, o->meta.name) || bp.p > bp.end) {
 		view_rec_free_mem(b, v, size);
 		return -EINVAL;
 	}
@@ -224,8 +237,8 @@ int view_record_node(struct view_builder *b, const struct k8s_object *o, struct 
 		al[k].value = Qf(&f, &nd->allocatable[i].value);
 		k++;
 	}
-	v->allocatable = B(&f, ATOM_NQ, al, (size_t)k * sizeof(*al));
-	v->nallocatable = v->allocatable ? k : 0;
+	v->allocatable = BR(&f, ATOM_NQ, al, (size_t)k * sizeof(*al));
+	v->nallocatable = v->allocatable.id ? k : 0;
 	if (f.rc) {
 		b->record_bytes += v->h.size;
 		view_record_free(b, OBJECT_NODE, v);
@@ -263,8 +276,8 @@ int view_record_pname(struct view_builder *b, const struct view_atom *name,
 	return 0;
 }
 
-int view_record_hold(struct view_builder *b, const struct view_atom *driver, const struct view_atom *pool,
-		     const struct view_atom *device, const struct view_holder *holders, uint32_t n,
+int view_record_hold(struct view_builder *b, struct view_aref driver, struct view_aref pool,
+		     struct view_aref device, const struct view_holder *holders, uint32_t n,
 		     struct view_hold **out)
 {
 	struct view_hold *h;
@@ -279,9 +292,9 @@ int view_record_hold(struct view_builder *b, const struct view_atom *driver, con
 	if (n)
 		memcpy(h->holders, holders, n * sizeof(h->holders[0]));
 	h->nholders = n;
-	h->driver = atom_get(driver);
-	h->pool = atom_get(pool);
-	h->device = atom_get(device);
+	h->driver = aref_of(atom_get(atom_at(&b->atoms, driver)));
+	h->pool = aref_of(atom_get(atom_at(&b->atoms, pool)));
+	h->device = aref_of(atom_get(atom_at(&b->atoms, device)));
 	*out = h;
 	return 0;
 }
@@ -295,16 +308,16 @@ void view_record_put_more(struct view_builder *b, unsigned table, void *p)
 	case OBJECT_POD: {
 		const struct view_pod *v = p;
 
-		atom_put(as, v->namespace);
-		atom_put(as, v->node_name);
-		atom_put(as, view_blob_of(v->requests));
-		atom_put(as, view_blob_of(v->statuses));
+		atom_put_ref(as, v->namespace);
+		atom_put_ref(as, v->node_name);
+		atom_put_ref(as, v->requests);
+		atom_put_ref(as, v->statuses);
 		break;
 	}
 	case OBJECT_NODE: {
 		const struct view_node *v = p;
 
-		atom_put(as, view_blob_of(v->allocatable));
+		atom_put_ref(as, v->allocatable);
 		break;
 	}
 	case VIEW_INDEX_PNAMES: {
@@ -318,9 +331,9 @@ void view_record_put_more(struct view_builder *b, unsigned table, void *p)
 	case VIEW_INDEX_HOLDS: {
 		const struct view_hold *v = p;
 
-		atom_put(as, v->driver);
-		atom_put(as, v->pool);
-		atom_put(as, v->device);
+		atom_put_ref(as, v->driver);
+		atom_put_ref(as, v->pool);
+		atom_put_ref(as, v->device);
 		break;
 	}
 	default:                    /* slices, claims and pools: view_record_free() */

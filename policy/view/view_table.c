@@ -41,15 +41,15 @@ static bool key_eq(struct str x, struct str y)
 	return str_eq(x, y);
 }
 
-static bool rec_matches(unsigned table, const struct view_rec *r, const struct vkey *k)
+static bool rec_matches(const struct vdir *d, unsigned table, const struct view_rec *r, const struct vkey *k)
 {
 	struct vkey rk;
 
 	if (r->hash != k->hash)
 		return false;
 	if (table == VIEW_INDEX_HOLDS)
-		return view_hold_key_eq((const struct view_hold *)r, k);
-	rk = view_record_key(table, r);
+		return view_hold_key_eq(d->ids, (const struct view_hold *)r, k);
+	rk = view_record_key(d->ids, table, r);
 	return key_eq(rk.a, k->a) && key_eq(rk.b, k->b);
 }
 
@@ -63,7 +63,7 @@ static const struct view_rec *slot_get(const struct vdir *d, uint32_t i)
 	return d->chunk[i / VIEW_CHUNK]->slot[i % VIEW_CHUNK];
 }
 
-static struct vdir *dir_new(uint32_t nchunks, uint64_t epoch)
+static struct vdir *dir_new(const struct view_builder *b, uint32_t nchunks, uint64_t epoch)
 {
 	struct vdir *d = calloc(1, sizeof(*d) + (size_t)nchunks * sizeof(d->chunk[0]));
 	uint32_t i;
@@ -71,6 +71,7 @@ static struct vdir *dir_new(uint32_t nchunks, uint64_t epoch)
 	if (!d)
 		return NULL;
 	d->epoch = epoch;
+	d->ids = atom_ids(&b->atoms);
 	d->nchunks = nchunks;
 	for (i = 0; i < nchunks; i++) {
 		d->chunk[i] = calloc(1, sizeof(struct vchunk));
@@ -90,7 +91,7 @@ int vt_init(struct view_builder *b, struct vtable *t, unsigned table)
 {
 	t->table = table;
 	t->private_copy = false;
-	t->dir = dir_new(1, b->seq);
+	t->dir = dir_new(b, 1, b->seq);
 	return t->dir ? 0 : -ENOMEM;
 }
 
@@ -100,7 +101,7 @@ const struct view_rec *vt_get(const struct vdir *dir, unsigned table, const stru
 	const struct view_rec *r;
 
 	for (i = k->hash & mask; (r = slot_get(dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(table, r, k))
+		if (rec_matches(dir, table, r, k))
 			return r;
 	return NULL;
 }
@@ -170,7 +171,7 @@ static int grow(struct view_builder *b, struct vtable *t)
 		return -E2BIG;
 	if (view_limbo_reserve(b, (size_t)old->nchunks + 1) != 0)
 		return -ENOMEM;
-	d = dir_new(old->nchunks * 2, b->seq);
+	d = dir_new(b, old->nchunks * 2, b->seq);
 	if (!d)
 		return -ENOMEM;
 	mask = nslots(d) - 1;
@@ -205,7 +206,7 @@ int vt_put(struct view_builder *b, struct vtable *t, const struct view_rec *rec,
 		return rc;
 	mask = nslots(t->dir) - 1;
 	for (i = k->hash & mask; (r = slot_get(t->dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(t->table, r, k))
+		if (rec_matches(t->dir, t->table, r, k))
 			break;
 	if ((rc = own_chunk(b, t, i / VIEW_CHUNK)) != 0)
 		return rc;
@@ -226,7 +227,7 @@ int vt_del(struct view_builder *b, struct vtable *t, const struct vkey *k,
 
 	*old = NULL;
 	for (i = k->hash & mask; (r = slot_get(t->dir, i)) != NULL; i = (i + 1) & mask)
-		if (rec_matches(t->table, r, k))
+		if (rec_matches(t->dir, t->table, r, k))
 			break;
 	if (!r)
 		return 0;

@@ -174,7 +174,7 @@ static const struct prom_family families[PROM_ID_COUNT] = {
 	[PROM_VIEW_OBJECTS] = { "dra_guard_view_objects", PROM_GAUGE,
 		"Objects held in the cluster view, by resource.", L("resource") },
 	[PROM_VIEW_MEMORY_BYTES] = { "dra_guard_view_memory_bytes", PROM_GAUGE,
-		"Bytes the view's records and interned atoms take.", L("part") },
+		"Bytes the view's records and interned atoms (with their id table) take.", L("part") },
 	[PROM_VIEW_STALE] = { "dra_guard_view_stale", PROM_GAUGE,
 		"1 while a watched resource was last heard of longer ago than the policy's clusterView.maxAge (rules "
 		"that need a fresh view cannot decide).", { NULL } },

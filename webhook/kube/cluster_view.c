@@ -687,13 +687,13 @@ int cluster_view_status_json(struct cluster_view *cv, struct buf *out)
 }
 
 /* One record as an object (jw's first error sticks; jw_finish reports it). */
-static void dump_slice(struct jw *w, const struct view_slice *s)
+static void dump_slice(struct jw *w, const struct view *vw, const struct view_slice *s)
 {
-	struct str v = view_atom_str(s->driver), p = view_atom_str(s->pool);
+	struct str v = view_str(vw, s->driver), p = view_str(vw, s->pool);
 
 	jw_object_begin(w);
-	jw_kcstr(w, "name", s->name);
-	jw_kcstr(w, "resourceVersion", s->resource_version);
+	jw_kcstr(w, "name", view_slice_name(s));
+	jw_kcstr(w, "resourceVersion", view_slice_rv(s));
 	jw_kstring(w, "driver", v.ptr, v.len);
 	jw_kstring(w, "pool", p.ptr, p.len);
 	jw_kint(w, "generation", s->generation);
@@ -701,16 +701,16 @@ static void dump_slice(struct jw *w, const struct view_slice *s)
 	jw_object_end(w);
 }
 
-static void dump_claim(struct jw *w, const struct view_claim *c)
+static void dump_claim(struct jw *w, const struct view *v, const struct view_claim *c)
 {
-	struct str ns = view_atom_str(c->namespace), node = view_atom_str(c->node_name);
+	struct str ns = view_str(v, c->namespace), node = view_str(v, c->node_name);
 	char uid[64];
 
 	view_uid_format(&c->uid, uid, sizeof(uid));
 	jw_object_begin(w);
 	jw_kstring(w, "namespace", ns.ptr, ns.len);
-	jw_kcstr(w, "name", c->name);
-	jw_kcstr(w, "resourceVersion", c->resource_version);
+	jw_kcstr(w, "name", view_claim_name(c));
+	jw_kcstr(w, "resourceVersion", view_claim_rv(c));
 	jw_kcstr(w, "uid", uid);
 	jw_kbool(w, "allocated", c->allocated);
 	jw_kuint(w, "results", c->nresults);
@@ -719,9 +719,9 @@ static void dump_claim(struct jw *w, const struct view_claim *c)
 	jw_object_end(w);
 }
 
-static void dump_pool(struct jw *w, const struct view_pool *p)
+static void dump_pool(struct jw *w, const struct view *v, const struct view_pool *p)
 {
-	struct str dr = view_atom_str(p->driver), n = view_atom_str(p->name);
+	struct str dr = view_str(v, p->driver), n = view_str(v, p->name);
 
 	jw_object_begin(w);
 	jw_kstring(w, "driver", dr.ptr, dr.len);
@@ -752,17 +752,17 @@ int cluster_view_dump_json(struct cluster_view *cv, struct buf *out)
 	jw_key(&w, "resourceslices");
 	jw_array_begin(&w);
 	for (sl = view_first_slice(&it, v); sl; sl = view_next_slice(&it))
-		dump_slice(&w, sl);
+		dump_slice(&w, v, sl);
 	jw_array_end(&w);
 	jw_key(&w, "resourceclaims");
 	jw_array_begin(&w);
 	for (c = view_first_claim(&it, v); c; c = view_next_claim(&it))
-		dump_claim(&w, c);
+		dump_claim(&w, v, c);
 	jw_array_end(&w);
 	jw_key(&w, "pools");
 	jw_array_begin(&w);
 	for (p = view_first_pool(&it, v); p; p = view_next_pool(&it))
-		dump_pool(&w, p);
+		dump_pool(&w, v, p);
 	jw_array_end(&w);
 	jw_object_end(&w);
 	snapshot_release(s);
@@ -797,7 +797,8 @@ int cluster_view_render_metrics(void *ctx, struct buf *out)
 	if (rc == 0)
 		rc = prom_sample(out, PROM_VIEW_MEMORY_BYTES, (const char *const[]){ "records" }, "%zu", st.record_bytes);
 	if (rc == 0)
-		rc = prom_sample(out, PROM_VIEW_MEMORY_BYTES, (const char *const[]){ "atoms" }, "%zu", st.atom_bytes);
+		rc = prom_sample(out, PROM_VIEW_MEMORY_BYTES, (const char *const[]){ "atoms" }, "%zu",
+					 st.atom_bytes + st.atom_id_bytes);
 	if (rc == 0)
 		rc = prom_scalar(out, PROM_VIEW_STALE, "%d", stale(cv, now) == 1 ? 1 : 0);
 	if (rc == 0)

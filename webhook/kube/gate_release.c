@@ -474,8 +474,9 @@ static bool recent_has(struct gate_release *g, const uint8_t uid[16], int64_t no
 
 /* Gated Pod p goes on the to-do list, unless the list is full or p was
  * patched moments ago (now). */
-static void collect_pod(struct gate_release *g, const struct view_pod *p, int64_t now)
+static void collect_pod(struct gate_release *g, const struct view *v, const struct view_pod *p, int64_t now)
 {
+	struct str ns = view_str(v, p->namespace);
 	struct gated_pod *t;
 	uint8_t uid[16];
 
@@ -483,8 +484,8 @@ static void collect_pod(struct gate_release *g, const struct view_pod *p, int64_
 	if (g->ntodo >= GATE_RELEASE_PASS_MAX || recent_has(g, uid, now))
 		return;
 	t = &g->todo[g->ntodo];
-	if ((size_t)snprintf(t->path, sizeof(t->path), "/api/v1/namespaces/%.*s/pods/%s", (int)view_atom_str(p->namespace).len, view_atom_str(p->namespace).ptr,
-			     p->name) >= sizeof(t->path))
+	if ((size_t)snprintf(t->path, sizeof(t->path), "/api/v1/namespaces/%.*s/pods/%s", (int)ns.len, ns.ptr,
+			     view_pod_name(p)) >= sizeof(t->path))
 		return;
 	memcpy(t->uid, uid, 16);
 	g->ntodo++;
@@ -689,7 +690,7 @@ static uint64_t pass(struct gate_release *g)
 	for (p = view_first_pod(&it, cluster_view_get(s)); p; p = view_next_pod(&it))
 		if (p->gated) {
 			gated++;
-			collect_pod(g, p, now);
+			collect_pod(g, cluster_view_get(s), p, now);
 		}
 	snapshot_release(s);
 	atomic_store(&g->gated_now, gated);
