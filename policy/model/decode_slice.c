@@ -12,6 +12,87 @@
 #include "decode_impl.h"
 #include "jscan.h"
 
+/* --- maps that repeat from device to device ---------------------------------
+ *
+ * The devices of a slice are mostly alike: a driver publishes the same
+ * capacity map and the same mappings for every device of a model, byte for
+ * byte. While spec.devices is read, the last few capacity and mapping maps
+ * decoded are kept, text and decoded entries. A map whose text equals one
+ * of them byte for byte is the same value (an object ends where its text
+ * says, and every one is at the same depth of the same array, so it was
+ * validated under the same limits): the device shares the decoded entries
+ * after one comparison (jscan_skip_same()) instead of a decode, as an
+ * oldObject device shares object's. Entries are never written once
+ * decoded: a device's second mapping map (both shapes, which the rules
+ * refuse) appends to a private copy of the first (own_mappings()). A
+ * comparison reads no further than the map at hand goes (equal bytes open
+ * and close the same objects), so hostile text costs at most MAP_MEMO
+ * comparisons of each map's length. 16 entries hold the distinct maps of
+ * the benchmark's 128-device slice (bench/gen_bodies.py) nearly all. */
+#define MAP_MEMO 16
+
+struct memo_entry {
+	struct str raw;                 /* the map's text */
+	void *arr;                      /* its entries, decoded and sorted */
+	uint32_t n;
+	enum mapping_shape shape;       /* of a mapping map; MAPPING_V136 for capacity */
+};
+
+struct memo_table {
+	struct memo_entry e[MAP_MEMO];
+	unsigned n;                     /* entries filled */
+	unsigned next;                  /* the one replaced next */
+};
+
+struct map_memo {
+	struct memo_table capacity;
+	struct memo_table mappings;
+};
+
+/* The entry of t (of shape, for mappings) whose text is the object next
+ * in the text, which is consumed; NULL when none is (nothing consumed).
+ * The last eight bytes rule out nearly every other entry without a call. */
+static const struct memo_entry *memo_take(struct dctx *d, const struct memo_table *t,
+					  enum mapping_shape shape)
+{
+	size_t at = decode_here(d), left = d->text_len - at;
+	const char *p = d->text + at;
+	unsigned i;
+
+	for (i = 0; i < t->n; i++) {
+		const struct memo_entry *e = &t->e[i];
+		uint64_t x, y;
+
+		if (e->shape != shape || e->raw.len > left)
+			continue;
+		if (e->raw.len >= 8) {
+			memcpy(&x, e->raw.ptr + e->raw.len - 8, 8);
+			memcpy(&y, p + e->raw.len - 8, 8);
+			if (x != y)
+				continue;
+		}
+		if (jscan_skip_same(&d->s, e->raw) == 1)
+			return e;
+	}
+	return NULL;
+}
+
+/* Keep the map just decoded from offset at, with its entries. */
+static void memo_put(struct dctx *d, struct memo_table *t, size_t at, void *arr, uint32_t n,
+		     enum mapping_shape shape)
+{
+	struct memo_entry *e = &t->e[t->next];
+
+	e->raw.ptr = d->text + at;
+	e->raw.len = decode_here(d) - at;
+	e->arr = arr;
+	e->n = n;
+	e->shape = shape;
+	t->next = (t->next + 1) % MAP_MEMO;
+	if (t->n < MAP_MEMO)
+		t->n++;
+}
+
 /* requestPolicy.validValues: a list of quantities. */
 static int read_quantity_elem(struct dctx *d, void *e)
 {
@@ -80,12 +161,21 @@ _Static_assert(offsetof(struct mapping, resource) == 0, "mappings are sorted by 
 static int decode_capacity(struct dctx *d, void *obj)
 {
 	struct device *dev = obj;
+	const struct memo_entry *e;
+	enum jscan_type type;
 	struct jscan_str key;
 	size_t at;
 	int r, rc;
 
-	jscan_peek(&d->s);
+	type = jscan_peek(&d->s);
 	at = decode_here(d);
+	if (type == JSCAN_OBJECT && d->memo && (e = memo_take(d, &d->memo->capacity, MAPPING_V136)) != NULL) {
+		dev->capacity = e->arr;
+		dev->ncapacity = e->n;
+		dev->capacity_raw.ptr = d->text + at;
+		dev->capacity_raw.len = e->raw.len;
+		return 0;
+	}
 	if ((r = decode_enter_object(d)) <= 0)
 		return r;
 	while ((r = decode_next_key(d, &key)) == 1) {
@@ -113,7 +203,10 @@ static int decode_capacity(struct dctx *d, void *obj)
 		return r;
 	dev->capacity_raw.ptr = d->text + at;
 	dev->capacity_raw.len = decode_here(d) - at;
-	return decode_map_sort(d, dev->capacity, 0, dev->ncapacity, sizeof(*dev->capacity), "key", at);
+	rc = decode_map_sort(d, dev->capacity, 0, dev->ncapacity, sizeof(*dev->capacity), "key", at);
+	if (rc == 0 && d->memo)
+		memo_put(d, &d->memo->capacity, at, dev->capacity, dev->ncapacity, MAPPING_V136);
+	return rc;
 }
 
 /* nodeAllocatableResourceMappings[key]: {allocationMultiplier, capacityKey} */
@@ -156,6 +249,24 @@ static const struct field v137_fields[] = {
 	FCALL("overhead", decode_v137_overhead),
 };
 
+/* A private copy of dev's mappings, before a second map is appended to
+ * them: the first map's entries may be shared with other devices. The copy
+ * has the room decode_reserve() expects of an array of that many. */
+static int own_mappings(struct dctx *d, struct device *dev)
+{
+	uint32_t room = 4;
+	struct mapping *m;
+
+	while (room < dev->nmappings)
+		room *= 2;
+	m = arena_alloc(d->a, (size_t)room * sizeof(*m));
+	if (!m)
+		return decode_mem_fail(d, arena_error(d->a));
+	memcpy(m, dev->mappings, (size_t)dev->nmappings * sizeof(*m));
+	dev->mappings = m;
+	return 0;
+}
+
 /* One mapping map of a device. Entries of both shapes go to dev->mappings,
  * one map's entries contiguous and sorted by resource. */
 static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shape shape)
@@ -163,14 +274,28 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 	const struct field *f = shape == MAPPING_V136 ? v136_fields : v137_fields;
 	int nf = shape == MAPPING_V136 ? COUNT(v136_fields) : COUNT(v137_fields);
 	uint32_t first = dev->nmappings;
+	const struct memo_entry *e;
+	enum jscan_type type;
 	struct jscan_str key;
 	size_t at;
 	int r, rc;
 
-	jscan_peek(&d->s);
+	type = jscan_peek(&d->s);
 	at = decode_here(d);
+	if (type == JSCAN_OBJECT && first == 0 && d->memo &&
+	    (e = memo_take(d, &d->memo->mappings, shape)) != NULL) {
+		dev->mappings = e->arr;
+		dev->nmappings = e->n;
+		if (shape == MAPPING_V136)
+			dev->has_v136 = true;
+		else
+			dev->has_v137 = true;
+		return 0;
+	}
 	if ((r = decode_enter_object(d)) <= 0)
 		return r;
+	if (first != 0 && (rc = own_mappings(d, dev)) != 0)
+		return rc;
 	if (shape == MAPPING_V136)
 		dev->has_v136 = true;
 	else
@@ -200,7 +325,10 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 	}
 	if (r < 0)
 		return r;
-	return decode_map_sort(d, dev->mappings, first, dev->nmappings, sizeof(*dev->mappings), "key", at);
+	rc = decode_map_sort(d, dev->mappings, first, dev->nmappings, sizeof(*dev->mappings), "key", at);
+	if (rc == 0 && first == 0 && d->memo)
+		memo_put(d, &d->memo->mappings, at, dev->mappings, dev->nmappings, shape);
+	return rc;
 }
 
 static int decode_v136_map(struct dctx *d, void *obj)
@@ -265,6 +393,52 @@ static int decode_device(struct dctx *d, struct device *dev, uint32_t index)
 	return 0;
 }
 
+/* The elements of spec.devices, up to the array's end: *n decoded, *total
+ * counted (past the limit they are only validated). */
+static int read_devices(struct dctx *d, struct resource_slice *sl, const struct resource_slice *ref,
+			uint32_t *n, uint32_t *total)
+{
+	uint32_t limit = d->lim->max_devices;
+	int r, rc;
+
+	decode_path_push_index(d);
+	while ((r = decode_next_elem(d)) == 1) {
+		struct device *dev;
+
+		decode_path_set_index(d, (*total)++);
+		if (*total > limit) {
+			/* Count them all for the message; still validated. */
+			if ((rc = decode_skip(d)) != 0)
+				return rc;
+			continue;
+		}
+		if (!(sl->devices = decode_reserve(d, sl->devices, *n, sizeof(*dev))))
+			return d->rc;
+		dev = &sl->devices[*n];
+		if (ref && *n < ref->ndevices) {
+			size_t at;
+
+			jscan_peek(&d->s);
+			at = decode_here(d);
+			r = jscan_skip_same(&d->s, ref->devices[*n].raw);
+			if (r < 0)
+				return decode_scan_fail(d);
+			if (r == 1) {
+				*dev = ref->devices[*n];
+				dev->raw.ptr = d->text + at;
+				dev->same_as_object = true;
+				sl->ndevices = ++*n;
+				continue;
+			}
+		}
+		if ((rc = decode_device(d, dev, *n)) != 0)
+			return rc;
+		sl->ndevices = ++*n;
+	}
+	decode_path_pop(d);
+	return r < 0 ? r : 0;
+}
+
 /* spec.devices. While oldObject is decoded, d->ref is object's slice: a
  * device whose text equals ref's device at the same index is copied
  * instead of decoded. */
@@ -273,47 +447,18 @@ static int decode_devices(struct dctx *d, void *obj)
 	struct resource_slice *sl = obj;
 	const struct resource_slice *ref = d->ref;
 	uint32_t n = 0, total = 0, limit = d->lim->max_devices;
+	struct map_memo memo;
 	int r, rc;
 
 	if ((r = decode_enter_array(d)) <= 0)
 		return r;
-	decode_path_push_index(d);
-	while ((r = decode_next_elem(d)) == 1) {
-		struct device *dev;
-
-		decode_path_set_index(d, total++);
-		if (total > limit) {
-			/* Count them all for the message; still validated. */
-			if ((rc = decode_skip(d)) != 0)
-				return rc;
-			continue;
-		}
-		if (!(sl->devices = decode_reserve(d, sl->devices, n, sizeof(*dev))))
-			return d->rc;
-		dev = &sl->devices[n];
-		if (ref && n < ref->ndevices) {
-			size_t at;
-
-			jscan_peek(&d->s);
-			at = decode_here(d);
-			r = jscan_skip_same(&d->s, ref->devices[n].raw);
-			if (r < 0)
-				return decode_scan_fail(d);
-			if (r == 1) {
-				*dev = ref->devices[n];
-				dev->raw.ptr = d->text + at;
-				dev->same_as_object = true;
-				sl->ndevices = ++n;
-				continue;
-			}
-		}
-		if ((rc = decode_device(d, dev, n)) != 0)
-			return rc;
-		sl->ndevices = ++n;
-	}
-	decode_path_pop(d);
-	if (r < 0)
-		return r;
+	memo.capacity.n = memo.capacity.next = 0;
+	memo.mappings.n = memo.mappings.next = 0;
+	d->memo = &memo;
+	rc = read_devices(d, sl, ref, &n, &total);
+	d->memo = NULL;
+	if (rc)
+		return rc;
 	if (total > limit)
 		return decode_fail(d, d->schema_err, "%u devices exceed the %slimit of %u", total,
 				   limit == DECODE_API_MAX_DEVICES ? "API " : "", limit);
