@@ -8,6 +8,7 @@
 #include "slice_rules.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -971,6 +972,60 @@ static void find_unchanged(struct slice_ctx *x, const struct resource_slice *old
 			     model_slice_has_mappings(old);
 }
 
+/* --- mappings already judged ---------------------------------------------------
+ *
+ * What the mapping rules read is the mapping, the facts worked out from it,
+ * the slice-wide context in slice_ctx, and of its device only the capacity
+ * map (capacity mode) and allowMultipleAllocations; the device's index and
+ * name go into messages alone. The decoder gives devices whose maps have
+ * the same text the same decoded entries (decode_slice.c), and entries are
+ * never written once decoded, so a mapping at the same address, read with
+ * the same capacity entries and the same allowMultipleAllocations, is
+ * judged as it was before. One that was judged without a report is
+ * recorded here and is not judged again: in a slice of alike devices most
+ * are. A finding is reported for every device, so only clean ones are
+ * recorded. Direct-mapped by address; a clash only forgets. */
+#define JUDGED_SLOTS 64         /* the slot is the top 6 bits of a hash */
+
+struct judged {
+	const struct mapping *m;
+	const struct device_capacity *capacity;   /* capacity mode only */
+	uint32_t ncapacity;
+	bool allow_multiple_allocations;
+};
+
+static struct judged *judged_slot(struct judged *t, const struct mapping *m)
+{
+	uint64_t h = (uint64_t)((uintptr_t)m / sizeof(*m)) * 0x9e3779b97f4a7c15ULL;
+
+	return &t[h >> 58];
+}
+
+/* The parts of d the rules read of mapping m, as a record. */
+static struct judged judged_of(const struct device *d, const struct mapping *m)
+{
+	struct judged j = { m, NULL, 0, false };
+
+	if (m->has_capacity_key) {
+		j.capacity = d->capacity;
+		j.ncapacity = d->ncapacity;
+		j.allow_multiple_allocations = d->allow_multiple_allocations;
+	}
+	return j;
+}
+
+static bool judged_clean(struct judged *t, const struct device *d, const struct mapping *m)
+{
+	const struct judged *e = judged_slot(t, m);
+	struct judged j;
+
+	if (e->m != m)
+		return false;
+	j = judged_of(d, m);
+	return e->capacity == j.capacity && e->ncapacity == j.ncapacity &&
+	       e->allow_multiple_allocations == j.allow_multiple_allocations;
+}
+
 void slice_rules_check(struct check *c)
 {
 	const struct admission_request *req = c->req;
@@ -978,6 +1033,7 @@ void slice_rules_check(struct check *c)
 					   req->old_object.kind == OBJECT_RESOURCE_SLICE ?
 					   &req->old_object.u.slice : NULL;
 	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL, { 0, 0, 0 }, NULL, false };
+	struct judged judged[JUDGED_SLOTS] = { { NULL, NULL, 0, false } };
 	struct mapping_facts f;
 	uint32_t i, j, k;
 	bool mapped;
@@ -995,12 +1051,17 @@ void slice_rules_check(struct check *c)
 		rule_device_schema(&x, d);
 		for (j = 0; j < d->nmappings; j++) {
 			const struct mapping *m = &d->mappings[j];
+			uint32_t before = c->verdict->nviolations;
 
+			if (judged_clean(judged, d, m))
+				continue;
 			quantity_from_int(1, &f.page);  /* set for hugepages only */
 			f.resource = names_node_resource(m->resource, &f.page);
 			f.has_unit = !m->is_null && unit_amount(m, &f.unit);
 			for (k = 0; k < sizeof(mapping_rules) / sizeof(mapping_rules[0]); k++)
 				mapping_rules[k](&x, d, m, &f);
+			if (c->verdict->nviolations == before && !c->error)
+				*judged_slot(judged, m) = judged_of(d, m);
 		}
 	}
 	c->preexisting = false;
