@@ -281,11 +281,11 @@ static void test_mutating_endpoint_never_denies(void **state)
 	answer_free(&a);
 }
 
-/* Devices with the same mappings text share the decoded mappings, and the
- * rules skip a mapping judged clean before: only when what else they read
- * of its device is the same too. Here b and d repeat a's and c's maps word
- * for word, but b is not shareable and d lacks the capacity its mapping
- * names: each is still refused, at its own path. */
+/* The rules skip a mapping judged clean before only when what else they
+ * read of its device is the same too. Here every device repeats a's
+ * mappings word for word, but b is not shareable, d lacks the capacity its
+ * mapping names, and the capacity named has another value in f and
+ * another requestPolicy in g: each is still refused, at its own path. */
 static void test_repeated_mappings_are_judged_for_each_device(void **state)
 {
 #define SHARE_MAP "\"nodeAllocatableResourceMappings\":{\"memory\":{\"capacityKey\":\"x.io/mem\"}," \
@@ -303,7 +303,12 @@ static void test_repeated_mappings_are_judged_for_each_device(void **state)
 			   "{\"name\":\"c\",\"allowMultipleAllocations\":true," SHARE_CAP "," SHARE_MAP "},"
 			   "{\"name\":\"d\",\"allowMultipleAllocations\":true,\"capacity\":{\"x.io/cores\":"
 			   "{\"value\":\"8\"}}," SHARE_MAP "},"
-			   "{\"name\":\"e\",\"allowMultipleAllocations\":true," SHARE_CAP "," SHARE_MAP "}]}}}}";
+			   "{\"name\":\"e\",\"allowMultipleAllocations\":true," SHARE_CAP "," SHARE_MAP "},"
+			   "{\"name\":\"f\",\"allowMultipleAllocations\":true,\"capacity\":{\"x.io/mem\":"
+			   "{\"value\":\"1.5\"}}," SHARE_MAP "},"
+			   "{\"name\":\"g\",\"allowMultipleAllocations\":true,\"capacity\":{\"x.io/mem\":"
+			   "{\"value\":\"8Gi\",\"requestPolicy\":{\"default\":\"0.5\",\"validRange\":{\"min\":\"1Gi\","
+			   "\"step\":\"1Gi\"}}}}," SHARE_MAP "}]}}}}";
 	const char *msg;
 	struct answer a;
 
@@ -314,6 +319,8 @@ static void test_repeated_mappings_are_judged_for_each_device(void **state)
 	if (!strstr(msg, "spec.devices[1].nodeAllocatableResourceMappings[\"memory\"].capacityKey") ||
 	    !strstr(msg, "spec.devices[3].nodeAllocatableResourceMappings[\"memory\"].capacityKey: \"x.io/mem\" "
 			 "is not a capacity of device \"d\"") ||
+	    !strstr(msg, "spec.devices[5].nodeAllocatableResourceMappings[\"memory\"].capacityKey: consuming 1500m") ||
+	    !strstr(msg, "spec.devices[6].nodeAllocatableResourceMappings[\"memory\"].capacityKey: consuming 500m") ||
 	    strstr(msg, "devices[0]") || strstr(msg, "devices[2]") || strstr(msg, "devices[4]"))
 		fail_msg("unexpected message: %s", msg);
 	answer_free(&a);

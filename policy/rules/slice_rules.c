@@ -975,55 +975,100 @@ static void find_unchanged(struct slice_ctx *x, const struct resource_slice *old
 /* --- mappings already judged ---------------------------------------------------
  *
  * What the mapping rules read is the mapping, the facts worked out from it,
- * the slice-wide context in slice_ctx, and of its device only the capacity
- * map (capacity mode) and allowMultipleAllocations; the device's index and
- * name go into messages alone. The decoder gives devices whose maps have
- * the same text the same decoded entries (decode_slice.c), and entries are
- * never written once decoded, so a mapping at the same address, read with
- * the same capacity entries and the same allowMultipleAllocations, is
- * judged as it was before. One that was judged without a report is
- * recorded here and is not judged again: in a slice of alike devices most
- * are. A finding is reported for every device, so only clean ones are
- * recorded. Direct-mapped by address; a clash only forgets. */
+ * the slice-wide context in slice_ctx, and of its device only, in capacity
+ * mode, the capacity its capacityKey names (the list of all of them only
+ * when there is none, which is reported) and allowMultipleAllocations; the
+ * device's index and name go into messages alone. A mapping with the same
+ * text in every field (parsing is pure, so the same values too), read with
+ * a capacity of the same value and requestPolicy text and the same
+ * allowMultipleAllocations, is judged as one before it was. One judged
+ * without a report is recorded here and is not judged again: in a slice of
+ * alike devices most are. A finding is reported for every device, so only
+ * clean mappings are recorded. Direct-mapped by a hash of the mapping's
+ * names; a clash only forgets. */
 #define JUDGED_SLOTS 64         /* the slot is the top 6 bits of a hash */
 
 struct judged {
-	const struct mapping *m;
-	const struct device_capacity *capacity;   /* capacity mode only */
-	uint32_t ncapacity;
-	bool allow_multiple_allocations;
+	const struct mapping *m;                  /* NULL for an empty slot */
+	const struct device_capacity *cap;        /* the capacity it names (capacity mode) */
+	bool allow_multiple_allocations;          /* of its device (capacity mode) */
 };
 
-static struct judged *judged_slot(struct judged *t, const struct mapping *m)
+/* The slot of a record: a hash of the mapping's names and amounts and of
+ * the value of the capacity it names. */
+static struct judged *judged_slot(struct judged *t, const struct judged *j)
 {
-	uint64_t h = (uint64_t)((uintptr_t)m / sizeof(*m)) * 0x9e3779b97f4a7c15ULL;
+	const struct mapping *m = j->m;
+	uint64_t h = m->resource.len * 31 + m->capacity_key.len * 7 + m->multiplier.text.len;
 
-	return &t[h >> 58];
+	if (m->resource.len)
+		h = h * 257 + (unsigned char)m->resource.ptr[m->resource.len - 1];
+	if (m->multiplier.text.len)
+		h = h * 257 + (unsigned char)m->multiplier.text.ptr[0];
+	if (m->capacity_key.len)
+		h = h * 257 + (unsigned char)m->capacity_key.ptr[m->capacity_key.len - 1];
+	if (j->cap && j->cap->value.text.len)
+		h = (h * 257 + j->cap->value.text.len) * 257 + (unsigned char)j->cap->value.text.ptr[0];
+	return &t[(h * 0x9e3779b97f4a7c15ULL) >> 58];
 }
 
-/* The parts of d the rules read of mapping m, as a record. */
-static struct judged judged_of(const struct device *d, const struct mapping *m)
+static bool same_field(const struct quantity_field *a, const struct quantity_field *b)
 {
-	struct judged j = { m, NULL, 0, false };
-
-	if (m->has_capacity_key) {
-		j.capacity = d->capacity;
-		j.ncapacity = d->ncapacity;
-		j.allow_multiple_allocations = d->allow_multiple_allocations;
-	}
-	return j;
+	return a->present == b->present && (!a->present || str_eq(a->text, b->text));
 }
 
-static bool judged_clean(struct judged *t, const struct device *d, const struct mapping *m)
+/* Every field of a and b the rules read has the same text. */
+static bool same_mapping(const struct mapping *a, const struct mapping *b)
 {
-	const struct judged *e = judged_slot(t, m);
-	struct judged j;
+	if (a == b)
+		return true;
+	return a->shape == b->shape && a->is_null == b->is_null && a->has_capacity_key == b->has_capacity_key &&
+	       str_eq(a->resource, b->resource) && str_eq(a->capacity_key, b->capacity_key) &&
+	       str_eq(a->unknown_field, b->unknown_field) && same_field(&a->multiplier, &b->multiplier) &&
+	       same_field(&a->capacity_multiplier, &b->capacity_multiplier) &&
+	       same_field(&a->overhead_per_pod, &b->overhead_per_pod) &&
+	       same_field(&a->overhead_per_container, &b->overhead_per_container);
+}
 
-	if (e->m != m)
+/* Two capacities of the same name with the same value and requestPolicy
+ * text: the policy is decoded from that text alone. */
+static bool same_capacity(const struct device_capacity *a, const struct device_capacity *b)
+{
+	return a == b || (same_field(&a->value, &b->value) && a->policy.present == b->policy.present &&
+			  str_eq(a->policy_raw, b->policy_raw));
+}
+
+/* m of device d as a record: in capacity mode with the capacity it names,
+ * which must exist (a mapping naming none is reported, never recorded). */
+static bool judged_of(const struct device *d, const struct mapping *m, struct judged *j)
+{
+	j->m = m;
+	j->cap = NULL;
+	j->allow_multiple_allocations = false;
+	if (!m->has_capacity_key)
+		return true;
+	j->cap = device_capacity(d, m->capacity_key);
+	j->allow_multiple_allocations = d->allow_multiple_allocations;
+	return j->cap != NULL;
+}
+
+/* Whether m of d was judged clean before; else *slot is where a clean
+ * judgement of it goes, or NULL when it cannot be recorded. */
+static bool judged_clean(struct judged *t, const struct device *d, const struct mapping *m,
+			 struct judged **slot)
+{
+	struct judged j, *e;
+
+	*slot = NULL;
+	if (!judged_of(d, m, &j))
 		return false;
-	j = judged_of(d, m);
-	return e->capacity == j.capacity && e->ncapacity == j.ncapacity &&
-	       e->allow_multiple_allocations == j.allow_multiple_allocations;
+	e = judged_slot(t, &j);
+	if (e->m && same_mapping(e->m, m) && e->allow_multiple_allocations == j.allow_multiple_allocations &&
+	    (!j.cap || same_capacity(e->cap, j.cap)))
+		return true;
+	*slot = e;
+	e->m = NULL;    /* filled again once m is judged clean */
+	return false;
 }
 
 void slice_rules_check(struct check *c)
@@ -1033,7 +1078,7 @@ void slice_rules_check(struct check *c)
 					   req->old_object.kind == OBJECT_RESOURCE_SLICE ?
 					   &req->old_object.u.slice : NULL;
 	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL, { 0, 0, 0 }, NULL, false };
-	struct judged judged[JUDGED_SLOTS] = { { NULL, NULL, 0, false } };
+	struct judged judged[JUDGED_SLOTS] = { { NULL, NULL, false } };
 	struct mapping_facts f;
 	uint32_t i, j, k;
 	bool mapped;
@@ -1052,16 +1097,17 @@ void slice_rules_check(struct check *c)
 		for (j = 0; j < d->nmappings; j++) {
 			const struct mapping *m = &d->mappings[j];
 			uint32_t before = c->verdict->nviolations;
+			struct judged *slot;
 
-			if (judged_clean(judged, d, m))
+			if (judged_clean(judged, d, m, &slot))
 				continue;
 			quantity_from_int(1, &f.page);  /* set for hugepages only */
 			f.resource = names_node_resource(m->resource, &f.page);
 			f.has_unit = !m->is_null && unit_amount(m, &f.unit);
 			for (k = 0; k < sizeof(mapping_rules) / sizeof(mapping_rules[0]); k++)
 				mapping_rules[k](&x, d, m, &f);
-			if (c->verdict->nviolations == before && !c->error)
-				*judged_slot(judged, m) = judged_of(d, m);
+			if (slot && c->verdict->nviolations == before && !c->error)
+				judged_of(d, m, slot);
 		}
 	}
 	c->preexisting = false;
