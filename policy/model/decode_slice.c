@@ -16,81 +16,125 @@
  *
  * The devices of a slice are mostly alike: a driver publishes the same
  * capacity map and the same mappings for every device of a model, byte for
- * byte. While spec.devices is read, the last few capacity and mapping maps
- * decoded are kept, text and decoded entries. A map whose text equals one
+ * byte. While spec.devices is read, the capacity and mapping maps decoded
+ * are kept, text and decoded entries, as many as a small table holds
+ * (below). A map whose text equals one
  * of them byte for byte is the same value (an object ends where its text
  * says, and every one is at the same depth of the same array, so it was
  * validated under the same limits): the device shares the decoded entries
  * after one comparison (jscan_skip_same()) instead of a decode, as an
  * oldObject device shares object's. Entries are never written once
  * decoded: a device's second mapping map (both shapes, which the rules
- * refuse) appends to a private copy of the first (own_mappings()). A
- * comparison reads no further than the map at hand goes (equal bytes open
- * and close the same objects), so hostile text costs at most MAP_MEMO
- * comparisons of each map's length. 16 entries hold the distinct maps of
- * the benchmark's 128-device slice (bench/gen_bodies.py) nearly all. */
-#define MAP_MEMO 16
+ * refuse) appends to a private copy of the first (own_mappings()).
+ *
+ * Finding the earlier map must cost little next to a decode, also in a
+ * slice where nothing repeats: a map is looked for only in one set of
+ * four, chosen by a hash of the first MEMO_WINDOW bytes of the text from
+ * its start (maps of one driver differ mostly in their first values,
+ * which fall in there), and only an entry with that same hash is
+ * compared, so a miss is one hash and a few integer comparisons. Maps
+ * that agree on the window share a set and take turns in its ways; a
+ * short map whose window reaches into the text after it may never be
+ * found again; either only forgoes a shortcut. A comparison reads no
+ * further than the map at hand goes (equal bytes open and close the same
+ * objects), so hostile text costs at most four of them per map. The
+ * lookup is a call of its own, out of the decoders' way, and a table that
+ * keeps finding nothing stops being looked in (MEMO_GIVE_UP). */
+#define MEMO_WINDOW 64
+#define MEMO_SETS 16            /* a power of two */
+#define MEMO_WAYS 4
+/* A table that found nothing in this many lookups in a row is not looked
+ * in again for the array: its devices do not repeat, and each lookup would
+ * cost a hash for nothing. */
+#define MEMO_GIVE_UP 32
 
 struct memo_entry {
-	struct str raw;                 /* the map's text */
+	struct str raw;                 /* the map's text; ptr NULL for none */
+	uint64_t window;                /* the hash of the text at its start */
 	void *arr;                      /* its entries, decoded and sorted */
 	uint32_t n;
 	enum mapping_shape shape;       /* of a mapping map; MAPPING_V136 for capacity */
 };
 
-struct memo_table {
-	struct memo_entry e[MAP_MEMO];
-	unsigned n;                     /* entries filled */
-	unsigned next;                  /* the one replaced next */
+struct memo_set {
+	struct memo_entry e[MEMO_WAYS];
+	unsigned next;                  /* the way replaced next */
 };
+
+struct memo_table {
+	unsigned misses;                /* lookups since the last one that found its map */
+	uint32_t used;                  /* bit i: set i has been written (the rest are
+					 * garbage, so that starting costs no clearing) */
+	struct memo_set set[MEMO_SETS];
+};
+
+_Static_assert(MEMO_SETS <= 32, "a set is one bit of memo_table.used");
 
 struct map_memo {
 	struct memo_table capacity;
 	struct memo_table mappings;
 };
 
-/* The entry of t (of shape, for mappings) whose text is the object next
- * in the text, which is consumed; NULL when none is (nothing consumed).
- * The last eight bytes rule out nearly every other entry without a call. */
-static const struct memo_entry *memo_take(struct dctx *d, const struct memo_table *t,
-					  enum mapping_shape shape)
+/* Where a map that starts here is looked for and kept. */
+struct memo_spot {
+	struct memo_set *set;           /* NULL: no shortcut (less than a window left) */
+	uint64_t window;
+	size_t at;
+};
+
+/* Look for the object here (of shape, for mappings) in t. Returns its
+ * entry, the object consumed; or NULL, nothing consumed, with *spot set
+ * for memo_put() once it is decoded. */
+static __attribute__((noinline)) const struct memo_entry *memo_take(struct dctx *d, struct memo_table *t,
+								   enum mapping_shape shape,
+								   struct memo_spot *spot)
 {
-	size_t at = decode_here(d), left = d->text_len - at;
+	size_t at = decode_here(d), i;
 	const char *p = d->text + at;
-	unsigned i;
+	uint64_t h = 0, w;
 
-	for (i = 0; i < t->n; i++) {
-		const struct memo_entry *e = &t->e[i];
-		uint64_t x, y;
+	spot->set = NULL;
+	spot->at = at;
+	if (d->text_len - at < MEMO_WINDOW || t->misses >= MEMO_GIVE_UP)
+		return NULL;
+	t->misses++;
+	for (i = 0; i < MEMO_WINDOW; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	}
+	i = (h >> 32) & (MEMO_SETS - 1);
+	spot->set = &t->set[i];
+	spot->window = h;
+	if (!(t->used & (1u << i))) {
+		memset(spot->set, 0, sizeof(*spot->set));
+		t->used |= 1u << i;
+		return NULL;
+	}
+	for (i = 0; i < MEMO_WAYS; i++) {
+		const struct memo_entry *e = &spot->set->e[i];
 
-		if (e->shape != shape || e->raw.len > left)
-			continue;
-		if (e->raw.len >= 8) {
-			memcpy(&x, e->raw.ptr + e->raw.len - 8, 8);
-			memcpy(&y, p + e->raw.len - 8, 8);
-			if (x != y)
-				continue;
-		}
-		if (jscan_skip_same(&d->s, e->raw) == 1)
+		if (e->raw.ptr && e->window == h && e->shape == shape && jscan_skip_same(&d->s, e->raw) == 1) {
+			t->misses = 0;
 			return e;
+		}
 	}
 	return NULL;
 }
 
-/* Keep the map just decoded from offset at, with its entries. */
-static void memo_put(struct dctx *d, struct memo_table *t, size_t at, void *arr, uint32_t n,
+/* Keep the map just decoded at spot, with its entries. */
+static __attribute__((noinline)) void memo_put(struct dctx *d, const struct memo_spot *spot, void *arr, uint32_t n,
 		     enum mapping_shape shape)
 {
-	struct memo_entry *e = &t->e[t->next];
+	struct memo_set *set = spot->set;
+	struct memo_entry *e = &set->e[set->next];
 
-	e->raw.ptr = d->text + at;
-	e->raw.len = decode_here(d) - at;
+	e->raw.ptr = d->text + spot->at;
+	e->raw.len = decode_here(d) - spot->at;
+	e->window = spot->window;
 	e->arr = arr;
 	e->n = n;
 	e->shape = shape;
-	t->next = (t->next + 1) % MAP_MEMO;
-	if (t->n < MAP_MEMO)
-		t->n++;
+	set->next = (set->next + 1) % MEMO_WAYS;
 }
 
 /* requestPolicy.validValues: a list of quantities. */
@@ -162,6 +206,7 @@ static int decode_capacity(struct dctx *d, void *obj)
 {
 	struct device *dev = obj;
 	const struct memo_entry *e;
+	struct memo_spot spot;
 	enum jscan_type type;
 	struct jscan_str key;
 	size_t at;
@@ -169,7 +214,8 @@ static int decode_capacity(struct dctx *d, void *obj)
 
 	type = jscan_peek(&d->s);
 	at = decode_here(d);
-	if (type == JSCAN_OBJECT && d->memo && (e = memo_take(d, &d->memo->capacity, MAPPING_V136)) != NULL) {
+	spot.set = NULL;
+	if (type == JSCAN_OBJECT && d->memo && (e = memo_take(d, &d->memo->capacity, MAPPING_V136, &spot))) {
 		dev->capacity = e->arr;
 		dev->ncapacity = e->n;
 		dev->capacity_raw.ptr = d->text + at;
@@ -204,8 +250,8 @@ static int decode_capacity(struct dctx *d, void *obj)
 	dev->capacity_raw.ptr = d->text + at;
 	dev->capacity_raw.len = decode_here(d) - at;
 	rc = decode_map_sort(d, dev->capacity, 0, dev->ncapacity, sizeof(*dev->capacity), "key", at);
-	if (rc == 0 && d->memo)
-		memo_put(d, &d->memo->capacity, at, dev->capacity, dev->ncapacity, MAPPING_V136);
+	if (rc == 0 && spot.set)
+		memo_put(d, &spot, dev->capacity, dev->ncapacity, MAPPING_V136);
 	return rc;
 }
 
@@ -275,6 +321,7 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 	int nf = shape == MAPPING_V136 ? COUNT(v136_fields) : COUNT(v137_fields);
 	uint32_t first = dev->nmappings;
 	const struct memo_entry *e;
+	struct memo_spot spot;
 	enum jscan_type type;
 	struct jscan_str key;
 	size_t at;
@@ -282,8 +329,8 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 
 	type = jscan_peek(&d->s);
 	at = decode_here(d);
-	if (type == JSCAN_OBJECT && first == 0 && d->memo &&
-	    (e = memo_take(d, &d->memo->mappings, shape)) != NULL) {
+	spot.set = NULL;
+	if (type == JSCAN_OBJECT && first == 0 && d->memo && (e = memo_take(d, &d->memo->mappings, shape, &spot))) {
 		dev->mappings = e->arr;
 		dev->nmappings = e->n;
 		if (shape == MAPPING_V136)
@@ -326,8 +373,8 @@ static int decode_mappings(struct dctx *d, struct device *dev, enum mapping_shap
 	if (r < 0)
 		return r;
 	rc = decode_map_sort(d, dev->mappings, first, dev->nmappings, sizeof(*dev->mappings), "key", at);
-	if (rc == 0 && first == 0 && d->memo)
-		memo_put(d, &d->memo->mappings, at, dev->mappings, dev->nmappings, shape);
+	if (rc == 0 && spot.set)
+		memo_put(d, &spot, dev->mappings, dev->nmappings, shape);
 	return rc;
 }
 
@@ -452,8 +499,8 @@ static int decode_devices(struct dctx *d, void *obj)
 
 	if ((r = decode_enter_array(d)) <= 0)
 		return r;
-	memo.capacity.n = memo.capacity.next = 0;
-	memo.mappings.n = memo.mappings.next = 0;
+	memo.capacity.used = memo.capacity.misses = 0;
+	memo.mappings.used = memo.mappings.misses = 0;
 	d->memo = &memo;
 	rc = read_devices(d, sl, ref, &n, &total);
 	d->memo = NULL;
