@@ -18,12 +18,12 @@
  * capacity map and the same mappings for every device of a model, byte for
  * byte. While spec.devices is read, the capacity and mapping maps decoded
  * are kept, text and decoded entries, as many as a small table holds
- * (below). A map whose text equals one
- * of them byte for byte is the same value (an object ends where its text
- * says, and every one is at the same depth of the same array, so it was
- * validated under the same limits): the device shares the decoded entries
- * after one comparison (jscan_skip_same()) instead of a decode, as an
- * oldObject device shares object's. Entries are never written once
+ * (below). A map whose text equals one of them byte for byte is the same
+ * value (an object ends where its text says, and every one is at the same
+ * depth of the same array, so it was validated under the same limits): the
+ * device shares the decoded entries after one comparison
+ * (jscan_skip_same()) instead of a decode, as an oldObject device shares
+ * object's. Entries are never written once
  * decoded: a device's second mapping map (both shapes, which the rules
  * refuse) appends to a private copy of the first (own_mappings()).
  *
@@ -86,8 +86,7 @@ struct memo_spot {
  * entry, the object consumed; or NULL, nothing consumed, with *spot set
  * for memo_put() once it is decoded. */
 static __attribute__((noinline)) const struct memo_entry *memo_take(struct dctx *d, struct memo_table *t,
-								   enum mapping_shape shape,
-								   struct memo_spot *spot)
+								   enum mapping_shape shape, struct memo_spot *spot)
 {
 	size_t at = decode_here(d), i;
 	const char *p = d->text + at;
@@ -122,8 +121,8 @@ static __attribute__((noinline)) const struct memo_entry *memo_take(struct dctx 
 }
 
 /* Keep the map just decoded at spot, with its entries. */
-static __attribute__((noinline)) void memo_put(struct dctx *d, const struct memo_spot *spot, void *arr, uint32_t n,
-		     enum mapping_shape shape)
+static __attribute__((noinline)) void memo_put(struct dctx *d, const struct memo_spot *spot, void *arr,
+						uint32_t n, enum mapping_shape shape)
 {
 	struct memo_set *set = spot->set;
 	struct memo_entry *e = &set->e[set->next];
