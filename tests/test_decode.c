@@ -1823,6 +1823,43 @@ static void test_repeated_maps_are_shared_and_decode_as_alone(void **state)
 	arena_free(a);
 }
 
+/* Forty devices with maps no other has, then forty that repeat one: the
+ * memo gives up looking after the first run of misses, and every device
+ * still decodes as it does alone. */
+static void test_maps_decode_as_alone_when_the_memo_gives_up(void **state)
+{
+	struct arena *a = new_arena(ARENA_CAP), *scratch = new_arena(ARENA_CAP);
+	struct dump b = { NULL, 0, 0 };
+	struct admission_request rq;
+	struct decode_error err;
+	uint32_t i;
+
+	(void)state;
+	b.cap = 4096;
+	b.p = malloc(b.cap);
+	assert_non_null(b.p);
+	b.p[0] = '\0';
+	dprintf_(&b, "%s%s,\"object\":%s", RV_HEAD, RQ_HEAD, SLICE_HEAD);
+	for (i = 0; i < 80; i++)
+		dprintf_(&b, "%s{\"name\":\"d%u\",\"capacity\":{\"x.io/mem\":{\"value\":\"%uGi\"}},"
+			 "\"nodeAllocatableResourceMappings\":{\"memory\":{\"allocationMultiplier\":\"%uMi\"},"
+			 "\"cpu\":{\"capacityKey\":\"x.io/mem\"}}}", i ? "," : "", i, i < 40 ? 100 + i : 7,
+			 i < 40 ? 2 * (i + 1) : 8);
+	dprintf_(&b, "]}}}}");
+	if (decode_text(b.p, NULL, a, &rq, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(rq.object.u.slice.ndevices, 80);
+	/* no longer looked for: equal maps decoded each on its own */
+	assert_ptr_not_equal(rq.object.u.slice.devices[79].capacity, rq.object.u.slice.devices[78].capacity);
+	for (i = 0; i < rq.object.u.slice.ndevices; i++) {
+		check_device_alone(&rq.object.u.slice, i, scratch);
+		arena_reset(scratch);
+	}
+	free(b.p);
+	arena_free(scratch);
+	arena_free(a);
+}
+
 /* --- limits -------------------------------------------------------------- */
 
 static char *slice_with_devices(unsigned n)
@@ -2317,6 +2354,7 @@ int main(void)
 		cmocka_unit_test(test_shortcut_edge_cases_match_a_full_decode),
 		cmocka_unit_test(test_old_object_before_object_uses_no_stale_reference),
 		cmocka_unit_test(test_repeated_maps_are_shared_and_decode_as_alone),
+		cmocka_unit_test(test_maps_decode_as_alone_when_the_memo_gives_up),
 		cmocka_unit_test(test_device_limit),
 		cmocka_unit_test(test_map_list_depth_and_memory_limits),
 	};
