@@ -281,6 +281,53 @@ static void test_mutating_endpoint_never_denies(void **state)
 	answer_free(&a);
 }
 
+/* The rules skip a mapping judged clean before only when what else they
+ * read of its device is the same too. Here every device repeats a's
+ * mappings word for word, but b is not shareable, d lacks the capacity its
+ * mapping names, and the capacity named has another value in f and
+ * another requestPolicy in g: each is still refused, at its own path. */
+static void test_repeated_mappings_are_judged_for_each_device(void **state)
+{
+#define SHARE_MAP "\"nodeAllocatableResourceMappings\":{\"memory\":{\"capacityKey\":\"x.io/mem\"}," \
+	"\"cpu\":{\"allocationMultiplier\":\"1\"}}"
+#define SHARE_CAP "\"capacity\":{\"x.io/mem\":{\"value\":\"8Gi\",\"requestPolicy\":{\"default\":\"1Gi\"," \
+	"\"validRange\":{\"min\":\"1Gi\",\"step\":\"1Gi\"}}}}"
+	const char *body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+			   "\"uid\":\"r-1\",\"kind\":{\"group\":\"resource.k8s.io\",\"version\":\"v1\","
+			   "\"kind\":\"ResourceSlice\"},\"operation\":\"CREATE\",\"object\":{\"apiVersion\":"
+			   "\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"s\"},\"spec\":"
+			   "{\"driver\":\"d.example.com\",\"nodeName\":\"n\",\"pool\":{\"name\":\"n\",\"generation\":1,"
+			   "\"resourceSliceCount\":1},\"devices\":["
+			   "{\"name\":\"a\",\"allowMultipleAllocations\":true," SHARE_CAP "," SHARE_MAP "},"
+			   "{\"name\":\"b\",\"allowMultipleAllocations\":false," SHARE_CAP "," SHARE_MAP "},"
+			   "{\"name\":\"c\",\"allowMultipleAllocations\":true," SHARE_CAP "," SHARE_MAP "},"
+			   "{\"name\":\"d\",\"allowMultipleAllocations\":true,\"capacity\":{\"x.io/cores\":"
+			   "{\"value\":\"8\"}}," SHARE_MAP "},"
+			   "{\"name\":\"e\",\"allowMultipleAllocations\":true," SHARE_CAP "," SHARE_MAP "},"
+			   "{\"name\":\"f\",\"allowMultipleAllocations\":true,\"capacity\":{\"x.io/mem\":"
+			   "{\"value\":\"1.5\"}}," SHARE_MAP "},"
+			   "{\"name\":\"g\",\"allowMultipleAllocations\":true,\"capacity\":{\"x.io/mem\":"
+			   "{\"value\":\"8Gi\",\"requestPolicy\":{\"default\":\"0.5\",\"validRange\":{\"min\":\"1Gi\","
+			   "\"step\":\"1Gi\"}}}}," SHARE_MAP "}]}}}}";
+	const char *msg;
+	struct answer a;
+
+	(void)state;
+	a = ask(body, strlen(body), false, NULL, ARENA_CAP);
+	assert_denied(&a, "r-1", 403, "[slice.mapping.shareable]");
+	msg = json_string_value(json_object_get(json_object_get(a.response, "status"), "message"));
+	if (!strstr(msg, "spec.devices[1].nodeAllocatableResourceMappings[\"memory\"].capacityKey") ||
+	    !strstr(msg, "spec.devices[3].nodeAllocatableResourceMappings[\"memory\"].capacityKey: \"x.io/mem\" "
+			 "is not a capacity of device \"d\"") ||
+	    !strstr(msg, "spec.devices[5].nodeAllocatableResourceMappings[\"memory\"].capacityKey: consuming 1500m") ||
+	    !strstr(msg, "spec.devices[6].nodeAllocatableResourceMappings[\"memory\"].capacityKey: consuming 500m") ||
+	    strstr(msg, "devices[0]") || strstr(msg, "devices[2]") || strstr(msg, "devices[4]"))
+		fail_msg("unexpected message: %s", msg);
+	answer_free(&a);
+#undef SHARE_MAP
+#undef SHARE_CAP
+}
+
 /* Out of room before the uid was read: still an answer to that uid. */
 static void test_exhausted_arena_still_answers_the_uid(void **state)
 {
@@ -311,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_depth_is_a_denial_and_the_default_is_generous),
 		cmocka_unit_test(test_bad_request_only_without_a_review),
 		cmocka_unit_test(test_mutating_endpoint_never_denies),
+		cmocka_unit_test(test_repeated_mappings_are_judged_for_each_device),
 		cmocka_unit_test(test_exhausted_arena_still_answers_the_uid),
 	};
 

@@ -1729,6 +1729,137 @@ static void test_old_object_before_object_uses_no_stale_reference(void **state)
 	arena_free(a);
 }
 
+/* --- maps repeated from device to device --------------------------------- */
+
+#define CAP1 "\"capacity\":{\"x.io/mem\":{\"value\":\"80Gi\",\"requestPolicy\":{\"default\":\"1Gi\"," \
+	"\"validRange\":{\"min\":\"1Gi\",\"step\":\"1Gi\"}}},\"x.io/cores\":{\"value\":\"8\"}}"
+#define MAP1 "\"nodeAllocatableResourceMappings\":{\"memory\":{\"capacityKey\":\"x.io/mem\"}," \
+	"\"cpu\":{\"allocationMultiplier\":\"500m\"}}"
+#define MAP137 "\"nodeAllocatableResources\":{\"hugepages-2Mi\":{\"mapping\":{\"deviceMultiplier\":\"2Mi\"}}}"
+
+/* Device i of s, decoded within the slice, against the same device decoded
+ * alone in a slice of one (where no map can repeat). */
+static void check_device_alone(const struct resource_slice *s, uint32_t i, struct arena *scratch)
+{
+	struct admission_request rq;
+	struct decode_error err;
+	struct device dev = s->devices[i];
+	struct resource_slice one = *s;
+	struct k8s_object o = { 0 };
+	char *body, *d1, *d2;
+	size_t n = dev.raw.len + 1024;
+
+	body = malloc(n);
+	assert_non_null(body);
+	snprintf(body, n, "%s%s%s,\"object\":%s%.*s]}}}}", RV_HEAD, RQ_HEAD, "", SLICE_HEAD, (int)dev.raw.len,
+		 dev.raw.ptr);
+	if (decode_text(body, NULL, scratch, &rq, &err) != 0)
+		fail_msg("device %u alone: %s", i, err.msg);
+	dev.index = 0;
+	one.devices = &dev;
+	one.ndevices = 1;
+	o = rq.object;
+	o.u.slice = one;
+	d1 = dump_one(&o);
+	d2 = dump_one(&rq.object);
+	if (strcmp(d1, d2) != 0)
+		fail_msg("device %u differs from its decode alone:\n%s\n---\n%s", i, d1, d2);
+	free(d1);
+	free(d2);
+	free(body);
+}
+
+static void test_repeated_maps_are_shared_and_decode_as_alone(void **state)
+{
+	static const char body[] = OBJ(
+		"{\"name\":\"a\"," CAP1 "," MAP1 "},"
+		"{\"name\":\"b\"," CAP1 "," MAP1 "},"
+		/* both shapes: the second map goes to a copy of the first */
+		"{\"name\":\"c\"," CAP1 "," MAP1 "," MAP137 "},"
+		"{\"name\":\"d\"," MAP137 "," MAP1 "},"
+		"{\"name\":\"e\"," MAP1 ",\"capacity\":{\"x.io/mem\":{\"value\":\"80Gi\"}}},"
+		/* the same maps with a space: equal values, other text */
+		"{\"name\":\"f\",\"capacity\": {\"x.io/cores\":{\"value\":\"8\"}},"
+		"\"nodeAllocatableResourceMappings\":{\"memory\":{\"capacityKey\":\"x.io/mem\"}, "
+		"\"cpu\":{\"allocationMultiplier\":\"500m\"}}},"
+		"{\"name\":\"g\"," CAP1 "," MAP1 "}");
+	struct arena *a = new_arena(ARENA_CAP), *scratch = new_arena(ARENA_CAP);
+	struct admission_request rq;
+	struct decode_error err;
+	const struct resource_slice *s;
+	const struct device *v;
+	uint32_t i;
+
+	(void)state;
+	if (decode_text(body, NULL, a, &rq, &err) != 0)
+		fail_msg("%s", err.msg);
+	s = &rq.object.u.slice;
+	assert_int_equal(s->ndevices, 7);
+	for (i = 0; i < s->ndevices; i++) {
+		check_device_alone(s, i, scratch);
+		arena_reset(scratch);
+	}
+	v = s->devices;
+	/* b and g repeat a's text: one decode each */
+	assert_ptr_equal(v[1].capacity, v[0].capacity);
+	assert_ptr_equal(v[1].mappings, v[0].mappings);
+	assert_ptr_equal(v[6].capacity, v[0].capacity);
+	assert_ptr_equal(v[6].mappings, v[0].mappings);
+	assert_ptr_equal(v[2].capacity, v[0].capacity);
+	/* c and d append a second map to a private copy; a's stays as it was */
+	assert_ptr_not_equal(v[2].mappings, v[0].mappings);
+	assert_ptr_not_equal(v[3].mappings, v[0].mappings);
+	assert_int_equal(v[0].nmappings, 2);
+	assert_int_equal(v[2].nmappings, 3);
+	assert_int_equal(v[3].nmappings, 3);
+	assert_int_equal(v[6].nmappings, 2);
+	assert_true(eq(v[0].mappings[0].resource, "cpu") && eq(v[0].mappings[1].resource, "memory"));
+	/* the capacity raw text is the device's own */
+	for (i = 0; i < s->ndevices; i++)
+		assert_true(v[i].capacity_raw.len == 0 ||
+			    (v[i].capacity_raw.ptr >= v[i].raw.ptr &&
+			     v[i].capacity_raw.ptr + v[i].capacity_raw.len <= v[i].raw.ptr + v[i].raw.len));
+	arena_free(scratch);
+	arena_free(a);
+}
+
+/* Forty devices with maps no other has, then forty that repeat one: the
+ * memo gives up looking after the first run of misses, and every device
+ * still decodes as it does alone. */
+static void test_maps_decode_as_alone_when_the_memo_gives_up(void **state)
+{
+	struct arena *a = new_arena(ARENA_CAP), *scratch = new_arena(ARENA_CAP);
+	struct dump b = { NULL, 0, 0 };
+	struct admission_request rq;
+	struct decode_error err;
+	uint32_t i;
+
+	(void)state;
+	b.cap = 4096;
+	b.p = malloc(b.cap);
+	assert_non_null(b.p);
+	b.p[0] = '\0';
+	dprintf_(&b, "%s%s,\"object\":%s", RV_HEAD, RQ_HEAD, SLICE_HEAD);
+	for (i = 0; i < 80; i++)
+		dprintf_(&b, "%s{\"name\":\"d%u\",\"capacity\":{\"x.io/mem\":{\"value\":\"%uGi\"}},"
+			 "\"nodeAllocatableResourceMappings\":{\"memory\":{\"allocationMultiplier\":\"%uMi\"},"
+			 "\"cpu\":{\"capacityKey\":\"x.io/mem\"}}}", i ? "," : "", i, i < 40 ? 100 + i : 7,
+			 i < 40 ? 2 * (i + 1) : 8);
+	dprintf_(&b, "]}}}}");
+	if (decode_text(b.p, NULL, a, &rq, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(rq.object.u.slice.ndevices, 80);
+	/* no longer looked for: equal maps decoded each on its own */
+	assert_ptr_not_equal(rq.object.u.slice.devices[79].capacity, rq.object.u.slice.devices[78].capacity);
+	for (i = 0; i < rq.object.u.slice.ndevices; i++) {
+		check_device_alone(&rq.object.u.slice, i, scratch);
+		arena_reset(scratch);
+	}
+	free(b.p);
+	arena_free(scratch);
+	arena_free(a);
+}
+
 /* --- limits -------------------------------------------------------------- */
 
 static char *slice_with_devices(unsigned n)
@@ -2222,6 +2353,8 @@ int main(void)
 		cmocka_unit_test(test_identical_old_devices_are_taken_from_object),
 		cmocka_unit_test(test_shortcut_edge_cases_match_a_full_decode),
 		cmocka_unit_test(test_old_object_before_object_uses_no_stale_reference),
+		cmocka_unit_test(test_repeated_maps_are_shared_and_decode_as_alone),
+		cmocka_unit_test(test_maps_decode_as_alone_when_the_memo_gives_up),
 		cmocka_unit_test(test_device_limit),
 		cmocka_unit_test(test_map_list_depth_and_memory_limits),
 	};

@@ -80,11 +80,25 @@ void quantity_strip_zeros(struct qv *v)
 	v->mag = m;
 }
 
-/* Decimal digits of v (1 for 0); 39 for anything at or past 10^38. */
+/* Decimal digits of v (1 for 0); 39 for anything at or past 10^38. A
+ * value in 64 bits, nearly every one, from its bit length: it has
+ * floor(bits * log10(2)) + 1 digits or one more (1233 / 4096 is log10(2)
+ * rounded up, exact enough below 2^64), which one comparison tells,
+ * instead of a walk up the powers of ten. */
 static int64_t ndigits(u128 v)
 {
 	int64_t n = 1;
 
+	if (v <= UINT64_MAX) {
+		uint64_t w = (uint64_t)v;
+		unsigned bits;
+
+		if (w == 0)
+			return 1;
+		bits = 64 - (unsigned)__builtin_clzll(w);
+		n = (int64_t)((bits * 1233u) >> 12);
+		return n + (w >= (uint64_t)quantity_pow10[n]);
+	}
 	while (n <= QUANTITY_DIGITS_MAX && v >= quantity_pow10[n])
 		n++;
 	return n;
@@ -164,6 +178,14 @@ bool quantity_is_integer(const struct quantity *q)
 	return v.mag == 0 || v.scale >= 0;
 }
 
+/* a % b == 0 (b not 0), in 64 bits when both fit, as nearly all do. */
+static bool mod_is_zero(u128 a, u128 b)
+{
+	if (a <= UINT64_MAX && b <= UINT64_MAX)
+		return (uint64_t)a % (uint64_t)b == 0;
+	return a % b == 0;
+}
+
 bool quantity_is_multiple_of(const struct quantity *a, const struct quantity *b)
 {
 	struct qv x = quantity_qv_get(a), y = quantity_qv_get(b);
@@ -182,7 +204,7 @@ bool quantity_is_multiple_of(const struct quantity *a, const struct quantity *b)
 		t = y.mag;
 		if (!mul_pow10(&t, -d))
 			return false;
-		return x.mag % t == 0;
+		return mod_is_zero(x.mag, t);
 	}
 	/* b must divide a.mant * 10^d: the 10^d can absorb up to d factors of
 	 * two and of five from b; what is left must divide a's mantissa. */
@@ -191,7 +213,7 @@ bool quantity_is_multiple_of(const struct quantity *a, const struct quantity *b)
 		t >>= 1;
 	for (c = 0; c < d && t % 5 == 0; c++)
 		t /= 5;
-	return x.mag % t == 0;
+	return mod_is_zero(x.mag, t);
 }
 
 static unsigned count_fives(u128 v)
@@ -216,6 +238,15 @@ int quantity_mul(const struct quantity *a, const struct quantity *b, struct quan
 		r.neg = false;
 		r.mag = 0;
 		r.scale = 0;
+		return quantity_qv_put(r, a->format, out);
+	}
+	/* Two mantissas of 64 bits (nearly all) multiply without overflow in
+	 * 128; storing strips the zeros the pairs below would cancel, so the
+	 * normal form, and the bound it is held to, are the same. */
+	if (x.mag <= UINT64_MAX && y.mag <= UINT64_MAX) {
+		r.neg = x.neg != y.neg;
+		r.mag = (u128)(uint64_t)x.mag * (uint64_t)y.mag;
+		r.scale = x.scale + y.scale;
 		return quantity_qv_put(r, a->format, out);
 	}
 	/* Cancel the pairs of 2 and 5 that would end the product in zeros, so

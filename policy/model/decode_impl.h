@@ -32,6 +32,7 @@
 #define MSG_KEY_MAX 64      /* longest map key quoted in a message */
 
 struct request_state;
+struct map_memo;
 
 /* Recently parsed quantity texts: a slice repeats the same few ("1",
  * "8Gi") on every device, and parsing is pure, so equal text gives an
@@ -56,6 +57,7 @@ struct seg {
 struct dctx {
 	struct jscan s;
 	const char *text;
+	size_t text_len;
 	const struct decode_limits *lim;
 	struct arena *a;
 	struct decode_error *err;
@@ -66,6 +68,7 @@ struct dctx {
 	struct decode_error held;
 	enum api_version version;   /* of the object being decoded */
 	const struct resource_slice *ref;  /* object's slice, while oldObject is decoded */
+	struct map_memo *memo;      /* while spec.devices is decoded (decode_slice.c) */
 	struct request_state *req;  /* while the request object is read (decode_review.c) */
 	struct str req_group;       /* request.kind, for messages */
 	struct str req_version;

@@ -700,6 +700,7 @@ static void ctx_init(struct dctx *d, const char *text, size_t len, const struct 
 {
 	memset(d, 0, offsetof(struct dctx, path));  /* path is written before it is read */
 	d->text = text;
+	d->text_len = len;
 	d->lim = lim;
 	d->a = a;
 	d->err = err;

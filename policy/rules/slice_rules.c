@@ -8,8 +8,10 @@
 #include "slice_rules.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "names.h"
 
@@ -971,6 +973,130 @@ static void find_unchanged(struct slice_ctx *x, const struct resource_slice *old
 			     model_slice_has_mappings(old);
 }
 
+/* --- mappings already judged ---------------------------------------------------
+ *
+ * What the mapping rules read is the mapping, the facts worked out from it,
+ * the slice-wide context in slice_ctx, and of its device only, in capacity
+ * mode, the capacity its capacityKey names (the list of all of them only
+ * when there is none, which is reported) and allowMultipleAllocations; the
+ * device's index and name go into messages alone. A mapping with the same
+ * text in every field (parsing is pure, so the same values too), read with
+ * a capacity of the same value and requestPolicy text and the same
+ * allowMultipleAllocations, is judged as one before it was. One judged
+ * without a report is recorded here and is not judged again: in a slice of
+ * alike devices most are. A finding is reported for every device, so only
+ * clean mappings are recorded. Direct-mapped by a hash of the mapping's
+ * names; a clash only forgets. */
+#define JUDGED_SLOTS 64         /* the slot is the top 6 bits of a hash; one bit
+				 * each of a uint64_t says it is in use */
+/* After this many mappings in a row judged anew the record is no longer
+ * looked in: the devices are not alike, and each look would cost for
+ * nothing. */
+#define JUDGED_GIVE_UP 32
+
+struct judged {
+	const struct mapping *m;                  /* NULL for an empty slot */
+	const struct device_capacity *cap;        /* the capacity it names (capacity mode) */
+	bool allow_multiple_allocations;          /* of its device (capacity mode) */
+};
+
+/* The slot of a record: a hash of the mapping's names and amounts and of
+ * the value of the capacity it names. */
+static struct judged *judged_slot(struct judged *t, const struct judged *j)
+{
+	const struct mapping *m = j->m;
+	uint64_t h = m->resource.len * 31 + m->capacity_key.len * 7 + m->multiplier.text.len;
+
+	if (m->resource.len)
+		h = h * 257 + (unsigned char)m->resource.ptr[m->resource.len - 1];
+	if (m->multiplier.text.len)
+		h = h * 257 + (unsigned char)m->multiplier.text.ptr[0];
+	if (m->capacity_key.len)
+		h = h * 257 + (unsigned char)m->capacity_key.ptr[m->capacity_key.len - 1];
+	if (j->cap && j->cap->value.text.len)
+		h = (h * 257 + j->cap->value.text.len) * 257 + (unsigned char)j->cap->value.text.ptr[0];
+	return &t[(h * 0x9e3779b97f4a7c15ULL) >> 58];
+}
+
+/* Texts compared without a call when they differ in length, first or last
+ * byte, as alike mappings of other devices mostly do. */
+static bool same_text(struct str a, struct str b)
+{
+	if (a.len != b.len)
+		return false;
+	if (a.len == 0 || a.ptr == b.ptr)
+		return true;
+	return a.ptr[0] == b.ptr[0] && a.ptr[a.len - 1] == b.ptr[a.len - 1] && memcmp(a.ptr, b.ptr, a.len) == 0;
+}
+
+static bool same_field(const struct quantity_field *a, const struct quantity_field *b)
+{
+	return a->present == b->present && (!a->present || same_text(a->text, b->text));
+}
+
+/* Every field of a and b the rules read has the same text. */
+static bool same_mapping(const struct mapping *a, const struct mapping *b)
+{
+	if (a == b)
+		return true;
+	return a->shape == b->shape && a->is_null == b->is_null && a->has_capacity_key == b->has_capacity_key &&
+	       same_text(a->resource, b->resource) && same_text(a->capacity_key, b->capacity_key) &&
+	       same_text(a->unknown_field, b->unknown_field) && same_field(&a->multiplier, &b->multiplier) &&
+	       same_field(&a->capacity_multiplier, &b->capacity_multiplier) &&
+	       same_field(&a->overhead_per_pod, &b->overhead_per_pod) &&
+	       same_field(&a->overhead_per_container, &b->overhead_per_container);
+}
+
+/* Two capacities of the same name with the same value and requestPolicy
+ * text: the policy is decoded from that text alone. */
+static bool same_capacity(const struct device_capacity *a, const struct device_capacity *b)
+{
+	return a == b || (same_field(&a->value, &b->value) && a->policy.present == b->policy.present &&
+			  same_text(a->policy_raw, b->policy_raw));
+}
+
+/* m of device d as a record: in capacity mode with the capacity it names,
+ * which must exist (a mapping naming none is reported, never recorded). */
+static bool judged_of(const struct device *d, const struct mapping *m, struct judged *j)
+{
+	j->m = m;
+	j->cap = NULL;
+	j->allow_multiple_allocations = false;
+	if (!m->has_capacity_key)
+		return true;
+	j->cap = device_capacity(d, m->capacity_key);
+	j->allow_multiple_allocations = d->allow_multiple_allocations;
+	return j->cap != NULL;
+}
+
+/* Whether m of d was judged clean before; else *slot is where a clean
+ * judgement of it goes, or NULL when it cannot be recorded. */
+static bool judged_clean(struct judged *t, uint64_t *used, unsigned *misses, const struct device *d,
+			 const struct mapping *m, struct judged **slot)
+{
+	struct judged j, *e;
+	uint64_t bit;
+
+	*slot = NULL;
+	if (*misses >= JUDGED_GIVE_UP || !judged_of(d, m, &j))
+		return false;
+	e = judged_slot(t, &j);
+	bit = 1ULL << (e - t);
+	if (!(*used & bit)) {
+		*used |= bit;   /* garbage until now: starting costs no clearing */
+		e->m = NULL;
+	}
+	if (e->m && same_mapping(e->m, m) && e->allow_multiple_allocations == j.allow_multiple_allocations &&
+	    (!j.cap || same_capacity(e->cap, j.cap))) {
+		*misses = 0;
+		return true;
+	}
+	++*misses;
+	*slot = e;
+	e->m = NULL;    /* filled again once m is judged clean */
+	return false;
+}
+
 void slice_rules_check(struct check *c)
 {
 	const struct admission_request *req = c->req;
@@ -978,6 +1104,9 @@ void slice_rules_check(struct check *c)
 					   req->old_object.kind == OBJECT_RESOURCE_SLICE ?
 					   &req->old_object.u.slice : NULL;
 	struct slice_ctx x = { c, &req->object, &req->object.u.slice, NULL, { 0, 0, 0 }, NULL, false };
+	struct judged judged[JUDGED_SLOTS];
+	uint64_t judged_used = 0;
+	unsigned judged_misses = 0;
 	struct mapping_facts f;
 	uint32_t i, j, k;
 	bool mapped;
@@ -995,12 +1124,18 @@ void slice_rules_check(struct check *c)
 		rule_device_schema(&x, d);
 		for (j = 0; j < d->nmappings; j++) {
 			const struct mapping *m = &d->mappings[j];
+			uint32_t before = c->verdict->nviolations;
+			struct judged *slot;
 
+			if (judged_clean(judged, &judged_used, &judged_misses, d, m, &slot))
+				continue;
 			quantity_from_int(1, &f.page);  /* set for hugepages only */
 			f.resource = names_node_resource(m->resource, &f.page);
 			f.has_unit = !m->is_null && unit_amount(m, &f.unit);
 			for (k = 0; k < sizeof(mapping_rules) / sizeof(mapping_rules[0]); k++)
 				mapping_rules[k](&x, d, m, &f);
+			if (slot && c->verdict->nviolations == before && !c->error)
+				judged_of(d, m, slot);
 		}
 	}
 	c->preexisting = false;
