@@ -194,9 +194,23 @@ const struct view_atom *atom_qty(struct atom_set *s, const struct quantity *q, i
 	return intern(s, ATOM_QTY, &c, sizeof(c), rc, &found);
 }
 
+void atom_put_capacity(struct atom_set *s, const struct view_capacity *c)
+{
+	uint32_t k;
+
+	atom_put(s, c->name);
+	atom_put(s, c->value);
+	atom_put(s, c->dflt);
+	atom_put(s, c->min);
+	atom_put(s, c->max);
+	atom_put(s, c->step);
+	for (k = 0; c->valid && k < c->nvalid; k++)
+		atom_put(s, c->valid[k]);
+}
+
 void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size_t n)
 {
-	size_t i, k;
+	size_t i;
 
 	switch (kind) {
 	case ATOM_NQ:
@@ -216,18 +230,8 @@ void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size
 		}
 		break;
 	case ATOM_CAPS:
-		for (i = 0; i < n / sizeof(struct view_capacity); i++) {
-			const struct view_capacity *c = (const struct view_capacity *)p + i;
-
-			atom_put(s, c->name);
-			atom_put(s, c->value);
-			atom_put(s, c->dflt);
-			atom_put(s, c->min);
-			atom_put(s, c->max);
-			atom_put(s, c->step);
-			for (k = 0; c->valid && k < c->nvalid; k++)
-				atom_put(s, c->valid[k]);
-		}
+		for (i = 0; i < n / sizeof(struct view_capacity); i++)
+			atom_put_capacity(s, (const struct view_capacity *)p + i);
 		break;
 	case ATOM_MAPS:
 		for (i = 0; i < n / sizeof(struct view_mapping); i++) {

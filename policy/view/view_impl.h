@@ -412,6 +412,11 @@ void atom_set_free(struct atom_set *s);
  * blob's reference). NULL is a no-op. */
 void atom_put(struct atom_set *s, const struct view_atom *a);
 
+/* Drop the references a capacity holds (its name, value, requestPolicy and
+ * validValues' atoms): for a blob of capacities and for capacities kept in
+ * a slice's record alike. */
+void atom_put_capacity(struct atom_set *s, const struct view_capacity *c);
+
 /* The array of kind (a blob kind) at p, n bytes, interned: returns the
  * blob's data, a new reference (NULL for n == 0). The atoms in p are the
  * caller's references, and pass to the blob (dropped when an equal blob

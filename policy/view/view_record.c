@@ -333,7 +333,7 @@ static int parse_policy(struct str raw, struct arena *a, struct p_cap *pc, uint3
 
 static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 {
-	uint32_t i, j, k;
+	uint32_t i, j;
 
 	atom_put_ref(as, s->driver);
 	atom_put_ref(as, s->pool);
@@ -353,18 +353,8 @@ static void slice_put_atoms(struct atom_set *as, const struct view_slice *s)
 			atom_put(as, view_blob_of(d->capacity));
 			continue;
 		}
-		for (j = 0; d->capacity && j < d->ncapacity; j++) {
-			const struct view_capacity *c = &d->capacity[j];
-
-			atom_put(as, c->name);
-			atom_put(as, c->value);
-			atom_put(as, c->dflt);
-			atom_put(as, c->min);
-			atom_put(as, c->max);
-			atom_put(as, c->step);
-			for (k = 0; c->valid && k < c->nvalid; k++)
-				atom_put(as, c->valid[k]);
-		}
+		for (j = 0; d->capacity && j < d->ncapacity; j++)
+			atom_put_capacity(as, &d->capacity[j]);
 	}
 }
 
