@@ -80,6 +80,12 @@ static inline const struct quantity *view_atom_qty(const struct view_atom *a)
 	return a ? (const struct quantity *)(const void *)a->data : NULL;
 }
 
+/* A blob's data (an interned array), NULL for none. */
+static inline const void *view_atom_data(const struct view_atom *a)
+{
+	return a ? a->data : NULL;
+}
+
 /* An atom as a record holds it: its id, 4 bytes where a pointer took 8
  * (a claim holds ten, a Pod four: 30 B a claim at the scale of
  * docs/performance.md). 0 is none (NULL). A distinct type, so that no
@@ -131,7 +137,7 @@ static inline struct view_atom_ids view_ids(const struct view *v)
  * the same builder reads the same: the table is the builder's. */
 static inline const struct view_atom *view_atom_at(const struct view *v, struct view_aref r)
 {
-	return view_atom_id(((const struct view_head *)(const void *)v)->ids, r);
+	return view_atom_id(view_ids(v), r);
 }
 
 static inline struct str view_str(const struct view *v, struct view_aref r)
@@ -147,9 +153,7 @@ static inline const struct quantity *view_qty(const struct view *v, struct view_
 /* A blob's data (an interned array), NULL for none. */
 static inline const void *view_blob_at(const struct view *v, struct view_aref r)
 {
-	const struct view_atom *a = view_atom_at(v, r);
-
-	return a ? a->data : NULL;
+	return view_atom_data(view_atom_at(v, r));
 }
 
 /* Bytes of a blob's data (0 for none). */

@@ -284,7 +284,7 @@ const void *atom_blob(struct atom_set *s, enum atom_kind kind, const void *p, si
 	/* A new blob took the caller's references; an old one has its own. */
 	if (!a || found)
 		atom_blob_drop(s, kind, p, n);
-	return a ? a->data : NULL;
+	return view_atom_data(a);
 }
 
 void atom_put(struct atom_set *s, const struct view_atom *ca)

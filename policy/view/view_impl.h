@@ -490,9 +490,7 @@ static inline const struct quantity *aqty(const struct atom_set *s, struct view_
 
 static inline const void *ablob(const struct atom_set *s, struct view_aref r)
 {
-	const struct view_atom *a = atom_at(s, r);
-
-	return a ? a->data : NULL;
+	return view_atom_data(atom_at(s, r));
 }
 
 /* Drop the reference a record's id holds. */
