@@ -651,6 +651,10 @@ static const struct arith_row mul_rows[] = {
 	{ "-1Gi", "-1", 0, "1073741824e0", "1Gi" },
 	{ "99999999999999999999999999999999999999", "3", -ERANGE, NULL, NULL },
 	{ "85070591730234615847396907784232501249", "9223372036854775807", -ERANGE, NULL, NULL },
+	/* Both mantissas in 64 bits (multiplied whole, zeros stripped on
+	 * storing): past the 38 digits, and at them only once stripped. */
+	{ "18446744073709551615", "18446744073709551615", -ERANGE, NULL, NULL },
+	{ "10000000000000000000", "10000000000000000000", 0, "1e38", "100e36" },
 	{ "1e600000", "1e600000", -ERANGE, NULL, NULL },
 	{ "1e999999", "1e9", -ERANGE, NULL, NULL },
 };
@@ -846,6 +850,11 @@ static const struct multiple_row multiple_rows[] = {
 	{ "1e1000000", "3", false },
 	{ "5", "1e1000000", false },
 	{ "1e-9", "1e-9", true },
+	/* Mantissas at the top of 64 bits (taken in 64), and one past it. */
+	{ "18446744073709551615", "4294967295", true },
+	{ "18446744073709551615", "4294967296", false },
+	{ "55340232221128654845", "18446744073709551615", true },
+	{ "55340232221128654845", "18446744073709551614", false },
 };
 
 static void test_is_multiple_of(void **state)
