@@ -256,6 +256,33 @@ def test_create_update_delete_seen_within_a_second():
             seen(lambda v: (NS, "claim-00901") in v["claims"], "a claim")
 
 
+def test_a_watch_event_larger_than_the_watch_buffer_arrives_whole():
+    # A WATCH reads through curl's 16 KiB buffer (the LIST's is 256 KiB):
+    # a slice of 128 devices, the most a slice holds, is more than that.
+    big = slice_obj(910, ndev=128)
+    for k, dev in enumerate(big["spec"]["devices"]):
+        dev["attributes"][DRIVER + "/serial"] = {"string": ("%04d" % k) * 16}
+    check(len(json.dumps(big)) > 2 * 16384, "the slice is not past the watch buffer")
+    with guard.TempDir() as d:
+        guard.make_certs(d)
+        with start_guard(d, ENV.kubeconfig()) as s:
+            made = ENV.create(SLICES, big)
+            t0 = time.time()
+            while time.time() - t0 < EVENT_BOUND:
+                v = view_state(s)
+                if v and v["slices"].get("node-0910-gpu") == made["metadata"]["resourceVersion"]:
+                    break
+                time.sleep(0.005)
+            else:
+                fail("a 128-device slice not in the view within %.1fs:\n%s" % (EVENT_BOUND, s.log()[-2000:]))
+            st, body = guard.http_get(s.metrics_port, "/debug/view")
+            got = [x for x in json.loads(body)["resourceslices"] if x["name"] == "node-0910-gpu"]
+            check(st == 200 and len(got) == 1 and got[0]["devices"] == 128,
+                  "the slice in the view: %s" % got)
+            check(s.find_log("cluster view: request failed") is None, "a watch request failed")
+            ENV.delete(SLICES + "/node-0910-gpu")
+
+
 def test_watch_resumes_after_a_dropped_connection_without_loss_or_doubles():
     proxy = ENV.proxy()
     with guard.TempDir() as d:
@@ -409,6 +436,7 @@ def main():
             test_initial_sync_as_a_streaming_list,
             test_a_server_without_streaming_lists_is_listed_in_pages,
             test_create_update_delete_seen_within_a_second,
+            test_a_watch_event_larger_than_the_watch_buffer_arrives_whole,
             test_watch_resumes_after_a_dropped_connection_without_loss_or_doubles,
             test_relist_after_410_and_api_server_restart_serve_nothing_half_built,
             test_freeze_through_the_configmap_reaches_two_replicas_within_2s,
