@@ -23,8 +23,8 @@
 #include "hmap.h"
 #include "view_impl.h"
 
-/* Grow past 70% full. */
-#define LOAD_NUM 7
+/* Grow past 80% full. */
+#define LOAD_NUM 8
 #define LOAD_DEN 10
 
 uint32_t view_hash2(struct str a, struct str b)
