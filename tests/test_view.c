@@ -209,6 +209,60 @@ static void test_list_in_any_chunking_gives_the_same_view(void **state)
 	buf_free(&text);
 }
 
+/* Framing finds where each item ends by its brackets outside strings: an
+ * annotation's value holding brackets, quotes and backslashes (escaped
+ * quotes, an escaped backslash before a closing quote, a backslash as the
+ * last byte of a chunk), at every offset of a 16-byte block, must neither
+ * end an item early nor run past its end, whatever the chunking. */
+static void test_framing_skips_brackets_and_escapes_inside_strings(void **state)
+{
+	static const char *const tricky[] = {
+		"}", "]}", "{[", "\\\"}", "\\\\", "\\\\\\\"]}", "a\\\\\\\"", "\\u007d\\\\",
+	};
+	static const size_t chunks[] = { 1, 2, 3, 5, 15, 16, 17, 31, 64, 1u << 30 };
+	const size_t ntricky = sizeof(tricky) / sizeof(tricky[0]);
+	struct buf text;
+	size_t c, i;
+	int n = 0;
+
+	(void)state;
+	buf_init(&text, 16u << 20);
+	buf_add_cstr(&text, "{\"kind\":\"ResourceSliceList\",\"apiVersion\":\"resource.k8s.io/v1\","
+		     "\"metadata\":{\"resourceVersion\":\"77\"},\"items\":[");
+	for (i = 0; i < 16 * ntricky; i++, n++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "s-%03zu", i);
+		buf_printf(&text, "%s{\"metadata\":{\"name\":\"%s\",\"resourceVersion\":\"1\","
+			   "\"annotations\":{\"x\":\"%.*s%s\",\"y\":\"[{\"}},"
+			   "\"spec\":{\"driver\":\"gpu.example.com\",\"nodeName\":\"n-%03zu\","
+			   "\"pool\":{\"name\":\"n-%03zu\",\"generation\":1,\"resourceSliceCount\":1},"
+			   "\"devices\":[{\"name\":\"gpu-0\"}]}}",
+			   i ? "," : "", name, (int)(i % 16), "0123456789abcdef", tricky[i / 16], i, i);
+	}
+	buf_add_cstr(&text, "]}");
+	for (c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+		struct view_builder *b = NULL;
+		struct view_stream_info info;
+		const struct view *v;
+
+		assert_int_equal(view_builder_new(NULL, &b), 0);
+		assert_int_equal(list_slices(b, buf_cstr(&text), buf_len(&text), chunks[c], 1000, &info), 0);
+		assert_int_equal(info.events[VIEW_ADDED], n);
+		v = publish(b);
+		assert_int_equal(view_count(v, OBJECT_RESOURCE_SLICE), n);
+		for (i = 0; i < (size_t)n; i += 13) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "s-%03zu", i);
+			assert_non_null(view_slice_get(v, str_from_cstr(name)));
+		}
+		view_builder_release(b, v);
+		view_builder_free(b);
+	}
+	buf_free(&text);
+}
+
 static void test_watch_events_add_update_delete(void **state)
 {
 	struct view_builder *b = NULL;
@@ -1569,6 +1623,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_list_in_any_chunking_gives_the_same_view),
+		cmocka_unit_test(test_framing_skips_brackets_and_escapes_inside_strings),
 		cmocka_unit_test(test_a_lists_records_are_packed_and_freed_whole),
 		cmocka_unit_test(test_uids_read_back_as_written),
 		cmocka_unit_test(test_watch_events_add_update_delete),

@@ -2,8 +2,9 @@
  *
  * The scanner wants whole text, so the stream keeps the bytes not yet
  * consumed and takes one step at a time from them: a member of the LIST
- * envelope, one item, one WATCH event. Items and events are framed first:
- * a small resumable state machine (depth, inside a string, after a
+ * envelope, one item, one WATCH event. An item or event that arrived whole
+ * is found whole by the scanner's skip. One that did not is framed: a
+ * small resumable state machine (depth, inside a string, after a
  * backslash) walks each byte once as it arrives and finds where the value
  * closes; only then does the scanner parse (and validate) the whole value,
  * so a value split over many chunks costs one extra pass, and the last
@@ -194,6 +195,32 @@ static size_t frame(struct view_stream *s, size_t p)
 	return 0;
 }
 
+/* Where the value that starts at p ('{') ends, or 0 while it has not all
+ * arrived. Most items and events arrive whole, and the scanner's skip finds
+ * the end of a whole value (and validates it) much faster than frame()
+ * walks it byte by byte, so it is tried first; a value it cannot skip (cut
+ * by the end of what arrived, or invalid) is framed from then on, each byte
+ * once, and the caller's scan of the framed value says what is wrong with
+ * an invalid one. max_depth is the scanner's depth limit at p; *checked,
+ * unless NULL, says whether the value was validated on the way. */
+static size_t value_end(struct view_stream *s, size_t p, unsigned max_depth, bool *checked)
+{
+	if (checked)
+		*checked = false;
+	if (!s->framing) {
+		struct jscan j;
+		struct str raw;
+
+		jscan_init(&j, s->buf + p, s->len - p, max_depth);
+		if (jscan_skip(&j, &raw) == 0) {
+			if (checked)
+				*checked = true;
+			return p + raw.len;
+		}
+	}
+	return frame(s, p);
+}
+
 /* --- Status ---------------------------------------------------------------- */
 
 static int parse_status(struct jscan *j, struct arena *a, struct view_status *st)
@@ -381,16 +408,20 @@ static int list_step(struct view_stream *s, bool final, const struct view_stream
 				    (unsigned long long)at(s, p));
 		{
 			struct str raw;
-			size_t end = frame(s, p);
+			bool checked;
+			size_t end = value_end(s, p, s->lim.max_depth, &checked);
 
 			if (!end) {
 				if (s->frame_pos - p > s->max_object)
 					return fail(s, -E2BIG, "a LIST item of more than %zu bytes", s->max_object);
 				return final ? fail(s, -EBADMSG, "the LIST ends inside an item") : 1;
 			}
-			jscan_init(&j, s->buf + p, end - p, s->lim.max_depth);
-			if (jscan_skip(&j, &raw) < 0 || jscan_finish(&j) < 0)
-				return scan_error(s, &j, p, true, "a LIST item");
+			raw = (struct str){ s->buf + p, end - p };
+			if (!checked) {
+				jscan_init(&j, s->buf + p, end - p, s->lim.max_depth);
+				if (jscan_skip(&j, &raw) < 0 || jscan_finish(&j) < 0)
+					return scan_error(s, &j, p, true, "a LIST item");
+			}
 			if (raw.len > s->max_object)
 				return fail(s, -E2BIG, "a LIST item of %zu bytes is over the limit of %zu",
 					    raw.len, s->max_object);
@@ -511,7 +542,7 @@ static int watch_step(struct view_stream *s, bool final, const struct view_strea
 			    (unsigned long long)at(s, p));
 	/* Framed whole first, so a cut event is never half decoded; the walk
 	 * over its members below validates it. */
-	size_t end = frame(s, p);
+	size_t end = value_end(s, p, ENVELOPE_DEPTH + s->lim.max_depth, NULL);
 
 	if (!end) {
 		if (s->frame_pos - p > s->max_object + 4096)
