@@ -1532,6 +1532,52 @@ static void test_bare_object_kind_after_spec(void **state)
 	arena_free(a);
 }
 
+/* decode_object_as_prefix(): the object at the start, whatever follows;
+ * its length in *used; a cut or invalid object is an error as in
+ * decode_object_as(), and the bytes after it are not read. */
+static void test_object_as_prefix_reads_the_first_object_only(void **state)
+{
+	static const char obj[] = "{\"metadata\":{\"name\":\"s\",\"resourceVersion\":\"3\"},"
+				  "\"spec\":{\"driver\":\"d.example.com\",\"nodeName\":\"n\","
+				  "\"pool\":{\"name\":\"p\",\"generation\":1,\"resourceSliceCount\":1}}}";
+	static const struct {
+		const char *after;      /* text after the object */
+		size_t cut;             /* bytes cut off the object's end */
+		int rc;
+	} cases[] = {
+		{ "", 0, 0 },
+		{ ",{\"metadata\":", 0, 0 },     /* the next LIST item, cut */
+		{ "]} garbage \x01", 0, 0 },      /* nothing after the object is read */
+		{ "", 1, -EPROTO },              /* the closing brace not yet here */
+		{ "", 20, -EPROTO },
+	};
+	struct arena *a = new_arena(ARENA_CAP);
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[512];
+		size_t olen = strlen(obj) - cases[i].cut, used = 0;
+		struct k8s_object o;
+		struct decode_error err;
+		int rc;
+
+		snprintf(text, sizeof(text), "%.*s%s", (int)olen, obj, cases[i].after);
+		rc = decode_object_as_prefix(text, strlen(text), OBJECT_RESOURCE_SLICE, API_V1, NULL, a,
+					     &o, &err, &used);
+		assert_int_equal(rc, cases[i].rc);
+		if (rc == 0) {
+			assert_int_equal(used, strlen(obj));
+			assert_true(str_eq(o.meta.name, STR_LIT("s")));
+			assert_true(str_eq(o.u.slice.pool_name, STR_LIT("p")));
+		}
+		/* the same text whole is refused when anything follows the object */
+		rc = decode_object_as(text, strlen(text), OBJECT_RESOURCE_SLICE, API_V1, NULL, a, &o, &err);
+		assert_int_equal(rc, cases[i].rc == 0 && cases[i].after[0] ? -EPROTO : cases[i].rc);
+	}
+	arena_free(a);
+}
+
 static void test_bare_object_errors(void **state)
 {
 	static const struct bad_case cases[] = {
@@ -2356,6 +2402,7 @@ int main(void)
 		cmocka_unit_test(test_repeated_maps_are_shared_and_decode_as_alone),
 		cmocka_unit_test(test_maps_decode_as_alone_when_the_memo_gives_up),
 		cmocka_unit_test(test_device_limit),
+		cmocka_unit_test(test_object_as_prefix_reads_the_first_object_only),
 		cmocka_unit_test(test_map_list_depth_and_memory_limits),
 	};
 

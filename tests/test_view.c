@@ -263,6 +263,49 @@ static void test_framing_skips_brackets_and_escapes_inside_strings(void **state)
 	buf_free(&text);
 }
 
+/* A LIST item past the stream's object cap is refused, never decoded, both
+ * when it arrived whole and when it came in pieces. */
+static void test_a_list_item_past_the_cap_is_refused_whole_or_cut(void **state)
+{
+	static const size_t chunks[] = { 7, 1u << 30 };
+	struct buf text;
+	size_t i, item;
+
+	(void)state;
+	buf_init(&text, 1u << 20);
+	buf_add_cstr(&text, "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[");
+	item = buf_len(&text);
+	claim_json(&text, "ns-1", "c", "node-1", "gpu-0", false);
+	item = buf_len(&text) - item;
+	buf_add_cstr(&text, "]}");
+	for (i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+		struct view_stream_sink sink = { .object = sink_object, .skipped = sink_skipped, .ctx = NULL };
+		struct view_builder *b = NULL;
+		struct view_stream *s = NULL;
+		struct feed f;
+		size_t off;
+		int rc = 0;
+
+		assert_int_equal(view_builder_new(NULL, &b), 0);
+		f = (struct feed){ b, OBJECT_RESOURCE_CLAIM, true, 10, 0, "" };
+		sink.ctx = &f;
+		assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM), 0);
+		/* one byte short of the item */
+		assert_int_equal(view_stream_new(VIEW_STREAM_LIST, OBJECT_RESOURCE_CLAIM, API_V1, item - 1, &s), 0);
+		for (off = 0; off < buf_len(&text) && rc == 0; off += chunks[i])
+			rc = view_stream_feed(s, buf_cstr(&text) + off,
+					      buf_len(&text) - off < chunks[i] ? buf_len(&text) - off : chunks[i], &sink);
+		if (rc == 0)
+			rc = view_stream_end(s, &sink);
+		assert_int_equal(rc, -E2BIG);
+		assert_int_equal(view_stream_info(s)->events[VIEW_ADDED], 0);
+		view_stream_free(s);
+		view_builder_relist_abort(b, OBJECT_RESOURCE_CLAIM);
+		view_builder_free(b);
+	}
+	buf_free(&text);
+}
+
 static void test_watch_events_add_update_delete(void **state)
 {
 	struct view_builder *b = NULL;
@@ -459,6 +502,25 @@ static void test_claims_are_compact_and_keyed_by_namespace(void **state)
 	/* JSON, but not a claim: skipped and counted, not fatal */
 	buf_add_cstr(&text, ",{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns-1\"},\"status\":{\"allocation\":7}}");
 	buf_add_cstr(&text, "],\"kind\":\"ResourceClaimList\"}");
+	{
+		/* Arrived whole, each item is decoded where it is; the one
+		 * that does not decode is still skipped and counted. */
+		struct view_builder *whole = NULL;
+		struct feed fw;
+		const struct view *vw;
+
+		assert_int_equal(view_builder_new(NULL, &whole), 0);
+		fw = (struct feed){ whole, OBJECT_RESOURCE_CLAIM, true, 10, 0, "" };
+		assert_int_equal(view_builder_relist_begin(whole, OBJECT_RESOURCE_CLAIM), 0);
+		assert_int_equal(stream_text(&fw, VIEW_STREAM_LIST, buf_cstr(&text), buf_len(&text), 1u << 30, NULL), 0);
+		assert_int_equal(fw.skipped, 1);
+		assert_int_equal(view_builder_relist_commit(whole, OBJECT_RESOURCE_CLAIM, 10), 0);
+		vw = publish(whole);
+		assert_int_equal(view_count(vw, OBJECT_RESOURCE_CLAIM), 2);
+		assert_non_null(view_claim_get(vw, STR_LIT("ns-1"), STR_LIT("c")));
+		view_builder_release(whole, vw);
+		view_builder_free(whole);
+	}
 	assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM), 0);
 	assert_int_equal(stream_text(&f, VIEW_STREAM_LIST, buf_cstr(&text), buf_len(&text), 13, NULL), 0);
 	assert_int_equal(f.skipped, 1);
@@ -1624,6 +1686,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_list_in_any_chunking_gives_the_same_view),
 		cmocka_unit_test(test_framing_skips_brackets_and_escapes_inside_strings),
+		cmocka_unit_test(test_a_list_item_past_the_cap_is_refused_whole_or_cut),
 		cmocka_unit_test(test_a_lists_records_are_packed_and_freed_whole),
 		cmocka_unit_test(test_uids_read_back_as_written),
 		cmocka_unit_test(test_watch_events_add_update_delete),

@@ -91,6 +91,14 @@ int decode_object_as(const char *json, size_t len, enum object_kind kind, enum a
 		     const struct decode_limits *lim, struct arena *a, struct k8s_object *out,
 		     struct decode_error *err);
 
+/* decode_object_as() of the object json starts with, whatever follows it
+ * (the next items of a LIST, or the cut end of what has arrived): *used gets
+ * the object's length when it returns 0. Validates the object's text as
+ * decode_object_as() does, and nothing after it. */
+int decode_object_as_prefix(const char *json, size_t len, enum object_kind kind, enum api_version version,
+			    const struct decode_limits *lim, struct arena *a, struct k8s_object *out,
+			    struct decode_error *err, size_t *used);
+
 /* The object kind and version that group/version/kind name, as the decoder
  * sees them: OBJECT_OTHER for kinds no rule reads; API_VERSION_UNKNOWN for a
  * guarded kind in a version the guard does not decode. */

@@ -790,9 +790,11 @@ int decode_object(const char *json, size_t len, const struct decode_limits *lim,
 	return rc;
 }
 
-int decode_object_as(const char *json, size_t len, enum object_kind kind, enum api_version version,
+/* decode_object_as(), and with used not NULL, of the object at the start
+ * of json whatever follows it. */
+static int object_as(const char *json, size_t len, enum object_kind kind, enum api_version version,
 		     const struct decode_limits *lim, struct arena *a, struct k8s_object *out,
-		     struct decode_error *err)
+		     struct decode_error *err, size_t *used)
 {
 	struct decode_limits deflim;
 	struct dctx d;
@@ -807,9 +809,25 @@ int decode_object_as(const char *json, size_t len, enum object_kind kind, enum a
 	out->kind = kind;
 	out->version = version;
 	rc = decode_object_value(&d, out, false);
-	if (rc == 0 && jscan_finish(&d.s) < 0)
+	if (rc == 0 && used)
+		*used = jscan_offset(&d.s);
+	else if (rc == 0 && jscan_finish(&d.s) < 0)
 		rc = decode_scan_fail(&d);
 	return rc;
+}
+
+int decode_object_as(const char *json, size_t len, enum object_kind kind, enum api_version version,
+		     const struct decode_limits *lim, struct arena *a, struct k8s_object *out,
+		     struct decode_error *err)
+{
+	return object_as(json, len, kind, version, lim, a, out, err, NULL);
+}
+
+int decode_object_as_prefix(const char *json, size_t len, enum object_kind kind, enum api_version version,
+			    const struct decode_limits *lim, struct arena *a, struct k8s_object *out,
+			    struct decode_error *err, size_t *used)
+{
+	return object_as(json, len, kind, version, lim, a, out, err, used);
 }
 
 static int decode_uid_only(struct dctx *d, void *obj)

@@ -2,11 +2,13 @@
  *
  * The scanner wants whole text, so the stream keeps the bytes not yet
  * consumed and takes one step at a time from them: a member of the LIST
- * envelope, one item, one WATCH event. An item or event that arrived whole
- * is found whole by the scanner's skip. One that did not is framed: a
- * small resumable state machine (depth, inside a string, after a
- * backslash) walks each byte once as it arrives and finds where the value
- * closes; only then does the scanner parse (and validate) the whole value,
+ * envelope, one item, one WATCH event. A LIST item that arrived whole is
+ * decoded where it is, in one pass that validates it and finds its end; a
+ * WATCH event that arrived whole is found by the scanner's skip. One that
+ * did not arrive whole is framed: a small resumable state machine (depth,
+ * inside a string, after a backslash) walks each byte once as it arrives
+ * and finds where the value closes; only then does the scanner parse (and
+ * validate) the whole value,
  * so a value split over many chunks costs one extra pass, and the last
  * event of a burst is applied the moment its last byte arrives. The few
  * small envelope members are parsed from what is buffered and, when the
@@ -273,6 +275,29 @@ int view_status_parse(const char *text, size_t len, struct view_status *out)
 	return rc;
 }
 
+/* A decoded object, to the sink. */
+static int apply(struct view_stream *s, enum view_event ev, const struct k8s_object *o,
+		 const struct view_stream_sink *sink)
+{
+	int rc;
+
+	if (s->kind == VIEW_STREAM_WATCH && o->meta.resource_version.len)
+		copy_str(s->info.resource_version, sizeof(s->info.resource_version),
+			 o->meta.resource_version);
+	s->info.events[ev]++;
+	if (ev == VIEW_BOOKMARK) {
+		if (!o->meta.initial_events_end || s->kind != VIEW_STREAM_WATCH)
+			return 0;
+		if (s->info.initial_end)
+			return fail(s, -EBADMSG, "a second initial-events-end bookmark");
+		s->info.initial_end = true;
+		rc = sink->initial_end ? sink->initial_end(sink->ctx) : 0;
+		return rc ? fail(s, rc, "the view refused the end of the initial events") : 0;
+	}
+	rc = sink->object(sink->ctx, ev, o);
+	return rc ? fail(s, rc, "the view refused an object") : 0;
+}
+
 /* --- objects ---------------------------------------------------------------- */
 
 static int deliver(struct view_stream *s, enum view_event ev, const char *text, size_t len,
@@ -300,21 +325,7 @@ static int deliver(struct view_stream *s, enum view_event ev, const char *text, 
 	}
 	if (rc)
 		return fail(s, rc, "an object could not be decoded: %s", derr.msg);
-	if (s->kind == VIEW_STREAM_WATCH && o.meta.resource_version.len)
-		copy_str(s->info.resource_version, sizeof(s->info.resource_version),
-			 o.meta.resource_version);
-	s->info.events[ev]++;
-	if (ev == VIEW_BOOKMARK) {
-		if (!o.meta.initial_events_end || s->kind != VIEW_STREAM_WATCH)
-			return 0;
-		if (s->info.initial_end)
-			return fail(s, -EBADMSG, "a second initial-events-end bookmark");
-		s->info.initial_end = true;
-		rc = sink->initial_end ? sink->initial_end(sink->ctx) : 0;
-		return rc ? fail(s, rc, "the view refused the end of the initial events") : 0;
-	}
-	rc = sink->object(sink->ctx, ev, &o);
-	return rc ? fail(s, rc, "the view refused an object") : 0;
+	return apply(s, ev, &o, sink);
 }
 
 /* --- LIST ------------------------------------------------------------------- */
@@ -406,6 +417,27 @@ static int list_step(struct view_stream *s, bool final, const struct view_stream
 		if (s->buf[p] != '{')
 			return fail(s, -EBADMSG, "a LIST item is not an object (byte %llu)",
 				    (unsigned long long)at(s, p));
+		if (!s->framing && s->obj_kind != OBJECT_NONE) {
+			/* Most items arrived whole: decoded where they are, in one
+			 * pass that validates them and finds their end. Anything
+			 * else (an item cut by the end of what arrived, one too
+			 * large, one that does not decode) goes the long way
+			 * below, whose framing and decode say what it is. */
+			struct k8s_object o;
+			struct decode_error derr;
+			size_t used;
+			size_t n = s->len - p < s->max_object ? s->len - p : s->max_object;
+
+			arena_reset(s->arena);
+			if (decode_object_as_prefix(s->buf + p, n, s->obj_kind, s->version, &s->lim, s->arena,
+						    &o, &derr, &used) == 0) {
+				if ((rc = apply(s, VIEW_ADDED, &o, sink)) != 0)
+					return rc;
+				s->pos = p + used;
+				s->first = false;
+				return 0;
+			}
+		}
 		{
 			struct str raw;
 			bool checked;
