@@ -1644,6 +1644,11 @@ static void test_uids_read_back_as_written(void **state)
 		{ "0B5E7C1E-8D7F-4F8E-9A57-1C2D3E4F5A6B", false, false },  /* not lowercase */
 		{ "NOT-A-UUID", false, false },
 		{ "", false, false },
+		{ "0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6g", false, false },  /* a byte past 'f', last */
+		{ "/b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6b", false, false },  /* one before '0', first */
+		{ "0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6:", false, false },  /* one past '9' */
+		{ "0b5e7c1e08d7f-4f8e-9a57-1c2d3e4f5a6b", false, false },  /* a digit for a dash */
+		{ "0b5e7c1e-8d7f-4f8e-9a57-1c2d3e4f5a6", false, false },   /* 35 bytes */
 	};
 	struct view_builder *b = NULL;
 	struct arena *a = NULL;

@@ -24,39 +24,30 @@
 
 /* --- UIDs ----------------------------------------------------------------- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
+/* A lowercase hex digit's value plus one; 0 for any other byte. */
+static const uint8_t hex1[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8,
+	['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+};
 
-/* Canonical lowercase 8-4-4-4-12 into 16 bytes. */
+/* Canonical lowercase 8-4-4-4-12 into 16 bytes (bin is scribbled on when
+ * it is not one). Every object and consumer of a sync has a UID, so the
+ * digits are looked up and checked all at once, without a branch each. */
 static bool uid_parse(struct str s, uint8_t bin[16])
 {
-	size_t i, k = 0;
+	static const uint8_t at[16] = { 0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34 };
+	const unsigned char *p = (const unsigned char *)s.ptr;
+	unsigned valid = 1, k;
 
-	if (s.len != 36)
+	if (s.len != 36 || p[8] != '-' || p[13] != '-' || p[18] != '-' || p[23] != '-')
 		return false;
-	for (i = 0; i < 36;) {
-		int hi, lo;
+	for (k = 0; k < 16; k++) {
+		unsigned hi = hex1[p[at[k]]], lo = hex1[p[at[k] + 1]];
 
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (s.ptr[i] != '-')
-				return false;
-			i++;
-			continue;
-		}
-		hi = hexval(s.ptr[i]);
-		lo = hexval(s.ptr[i + 1]);
-		if (hi < 0 || lo < 0)
-			return false;
-		bin[k++] = (uint8_t)(hi << 4 | lo);
-		i += 2;
+		valid &= (hi != 0) & (lo != 0);
+		bin[k] = (uint8_t)((hi - 1) << 4 | ((lo - 1) & 15));
 	}
-	return true;
+	return valid != 0;
 }
 
 /* As bytes: canonical and of the RFC 4122 variant (bin[8] is 10xxxxxx),
