@@ -306,84 +306,99 @@ static void test_a_list_item_past_the_cap_is_refused_whole_or_cut(void **state)
 	buf_free(&text);
 }
 
-/* One LIST text through a new stream and builder in chunks of chunk bytes:
- * its end's code, items added and skipped. */
-static void list_outcome(const char *text, size_t len, size_t chunk, int out[3])
+/* One LIST or WATCH text through a new stream and builder in chunks of
+ * chunk bytes: its end's code, objects added or changed, and skipped. */
+static void stream_outcome(enum view_stream_kind kind, const char *text, size_t len, size_t chunk,
+			   int out[3])
 {
 	struct view_builder *b = NULL;
 	struct view_stream_info info;
 	struct feed f;
+	bool list = kind == VIEW_STREAM_LIST;
 
 	assert_int_equal(view_builder_new(NULL, &b), 0);
-	f = (struct feed){ b, OBJECT_RESOURCE_CLAIM, true, 10, 0, "" };
-	assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM), 0);
+	f = (struct feed){ b, OBJECT_RESOURCE_CLAIM, list, 10, 0, "" };
+	if (list)
+		assert_int_equal(view_builder_relist_begin(b, OBJECT_RESOURCE_CLAIM), 0);
 	memset(&info, 0, sizeof(info));
-	out[0] = stream_text(&f, VIEW_STREAM_LIST, text, len, chunk, &info);
-	out[1] = (int)info.events[VIEW_ADDED];
+	out[0] = stream_text(&f, kind, text, len, chunk, &info);
+	out[1] = (int)(info.events[VIEW_ADDED] + info.events[VIEW_MODIFIED] + info.events[VIEW_DELETED]);
 	out[2] = (int)f.skipped;
-	view_builder_relist_abort(b, OBJECT_RESOURCE_CLAIM);
+	if (list)
+		view_builder_relist_abort(b, OBJECT_RESOURCE_CLAIM);
 	view_builder_free(b);
 }
 
-/* A LIST that arrived whole is decoded item by item where it is; one that
- * arrives in pieces is framed first. Both must come to the same end on any
- * text: damaged copies of a LIST (bytes replaced by JSON's structural
- * bytes, deleted, doubled), whole and in chunks of 1 to 97 bytes, give the
- * same code, items added and items skipped. */
-static void test_whole_and_chunked_lists_agree_on_damaged_text(void **state)
+/* A LIST item that arrived whole is decoded where it is, and a WATCH event
+ * that did is found by the scanner's skip; one that arrives in pieces is
+ * framed first. Both must come to the same end on any text: damaged copies
+ * of a LIST and of a WATCH body (bytes replaced by JSON's structural bytes,
+ * deleted, doubled), whole and in chunks of 1 to 97 bytes, give the same
+ * code, objects added or changed, and objects skipped. */
+static void test_whole_and_chunked_streams_agree_on_damaged_text(void **state)
 {
 	static const char poke[] = "\"\\{}[],:x 0";
-	struct buf text;
+	static const char *const types[] = { "ADDED", "MODIFIED", "DELETED" };
+	struct buf text[2];
 	uint64_t seed = 0x2545F4914F6CDD1Dull;
-	size_t len, i;
+	size_t i;
 	char *t;
-	int k;
+	int k, w;
 
 	(void)state;
-	buf_init(&text, 1u << 20);
-	buf_add_cstr(&text, "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[");
+	buf_init(&text[0], 1u << 20);
+	buf_init(&text[1], 1u << 20);
+	buf_add_cstr(&text[0], "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[");
 	for (k = 0; k < 12; k++) {
 		char name[16];
 
 		snprintf(name, sizeof(name), "c-%02d", k);
 		if (k)
-			buf_add_char(&text, ',');
-		claim_json(&text, "ns-1", name, "node-1", "gpu-0", false);
+			buf_add_char(&text[0], ',');
+		claim_json(&text[0], "ns-1", name, "node-1", "gpu-0", false);
+		buf_printf(&text[1], "{\"type\":\"%s\",\"object\":", types[k % 3]);
+		claim_json(&text[1], "ns-1", name, "node-1", "gpu-0", true);
+		buf_add_cstr(&text[1], "}\n");
 	}
-	buf_add_cstr(&text, "],\"kind\":\"ResourceClaimList\"}");
-	len = buf_len(&text);
-	t = malloc(len + 8);
+	buf_add_cstr(&text[0], "],\"kind\":\"ResourceClaimList\"}");
+	t = malloc(buf_len(&text[0]) + buf_len(&text[1]) + 8);
 	assert_non_null(t);
-	for (i = 0; i < 400; i++) {
-		size_t n = len, m, at;
-		int whole[3], cut[3];
+	for (w = 0; w < 2; w++) {
+		enum view_stream_kind kind = w ? VIEW_STREAM_WATCH : VIEW_STREAM_LIST;
+		size_t len = buf_len(&text[w]);
 
-		memcpy(t, buf_cstr(&text), len);
-		for (m = 0; m < 1 + i % 3; m++) {
-			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-			at = (size_t)(seed >> 33) % n;
-			switch ((seed >> 20) % 3) {
-			case 0:
-				t[at] = poke[(seed >> 8) % (sizeof(poke) - 1)];
-				break;
-			case 1:
-				memmove(t + at, t + at + 1, n - at - 1);
-				n--;
-				break;
-			default:
-				memmove(t + at + 1, t + at, n - at);
-				n++;
-				break;
+		for (i = 0; i < 300; i++) {
+			size_t n = len, m, at;
+			int whole[3], cut[3];
+
+			memcpy(t, buf_cstr(&text[w]), len);
+			for (m = 0; m < 1 + i % 3; m++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				at = (size_t)(seed >> 33) % n;
+				switch ((seed >> 20) % 3) {
+				case 0:
+					t[at] = poke[(seed >> 8) % (sizeof(poke) - 1)];
+					break;
+				case 1:
+					memmove(t + at, t + at + 1, n - at - 1);
+					n--;
+					break;
+				default:
+					memmove(t + at + 1, t + at, n - at);
+					n++;
+					break;
+				}
 			}
+			stream_outcome(kind, t, n, n, whole);
+			stream_outcome(kind, t, n, 1 + (size_t)(seed >> 40) % 97, cut);
+			assert_int_equal(whole[0], cut[0]);
+			assert_int_equal(whole[1], cut[1]);
+			assert_int_equal(whole[2], cut[2]);
 		}
-		list_outcome(t, n, n, whole);
-		list_outcome(t, n, 1 + (size_t)(seed >> 40) % 97, cut);
-		assert_int_equal(whole[0], cut[0]);
-		assert_int_equal(whole[1], cut[1]);
-		assert_int_equal(whole[2], cut[2]);
 	}
 	free(t);
-	buf_free(&text);
+	buf_free(&text[0]);
+	buf_free(&text[1]);
 }
 
 static void test_watch_events_add_update_delete(void **state)
@@ -1772,7 +1787,7 @@ int main(void)
 		cmocka_unit_test(test_list_in_any_chunking_gives_the_same_view),
 		cmocka_unit_test(test_framing_skips_brackets_and_escapes_inside_strings),
 		cmocka_unit_test(test_a_list_item_past_the_cap_is_refused_whole_or_cut),
-		cmocka_unit_test(test_whole_and_chunked_lists_agree_on_damaged_text),
+		cmocka_unit_test(test_whole_and_chunked_streams_agree_on_damaged_text),
 		cmocka_unit_test(test_a_lists_records_are_packed_and_freed_whole),
 		cmocka_unit_test(test_uids_read_back_as_written),
 		cmocka_unit_test(test_watch_events_add_update_delete),
