@@ -857,6 +857,57 @@ static void test_relist_replaces_whole_and_keeps_generations(void **state)
 /* Many events between publishes, lookups after each, and churn that must
  * give the memory back: the table is exercised through growth, backward
  * shifts and copy-on-write. */
+/* The table against a model: claims added and deleted at random from a pool
+ * of 5,000 names, in phases that grow the table through many sizes and
+ * shrink it again (deletions shift runs back, across the wrap from the last
+ * slot to the first), every name's presence checked against the model at
+ * each publish. */
+static void test_table_agrees_with_a_model_through_growth_and_deletes(void **state)
+{
+	enum { POOL = 5000 };
+	static bool model[POOL];
+	struct view_builder *b = NULL;
+	struct k8s_object o;
+	uint64_t seed = 42;
+	char name[32], err[256];
+	int phase, i, k, present = 0;
+
+	(void)state;
+	memset(model, 0, sizeof(model));
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	for (phase = 0; phase < 6; phase++) {
+		/* even phases mostly add, odd ones mostly delete */
+		for (i = 0; i < 4000; i++) {
+			enum view_event ev;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			k = (int)((seed >> 33) % POOL);
+			ev = (seed >> 20) % 10 < (phase % 2 ? 2u : 8u) ? VIEW_ADDED : VIEW_DELETED;
+			memset(&o, 0, sizeof(o));
+			o.kind = OBJECT_RESOURCE_CLAIM;
+			snprintf(name, sizeof(name), "m-%d", k);
+			o.meta.name = str_from_cstr(name);
+			o.meta.namespace = STR_LIT("ns");
+			o.meta.resource_version = STR_LIT("1");
+			assert_int_equal(view_builder_apply(b, OBJECT_RESOURCE_CLAIM, ev, &o, i, err, sizeof(err)), 0);
+			present += (ev == VIEW_ADDED) - model[k];
+			model[k] = ev == VIEW_ADDED;
+			if (i % 1000 == 999) {
+				const struct view *v = publish(b);
+
+				for (k = 0; k < POOL; k++) {
+					snprintf(name, sizeof(name), "m-%d", k);
+					assert_true((view_claim_get(v, STR_LIT("ns"), str_from_cstr(name)) != NULL) == model[k]);
+				}
+				assert_int_equal(view_count(v, OBJECT_RESOURCE_CLAIM), present);
+				view_builder_release(b, v);
+				view_builder_collect(b);
+			}
+		}
+	}
+	view_builder_free(b);
+}
+
 static void test_churn_keeps_the_table_consistent(void **state)
 {
 	struct view_builder *b = NULL;
@@ -1420,25 +1471,29 @@ static void apply_claim(struct view_builder *b, struct arena *a, enum view_event
 	buf_free(&t);
 }
 
-/* Publish, check that gpu-0's holders are c1 then c2 (or c2 alone), each
- * the very record view_claim_get() gives, and hand back every snapshot
- * before it, so that a retired record is freed. */
+/* Publish, check that gpu-0's holders are c1 and c2 (or c2 alone), in any
+ * order (the claims table's), each the very record view_claim_get() gives,
+ * and hand back every snapshot before it, so that a retired record is
+ * freed. */
 static void check_holders(struct view_builder *b, bool c1)
 {
 	const struct view *v = publish(b);
 	const struct view_hold *h = view_hold_get(v, STR_LIT("gpu.example.com"), STR_LIT("w1"), STR_LIT("gpu-0"));
-	static const char *const names[] = { "c1", "c2" };
+	bool seen[2] = { !c1, false };
 	uint32_t i;
 
 	assert_non_null(h);
 	assert_int_equal(h->nholders, c1 ? 2 : 1);
 	for (i = 0; i < h->nholders; i++) {
-		const char *name = names[c1 ? i : 1];
+		const char *name = view_claim_name(h->holders[i].claim);
+		int which = strcmp(name, "c1") == 0 ? 0 : strcmp(name, "c2") == 0 ? 1 : -1;
 
+		assert_true(which >= 0 && !seen[which]);
+		seen[which] = true;
 		assert_ptr_equal(h->holders[i].claim, view_claim_get(v, STR_LIT("ns-a"), str_from_cstr(name)));
-		assert_string_equal(view_claim_name(h->holders[i].claim), name);
 		assert_int_equal(h->holders[i].result, 0);
 	}
+	assert_true(seen[0] && seen[1]);
 	view_builder_release(b, v);
 	view_builder_collect(b);
 }
@@ -1798,6 +1853,7 @@ int main(void)
 		cmocka_unit_test(test_an_event_is_applied_when_its_last_byte_arrives),
 		cmocka_unit_test(test_relist_replaces_whole_and_keeps_generations),
 		cmocka_unit_test(test_churn_keeps_the_table_consistent),
+		cmocka_unit_test(test_table_agrees_with_a_model_through_growth_and_deletes),
 		cmocka_unit_test(test_limits_refuse_instead_of_truncating),
 		cmocka_unit_test(test_staleness_follows_the_last_word_from_each_watch),
 		cmocka_unit_test(test_a_pool_restarts_when_it_comes_back_or_changes_generation),
