@@ -401,6 +401,51 @@ static void test_whole_and_chunked_streams_agree_on_damaged_text(void **state)
 	buf_free(&text[1]);
 }
 
+/* Events of the usual shape are decoded where they are; any other shape of
+ * the same event - members in another order, one more member, whitespace,
+ * an escaped type - goes the long way and is applied the same. */
+static void test_watch_events_of_any_member_order_apply_alike(void **state)
+{
+	static const char *const shapes[] = {
+		"{\"type\":\"ADDED\",\"object\":%s}",
+		"{\"object\":%s,\"type\":\"ADDED\"}",
+		"{\"type\":\"ADDED\",\"object\":%s,\"extra\":[1,{}]}",
+		" { \"type\" : \"ADDED\" ,\n\"object\" :\t%s }\n",
+		"{\"type\":\"\\u0041DDED\",\"object\":%s}",
+	};
+	size_t i, c;
+
+	(void)state;
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		static const size_t chunks[] = { 5, 1u << 30 };
+
+		for (c = 0; c < 2; c++) {
+			struct view_builder *b = NULL;
+			struct view_stream_info info;
+			struct buf obj, text;
+			struct feed f;
+			const struct view *v;
+
+			buf_init(&obj, 1 << 16);
+			buf_init(&text, 1 << 16);
+			claim_json(&obj, "ns-1", "c", "node-1", "gpu-0", true);
+			buf_printf(&text, shapes[i], buf_cstr(&obj));
+			assert_int_equal(view_builder_new(NULL, &b), 0);
+			f = (struct feed){ b, OBJECT_RESOURCE_CLAIM, false, 10, 0, "" };
+			assert_int_equal(stream_text(&f, VIEW_STREAM_WATCH, buf_cstr(&text), buf_len(&text), chunks[c],
+						     &info), 0);
+			assert_int_equal(info.events[VIEW_ADDED], 1);
+			assert_string_equal(info.resource_version, "7");
+			v = publish(b);
+			assert_non_null(view_claim_get(v, STR_LIT("ns-1"), STR_LIT("c")));
+			view_builder_release(b, v);
+			view_builder_free(b);
+			buf_free(&obj);
+			buf_free(&text);
+		}
+	}
+}
+
 static void test_watch_events_add_update_delete(void **state)
 {
 	struct view_builder *b = NULL;
@@ -1843,6 +1888,7 @@ int main(void)
 		cmocka_unit_test(test_framing_skips_brackets_and_escapes_inside_strings),
 		cmocka_unit_test(test_a_list_item_past_the_cap_is_refused_whole_or_cut),
 		cmocka_unit_test(test_whole_and_chunked_streams_agree_on_damaged_text),
+		cmocka_unit_test(test_watch_events_of_any_member_order_apply_alike),
 		cmocka_unit_test(test_a_lists_records_are_packed_and_freed_whole),
 		cmocka_unit_test(test_uids_read_back_as_written),
 		cmocka_unit_test(test_watch_events_add_update_delete),

@@ -2,15 +2,16 @@
  *
  * The scanner wants whole text, so the stream keeps the bytes not yet
  * consumed and takes one step at a time from them: a member of the LIST
- * envelope, one item, one WATCH event. A LIST item that arrived whole is
- * decoded where it is, in one pass that validates it and finds its end; a
- * WATCH event that arrived whole is found by the scanner's skip. One that
- * did not arrive whole is framed: a small resumable state machine (depth,
- * inside a string, after a backslash) walks each byte once as it arrives
- * and finds where the value closes; only then does the scanner parse (and
- * validate) the whole value,
- * so a value split over many chunks costs one extra pass, and the last
- * event of a burst is applied the moment its last byte arrives. The few
+ * envelope, one item, one WATCH event. A LIST item or a WATCH event (of
+ * the shape the API server writes) that arrived whole is decoded where it
+ * is, in one pass that validates it and finds its end; another event that
+ * arrived whole is found by the scanner's skip. One that did not arrive
+ * whole is framed: a small resumable state machine (depth, inside a
+ * string, after a backslash) walks each byte once as it arrives and finds
+ * where the value closes; only then does the scanner parse (and validate)
+ * the whole value, so a value split over many chunks costs one extra pass,
+ * and the last event of a burst is applied the moment its last byte
+ * arrives. The few
  * small envelope members are parsed from what is buffered and, when the
  * scanner stops at the very end of the buffer, tried again when the buffer
  * has doubled (the rest of a LIST always follows). Any other error is the
@@ -554,6 +555,43 @@ static int event_type(struct str t, enum view_event *ev)
 	return -1;
 }
 
+/* The usual event - {"type":T,"object":{...}}, T not ERROR, as the API
+ * server writes them - decoded where it is, in one pass, when it has all
+ * arrived. 0 when it was applied; 1 when it is not of that shape or not
+ * all here (nothing done: the long way decides, and says what is wrong);
+ * or the sink's error. */
+static int watch_in_place(struct view_stream *s, size_t p, const struct view_stream_sink *sink)
+{
+	static const char *const names[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK" };
+	static const enum view_event evs[] = { VIEW_ADDED, VIEW_MODIFIED, VIEW_DELETED, VIEW_BOOKMARK };
+	struct jscan j;
+	struct jscan_str k, v;
+	struct k8s_object o;
+	struct decode_error derr;
+	size_t from, n, used, q, i;
+
+	jscan_init(&j, s->buf + p, s->len - p, ENVELOPE_DEPTH + s->lim.max_depth);
+	if (jscan_object_enter(&j) < 0 || jscan_object_next(&j, &k) != 1 || !jscan_str_is(&k, "type") ||
+	    jscan_string(&j, &v) < 0)
+		return 1;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]) && !jscan_str_is(&v, names[i]); i++)
+		;
+	if (i == sizeof(names) / sizeof(names[0]) || jscan_object_next(&j, &k) != 1 ||
+	    !jscan_str_is(&k, "object") || jscan_peek(&j) != JSCAN_OBJECT)
+		return 1;
+	from = skip_ws(s, p + jscan_offset(&j));
+	n = s->len - from < s->max_object ? s->len - from : s->max_object;
+	arena_reset(s->arena);
+	if (decode_object_as_prefix(s->buf + from, n, s->obj_kind, s->version, &s->lim, s->arena, &o, &derr,
+				    &used) != 0)
+		return 1;
+	q = skip_ws(s, from + used);
+	if (q == s->len || s->buf[q] != '}')
+		return 1;
+	s->pos = q + 1;
+	return apply(s, evs[i], &o, sink);
+}
+
 static int watch_step(struct view_stream *s, bool final, const struct view_stream_sink *sink)
 {
 	size_t p = skip_ws(s, s->pos);
@@ -572,6 +610,8 @@ static int watch_step(struct view_stream *s, bool final, const struct view_strea
 	if (s->buf[p] != '{')
 		return fail(s, -EBADMSG, "a WATCH event is not an object (byte %llu)",
 			    (unsigned long long)at(s, p));
+	if (!s->framing && s->obj_kind != OBJECT_NONE && (rc = watch_in_place(s, p, sink)) <= 0)
+		return rc;
 	/* Framed whole first, so a cut event is never half decoded; the walk
 	 * over its members below validates it. */
 	size_t end = value_end(s, p, ENVELOPE_DEPTH + s->lim.max_depth, NULL);
