@@ -3,8 +3,9 @@
  *
  * The first byte picks the stream (LIST or WATCH), the kind of its objects
  * and the size of the pieces; the rest is the body. Fed whole, a LIST item
- * that arrived whole is decoded where it is and a WATCH event is found by
- * the scanner's skip; fed in pieces, a value is framed first. Both ways must
+ * or a WATCH event of the usual shape is decoded where it is (another event
+ * is found by the scanner's skip); fed in pieces, a value is framed first.
+ * Both ways must
  * come to the same end - the same code, the same objects added, changed or
  * deleted, the same skipped - and nothing may crash, leak or read past the
  * body (the sanitizers). */
