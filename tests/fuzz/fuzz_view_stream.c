@@ -5,10 +5,9 @@
  * and the size of the pieces; the rest is the body. Fed whole, a LIST item
  * or a WATCH event of the usual shape is decoded where it is (another event
  * is found by the scanner's skip); fed in pieces, a value is framed first.
- * Both ways must
- * come to the same end - the same code, the same objects added, changed or
- * deleted, the same skipped - and nothing may crash, leak or read past the
- * body (the sanitizers). */
+ * Both ways must come to the same end - the same code, the same objects
+ * added, changed or deleted, the same skipped - and nothing may crash, leak
+ * or read past the body (the sanitizers). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
