@@ -200,7 +200,6 @@ int kube_client_prepare(struct kube_client *c, CURL *e, const char *path, long t
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
-	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
 	rc = add_header(headers, "Accept: application/json");
 	if (rc == 0)
 		rc = add_header(headers, "User-Agent: dra-guard");

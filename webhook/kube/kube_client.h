@@ -79,6 +79,13 @@ const char *kube_client_server(const struct kube_client *c);
 /* Where the configuration came from ("in-cluster", or a kubeconfig and context). */
 const char *kube_client_source(const struct kube_client *c);
 
+/* curl's receive buffer for a request that reads a whole collection (a
+ * LIST page, a streaming list): fewer, larger writes into the decoder.
+ * kube_client_prepare() leaves curl's default, 16 KiB, which is what a
+ * WATCH or a small answer needs; a handle keeps its buffer as long as the
+ * handle lives, so a large one is asked for only where it pays. */
+#define KUBE_CLIENT_BULK_BUFFER (256 * 1024)
+
 /* Prepare e for one request to path (which starts with '/', query
  * included): URL, TLS, credentials (the token and CA read again when due),
  * the whole-request timeout_s, and the headers (Accept, User-Agent,

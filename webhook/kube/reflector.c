@@ -277,9 +277,6 @@ struct reflector {
 	atomic_bool synced_pub;
 };
 
-/* curl's default receive buffer, for a plain WATCH. */
-#define REFLECTOR_WATCH_BUFFER (16 * 1024)
-
 static bool is_listing(const struct reflector *r)
 {
 	return r->fsm.state == REFLECTOR_LISTING;
@@ -557,11 +554,11 @@ static void send_request(struct reflector *r, unsigned act)
 		curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, (long)r->cfg.watch_silence_s);
 	}
-	if (!is_listing(r) && !is_streaming(r))
-		/* A WATCH carries one event at a time, and stays open: the
-		 * LIST's large receive buffer would stay resident with it,
-		 * one per watched kind, for nothing. */
-		curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, (long)REFLECTOR_WATCH_BUFFER);
+	if (is_listing(r) || is_streaming(r))
+		/* A plain WATCH carries one event at a time and stays open,
+		 * so it keeps curl's default: a large buffer would stay
+		 * resident with it, one per watched kind, for nothing. */
+		curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, (long)KUBE_CLIENT_BULK_BUFFER);
 	r->req_start_ms = clock_mono_ms();
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
