@@ -275,6 +275,48 @@ static void test_hash64_is_fnv1a(void **state)
 	assert_true(hmap_hash64_add(hmap_hash64_add(HMAP_HASH64_INIT, "foo", 3), "bar", 3) == 0x85944171f73967e8u);
 }
 
+/* hmap_hash_words(): every byte counts, the tail's included, and so do
+ * the length (a text and the same text with zero bytes after it) and the
+ * seed; and its low bits, the ones a probe uses, spread. */
+static void test_hash_words_sees_every_byte(void **state)
+{
+	unsigned char text[40], zeros[16] = { 0 };
+	unsigned seen = 0;
+	size_t n, i;
+
+	(void)state;
+	for (i = 0; i < sizeof(text); i++)
+		text[i] = (unsigned char)(i * 37 + 11);
+	for (n = 1; n <= sizeof(text); n++) {
+		uint64_t h = hmap_hash_words(0, text, n);
+
+		assert_true(h == hmap_hash_words(0, text, n));
+		assert_true(h != hmap_hash_words(1, text, n));
+		assert_true(h != hmap_hash_words(0, text, n - 1));
+		for (i = 0; i < n; i++) {
+			text[i] ^= 0x40;
+			assert_true(h != hmap_hash_words(0, text, n));
+			text[i] ^= 0x40;
+		}
+	}
+	for (n = 0; n < 8; n++)
+		assert_true(hmap_hash_words(0, zeros, n) != hmap_hash_words(0, zeros, n + 1));
+	/* 64 one-byte texts reach at least half the 64 values of the low 6 bits
+	 * (about 41 for a random hash) */
+	{
+		uint64_t bits = 0;
+
+		for (i = 0; i < 64; i++) {
+			unsigned char c = (unsigned char)i;
+
+			bits |= 1ull << (hmap_hash_words(0, &c, 1) & 63);
+		}
+		for (i = 0; i < 64; i++)
+			seen += (unsigned)(bits >> i & 1);
+	}
+	assert_true(seen >= 32);
+}
+
 static void test_bad_arguments(void **state)
 {
 	struct hmap m;
@@ -303,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_reserve),
 		cmocka_unit_test(test_hash_is_fnv1a),
 		cmocka_unit_test(test_hash64_is_fnv1a),
+		cmocka_unit_test(test_hash_words_sees_every_byte),
 		cmocka_unit_test(test_bad_arguments),
 	};
 

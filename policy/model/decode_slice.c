@@ -97,6 +97,8 @@ static __attribute__((noinline)) const struct memo_entry *memo_take(struct dctx 
 	if (d->text_len - at < MEMO_WINDOW || t->misses >= MEMO_GIVE_UP)
 		return NULL;
 	t->misses++;
+	/* Not hmap_hash_words(): with its finish the bench's 128-device
+	 * review took 2.4% more instructions (fewer maps found again). */
 	for (i = 0; i < MEMO_WINDOW; i += 8) {
 		memcpy(&w, p + i, 8);
 		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;

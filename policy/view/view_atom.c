@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "view_impl.h"
 
 int atom_set_init(struct atom_set *s, uint32_t max)
@@ -98,37 +99,11 @@ static void id_give_back(struct atom_set *s, uint32_t id)
 	s->free_id = id;
 }
 
-/* One step of atom_hash(): a word in, mixed. */
-static inline uint64_t atom_mix(uint64_t h, uint64_t w)
-{
-	h = (h ^ w) * 0xff51afd7ed558ccdull;
-	return h ^ (h >> 32);
-}
-
-/* Eight bytes a step: every object of a sync interns its strings and blobs
- * (a claim's charges and consumed capacity run to a few hundred bytes), and
- * FNV takes a multiply a byte, each waiting on the one before. The hash
- * stays in this process (the table and each atom's stored hash), so nothing
- * else has to agree with it; the finish (murmur3's) spreads every input bit
- * over the low bits the probe uses. */
+/* hmap_hash_words(): every object of a sync interns its strings and blobs
+ * (a claim's charges and consumed capacity run to a few hundred bytes). */
 static uint32_t atom_hash(uint8_t kind, const void *p, size_t n)
 {
-	const unsigned char *b = p;
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)kind << 56 ^ (uint64_t)n, w;
-
-	for (; n >= 8; b += 8, n -= 8) {
-		memcpy(&w, b, 8);
-		h = atom_mix(h, w);
-	}
-	if (n) {
-		w = 0;
-		memcpy(&w, b, n);
-		h = atom_mix(h, w);
-	}
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return (uint32_t)h;
+	return (uint32_t)hmap_hash_words((uint64_t)kind << 56, p, n);
 }
 
 static int grow(struct atom_set *s)
