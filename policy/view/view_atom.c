@@ -211,6 +211,14 @@ void atom_put_capacity(struct atom_set *s, const struct view_capacity *c)
 		atom_put(s, c->valid[k]);
 }
 
+void atom_put_charge(struct atom_set *s, const struct view_charge *c)
+{
+	atom_put(s, c->slice);
+	atom_put(s, c->slice_rv);
+	atom_put(s, c->fingerprint);
+	atom_put(s, view_blob_of(c->amounts));
+}
+
 void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size_t n)
 {
 	size_t i;
@@ -249,14 +257,8 @@ void atom_blob_drop(struct atom_set *s, enum atom_kind kind, const void *p, size
 		}
 		break;
 	case ATOM_CHARGES:
-		for (i = 0; i < n / sizeof(struct view_charge); i++) {
-			const struct view_charge *c = (const struct view_charge *)p + i;
-
-			atom_put(s, c->slice);
-			atom_put(s, c->slice_rv);
-			atom_put(s, c->fingerprint);
-			atom_put(s, view_blob_of(c->amounts));
-		}
+		for (i = 0; i < n / sizeof(struct view_charge); i++)
+			atom_put_charge(s, (const struct view_charge *)p + i);
 		break;
 	case ATOM_PODST:
 		for (i = 0; i < n / sizeof(struct view_pod_status); i++)

@@ -417,6 +417,11 @@ void atom_put(struct atom_set *s, const struct view_atom *a);
  * a slice's record alike. */
 void atom_put_capacity(struct atom_set *s, const struct view_capacity *c);
 
+/* Drop the references a charge holds (its slice, resourceVersion,
+ * fingerprint and amounts): for a blob of charges and for the charges
+ * worked out before a claim's record exists alike. */
+void atom_put_charge(struct atom_set *s, const struct view_charge *c);
+
 /* The array of kind (a blob kind) at p, n bytes, interned: returns the
  * blob's data, a new reference (NULL for n == 0). The atoms in p are the
  * caller's references, and pass to the blob (dropped when an equal blob

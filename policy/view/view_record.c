@@ -533,14 +533,6 @@ int view_record_slice(struct view_builder *b, const struct k8s_object *o, struct
 
 /* --- claims --------------------------------------------------------------- */
 
-static void put_charge(struct atom_set *as, const struct view_charge *c)
-{
-	atom_put(as, c->slice);
-	atom_put(as, c->slice_rv);
-	atom_put(as, c->fingerprint);
-	atom_put(as, view_blob_of(c->amounts));
-}
-
 static void claim_put_atoms(struct atom_set *as, const struct view_claim *c)
 {
 	uint32_t i;
@@ -576,7 +568,7 @@ static void charges_put(struct atom_set *as, struct tmp_charges *t)
 	uint32_t i;
 
 	for (i = 0; t->c && i < t->n; i++)
-		put_charge(as, &t->c[i]);
+		atom_put_charge(as, &t->c[i]);
 	t->n = 0;
 }
 
