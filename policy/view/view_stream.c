@@ -329,6 +329,21 @@ static int deliver(struct view_stream *s, enum view_event ev, const char *text, 
 	return apply(s, ev, &o, sink);
 }
 
+/* The object that starts at from, decoded where it is when it has all
+ * arrived and decodes (0, *used its length); anything else, nothing done
+ * (the caller goes the long way, which frames it first and says what is
+ * wrong). The text is cut at max_object, so an object past it never
+ * decodes here. */
+static int decode_in_place(struct view_stream *s, size_t from, struct k8s_object *o, size_t *used)
+{
+	struct decode_error derr;
+	size_t n = s->len - from < s->max_object ? s->len - from : s->max_object;
+
+	arena_reset(s->arena);
+	return decode_object_as_prefix(s->buf + from, n, s->obj_kind, s->version, &s->lim, s->arena, o, &derr,
+				       used);
+}
+
 /* --- LIST ------------------------------------------------------------------- */
 
 enum { M_KIND = 0, M_API_VERSION, M_METADATA, M_ITEMS };
@@ -420,18 +435,11 @@ static int list_step(struct view_stream *s, bool final, const struct view_stream
 				    (unsigned long long)at(s, p));
 		if (!s->framing && s->obj_kind != OBJECT_NONE) {
 			/* Most items arrived whole: decoded where they are, in one
-			 * pass that validates them and finds their end. Anything
-			 * else (an item cut by the end of what arrived, one too
-			 * large, one that does not decode) goes the long way
-			 * below, whose framing and decode say what it is. */
+			 * pass that validates them and finds their end. */
 			struct k8s_object o;
-			struct decode_error derr;
 			size_t used;
-			size_t n = s->len - p < s->max_object ? s->len - p : s->max_object;
 
-			arena_reset(s->arena);
-			if (decode_object_as_prefix(s->buf + p, n, s->obj_kind, s->version, &s->lim, s->arena,
-						    &o, &derr, &used) == 0) {
+			if (decode_in_place(s, p, &o, &used) == 0) {
 				if ((rc = apply(s, VIEW_ADDED, &o, sink)) != 0)
 					return rc;
 				s->pos = p + used;
@@ -567,8 +575,7 @@ static int watch_in_place(struct view_stream *s, size_t p, const struct view_str
 	struct jscan j;
 	struct jscan_str k, v;
 	struct k8s_object o;
-	struct decode_error derr;
-	size_t from, n, used, q, i;
+	size_t from, used, q, i;
 
 	jscan_init(&j, s->buf + p, s->len - p, ENVELOPE_DEPTH + s->lim.max_depth);
 	if (jscan_object_enter(&j) < 0 || jscan_object_next(&j, &k) != 1 || !jscan_str_is(&k, "type") ||
@@ -580,10 +587,7 @@ static int watch_in_place(struct view_stream *s, size_t p, const struct view_str
 	    !jscan_str_is(&k, "object") || jscan_peek(&j) != JSCAN_OBJECT)
 		return 1;
 	from = skip_ws(s, p + jscan_offset(&j));
-	n = s->len - from < s->max_object ? s->len - from : s->max_object;
-	arena_reset(s->arena);
-	if (decode_object_as_prefix(s->buf + from, n, s->obj_kind, s->version, &s->lim, s->arena, &o, &derr,
-				    &used) != 0)
+	if (decode_in_place(s, from, &o, &used) != 0)
 		return 1;
 	q = skip_ws(s, from + used);
 	if (q == s->len || s->buf[q] != '}')
