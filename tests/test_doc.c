@@ -1265,6 +1265,73 @@ static void test_spans_cut_at_markers_only(void **state)
 	doc_set_free(whole);
 }
 
+/* A directive opens a document only after the previous one's end marker
+ * ("..."), as YAML 1.2 has it. libyaml also takes one after a document
+ * that ended without a marker; the document-wise reader cannot (it cuts
+ * at "---" lines, and "%" at the start of a line may continue a plain
+ * scalar), so the whole-stream reader refuses it too, naming the fix, and
+ * the two readers never disagree on a stream that parses. */
+static void test_a_directive_needs_the_end_marker_before_it(void **state)
+{
+	static const char ended[] =
+		"a: 1\n"                 /* 1 */
+		"...\n"
+		"%YAML 1.1\n"             /* 3 */
+		"---\n"
+		"b: 2\n";                /* 5 */
+	static const char *const open[] = {
+		"a: 1\n%YAML 1.1\n---\nb: 2\n",
+		/* a bare marker: the empty document after it ends unmarked */
+		"%YAML 1.1\n---\nx: y\n...\n---\nsecond: doc\n---\n%YAML 1.1\n---\nand: z\n",
+		"---\nk: v\n# note\n\n%TAG ! tag:example.com,2026:\n---\nb: 2\n",
+	};
+	struct doc_set *set = NULL, *whole = NULL;
+	struct doc_error err;
+	size_t i, j;
+
+	(void)state;
+	assert_int_equal(doc_parse_yaml(ended, strlen(ended), NULL, &whole, &err), 0);
+	assert_int_equal(doc_parse_stream(ended, strlen(ended), NULL, &set, &err), 0);
+	assert_int_equal(doc_set_count(whole), 2);
+	assert_int_equal(doc_set_count(set), 2);
+	for (i = 0; i < 2; i++) {
+		struct buf a, b;
+
+		buf_init(&a, OUT_CAP);
+		buf_init(&b, OUT_CAP);
+		assert_null(doc_set_error(set, i));
+		assert_int_equal(doc_to_json(doc_set_root(set, i), &a), 0);
+		assert_int_equal(doc_to_json(doc_set_root(whole, i), &b), 0);
+		assert_string_equal(buf_cstr(&a), buf_cstr(&b));
+		assert_pos(doc_set_root(set, i), doc_set_root(whole, i)->line, doc_set_root(whole, i)->col);
+		buf_free(&a);
+		buf_free(&b);
+	}
+	assert_pos(doc_set_root(set, 1), 5, 1);
+	doc_set_free(set);
+	doc_set_free(whole);
+	set = whole = NULL;
+
+	for (j = 0; j < sizeof(open) / sizeof(open[0]); j++) {
+		size_t bad = 0;
+
+		assert_int_equal(doc_parse_yaml(open[j], strlen(open[j]), NULL, &whole, &err), -EINVAL);
+		assert_null(whole);
+		assert_non_null(strstr(err.msg, "directive"));
+		assert_non_null(strstr(err.msg, "..."));
+		/* The stream reader keeps every document, the one holding the
+		 * directive with an error. */
+		assert_int_equal(doc_parse_stream(open[j], strlen(open[j]), NULL, &set, &err), 0);
+		for (i = 0; i < doc_set_count(set); i++) {
+			assert_non_null(doc_set_root(set, i));
+			bad += doc_set_error(set, i) != NULL;
+		}
+		assert_true(bad >= 1);
+		doc_set_free(set);
+		set = NULL;
+	}
+}
+
 /* --- paths as messages write them --------------------------------------------- */
 
 struct path_row {
@@ -1408,6 +1475,7 @@ int main(void)
 		cmocka_unit_test(test_stream_json_documents_between_markers_are_yaml),
 		cmocka_unit_test(test_stream_limits_still_bound_the_whole_stream),
 		cmocka_unit_test(test_spans_cut_at_markers_only),
+		cmocka_unit_test(test_a_directive_needs_the_end_marker_before_it),
 		cmocka_unit_test(test_locator_maps_json_offsets_to_yaml_positions),
 		cmocka_unit_test(test_path_positions),
 	};

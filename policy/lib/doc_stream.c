@@ -28,6 +28,20 @@ static bool is_marker(const char *text, size_t len, size_t i)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* A document end marker at text[i], a line start: "..." followed by a
+ * blank or the end of the line. */
+static bool is_end_marker(const char *text, size_t len, size_t i)
+{
+	char c;
+
+	if (len - i < 3 || memcmp(text + i, "...", 3) != 0)
+		return false;
+	if (i + 3 == len)
+		return true;
+	c = text[i + 3];
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
 /* True when the line at text[i] holds document content: not blank, not a
  * comment, not a directive (%YAML, %TAG, which belong to the next marker). */
 static bool has_content(const char *text, size_t len, size_t i)
@@ -61,7 +75,7 @@ bool doc_next_span(const char *text, size_t len, size_t *pos, uint32_t *line, st
 {
 	size_t i = *pos;
 	uint32_t l = *line;
-	bool content = false, broke;
+	bool content = false, ended = false, broke;
 
 	if (i >= len)
 		return false;
@@ -72,8 +86,17 @@ bool doc_next_span(const char *text, size_t len, size_t *pos, uint32_t *line, st
 			if (content)
 				break;
 			content = true;
-		} else if (!content && has_content(text, len, i)) {
+		} else if (content && ended && text[i] == '%') {
+			/* A directive after an end marker: it opens the next
+			 * document (libyaml would find no "---" after it in this
+			 * piece). Only there: elsewhere a "%" line may go on a
+			 * plain scalar. */
+			break;
+		} else if (is_end_marker(text, len, i)) {
+			content = ended = true;
+		} else if (has_content(text, len, i)) {
 			content = true;
+			ended = false;
 		}
 		i = next_line(text, len, i, &broke);
 		if (broke && l < UINT32_MAX)

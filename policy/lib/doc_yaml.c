@@ -786,10 +786,17 @@ static int parser_fail(struct yaml_reader *r, const yaml_parser_t *p)
 	}
 }
 
+/* Whether a document start carries %YAML or %TAG directives. */
+static bool has_directives(const yaml_event_t *ev)
+{
+	return ev->data.document_start.version_directive ||
+	       ev->data.document_start.tag_directives.start != ev->data.document_start.tag_directives.end;
+}
+
 static int read_events(struct yaml_reader *r, yaml_parser_t *parser)
 {
 	yaml_event_t ev;
-	bool done = false;
+	bool done = false, open_end = false;
 	int rc = 0;
 
 	while (rc == 0 && !done) {
@@ -804,9 +811,20 @@ static int read_events(struct yaml_reader *r, yaml_parser_t *parser)
 			done = true;
 			break;
 		case YAML_DOCUMENT_START_EVENT:
-			rc = doc_build_begin_doc(r->b, line, col);
+			/* YAML 1.2 lets directives follow only an end marker;
+			 * libyaml also takes them after a document that ended
+			 * without one, which the document-wise reader
+			 * (doc_stream.c) cannot tell from a "%" line that goes on
+			 * a plain scalar. */
+			if (open_end && has_directives(&ev))
+				rc = doc_build_fail(r->b, -EINVAL, line, col,
+						    "a %%YAML or %%TAG directive must follow the end marker (...) of"
+						    " the document before it; add a line \"...\" before the directive");
+			else
+				rc = doc_build_begin_doc(r->b, line, col);
 			break;
 		case YAML_DOCUMENT_END_EVENT:
+			open_end = ev.data.document_end.implicit;
 			rc = doc_build_end_doc(r->b);
 			break;
 		case YAML_ALIAS_EVENT:
