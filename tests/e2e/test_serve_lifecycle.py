@@ -199,6 +199,40 @@ def test_connection_limit_keeps_serving():
             check(srv.stop() == 0, "exit code")
 
 
+def _worker_connections(srv):
+    samples = srv.metrics()
+    return [guard.metric(samples, "dra_guard_webhook_connections", worker=str(w)) for w in range(2)]
+
+
+def test_connections_opened_together_spread_over_the_workers():
+    # A client's pool opens its connections together; libmicrohttpd's own
+    # accept gave them all to the worker that woke first, for their life.
+    with guard.TempDir() as tmp:
+        certs = guard.make_certs(os.path.join(tmp, "certs"))
+        with guard.Server(certs, ["--threads", "2"]) as srv:
+            raws = [socket.create_connection(("127.0.0.1", srv.port), timeout=20) for _ in range(8)]
+            clients = []
+            for raw in raws:
+                c = guard.Client(srv)
+                c.conn.sock = guard.tls_context(srv.ca).wrap_socket(raw, server_hostname="localhost")
+                check(c.review(guard.slice_review())["allowed"], "review allowed")
+                clients.append(c)
+            per_worker = _worker_connections(srv)
+            check(sum(per_worker) == 8, "connections by worker: %s" % per_worker)
+            check(min(per_worker) >= 3, "8 connections opened together, by worker: %s" % per_worker)
+            for c in clients[:5]:
+                c.close()
+            srv.wait(lambda: sum(_worker_connections(srv)) == 3, "the gauge to fall to 3")
+            # A connection opened now is served as well as the ones kept.
+            c = guard.Client(srv)
+            check(c.review(guard.slice_review())["allowed"], "review on a new connection")
+            check(sum(_worker_connections(srv)) == 4, "gauge %s" % _worker_connections(srv))
+            for c in clients[5:] + [c]:
+                c.close()
+            srv.wait(lambda: sum(_worker_connections(srv)) == 0, "the gauge to fall to 0")
+            check(srv.stop() == 0, "exit code")
+
+
 def _review_ok(srv, timeout=5):
     try:
         c = guard.Client(srv, timeout=timeout)
@@ -218,6 +252,7 @@ def main():
         test_no_usable_certificate_at_start_says_so,
         test_silent_and_slow_clients_do_not_stall_others,
         test_connection_limit_keeps_serving,
+        test_connections_opened_together_spread_over_the_workers,
     ])
 
 

@@ -85,6 +85,8 @@ struct metrics {
 	atomic_size_t ndrivers;       /* published slots */
 	atomic_uint_fast64_t other_driver_denials;
 	atomic_int_fast64_t in_flight;
+	atomic_uint nworkers;
+	atomic_int_fast64_t worker_conns[METRICS_WORKERS_MAX];
 	atomic_uint_fast64_t policy_reload[METRICS_RELOAD_COUNT];
 	atomic_int policy_last_ok;    /* the last load attempt loaded */
 	atomic_int policy_input_missing;
@@ -262,6 +264,17 @@ void metrics_slice_driver_add(struct metrics *m, const char *name, size_t len)
 void metrics_in_flight(struct metrics *m, int delta)
 {
 	atomic_fetch_add_explicit(&m->in_flight, delta, memory_order_relaxed);
+}
+
+void metrics_workers(struct metrics *m, unsigned n)
+{
+	atomic_store(&m->nworkers, n < METRICS_WORKERS_MAX ? n : METRICS_WORKERS_MAX);
+}
+
+void metrics_worker_connection(struct metrics *m, unsigned worker, int delta)
+{
+	if (worker < METRICS_WORKERS_MAX)
+		atomic_fetch_add_explicit(&m->worker_conns[worker], delta, memory_order_relaxed);
 }
 
 void metrics_memory_refusal(struct metrics *m, enum reqmem_kind kind)
@@ -473,6 +486,15 @@ static int render_counters(struct metrics *m, struct buf *out)
 		rc = prom_header(out, PROM_REQUESTS_IN_FLIGHT);
 	if (rc == 0)
 		rc = prom_sample(out, PROM_REQUESTS_IN_FLIGHT, NULL, "%" PRId64, (int64_t)atomic_load(&m->in_flight));
+	if (rc == 0 && atomic_load(&m->nworkers) > 0)
+		rc = prom_header(out, PROM_WORKER_CONNECTIONS);
+	for (i = 0; rc == 0 && i < (int)atomic_load(&m->nworkers); i++) {
+		char worker[16];
+
+		snprintf(worker, sizeof(worker), "%u", (unsigned)i);
+		rc = prom_sample(out, PROM_WORKER_CONNECTIONS, (const char *const[]){ worker }, "%" PRId64,
+				 (int64_t)atomic_load(&m->worker_conns[i]));
+	}
 	if (rc == 0)
 		rc = prom_header(out, PROM_POLICY_RELOAD_TOTAL);
 	for (i = 0; rc == 0 && i < METRICS_RELOAD_COUNT; i++)

@@ -60,6 +60,8 @@ enum metrics_reload {
 /* Drivers with their own label in dra_guard_slice_denials_total; the
  * rest count as driver="other". */
 #define METRICS_DRIVERS_MAX 64
+/* Worker threads with a connections series (serve_config's MAX_THREADS). */
+#define METRICS_WORKERS_MAX 256
 /* Longest driver name (a DNS subdomain). */
 #define METRICS_DRIVER_NAME_MAX 253
 
@@ -101,6 +103,12 @@ void metrics_gate_withheld(struct metrics *m);
 void metrics_slice_denied(struct metrics *m, const char *driver, size_t len);
 /* delta +1 when a request starts, -1 when it ends. */
 void metrics_in_flight(struct metrics *m, int delta);
+/* The webhook port has n worker threads (at most METRICS_WORKERS_MAX): the
+ * connections gauge has a series for each. Called once, at start. */
+void metrics_workers(struct metrics *m, unsigned n);
+/* delta +1 when worker (0 to n-1) starts serving a connection of the
+ * webhook port, -1 when it closes. */
+void metrics_worker_connection(struct metrics *m, unsigned worker, int delta);
 
 /* A request refused because its body or its answer did not fit in the
  * memory budget. */

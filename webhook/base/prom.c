@@ -28,6 +28,8 @@ static const struct prom_family families[PROM_ID_COUNT] = {
 		"HTTP error answers on the webhook port, by status code.", L("code") },
 	[PROM_REQUESTS_IN_FLIGHT] = { "dra_guard_requests_in_flight", PROM_GAUGE,
 		"Admission requests being answered right now.", { NULL } },
+	[PROM_WORKER_CONNECTIONS] = { "dra_guard_webhook_connections", PROM_GAUGE,
+		"Open connections of the webhook port, by the worker thread serving them.", L("worker") },
 	[PROM_POLICY_RELOAD_TOTAL] = { "dra_guard_policy_reload_total", PROM_COUNTER,
 		"Policy loads and reloads, by result; a failed one keeps the last good policy.", L("result") },
 	[PROM_POLICY_LAST_RELOAD_SUCCESSFUL] = { "dra_guard_policy_last_reload_successful", PROM_GAUGE,

@@ -309,6 +309,27 @@ int httpd_cert_retrieve(struct snapshot **cred, struct cert_source *certs, gnutl
 	return 0;
 }
 
+/* The worker thread's number (0 to --threads - 1), given out the first
+ * time the thread reads a connection. */
+static _Thread_local int worker_number = -1;
+
+/* Count conn under the worker thread reading it: a connection is served
+ * by one worker for its life, so its first read (the handshake's) names
+ * it, on whichever thread libmicrohttpd announced the connection. */
+static void conn_count_worker(struct conn *conn)
+{
+	struct httpd *h = conn->h;
+	unsigned threads = h->env.cfg->threads;
+
+	if (worker_number < 0) {
+		unsigned n = atomic_fetch_add(&h->next_worker, 1);
+
+		worker_number = (int)(n < threads ? n : threads - 1);
+	}
+	conn->worker = worker_number;
+	metrics_worker_connection(h->env.m, (unsigned)conn->worker, 1);
+}
+
 /* GnuTLS pull function: serve from the read-ahead buffer, refilling it with
  * one recv() of whatever the socket has. EAGAIN comes back only when both
  * are empty, which is what libmicrohttpd's epoll loop waits for before it
@@ -321,6 +342,8 @@ static ssize_t conn_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
 	size_t n;
 	ssize_t got;
 
+	if (conn->worker < 0)
+		conn_count_worker(conn);
 	if (conn->rpos == conn->rlen) {
 		if (!conn->rbuf && !(conn->rbuf = malloc(CONN_READAHEAD))) {
 			gnutls_transport_set_errno(conn->session, ENOMEM);
@@ -384,6 +407,7 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
 			return;       /* the handshake and the handler refuse it */
 		conn->h = h;
 		conn->fd = -1;
+		conn->worker = -1;
 		buf_init(&conn->body, 0);
 		buf_init(&conn->out, 0);
 		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
@@ -412,6 +436,8 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
 	if (!conn)
 		return;
 	deadline_remove(h->dl, &conn->dl);
+	if (conn->worker >= 0)
+		metrics_worker_connection(h->env.m, (unsigned)conn->worker, -1);
 	httpd_conn_closing(conn);
 	snapshot_release(conn->cred);
 	free(conn->rbuf);
@@ -506,18 +532,64 @@ int httpd_bind_listener(const struct serve_addr *a, int *out, char *text, size_t
 	return 0;
 }
 
+/* The acceptor's callbacks (acceptor.h). Room is what libmicrohttpd
+ * counts; a connection handed over but not yet taken in by its worker is
+ * not counted yet, so a burst at the limit may pass it by a few, which
+ * the library then closes ("Server reached connection limit"). */
+static bool webhook_has_room(void *arg)
+{
+	struct httpd *h = arg;
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->tls_d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return !di || di->num_connections < h->env.cfg->max_connections;
+}
+
+static int webhook_hand(void *arg, int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct httpd *h = arg;
+
+	/* The library closes fd when it cannot take it. */
+	if (MHD_add_connection(h->tls_d, fd, addr, len) != MHD_YES) {
+		int e = errno;
+
+		log_msg_str(LOG_DEBUG, "connection not taken by libmicrohttpd", "error", strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static void webhook_accept_failed(void *arg, int err, unsigned pause_ms)
+{
+	struct log_line l;
+
+	(void)arg;
+	if (!log_begin(&l, LOG_WARN, "cannot accept a connection on the webhook port; retrying"))
+		return;
+	log_str(&l, "error", strerror(-err));
+	log_ms(&l, "retry_in_ms", (double)pause_ms);
+	log_end(&l);
+}
+
+static const struct acceptor_ops webhook_accept_ops = {
+	.has_room = webhook_has_room,
+	.hand = webhook_hand,
+	.failed = webhook_accept_failed,
+};
+
 static int start_tls(struct httpd *h, char *err, size_t errn)
 {
 	const struct serve_config *cfg = h->env.cfg;
-	unsigned flags = MHD_USE_TLS | MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	/* The acceptor (acceptor.h) accepts, not the library's workers. */
+	unsigned flags = MHD_USE_TLS | MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+			 MHD_USE_NO_LISTEN_SOCKET;
 	struct MHD_OptionItem opts[20];
 	int fd, rc, n = 0;
 
 	rc = httpd_bind_listener(&cfg->listen, &fd, h->addr, sizeof(h->addr), err, errn);
 	if (rc)
 		return rc;
+	h->listen_fd = fd;
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log_tls, h };
-	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL };
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
 					     (void *)HTTPD_TLS_PRIORITIES };
 	opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)retrieve_cert };
@@ -535,9 +607,14 @@ static int start_tls(struct httpd *h, char *err, size_t errn)
 	h->tls_d = MHD_start_daemon(flags, 0, NULL, NULL, httpd_handle, h, MHD_OPTION_ARRAY, opts,
 				    MHD_OPTION_END);
 	if (!h->tls_d) {
-		close(fd);
 		snprintf(err, errn, "%s: libmicrohttpd could not start the TLS listener", h->addr);
 		return -EIO;
+	}
+	metrics_workers(h->env.m, cfg->threads);
+	rc = acceptor_start(fd, &webhook_accept_ops, h, &h->acceptor);
+	if (rc) {
+		snprintf(err, errn, "%s: cannot start the accepting thread: %s", h->addr, strerror(-rc));
+		return rc;
 	}
 	return 0;
 }
@@ -654,7 +731,8 @@ int httpd_start(const struct httpd_env *env, struct httpd **out, char *err, size
 		return -ENOMEM;
 	}
 	h->env = *env;
-	h->quiesced_fd = -1;
+	h->listen_fd = -1;
+	atomic_init(&h->next_worker, 0);
 	atomic_init(&h->draining, false);
 	atomic_init(&h->in_flight, 0);
 	atomic_init(&h->debug_in_use, 0);
@@ -745,19 +823,11 @@ const char *httpd_address(const struct httpd *h, enum httpd_port port)
 
 void httpd_drain(struct httpd *h)
 {
-	MHD_socket fd;
-
 	if (atomic_exchange(&h->draining, true))
 		return;
-	fd = MHD_quiesce_daemon(h->tls_d);
-	if (fd != MHD_INVALID_SOCKET) {
-		/* Refuse new connections now (shutdown() makes a Linux listening
-		 * socket answer RST) but keep the descriptor open until the
-		 * daemon's threads are joined, so its number is not reused
-		 * under them. */
-		shutdown(fd, SHUT_RDWR);
-		h->quiesced_fd = fd;
-	}
+	/* New connections are refused from now on; the socket stays open
+	 * until the acceptor's thread is joined (httpd_stop()). */
+	acceptor_close(h->acceptor);
 }
 
 unsigned httpd_in_flight(struct httpd *h)
@@ -771,11 +841,13 @@ void httpd_stop(struct httpd *h)
 		return;
 	httpd_plain_stop(&h->probe);
 	httpd_plain_stop(&h->metrics);
+	/* Before the daemon: the acceptor hands connections to it. */
+	acceptor_free(h->acceptor);
 	if (h->tls_d)
 		MHD_stop_daemon(h->tls_d);
-	/* After the daemons: their threads may use it until they are joined. */
-	if (h->quiesced_fd >= 0)
-		close(h->quiesced_fd);
+	/* After the acceptor: its thread polls it until it is joined. */
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
 	/* After the daemons: every connection has been closed, its deadline
 	 * entry removed and its buffers given back. */
 	stop_keeper(h);

@@ -16,6 +16,7 @@
 
 #include <microhttpd.h>
 
+#include "acceptor.h"
 #include "admit.h"
 #include "buf.h"
 #include "coalesce.h"
@@ -79,6 +80,7 @@ struct conn {
 	struct deadline_entry dl;     /* the request's clock: first byte to answer sent */
 	bool muted;                   /* what libmicrohttpd sends from now on is dropped */
 	struct coalesce co;           /* an answer's header record, held for its body's */
+	int worker;                   /* the worker thread serving it, -1 until its first read */
 
 	/* A request line has been read and the handler not yet called: listed
 	 * on the worker thread's pending list (httpd_request.c). */
@@ -120,7 +122,9 @@ struct plain_port {
 struct httpd {
 	struct httpd_env env;
 	struct MHD_Daemon *tls_d;
-	int quiesced_fd;              /* the listen socket MHD_quiesce_daemon() handed back */
+	int listen_fd;                /* the webhook port's socket, accepted on by the acceptor */
+	struct acceptor *acceptor;
+	atomic_uint next_worker;      /* worker numbers handed out to the threads */
 	char addr[96];
 	struct plain_port metrics;
 	struct plain_port probe;
