@@ -15,14 +15,19 @@ static int pass(const struct vdir *a, const struct vdir *b, unsigned table, bool
 
 	for (c = 0; c < a->nchunks; c++) {
 		const struct vchunk *ch = a->chunk[c];
+		/* A chunk copied to change a few of its slots holds the same
+		 * records as before in the others, and a record is in a table
+		 * once: the same pointer in the same slot of b is the record b
+		 * has under its key, found without the key and the lookup. */
+		const struct vchunk *bch = a->nchunks == b->nchunks ? b->chunk[c] : NULL;
 
-		if (a->nchunks == b->nchunks && b->chunk[c] == ch)
+		if (bch == ch)
 			continue;
 		for (i = 0; i < VIEW_CHUNK; i++) {
 			const struct view_rec *r = ch->slot[i], *other;
 			struct vkey k;
 
-			if (!r)
+			if (!r || (bch && bch->slot[i] == r))
 				continue;
 			k = view_record_key(a->ids, table, r);
 			other = vt_get(b, table, &k);
