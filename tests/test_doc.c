@@ -1216,6 +1216,28 @@ static void test_stream_limits_still_bound_the_whole_stream(void **state)
 	assert_int_equal(doc_parse_stream(text, strlen(text), &lim, &set, &err), -E2BIG);
 }
 
+/* The stream reader's set holds what the whole-stream reader's does: the
+ * same documents, none with an error, at the same positions. */
+static void assert_same_documents(const struct doc_set *set, const struct doc_set *whole)
+{
+	size_t i;
+
+	assert_int_equal(doc_set_count(set), doc_set_count(whole));
+	for (i = 0; i < doc_set_count(set); i++) {
+		struct buf a, b;
+
+		buf_init(&a, OUT_CAP);
+		buf_init(&b, OUT_CAP);
+		assert_null(doc_set_error(set, i));
+		assert_int_equal(doc_to_json(doc_set_root(set, i), &a), 0);
+		assert_int_equal(doc_to_json(doc_set_root(whole, i), &b), 0);
+		assert_string_equal(buf_cstr(&a), buf_cstr(&b));
+		assert_pos(doc_set_root(set, i), doc_set_root(whole, i)->line, doc_set_root(whole, i)->col);
+		buf_free(&a);
+		buf_free(&b);
+	}
+}
+
 static void test_spans_cut_at_markers_only(void **state)
 {
 	static const char text[] =
@@ -1233,7 +1255,6 @@ static void test_spans_cut_at_markers_only(void **state)
 	uint32_t line = 1;
 	struct doc_set *set = NULL, *whole = NULL;
 	struct doc_error err;
-	size_t i;
 
 	(void)state;
 	while (n < 4 && doc_next_span(text, strlen(text), &pos, &line, &sp[n]))
@@ -1247,20 +1268,7 @@ static void test_spans_cut_at_markers_only(void **state)
 	/* Same documents, same positions, as the whole-stream reader. */
 	assert_int_equal(doc_parse_stream(text, strlen(text), NULL, &set, &err), 0);
 	assert_int_equal(doc_parse_yaml(text, strlen(text), NULL, &whole, &err), 0);
-	assert_int_equal(doc_set_count(set), doc_set_count(whole));
-	for (i = 0; i < doc_set_count(set); i++) {
-		struct buf a, b;
-
-		buf_init(&a, OUT_CAP);
-		buf_init(&b, OUT_CAP);
-		assert_null(doc_set_error(set, i));
-		assert_int_equal(doc_to_json(doc_set_root(set, i), &a), 0);
-		assert_int_equal(doc_to_json(doc_set_root(whole, i), &b), 0);
-		assert_string_equal(buf_cstr(&a), buf_cstr(&b));
-		assert_pos(doc_set_root(set, i), doc_set_root(whole, i)->line, doc_set_root(whole, i)->col);
-		buf_free(&a);
-		buf_free(&b);
-	}
+	assert_same_documents(set, whole);
 	doc_set_free(set);
 	doc_set_free(whole);
 }
@@ -1293,20 +1301,7 @@ static void test_a_directive_needs_the_end_marker_before_it(void **state)
 	assert_int_equal(doc_parse_yaml(ended, strlen(ended), NULL, &whole, &err), 0);
 	assert_int_equal(doc_parse_stream(ended, strlen(ended), NULL, &set, &err), 0);
 	assert_int_equal(doc_set_count(whole), 2);
-	assert_int_equal(doc_set_count(set), 2);
-	for (i = 0; i < 2; i++) {
-		struct buf a, b;
-
-		buf_init(&a, OUT_CAP);
-		buf_init(&b, OUT_CAP);
-		assert_null(doc_set_error(set, i));
-		assert_int_equal(doc_to_json(doc_set_root(set, i), &a), 0);
-		assert_int_equal(doc_to_json(doc_set_root(whole, i), &b), 0);
-		assert_string_equal(buf_cstr(&a), buf_cstr(&b));
-		assert_pos(doc_set_root(set, i), doc_set_root(whole, i)->line, doc_set_root(whole, i)->col);
-		buf_free(&a);
-		buf_free(&b);
-	}
+	assert_same_documents(set, whole);
 	assert_pos(doc_set_root(set, 1), 5, 1);
 	doc_set_free(set);
 	doc_set_free(whole);

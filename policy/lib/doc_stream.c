@@ -14,32 +14,23 @@
 
 #include "doc_impl.h"
 
-/* A document start marker at text[i], a line start: "---" followed by a
- * blank or the end of the line. */
-static bool is_marker(const char *text, size_t len, size_t i)
+/* A marker at text[i], a line start: three of c ("---" starts a document,
+ * "..." ends one) followed by a blank or the end of the line. */
+static bool is_line_marker(const char *text, size_t len, size_t i, char c)
 {
-	char c;
+	char next;
 
-	if (len - i < 3 || memcmp(text + i, "---", 3) != 0)
+	if (len - i < 3 || text[i] != c || text[i + 1] != c || text[i + 2] != c)
 		return false;
 	if (i + 3 == len)
 		return true;
-	c = text[i + 3];
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+	next = text[i + 3];
+	return next == ' ' || next == '\t' || next == '\n' || next == '\r';
 }
 
-/* A document end marker at text[i], a line start: "..." followed by a
- * blank or the end of the line. */
-static bool is_end_marker(const char *text, size_t len, size_t i)
+static bool is_marker(const char *text, size_t len, size_t i)
 {
-	char c;
-
-	if (len - i < 3 || memcmp(text + i, "...", 3) != 0)
-		return false;
-	if (i + 3 == len)
-		return true;
-	c = text[i + 3];
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+	return is_line_marker(text, len, i, '-');
 }
 
 /* True when the line at text[i] holds document content: not blank, not a
@@ -92,7 +83,7 @@ bool doc_next_span(const char *text, size_t len, size_t *pos, uint32_t *line, st
 			 * piece). Only there: elsewhere a "%" line may go on a
 			 * plain scalar. */
 			break;
-		} else if (is_end_marker(text, len, i)) {
+		} else if (is_line_marker(text, len, i, '.')) {
 			content = ended = true;
 		} else if (has_content(text, len, i)) {
 			content = true;
