@@ -67,6 +67,8 @@ static void *acceptor_main(void *arg)
 		}
 		if (err == EINTR || err == ECONNABORTED || err == EPROTO)
 			continue;     /* the next connection is unaffected */
+		if (atomic_load(&a->closing))
+			continue;     /* shut down under accept(): not a failure */
 		/* Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM),
 		 * or an error not foreseen: pause rather than spin on it. */
 		pause = pause ? pause * 2 : ACCEPTOR_BACKOFF_MIN_MS;
