@@ -264,3 +264,16 @@ def least_squares(xs, ys):
     res = [y - (icpt + slope * x) for x, y in zip(xs, ys)]
     sd = (sum(r * r for r in res) / max(n - 2, 1)) ** 0.5
     return slope, icpt, sd
+
+
+def ab_arguments(ap, rounds=2):
+    """The options of a tool that runs one release binary, or two in turn
+    (A, and B as the base), on bench bodies: --bin, --base, --bodies,
+    --sizes, --conns, --seconds, --rounds."""
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--base")
+    ap.add_argument("--bodies", required=True)
+    ap.add_argument("--sizes", default="32 128")
+    ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--seconds", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=rounds)

@@ -62,13 +62,7 @@ def one_run(binary, certs, work, body, conns, seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--base")
-    ap.add_argument("--bodies", required=True)
-    ap.add_argument("--sizes", default="32 128")
-    ap.add_argument("--conns", type=int, default=16)
-    ap.add_argument("--seconds", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=2)
+    bl.ab_arguments(ap, rounds=2)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="dra-guard-syscalls-")
     certs = bl.make_certs(os.path.join(work, "certs"))
