@@ -802,6 +802,36 @@ static void test_pending_finds_claims_after_sweeps(void **state)
 }
 
 /* The buckets of dra_guard_pending_seconds: a time on a bound is in it. */
+/* The table starts with room for a few claims and grows as they come, to
+ * exactly max: a max not a power of two, every claim held found again
+ * (not counted twice) after each growth, the next one refused. */
+static void test_pending_grows_to_max_and_no_further(void **state)
+{
+	struct pending_table *t = NULL;
+	struct events_report r;
+	int i, j;
+
+	(void)state;
+	assert_int_equal(pending_table_new(203, 600 * S, &t), 0);
+	sample_report(&r, "p0");
+	for (i = 0; i < 203; i++) {
+		snprintf(r.claim.name, sizeof(r.claim.name), "c%d", i);
+		assert_int_equal(pending_table_refused(t, &r), 0);
+		if ((i & (i + 1)) == 0 || i == 202)      /* at each doubling, and at max */
+			for (j = 0; j <= i; j++) {
+				snprintf(r.claim.name, sizeof(r.claim.name), "c%d", j);
+				assert_int_equal(pending_table_refused(t, &r), 0);
+			}
+		assert_int_equal(pending_table_count(t), i + 1);
+	}
+	snprintf(r.claim.name, sizeof(r.claim.name), "c203");
+	assert_int_equal(pending_table_refused(t, &r), -E2BIG);
+	snprintf(r.claim.name, sizeof(r.claim.name), "c7");
+	assert_int_equal(pending_table_refused(t, &r), 0);
+	assert_int_equal(pending_table_count(t), 203);
+	pending_table_free(t);
+}
+
 static void test_pending_buckets_are_the_metrics(void **state)
 {
 	static const struct {
@@ -895,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_pending_from_first_refusal_to_allocation),
 		cmocka_unit_test(test_pending_is_bounded_and_forgets_gone_claims),
 		cmocka_unit_test(test_pending_finds_claims_after_sweeps),
+		cmocka_unit_test(test_pending_grows_to_max_and_no_further),
 		cmocka_unit_test(test_pending_buckets_are_the_metrics),
 	};
 

@@ -25,8 +25,13 @@ struct pending_claim {
 	uint64_t refusals;
 };
 
+/* Claims the table has room for at first: the usual few held at once.
+ * It doubles from there up to max, so a table sized for a busy cluster
+ * (a claim is 664 bytes: 66 MB at replay's 100,000) costs what it holds. */
+#define PENDING_INITIAL 64
+
 struct pending_table {
-	uint32_t max, n;
+	uint32_t max, n, cap;         /* cap: claims' room, at most max */
 	int64_t idle_ns;
 	struct pending_claim *claims; /* [0..n), in order of since_ns */
 	struct hmap index;            /* (namespace, name) -> position in claims */
@@ -107,9 +112,10 @@ int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->claims = calloc(max, sizeof(*t->claims));
-	/* Room for the usual few without growing; more grow the index as
-	 * they come, up to max (the claims array is max long already). */
+	t->cap = max < PENDING_INITIAL ? max : PENDING_INITIAL;
+	t->claims = calloc(t->cap, sizeof(*t->claims));
+	/* Room for the usual few without growing; more grow the claims and
+	 * the index as they come, up to max. */
 	if (!t->claims || hmap_init(&t->index, max, claim_eq, t) != 0 ||
 	    hmap_reserve(&t->index, PENDING_INDEX_RESERVE) != 0) {
 		pending_table_free(t);
@@ -159,6 +165,16 @@ int pending_table_refused(struct pending_table *t, const struct events_report *r
 	}
 	if (t->n == t->max)
 		return -E2BIG;
+	if (t->n == t->cap) {
+		/* The index names positions, so the claims may move. */
+		uint32_t cap = t->cap > t->max / 2 ? t->max : t->cap * 2;
+		struct pending_claim *grown = realloc(t->claims, (size_t)cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		t->claims = grown;
+		t->cap = cap;
+	}
 	/* The record first: the map's compare reads it. */
 	p = &t->claims[t->n];
 	memset(p, 0, sizeof(*p));

@@ -52,15 +52,17 @@ void pending_hist_observe(struct pending_hist *h, enum rule_id rule, double seco
 
 struct pending_table;
 
-/* 0, -EINVAL (max 0 or over 2^28), -ENOMEM. Everything the table will
- * hold is allocated here: nothing after. */
+/* 0, -EINVAL (max 0 or over 2^28), -ENOMEM. Room for a few claims is
+ * allocated here; more is as they come, doubling, up to max. */
 int pending_table_new(uint32_t max, int64_t idle_ns, struct pending_table **out);
 
 /* NULL is a no-op. */
 void pending_table_free(struct pending_table *t);
 
 /* A refusal of r->claim (r->pending must be true; others are ignored).
- * 0, or -E2BIG when max claims are held. */
+ * 0, -E2BIG when max claims are held, or -ENOMEM when there was no memory
+ * for more room; either way the claim is not held and the table is as it
+ * was. */
 int pending_table_refused(struct pending_table *t, const struct events_report *r);
 
 /* What sweeping found done: a claim allocated after seconds of waiting,

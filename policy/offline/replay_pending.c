@@ -13,7 +13,7 @@ int replay_note_events(struct replay *r, const struct audit_event *ev, const str
 {
 	struct events_report rep[EVENTS_PER_REVIEW];
 	size_t n = 0, i;
-	int k;
+	int k, rc;
 
 	/* No Event for an allowed or a dryRun review, exactly as the server. */
 	events_from_review(rq, v, ev->stage_ns, rep, EVENTS_PER_REVIEW, &n);
@@ -30,10 +30,11 @@ int replay_note_events(struct replay *r, const struct audit_event *ev, const str
 			r->held_written++;
 			continue;
 		}
-		if (pending_table_refused(r->held, &rep[i]) == -E2BIG) {
+		rc = pending_table_refused(r->held, &rep[i]);
+		if (rc == -E2BIG)
 			r->held_full = true;
-			return -E2BIG;
-		}
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

@@ -233,7 +233,8 @@ static void observe(struct event_sink *es, const struct events_report *r)
 		atomic_fetch_add(&es->observed[k], 1);
 	if (r->pending) {
 		pthread_mutex_lock(&es->pmu);
-		if (pending_table_refused(es->pending, r) == -E2BIG)
+		/* Full, or no memory for more room: not held, and counted. */
+		if (pending_table_refused(es->pending, r) < 0)
 			es->pending_full++;
 		pthread_mutex_unlock(&es->pmu);
 	}
