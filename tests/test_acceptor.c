@@ -38,7 +38,7 @@ static bool probe_has_room(void *arg)
 	return atomic_load(&p->room);
 }
 
-static int probe_hand(void *arg, int fd, const struct sockaddr *addr, socklen_t len)
+static void probe_hand(void *arg, int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct probe *p = arg;
 	int fl = fcntl(fd, F_GETFL), fdfl = fcntl(fd, F_GETFD);
@@ -48,7 +48,6 @@ static int probe_hand(void *arg, int fd, const struct sockaddr *addr, socklen_t 
 		atomic_store(&p->flags_ok, false);
 	close(fd);
 	atomic_fetch_add(&p->handed, 1);
-	return 0;
 }
 
 static void probe_failed(void *arg, int err, unsigned pause_ms)

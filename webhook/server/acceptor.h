@@ -42,9 +42,8 @@ struct acceptor_ops {
 	/* True when a connection may be accepted now (under the limit). */
 	bool (*has_room)(void *arg);
 	/* Take fd (accepted non-blocking and close-on-exec): the callee owns
-	 * it from here, whatever it returns. Returns 0, or a negative errno
-	 * when it could not (it closed fd). */
-	int (*hand)(void *arg, int fd, const struct sockaddr *addr, socklen_t len);
+	 * it from here, and closes it (and says why) when it cannot serve it. */
+	void (*hand)(void *arg, int fd, const struct sockaddr *addr, socklen_t len);
 	/* An accept failed with errno err (-err given); the loop pauses for
 	 * pause_ms before the next. May be NULL. */
 	void (*failed)(void *arg, int err, unsigned pause_ms);

@@ -544,18 +544,13 @@ static bool webhook_has_room(void *arg)
 	return !di || di->num_connections < h->env.cfg->max_connections;
 }
 
-static int webhook_hand(void *arg, int fd, const struct sockaddr *addr, socklen_t len)
+static void webhook_hand(void *arg, int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct httpd *h = arg;
 
 	/* The library closes fd when it cannot take it. */
-	if (MHD_add_connection(h->tls_d, fd, addr, len) != MHD_YES) {
-		int e = errno;
-
-		log_msg_str(LOG_DEBUG, "connection not taken by libmicrohttpd", "error", strerror(e));
-		return -e;
-	}
-	return 0;
+	if (MHD_add_connection(h->tls_d, fd, addr, len) != MHD_YES)
+		log_msg_str(LOG_DEBUG, "connection not taken by libmicrohttpd", "error", strerror(errno));
 }
 
 static void webhook_accept_failed(void *arg, int err, unsigned pause_ms)
