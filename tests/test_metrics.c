@@ -218,6 +218,35 @@ static void test_memory_gauges_follow_the_budget(void **state)
 	metrics_free(m);
 }
 
+/* The connections gauge: no family until the server says how many
+ * workers it has, then one series each, moved by opens and closes; a
+ * worker number past the cap is ignored rather than written past it. */
+static void test_worker_connections_have_a_series_per_worker(void **state)
+{
+	struct metrics *m;
+	char *text;
+
+	(void)state;
+	m = new_metrics("dev");
+	text = render(m);
+	assert_null(strstr(text, "dra_guard_webhook_connections"));
+	free(text);
+	metrics_workers(m, 3);
+	metrics_worker_connection(m, 0, 1);
+	metrics_worker_connection(m, 2, 1);
+	metrics_worker_connection(m, 2, 1);
+	metrics_worker_connection(m, 0, -1);
+	metrics_worker_connection(m, METRICS_WORKERS_MAX, 1);
+	text = render(m);
+	check_exposition(text);
+	assert_true(sample(text, "dra_guard_webhook_connections{worker=\"0\"}") == 0);
+	assert_true(sample(text, "dra_guard_webhook_connections{worker=\"1\"}") == 0);
+	assert_true(sample(text, "dra_guard_webhook_connections{worker=\"2\"}") == 2);
+	assert_true(sample(text, "dra_guard_webhook_connections{worker=\"3\"}") == -1);   /* absent */
+	free(text);
+	metrics_free(m);
+}
+
 static void test_histogram_buckets_are_cumulative(void **state)
 {
 	static const uint64_t durations_ns[] = { 10000, 60000, 700000, 3000000000ULL, 20000000000ULL };
@@ -427,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_fresh_registry_renders_every_family_at_zero),
 		cmocka_unit_test(test_counters_move_with_events),
 		cmocka_unit_test(test_memory_gauges_follow_the_budget),
+		cmocka_unit_test(test_worker_connections_have_a_series_per_worker),
 		cmocka_unit_test(test_histogram_buckets_are_cumulative),
 		cmocka_unit_test(test_label_values_are_escaped),
 		cmocka_unit_test(test_freeze_and_policy_gauges_carry_escaped_strings),
