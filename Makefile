@@ -146,6 +146,7 @@ TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRC))
 # Tests that fail allocations on purpose wrap the allocator of the code
 # under test (only the statically linked objects see the wrapper).
 TEST_LDFLAGS_mutation := -Wl,--wrap=realloc
+TEST_LDFLAGS_events := -Wl,--wrap=realloc
 TEST_LDFLAGS_verdict := -Wl,--wrap=malloc,--wrap=realloc
 TEST_LDFLAGS_policy := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 

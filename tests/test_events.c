@@ -23,6 +23,22 @@
 
 /* --- reasons ----------------------------------------------------------------------- */
 
+
+/* The code under test is linked with -Wl,--wrap=realloc: after
+ * realloc_budget successful calls (when set, >= 0) every call fails. */
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static int realloc_budget = -1;
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	if (realloc_budget == 0)
+		return NULL;
+	if (realloc_budget > 0)
+		realloc_budget--;
+	return __real_realloc(p, n);
+}
+
 static void test_reason_is_the_rule_id_in_camel_case(void **state)
 {
 	static const struct {
@@ -832,6 +848,37 @@ static void test_pending_grows_to_max_and_no_further(void **state)
 	pending_table_free(t);
 }
 
+/* No memory for more room: the new claim is not held, the table is as it
+ * was (every claim found again, none counted twice), and a later growth
+ * works. */
+static void test_pending_without_memory_to_grow_holds_what_it_held(void **state)
+{
+	struct pending_table *t = NULL;
+	struct events_report r;
+	int i;
+
+	(void)state;
+	assert_int_equal(pending_table_new(1000, 600 * S, &t), 0);
+	sample_report(&r, "p0");
+	for (i = 0; i < 64; i++) {       /* the room it starts with */
+		snprintf(r.claim.name, sizeof(r.claim.name), "c%d", i);
+		assert_int_equal(pending_table_refused(t, &r), 0);
+	}
+	realloc_budget = 0;
+	snprintf(r.claim.name, sizeof(r.claim.name), "c64");
+	assert_int_equal(pending_table_refused(t, &r), -ENOMEM);
+	for (i = 0; i < 64; i++) {
+		snprintf(r.claim.name, sizeof(r.claim.name), "c%d", i);
+		assert_int_equal(pending_table_refused(t, &r), 0);
+	}
+	realloc_budget = -1;
+	assert_int_equal(pending_table_count(t), 64);
+	snprintf(r.claim.name, sizeof(r.claim.name), "c64");
+	assert_int_equal(pending_table_refused(t, &r), 0);
+	assert_int_equal(pending_table_count(t), 65);
+	pending_table_free(t);
+}
+
 static void test_pending_buckets_are_the_metrics(void **state)
 {
 	static const struct {
@@ -926,6 +973,7 @@ int main(void)
 		cmocka_unit_test(test_pending_is_bounded_and_forgets_gone_claims),
 		cmocka_unit_test(test_pending_finds_claims_after_sweeps),
 		cmocka_unit_test(test_pending_grows_to_max_and_no_further),
+		cmocka_unit_test(test_pending_without_memory_to_grow_holds_what_it_held),
 		cmocka_unit_test(test_pending_buckets_are_the_metrics),
 	};
 
