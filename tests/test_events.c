@@ -17,6 +17,7 @@
 #include "pending.h"
 #include "view.h"
 #include "view_dump.h"
+#include "testrealloc.h"
 
 #define S 1000000000LL
 #define T0 (1796000000LL * S)
@@ -24,20 +25,6 @@
 /* --- reasons ----------------------------------------------------------------------- */
 
 
-/* The code under test is linked with -Wl,--wrap=realloc: after
- * realloc_budget successful calls (when set, >= 0) every call fails. */
-void *__real_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n);
-static int realloc_budget = -1;
-
-void *__wrap_realloc(void *p, size_t n)
-{
-	if (realloc_budget == 0)
-		return NULL;
-	if (realloc_budget > 0)
-		realloc_budget--;
-	return __real_realloc(p, n);
-}
 
 static void test_reason_is_the_rule_id_in_camel_case(void **state)
 {

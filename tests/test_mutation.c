@@ -11,21 +11,7 @@
 #include <cmocka.h>
 
 #include "mutation.h"
-
-/* The code under test is linked with -Wl,--wrap=realloc: after
- * realloc_budget successful calls (when set, >= 0) every call fails. */
-void *__real_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n);
-static int realloc_budget = -1;
-
-void *__wrap_realloc(void *p, size_t n)
-{
-	if (realloc_budget == 0)
-		return NULL;
-	if (realloc_budget > 0)
-		realloc_budget--;
-	return __real_realloc(p, n);
-}
+#include "testrealloc.h"
 
 static void field(struct quantity_field *f, const char *text)
 {
