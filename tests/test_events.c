@@ -756,6 +756,48 @@ static void test_pending_from_first_refusal_to_allocation(void **state)
 	pending_table_free(t);
 }
 
+/* A claim the view shows under the held one's name but with another UID
+ * was deleted and made again: the held one is dropped, not reported done.
+ * The UID learnt at a later refusal counts, and a UID that is not a
+ * canonical UUID compares as its text. */
+static void test_pending_drops_a_claim_recreated_under_its_name(void **state)
+{
+	const char *first = "0f6c9a9e-1111-4222-8333-944455556666";
+	const char *again = "0f6c9a9e-1111-4222-8333-944455550000";
+	struct pending_table *t = NULL;
+	struct view_builder *b = NULL;
+	struct arena *a = NULL;
+	const struct view *v;
+	struct events_report r;
+	struct done_log d = { 0 };
+	char json[2048];
+
+	(void)state;
+	assert_int_equal(pending_table_new(8, 600 * S, &t), 0);
+	assert_int_equal(view_builder_new(NULL, &b), 0);
+	assert_int_equal(arena_new(1 << 20, &a), 0);
+	sample_report(&r, "trainer-0");
+	r.claim.uid[0] = '\0';
+	assert_int_equal(pending_table_refused(t, &r), 0);
+	snprintf(r.claim.uid, sizeof(r.claim.uid), "%s", first);
+	assert_int_equal(pending_table_refused(t, &r), 0);
+	snprintf(r.claim.name, sizeof(r.claim.name), "odd-uid");
+	snprintf(r.claim.uid, sizeof(r.claim.uid), "not-a-uuid");
+	assert_int_equal(pending_table_refused(t, &r), 0);
+	v = publish(b, NULL, a, T0 + 6 * S, claim_json(json, sizeof(json), "gpu-claim", first, false));
+	v = publish(b, v, a, T0 + 6 * S, claim_json(json, sizeof(json), "odd-uid", "not-a-uuid", false));
+	assert_int_equal(pending_table_sweep(t, v, T0 + 7 * S, on_done, &d), 2);
+	v = publish(b, v, a, T0 + 8 * S, claim_json(json, sizeof(json), "gpu-claim", again, false));
+	assert_int_equal(pending_table_sweep(t, v, T0 + 9 * S, on_done, &d), 1);
+	v = publish(b, v, a, T0 + 10 * S, claim_json(json, sizeof(json), "odd-uid", "not-a-uuid-2", true));
+	assert_int_equal(pending_table_sweep(t, v, T0 + 11 * S, on_done, &d), 0);
+	assert_int_equal(d.n, 0);
+	view_builder_release(b, v);
+	view_builder_free(b);
+	arena_free(a);
+	pending_table_free(t);
+}
+
 /* The index a sweep rebuilds still finds every claim kept: a second
  * refusal of one adds no entry, and a claim swept out enters again. */
 static void test_pending_finds_claims_after_sweeps(void **state)
@@ -958,6 +1000,7 @@ int main(void)
 		cmocka_unit_test(test_bounded_series_and_failures),
 		cmocka_unit_test(test_pending_from_first_refusal_to_allocation),
 		cmocka_unit_test(test_pending_is_bounded_and_forgets_gone_claims),
+		cmocka_unit_test(test_pending_drops_a_claim_recreated_under_its_name),
 		cmocka_unit_test(test_pending_finds_claims_after_sweeps),
 		cmocka_unit_test(test_pending_grows_to_max_and_no_further),
 		cmocka_unit_test(test_pending_without_memory_to_grow_holds_what_it_held),

@@ -1849,7 +1849,7 @@ static void test_uids_read_back_as_written(void **state)
 	struct arena *a = NULL;
 	const struct view *v;
 	char json[512], name[16], err[256], back[64];
-	size_t i;
+	size_t i, j;
 
 	(void)state;
 	assert_int_equal(view_builder_new(NULL, &b), 0);
@@ -1873,6 +1873,15 @@ static void test_uids_read_back_as_written(void **state)
 		assert_string_equal(back, cases[i].uid);
 		assert_true(view_uid_eq(&p->uid, str_from_cstr(cases[i].uid)));
 		assert_false(view_uid_eq(&p->uid, STR_LIT("0b5e7c1e-8d7f-4f8e-9a57-000000000000")));
+		/* The parsed-once comparison says the same for every text. */
+		for (j = 0; j < sizeof(cases) / sizeof(cases[0]); j++) {
+			struct str s = str_from_cstr(cases[j].uid);
+			struct view_uid_probe probe;
+
+			view_uid_probe_set(&probe, s);
+			assert_int_equal(view_uid_eq_probe(&p->uid, s, &probe), view_uid_eq(&p->uid, s));
+			assert_int_equal(view_uid_eq_probe(&p->uid, s, &probe), i == j);
+		}
 		view_uid_bytes(&p->uid, bytes);
 		assert_true((memcmp(bytes, zero, 16) != 0) == cases[i].canonical);
 	}

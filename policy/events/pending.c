@@ -19,6 +19,11 @@ struct pending_claim {
 	char name[254];
 	char uid[64];
 	char pod[254];
+	/* Lengths and the UID parsed once: the sweep compares every held
+	 * claim with the view, each time. */
+	uint8_t ns_len, uid_len;
+	uint16_t name_len;
+	struct view_uid_probe uid_probe;
 	enum rule_id rule;            /* the last refusing rule */
 	int64_t since_ns;             /* the first refusal */
 	int64_t last_ns;              /* the last refusal */
@@ -91,6 +96,12 @@ static bool claim_eq(const void *ctx, uint32_t val, const void *key)
  * reached yet are where they were, the ones moved are where they went (a
  * position below i held a claim that left or moved further down). So the
  * index is kept in O(claims removed or moved), never cleared whole. */
+static void note_uid(struct pending_claim *p)
+{
+	p->uid_len = (uint8_t)strnlen(p->uid, sizeof(p->uid));
+	view_uid_probe_set(&p->uid_probe, (struct str){ p->uid, p->uid_len });
+}
+
 static void reindex_one(struct pending_table *t, uint32_t i, uint32_t to_pos)
 {
 	struct claim_key k = { t->claims[i].namespace, t->claims[i].name };
@@ -159,8 +170,10 @@ int pending_table_refused(struct pending_table *t, const struct events_report *r
 		p->refusals++;
 		if (!p->pod[0] && r->pod[0])
 			memcpy(p->pod, r->pod, sizeof(p->pod));
-		if (!p->uid[0] && r->claim.uid[0])
+		if (!p->uid[0] && r->claim.uid[0]) {
 			memcpy(p->uid, r->claim.uid, sizeof(p->uid));
+			note_uid(p);
+		}
 		return 0;
 	}
 	if (t->n == t->max)
@@ -182,6 +195,9 @@ int pending_table_refused(struct pending_table *t, const struct events_report *r
 	memcpy(p->name, r->claim.name, sizeof(p->name));
 	memcpy(p->uid, r->claim.uid, sizeof(p->uid));
 	memcpy(p->pod, r->pod, sizeof(p->pod));
+	p->ns_len = (uint8_t)strnlen(p->namespace, sizeof(p->namespace));
+	p->name_len = (uint16_t)strnlen(p->name, sizeof(p->name));
+	note_uid(p);
 	p->rule = r->rule;
 	p->since_ns = p->last_ns = r->observed_ns;
 	p->refusals = 1;
@@ -198,8 +214,10 @@ uint32_t pending_table_sweep(struct pending_table *t, const struct view *v, int6
 
 	for (i = 0; i < t->n; i++) {
 		struct pending_claim *p = &t->claims[i];
-		const struct view_claim *c = view_claim_get(v, str_from_cstr(p->namespace), str_from_cstr(p->name));
-		bool other = c && p->uid[0] && !view_uid_eq(&c->uid, str_from_cstr(p->uid));
+		const struct view_claim *c = view_claim_get(v, (struct str){ p->namespace, p->ns_len },
+							    (struct str){ p->name, p->name_len });
+		bool other = c && p->uid_len &&
+			     !view_uid_eq_probe(&c->uid, (struct str){ p->uid, p->uid_len }, &p->uid_probe);
 
 		if (c && !other && c->allocated) {
 			int64_t at = c->allocated_ns ? c->allocated_ns : now_ns;

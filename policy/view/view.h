@@ -186,6 +186,20 @@ void view_uid_format(const struct view_uid *u, char *buf, size_t n);
 /* True when u is the UID written s. */
 bool view_uid_eq(const struct view_uid *u, struct str s);
 
+/* A UID's text parsed once, for a caller that compares the same text with
+ * many records (the held claims' sweep): view_uid_eq_probe(u, s, p) says
+ * what view_uid_eq(u, s) says, without parsing s again. */
+struct view_uid_probe {
+	uint8_t bin[16];
+	bool parsed;                /* s is "8-4-4-4-12" hex; bin holds it */
+};
+
+/* Fill p from s. */
+void view_uid_probe_set(struct view_uid_probe *p, struct str s);
+
+/* view_uid_eq(u, s) for p filled from the same s. */
+bool view_uid_eq_probe(const struct view_uid *u, struct str s, const struct view_uid_probe *p);
+
 enum view_attr_type {
 	VIEW_ATTR_INT = 0,
 	VIEW_ATTR_BOOL,

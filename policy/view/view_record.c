@@ -133,6 +133,20 @@ bool view_uid_eq(const struct view_uid *u, struct str s)
 	return uid_parse(s, bin) && memcmp(bin, u->bin, 16) == 0;
 }
 
+void view_uid_probe_set(struct view_uid_probe *p, struct str s)
+{
+	p->parsed = uid_parse(s, p->bin);
+}
+
+bool view_uid_eq_probe(const struct view_uid *u, struct str s, const struct view_uid_probe *p)
+{
+	const char *text = view_uid_text(u);
+
+	if (text)
+		return str_eq_cstr(s, text);
+	return p->parsed && memcmp(p->bin, u->bin, 16) == 0;
+}
+
 /* --- attributes and request policies, from their JSON text ---------------- */
 
 struct p_attr {
