@@ -705,6 +705,25 @@ static const struct view *publish(struct view_builder *b, const struct view *old
 	return v;
 }
 
+/* The table, a view builder and its arena that the pending tests share. */
+static void held_open(uint32_t max, size_t arena_bytes, struct pending_table **t, struct view_builder **b,
+		      struct arena **a)
+{
+	assert_int_equal(pending_table_new(max, 600 * S, t), 0);
+	assert_int_equal(view_builder_new(NULL, b), 0);
+	assert_int_equal(arena_new(arena_bytes, a), 0);
+}
+
+/* Release v (NULL for none) and free what held_open() made. */
+static void held_close(struct pending_table *t, struct view_builder *b, struct arena *a, const struct view *v)
+{
+	if (v)
+		view_builder_release(b, v);
+	view_builder_free(b);
+	arena_free(a);
+	pending_table_free(t);
+}
+
 static void test_pending_from_first_refusal_to_allocation(void **state)
 {
 	struct pending_table *t = NULL;
@@ -718,9 +737,7 @@ static void test_pending_from_first_refusal_to_allocation(void **state)
 	const char *uid = "0f6c9a9e-1111-4222-8333-944455556666";
 
 	(void)state;
-	assert_int_equal(pending_table_new(2, 600 * S, &t), 0);
-	assert_int_equal(view_builder_new(NULL, &b), 0);
-	assert_int_equal(arena_new(1 << 20, &a), 0);
+	held_open(2, 1 << 20, &t, &b, &a);
 	sample_report(&r, "trainer-0");
 	snprintf(r.claim.uid, sizeof(r.claim.uid), "%s", uid);
 	assert_int_equal(pending_table_refused(t, &r), 0);
@@ -749,11 +766,8 @@ static void test_pending_from_first_refusal_to_allocation(void **state)
 	buf_reset(&out);
 	assert_int_equal(pending_table_json(t, T0 + 50 * S, &out), 0);
 	assert_string_equal(buf_cstr(&out), "[]");
-	view_builder_release(b, v);
 	buf_free(&out);
-	view_builder_free(b);
-	arena_free(a);
-	pending_table_free(t);
+	held_close(t, b, a, v);
 }
 
 /* A claim the view shows under the held one's name but with another UID
@@ -773,9 +787,7 @@ static void test_pending_drops_a_claim_recreated_under_its_name(void **state)
 	char json[2048];
 
 	(void)state;
-	assert_int_equal(pending_table_new(8, 600 * S, &t), 0);
-	assert_int_equal(view_builder_new(NULL, &b), 0);
-	assert_int_equal(arena_new(1 << 20, &a), 0);
+	held_open(8, 1 << 20, &t, &b, &a);
 	sample_report(&r, "trainer-0");
 	r.claim.uid[0] = '\0';
 	assert_int_equal(pending_table_refused(t, &r), 0);
@@ -792,10 +804,7 @@ static void test_pending_drops_a_claim_recreated_under_its_name(void **state)
 	v = publish(b, v, a, T0 + 10 * S, claim_json(json, sizeof(json), "odd-uid", "not-a-uuid-2", true));
 	assert_int_equal(pending_table_sweep(t, v, T0 + 11 * S, on_done, &d), 0);
 	assert_int_equal(d.n, 0);
-	view_builder_release(b, v);
-	view_builder_free(b);
-	arena_free(a);
-	pending_table_free(t);
+	held_close(t, b, a, v);
 }
 
 /* The index a sweep rebuilds still finds every claim kept: a second
@@ -812,9 +821,7 @@ static void test_pending_finds_claims_after_sweeps(void **state)
 	int i, round;
 
 	(void)state;
-	assert_int_equal(pending_table_new(500, 600 * S, &t), 0);
-	assert_int_equal(view_builder_new(NULL, &b), 0);
-	assert_int_equal(arena_new(1 << 22, &a), 0);
+	held_open(500, 1 << 22, &t, &b, &a);
 	sample_report(&r, "p0");
 	for (i = 0; i < 400; i++) {
 		snprintf(r.claim.name, sizeof(r.claim.name), "c%d", i);
@@ -840,10 +847,7 @@ static void test_pending_finds_claims_after_sweeps(void **state)
 		}
 	/* the 134 swept out entered again once, the 266 kept were found */
 	assert_int_equal(pending_table_count(t), 400);
-	view_builder_release(b, v);
-	view_builder_free(b);
-	arena_free(a);
-	pending_table_free(t);
+	held_close(t, b, a, v);
 }
 
 /* The buckets of dra_guard_pending_seconds: a time on a bound is in it. */
@@ -955,9 +959,7 @@ static void test_pending_is_bounded_and_forgets_gone_claims(void **state)
 	char json[2048];
 
 	(void)state;
-	assert_int_equal(pending_table_new(2, 600 * S, &t), 0);
-	assert_int_equal(view_builder_new(NULL, &b), 0);
-	assert_int_equal(arena_new(1 << 20, &a), 0);
+	held_open(2, 1 << 20, &t, &b, &a);
 	sample_report(&r, "p0");
 	snprintf(r.claim.name, sizeof(r.claim.name), "c0");
 	snprintf(r.claim.uid, sizeof(r.claim.uid), "00000000-0000-4000-8000-000000000000");
@@ -974,10 +976,7 @@ static void test_pending_is_bounded_and_forgets_gone_claims(void **state)
 	assert_int_equal(pending_table_sweep(t, v, T0 + S, on_done, &d), 1);
 	assert_int_equal(pending_table_sweep(t, v, T0 + 600 * S, on_done, &d), 0);
 	assert_int_equal(d.n, 0);
-	view_builder_release(b, v);
-	view_builder_free(b);
-	arena_free(a);
-	pending_table_free(t);
+	held_close(t, b, a, v);
 }
 
 int main(void)
