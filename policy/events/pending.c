@@ -82,6 +82,13 @@ static uint32_t key_hash(const char *ns, const char *name)
 	return hmap_hash_finish(hmap_hash_add_cstr(h, name));
 }
 
+/* The UID's length and parsed form, after p->uid was written. */
+static void note_uid(struct pending_claim *p)
+{
+	p->uid_len = (uint8_t)strnlen(p->uid, sizeof(p->uid));
+	view_uid_probe_set(&p->uid_probe, (struct str){ p->uid, p->uid_len });
+}
+
 static bool claim_eq(const void *ctx, uint32_t val, const void *key)
 {
 	const struct pending_table *t = ctx;
@@ -96,12 +103,6 @@ static bool claim_eq(const void *ctx, uint32_t val, const void *key)
  * reached yet are where they were, the ones moved are where they went (a
  * position below i held a claim that left or moved further down). So the
  * index is kept in O(claims removed or moved), never cleared whole. */
-static void note_uid(struct pending_claim *p)
-{
-	p->uid_len = (uint8_t)strnlen(p->uid, sizeof(p->uid));
-	view_uid_probe_set(&p->uid_probe, (struct str){ p->uid, p->uid_len });
-}
-
 static void reindex_one(struct pending_table *t, uint32_t i, uint32_t to_pos)
 {
 	struct claim_key k = { t->claims[i].namespace, t->claims[i].name };
